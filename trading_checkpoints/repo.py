@@ -1,0 +1,373 @@
+"""Access to one desk's bare shadow repository, through dulwich only.
+
+Everything that knows about git objects, refs and the repository's files lives here. The
+repository is isolated from the user's git: we build commits ourselves (no porcelain, so no user
+config, hooks or signing are ever consulted), with a fixed identity, and we never read
+``GIT_DIR`` or ``GIT_WORK_TREE``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from dulwich.config import ConfigFile
+from dulwich.errors import NotGitRepository, ObjectFormatException
+from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.repo import Repo
+
+from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
+from .paths import Allowlist, check_tree_path, path_problem
+
+BRANCH = b'refs/heads/main'
+IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
+SHORT_ID_LENGTH = 7
+PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
+
+FILE_MODE = 0o100644
+EXECUTABLE_MODE = 0o100755
+SYMLINK_MODE = 0o120000
+TREE_MODE = 0o040000
+BLOB_MODES = frozenset({FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE})
+
+# Past this many new objects, one pack beats thousands of loose files.
+PACK_THRESHOLD = 64
+
+_HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """What the library needs of one commit."""
+
+    sha: str
+    tree: bytes
+    parents: tuple[bytes, ...]
+    created_at: str
+    message: str
+
+    @property
+    def short_id(self) -> str:
+        return self.sha[:SHORT_ID_LENGTH]
+
+    @property
+    def subject(self) -> str:
+        return self.message.split('\n', 1)[0].strip()
+
+
+def _local_offset_seconds(now: float) -> int:
+    offset = datetime.fromtimestamp(now).astimezone().utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
+
+
+def _iso(timestamp: int, offset_seconds: int) -> str:
+    zone = timezone(timedelta(seconds=offset_seconds))
+    return datetime.fromtimestamp(timestamp, zone).isoformat()
+
+
+def is_initialized(path: Path) -> bool:
+    """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
+    return (path / 'HEAD').is_file()
+
+
+class ShadowRepo:
+    """A bare repository holding one desk's checkpoints on branch ``main``."""
+
+    def __init__(self, path: Path, repo: Repo) -> None:
+        self.path = path
+        self._repo = repo
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> ShadowRepo | None:
+        """The repository at ``path``, or None when none was created there yet."""
+        if not path.exists():
+            return None
+        if not path.is_dir():
+            raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+        if not is_initialized(path):
+            return None
+        try:
+            return cls(path, Repo(str(path)))
+        except (NotGitRepository, OSError, ValueError, KeyError) as error:
+            raise CorruptRepositoryError(
+                f'cannot open the checkpoint repository {path}: {error}'
+            ) from error
+
+    @classmethod
+    def create(cls, path: Path, tracked: Iterable[str]) -> ShadowRepo:
+        """Creates (or finishes creating, after a crash) a bare repository at ``path``."""
+        for parts in (
+            ('objects', 'info'),
+            ('objects', 'pack'),
+            ('refs', 'heads'),
+            ('refs', 'tags'),
+            ('info',),
+        ):
+            path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        config = ConfigFile()
+        config.set(b'core', b'repositoryformatversion', b'0')
+        config.set(b'core', b'filemode', True)
+        config.set(b'core', b'bare', True)
+        config.set(b'core', b'logallrefupdates', True)
+        # A git CLI run inside the shadow repo must not repack or prune on its own.
+        config.set(b'gc', b'auto', b'0')
+        _set_tracked(config, tracked)
+        _write_atomically(path / 'config', _config_bytes(config))
+        _write_atomically(
+            path / 'description', b'trading_checkpoints: snapshots of one desk\n'
+        )
+        _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        return cls(path, Repo(str(path)))
+
+    def close(self) -> None:
+        self._repo.close()
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def tracked_paths(self) -> tuple[str, ...] | None:
+        """The tracked paths remembered in the repository's config, if any."""
+        try:
+            config = ConfigFile.from_path(str(self.path / 'config'))
+            values = list(config.get_multivar(b'checkpoints', b'tracked'))
+        except KeyError:
+            return None
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
+        return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
+
+    def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
+        config_path = self.path / 'config'
+        try:
+            config = ConfigFile.from_path(str(config_path))
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {config_path}: {error}') from error
+        _set_tracked(config, tracked)
+        _write_atomically(config_path, _config_bytes(config))
+
+    # -- refs and history ------------------------------------------------------------------
+
+    def head(self) -> bytes | None:
+        """The newest checkpoint's sha, or None when the branch has no commit yet."""
+        try:
+            sha = self._repo.refs.read_ref(BRANCH)
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
+        if sha is None:
+            # A repository whose refs were packed by the git CLI.
+            sha = self._repo.refs.get_packed_refs().get(BRANCH)
+        if sha is not None and not re.fullmatch(rb'[0-9a-f]{40}', sha):
+            raise CorruptRepositoryError(
+                f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
+            )
+        return sha
+
+    def commit_info(self, sha: bytes) -> CommitInfo:
+        commit = self._read(sha, Commit)
+        return CommitInfo(
+            sha=sha.decode(),
+            tree=commit.tree,
+            parents=tuple(commit.parents),
+            created_at=_iso(commit.commit_time, commit.commit_timezone),
+            message=commit.message.decode('utf-8', 'replace'),
+        )
+
+    def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
+        """Commits from the newest back along first parents."""
+        sha = self.head()
+        shallow = self._shallow()
+        count = 0
+        while sha is not None and (limit is None or count < limit):
+            info = self.commit_info(sha)
+            yield info
+            count += 1
+            if sha in shallow or not info.parents:
+                break
+            sha = info.parents[0]
+
+    def _shallow(self) -> set[bytes]:
+        try:
+            return set((self.path / 'shallow').read_bytes().split())
+        except FileNotFoundError:
+            return set()
+
+    def resolve(self, checkpoint_id: str) -> bytes:
+        """The full sha of the checkpoint a short or full id names."""
+        if not isinstance(checkpoint_id, str) or not _HEX_ID.fullmatch(checkpoint_id.strip()):
+            raise UnknownCheckpointError(
+                f'{checkpoint_id!r} is not a checkpoint id (expected 4 to 40 hex digits, '
+                'as shown by `checkpoints list`)'
+            )
+        prefix = checkpoint_id.strip().lower().encode()
+        try:
+            candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
+            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == Commit.type_num]
+        except (OSError, ValueError, ObjectFormatException) as error:
+            raise CorruptRepositoryError(f'cannot search {self.path}: {error}') from error
+        if not commits:
+            raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
+        if len(commits) > 1:
+            raise UnknownCheckpointError(
+                f'checkpoint id {checkpoint_id!r} is ambiguous in {self.path}; '
+                'give more of its digits'
+            )
+        return commits[0]
+
+    def _type_of(self, sha: bytes) -> int:
+        type_num, _ = self._repo.object_store.get_raw(sha)
+        return type_num
+
+    def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
+        """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
+        now = int(time.time())
+        kwargs = {
+            'committer': IDENTITY,
+            'timestamp': now,
+            'timezone': _local_offset_seconds(now),
+            'message': reflog_message.encode('utf-8', 'replace')[:200],
+        }
+        refs = self._repo.refs
+        try:
+            if old is None:
+                done = refs.add_if_new(BRANCH, new, **kwargs)
+            else:
+                done = refs.set_if_equals(BRANCH, old, new, **kwargs)
+        except OSError as error:
+            raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
+        if not done:
+            raise CheckpointError(
+                f'the branch main of {self.path} moved while a checkpoint was being written'
+            )
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+        try:
+            obj = self._repo.object_store[sha]
+        except KeyError as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} is missing from {self.path}'
+            ) from error
+        except (OSError, ValueError, ObjectFormatException, AssertionError) as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+            ) from error
+        if not isinstance(obj, kind):
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
+                f'not a {kind.type_name.decode()}'
+            )
+        return obj
+
+    def contains(self, sha: bytes) -> bool:
+        return sha in self._repo.object_store
+
+    def read_blob(self, sha: bytes) -> bytes:
+        return self._read(sha, Blob).as_raw_string()
+
+    def read_tree(self, sha: bytes) -> Tree:
+        return self._read(sha, Tree)
+
+    def flatten_tree(
+        self, tree_sha: bytes, allowlist: Allowlist
+    ) -> tuple[dict[str, tuple[int, bytes]], dict[str, bytes]]:
+        """Every file of a tree as ``path -> (mode, blob sha)``, refusing unsafe entries.
+
+        Also returns the tree id of every folder (``''`` for the root).
+        """
+        files: dict[str, tuple[int, bytes]] = {}
+        folders: dict[str, bytes] = {}
+        pending: list[tuple[str, bytes]] = [('', tree_sha)]
+        while pending:
+            prefix, sha = pending.pop()
+            folders[prefix.rstrip('/')] = sha
+            seen: set[bytes] = set()
+            for item in self.read_tree(sha).iteritems():
+                name, mode, child = item.path, item.mode, item.sha
+                if name in seen:
+                    raise CorruptRepositoryError(
+                        f'the checkpoint has two entries named {prefix}{name!r}'
+                    )
+                seen.add(name)
+                try:
+                    path = prefix + name.decode('utf-8')
+                except UnicodeDecodeError as error:
+                    raise CorruptRepositoryError(
+                        f'the checkpoint holds a name that is not UTF-8 under {prefix!r}'
+                    ) from error
+                if '/' in path[len(prefix):]:
+                    raise CorruptRepositoryError(f'the checkpoint holds a name with a slash: {path!r}')
+                if mode == TREE_MODE:
+                    problem = path_problem(path)
+                    if problem:
+                        raise CorruptRepositoryError(
+                            f'the checkpoint holds an unsafe path {path!r}: {problem}'
+                        )
+                    if not allowlist.is_ancestor(path):
+                        check_tree_path(path, allowlist)
+                    pending.append((path + '/', child))
+                elif mode in BLOB_MODES:
+                    check_tree_path(path, allowlist)
+                    files[path] = (mode, child)
+                else:
+                    raise CorruptRepositoryError(
+                        f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write'
+                    )
+        return files, folders
+
+    def write_objects(self, objects: list[ShaFile]) -> None:
+        """Stores new objects: loose when few, one pack when many."""
+        store = self._repo.object_store
+        try:
+            if len(objects) >= PACK_THRESHOLD:
+                store.add_objects([(obj, None) for obj in objects])
+            else:
+                for obj in objects:
+                    store.add_object(obj)
+        except OSError as error:
+            raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+
+    def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
+        now = int(time.time())
+        offset = _local_offset_seconds(now)
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [parent] if parent is not None else []
+        commit.author = commit.committer = IDENTITY
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.encoding = None
+        commit.message = message.encode('utf-8', 'surrogateescape')
+        return commit
+
+
+def _set_tracked(config: ConfigFile, tracked: Iterable[str]) -> None:
+    try:
+        config.remove(b'checkpoints', b'tracked')
+    except KeyError:
+        pass
+    for entry in tracked:
+        config.add(b'checkpoints', b'tracked', entry.encode('utf-8', 'surrogateescape'))
+
+
+def _config_bytes(config: ConfigFile) -> bytes:
+    from io import BytesIO
+
+    buffer = BytesIO()
+    config.write_to_file(buffer)
+    return buffer.getvalue()
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    with open(temporary, 'wb') as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
