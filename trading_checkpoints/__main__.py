@@ -1,0 +1,5 @@
+"""``python -m trading_checkpoints`` runs the ``checkpoints`` command."""
+
+from .cli import main
+
+main()
