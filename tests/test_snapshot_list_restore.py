@@ -199,3 +199,15 @@ def test_executable_bit_is_snapshotted_and_restored(cps: Checkpoints, desk: Path
     assert cps.snapshot('mode only') is not None, 'a chmod alone is a change'
     cps.restore(target)
     assert (desk / 'skills/agent/run.sh').stat().st_mode & 0o111
+
+
+def test_metadata_is_kept_as_trailers_and_listed(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v1')
+    cps.snapshot('before write_file Memory.md', tool='write_file', paths=['Memory.md', 'notes/a'],
+                 turn='turn-7')
+    [item] = cps.list()
+    assert item.reason == 'before write_file Memory.md'
+    assert (item.tool, item.paths, item.turn) == ('write_file', ('Memory.md', 'notes/a'), 'turn-7')
+    write(desk, 'Memory.md', 'v2')
+    cps.snapshot('plain')
+    assert cps.list()[0] == Checkpoint(cps.list()[0].checkpoint_id, cps.list()[0].created_at, 'plain')

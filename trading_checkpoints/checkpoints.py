@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import lock, statcache, worktree
+from . import lock, metadata, statcache, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .paths import TRACKED_PATHS, Allowlist
-from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, ShadowRepo, is_initialized
+from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,17 @@ class Checkpoint:
         checkpoint_id: The snapshot's short git commit id.
         created_at: When it was taken, ISO 8601 with a UTC offset.
         reason: What was about to happen, such as "before write_file Memory.md".
+        tool: The tool that was about to write, when the snapshot recorded one.
+        paths: The paths it was about to write, when recorded.
+        turn: The agent turn the snapshot belongs to, when recorded.
     """
 
     checkpoint_id: str
     created_at: str
     reason: str
+    tool: str | None = None
+    paths: tuple[str, ...] = ()
+    turn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,13 +101,23 @@ class Checkpoints:
 
     # -- the verbs -------------------------------------------------------------------------
 
-    def snapshot(self, reason: str) -> str | None:
+    def snapshot(
+        self,
+        reason: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | None = None,
+        turn: str | None = None,
+    ) -> str | None:
         """Records the tracked files as they are now, if they changed since the newest checkpoint.
 
         The first snapshot creates the repository.
 
         Args:
             reason: What is about to happen, kept as the checkpoint's message.
+            tool: Optional name of the tool about to write (kept as a git trailer).
+            paths: Optional paths it is about to write (kept as trailers).
+            turn: Optional id of the agent turn (kept as a trailer).
 
         Returns:
             The new checkpoint's short id, or None when nothing had changed.
@@ -109,7 +125,11 @@ class Checkpoints:
         Raises:
             CheckpointError: The desk or repository cannot be read or written.
         """
-        message = _message(reason)
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        if isinstance(paths, str):
+            paths = (paths,)
+        message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
         with self._locked() as repo:
             sha = self._snapshot(repo, message)
@@ -123,10 +143,7 @@ class Checkpoints:
         if repo is None:
             return []
         try:
-            return [
-                Checkpoint(info.short_id, info.created_at, info.subject)
-                for info in repo.history(limit)
-            ]
+            return [_checkpoint(info) for info in repo.history(limit)]
         finally:
             repo.close()
 
@@ -337,11 +354,11 @@ class Checkpoints:
                 )
 
 
-def _message(reason: str) -> str:
-    if not isinstance(reason, str):
-        raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
-    reason = reason.strip().replace('\0', '')
-    return (reason or 'snapshot') + '\n'
+def _checkpoint(info: CommitInfo) -> Checkpoint:
+    meta = metadata.parse(info.message)
+    return Checkpoint(
+        info.short_id, info.created_at, info.subject, meta.tool, meta.paths, meta.turn
+    )
 
 
 _REPOSITORY_NAMES = frozenset(
