@@ -207,13 +207,13 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     gd = GitDesk(git_repo, git_desk, work)
     settle()
 
-    # The floor.
+    # Every comparison interleaves its contenders within each repetition, so that load from
+    # other processes on the machine falls on all of them alike.
     stat_floor(ours_desk)  # warm the dentry cache, as every other operation finds it
-    results['floor'] = median_ms([timed(lambda: stat_floor(ours_desk)) for _ in range(reps * 3)])
 
     # First snapshot: a new repository each time (its creation counts, for git too).
     samples, git_samples = [], []
-    for rep in range(reps):
+    for _ in range(reps):
         if ours_repo.exists():
             shutil.rmtree(ours_repo)
         samples.append(timed(lambda: Checkpoints(ours_repo, ours_desk).snapshot('first')))
@@ -224,14 +224,21 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     results['first git'] = median_ms(git_samples)
     settle()
 
-    # No-op snapshot.
+    # No-op snapshot, against the floor and against git.
     kept = Checkpoints(ours_repo, ours_desk)
     assert kept.snapshot('settle') is None
-    results['noop open'] = median_ms([timed(lambda: kept.snapshot('noop')) for _ in range(reps * 3)])
-    results['noop fresh'] = median_ms(
-        [timed(lambda: Checkpoints(ours_repo, ours_desk).snapshot('noop')) for _ in range(reps * 3)]
-    )
-    results['noop git'] = median_ms([timed(lambda: gd.snapshot('noop')) for _ in range(reps)])
+    assert not gd.snapshot('settle')
+    floor, noop_open, noop_fresh, noop_git = [], [], [], []
+    for i in range(reps * 5):
+        floor.append(timed(lambda: stat_floor(ours_desk)))
+        noop_open.append(timed(lambda: kept.snapshot('noop')))
+        noop_fresh.append(timed(lambda: Checkpoints(ours_repo, ours_desk).snapshot('noop')))
+        if i < reps * 2:
+            noop_git.append(timed(lambda: gd.snapshot('noop')))
+    results['floor'] = median_ms(floor)
+    results['noop open'] = median_ms(noop_open)
+    results['noop fresh'] = median_ms(noop_fresh)
+    results['noop git'] = median_ms(noop_git)
 
     # One change (Memory.md rewritten) per snapshot.
     version = [0]
@@ -240,21 +247,21 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
         version[0] += 1
         (desk / 'Memory.md').write_bytes(b'# Memory\n' + content(-1, version[0]))
 
-    for label, make in (('open', lambda: kept), ('fresh', lambda: Checkpoints(ours_repo, ours_desk))):
-        samples = []
-        for _ in range(reps):
+    change_open, change_fresh, change_git = [], [], []
+    for _ in range(reps):
+        for samples, make in ((change_open, lambda: kept),
+                              (change_fresh, lambda: Checkpoints(ours_repo, ours_desk))):
             rewrite_memory(ours_desk)
             settle()
             cps = make()
-            samples.append(timed(lambda: cps.snapshot('one change')))
+            samples.append(timed(lambda: cps.snapshot('one change')))  # noqa: B023
             assert kept.snapshot('check') is None
-        results[f'change {label}'] = median_ms(samples)
-    samples = []
-    for _ in range(reps):
         rewrite_memory(git_desk)
         settle()
-        samples.append(timed(lambda: gd.snapshot('one change')))
-    results['change git'] = median_ms(samples)
+        change_git.append(timed(lambda: gd.snapshot('one change')))
+    results['change open'] = median_ms(change_open)
+    results['change fresh'] = median_ms(change_fresh)
+    results['change git'] = median_ms(change_git)
 
     # Restore 100 files away and back, each with its pre-snapshot.
     a_ours = kept.snapshot('A') or kept.list(1)[0].checkpoint_id
@@ -268,44 +275,47 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     settle()
     gd.snapshot('B')
     b_git = gd.head()
-    for label, make in (('open', lambda: kept), ('fresh', lambda: Checkpoints(ours_repo, ours_desk))):
-        samples = []
-        for _ in range(reps):
-            for target in (a_ours, b_ours):
+    restore_open, restore_fresh, restore_git = [], [], []
+    for _ in range(reps):
+        for samples, make in ((restore_open, lambda: kept),
+                              (restore_fresh, lambda: Checkpoints(ours_repo, ours_desk))):
+            for target, git_target in ((a_ours, a_git), (b_ours, b_git)):
                 cps = make()
                 samples.append(timed(lambda: cps.restore(target)))  # noqa: B023
                 settle()
-        results[f'restore {label}'] = median_ms(samples)
-    samples = []
-    for _ in range(reps):
-        for target in (a_git, b_git):
-            samples.append(timed(lambda: gd.restore(target)))  # noqa: B023
-            settle()
-    results['restore git'] = median_ms(samples)
+                if samples is restore_open:
+                    restore_git.append(timed(lambda: gd.restore(git_target)))  # noqa: B023
+                    settle()
+    results['restore open'] = median_ms(restore_open)
+    results['restore fresh'] = median_ms(restore_fresh)
+    results['restore git'] = median_ms(restore_git)
     assert kept.snapshot('after restores') is None
+    assert (ours_desk / hundred_paths(count)[0]).read_bytes() == content(7, 1)
 
     # list(20) against git log -20 (both histories are longer than 20 by now).
     assert len(kept.list(20)) == 20
-    results['list open'] = median_ms([timed(lambda: kept.list(20)) for _ in range(reps * 3)])
-    results['list fresh'] = median_ms(
-        [timed(lambda: Checkpoints(ours_repo, ours_desk).list(20)) for _ in range(reps * 3)]
-    )
-    results['list git'] = median_ms([timed(gd.log) for _ in range(reps * 3)])
+    list_open, list_fresh, list_git = [], [], []
+    for _ in range(reps * 3):
+        list_open.append(timed(lambda: kept.list(20)))
+        list_fresh.append(timed(lambda: Checkpoints(ours_repo, ours_desk).list(20)))
+        list_git.append(timed(gd.log))
+    results['list open'] = median_ms(list_open)
+    results['list fresh'] = median_ms(list_fresh)
+    results['list git'] = median_ms(list_git)
 
     # Cold processes: `checkpoints list` (what the console script runs) against `python -c pass`.
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cli = [
-        sys.executable, '-c', 'import sys; from trading_checkpoints.cli import main; sys.exit(main())',
-        '--workspace', str(ours_ws), 'list',
-    ]
+    entry = 'import sys; from trading_checkpoints.cli import main; sys.exit(main())'
+    cli = [sys.executable, '-c', entry, '--workspace', str(ours_ws), 'list']
     bare = [sys.executable, '-c', 'pass']
     out = subprocess.run(cli, env=env, capture_output=True, check=True).stdout
     assert len(out.splitlines()) == 20, out
     cli_samples, bare_samples = [], []
     for _ in range(reps * 2):
         bare_samples.append(timed(lambda: subprocess.run(bare, env=env, check=True)))
-        cli_samples.append(timed(lambda: subprocess.run(cli, env=env, check=True,
-                                                        capture_output=True)))
+        cli_samples.append(
+            timed(lambda: subprocess.run(cli, env=env, check=True, capture_output=True))
+        )
     results['cli list'] = median_ms(cli_samples)
     results['python pass'] = median_ms(bare_samples)
     shutil.rmtree(work)
@@ -357,8 +367,10 @@ def main() -> None:
         sys.exit('the git binary is needed for the comparison')
     reps = args.reps or (3 if args.quick else 7)
     git_version = subprocess.run([GIT, '--version'], capture_output=True, text=True).stdout.strip()
-    print(f'python {sys.version.split()[0]}, {git_version}, {os.cpu_count()} cores, '
-          f'{reps} repetitions, medians')
+    print(
+        f'python {sys.version.split()[0]}, {git_version}, {os.cpu_count()} cores, '
+        f'{reps} repetitions, medians'
+    )
     all_results = {}
     with tempfile.TemporaryDirectory(prefix='bench_speed_') as base:
         for count in args.sizes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -90,8 +91,9 @@ class Checkpoints:
         if isinstance(tracked_paths, str):
             tracked_paths = (tracked_paths,)
         self.tracked_paths = tuple(tracked_paths)
-        self._requested = Allowlist(self.tracked_paths)
-        self._explicit = self._requested != Allowlist(TRACKED_PATHS)
+        self._requested = _allowlist_of(self.tracked_paths)
+        self._explicit = self._requested != _allowlist_of(TRACKED_PATHS)
+        self._real_desk: str | None = None  # the desk's real path, found by each verb
 
     def __repr__(self) -> str:
         return (
@@ -224,7 +226,14 @@ class Checkpoints:
     ) -> bytes | None:
         """Commits a scan if it differs from the newest checkpoint; saves the cache."""
         head = repo.head()
-        removed = set(cache.files) - set(scan.files)
+        if scan.unchanged and head is not None and cache.commit == head and '' in cache.trees:
+            # The desk is exactly what the cache says and the cache matches the newest
+            # checkpoint: nothing to build, write or (unless racy entries were cleared) save.
+            if scan.refreshed:
+                cache.written_at_ns = scan.started_ns
+                statcache.save(self._cache_path(), cache)
+            return None
+        removed = scan.removed
         dirty = worktree.dirty_folders(scan.changed, removed)
         trees, built = worktree.build_trees(scan.files, dirty, cache.trees)
         root_tree = trees['']
@@ -247,17 +256,13 @@ class Checkpoints:
         current = new_sha or head
         changed_cache = (
             new_sha is not None
-            or bool(scan.new_blobs)
-            or removed
+            or not scan.unchanged
+            or scan.refreshed
             or cache.commit != (current or b'')
-            or any(cache.files.get(p, (None,))[0] != k for p, k in scan.keys.items())
+            or cache.trees != trees
         )
         if changed_cache:
-            cache.files = {
-                path: (scan.keys[path], entry[1])
-                for path, entry in scan.files.items()
-                if path in scan.keys
-            }
+            cache.set_columns(scan.names, scan.numbers, scan.shas)
             cache.trees = trees
             cache.commit = current or b''
             cache.written_at_ns = scan.started_ns
@@ -289,13 +294,14 @@ class Checkpoints:
         if self._explicit or repo is None:
             return self._requested
         remembered = repo.tracked_paths()
-        return Allowlist(remembered) if remembered else self._requested
+        return _allowlist_of(remembered) if remembered else self._requested
 
     def _cache_path(self) -> Path:
         return self.repository_directory / PRIVATE_DIR / _STAT_CACHE
 
     def _load_cache(self, repo: ShadowRepo, allowlist: Allowlist) -> statcache.StatCache:
-        context = '\0'.join((os.path.realpath(self.desk_directory), *allowlist.entries))
+        desk = self._real_desk or os.path.realpath(self.desk_directory)
+        context = '\0'.join((desk, *allowlist.entries))
         return statcache.load(self._cache_path(), context.encode('utf-8', 'surrogateescape'))
 
     @contextmanager
@@ -311,7 +317,8 @@ class Checkpoints:
             )
         self._check_repository_outside_desk()
         try:
-            (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
+            if not os.path.isdir(path / PRIVATE_DIR):
+                (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
         with lock.exclusive(path / PRIVATE_DIR / _LOCK):
@@ -328,19 +335,25 @@ class Checkpoints:
 
     def _check_desk(self, must_exist: bool) -> None:
         desk = self.desk_directory
-        resolved = desk.resolve()
-        if resolved == Path(resolved.anchor) or resolved == Path.home().resolve():
+        resolved = self._real_desk = os.path.realpath(desk)
+        if os.path.dirname(resolved) == resolved or resolved == _home():
             raise CheckpointError(
                 f'refusing to use {desk} as a desk: it is the root or home folder'
             )
-        if desk.exists() and not desk.is_dir():
+        try:
+            is_folder = stat.S_ISDIR(os.stat(desk).st_mode)
+        except FileNotFoundError:
+            is_folder = None
+        except OSError as error:
+            raise CheckpointError(f'cannot read the desk {desk}: {error.strerror}') from error
+        if is_folder is False:
             raise CheckpointError(f'the desk {desk} is not a folder')
-        if must_exist and not desk.is_dir():
+        if must_exist and not is_folder:
             raise CheckpointError(f'the desk folder {desk} does not exist')
 
     def _check_repository_outside_desk(self) -> None:
         repo = Path(os.path.realpath(self.repository_directory))
-        desk = Path(os.path.realpath(self.desk_directory))
+        desk = Path(self._real_desk or os.path.realpath(self.desk_directory))
         if repo == desk or desk in repo.parents:
             relative = repo.relative_to(desk).as_posix() if repo != desk else ''
             if not relative or self._requested.covers(relative) or any(
@@ -378,13 +391,42 @@ def _foreign_content(path: Path) -> bool:
 def _remove_stale_lock_files(path: Path) -> None:
     """Removes ``*.lock`` files a killed writer left behind; we hold the only writer's lock."""
     names = ('config.lock', 'HEAD.lock', 'packed-refs.lock', 'shallow.lock')
-    candidates = [path / name for name in names]
-    refs = path / 'refs'
-    if refs.is_dir():
-        for folder, _, names in os.walk(refs):
-            candidates.extend(Path(folder) / name for name in names if name.endswith('.lock'))
-    for candidate in candidates:
+    candidates = [os.path.join(path, name) for name in os.listdir(path) if name in names]
+    pending = [os.path.join(path, 'refs')]
+    while pending:
         try:
-            candidate.unlink()
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif entry.name.endswith('.lock'):
+                        candidates.append(entry.path)
         except OSError:
             pass
+    for candidate in candidates:
+        try:
+            os.unlink(candidate)
+        except OSError:
+            pass
+
+
+def _home() -> str:
+    """The real path of the home folder (remembered per value of ``HOME``)."""
+    home = os.path.expanduser('~')
+    if home not in _HOMES:
+        _HOMES[home] = os.path.realpath(home)
+    return _HOMES[home]
+
+
+_HOMES: dict[str, str] = {}
+_ALLOWLISTS: dict[tuple[str, ...], Allowlist] = {}
+
+
+def _allowlist_of(entries: tuple[str, ...]) -> Allowlist:
+    """The allowlist of some tracked paths (remembered: building one is pure but not free)."""
+    allowlist = _ALLOWLISTS.get(entries)
+    if allowlist is None:
+        allowlist = Allowlist(entries)
+        if len(_ALLOWLISTS) < 64:
+            _ALLOWLISTS[entries] = allowlist
+    return allowlist

@@ -39,6 +39,8 @@ BLOB_MODES = frozenset({FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE})
 PACK_THRESHOLD = 64
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
+_HEX_SHA = re.compile(rb'[0-9a-f]{40}')
+_TRACKED_BY_CONFIG: dict[bytes, tuple[str, ...] | None] = {}
 
 
 @dataclass(frozen=True)
@@ -78,9 +80,22 @@ def is_initialized(path: Path) -> bool:
 class ShadowRepo:
     """A bare repository holding one desk's checkpoints on branch ``main``."""
 
-    def __init__(self, path: Path, repo: Repo) -> None:
+    def __init__(self, path: Path, repo: Repo | None = None) -> None:
         self.path = path
-        self._repo = repo
+        # The dulwich repository is opened on first use: a snapshot of an unchanged desk only
+        # reads the branch file and never needs it.
+        self._dulwich = repo
+
+    @property
+    def _repo(self) -> Repo:
+        if self._dulwich is None:
+            try:
+                self._dulwich = Repo(str(self.path))
+            except (NotGitRepository, OSError, ValueError, KeyError) as error:
+                raise CorruptRepositoryError(
+                    f'cannot open the checkpoint repository {self.path}: {error}'
+                ) from error
+        return self._dulwich
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -93,12 +108,11 @@ class ShadowRepo:
             raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
         if not is_initialized(path):
             return None
-        try:
-            return cls(path, Repo(str(path)))
-        except (NotGitRepository, OSError, ValueError, KeyError) as error:
+        if not (os.path.isdir(path / 'objects') and os.path.isdir(path / 'refs')):
             raise CorruptRepositoryError(
-                f'cannot open the checkpoint repository {path}: {error}'
-            ) from error
+                f'cannot open the checkpoint repository {path}: it has no objects or refs folder'
+            )
+        return cls(path)
 
     @classmethod
     def create(cls, path: Path, tracked: Iterable[str]) -> ShadowRepo:
@@ -127,20 +141,26 @@ class ShadowRepo:
         return cls(path, Repo(str(path)))
 
     def close(self) -> None:
-        self._repo.close()
+        if self._dulwich is not None:
+            self._dulwich.close()
+            self._dulwich = None
 
     # -- configuration ---------------------------------------------------------------------
 
     def tracked_paths(self) -> tuple[str, ...] | None:
         """The tracked paths remembered in the repository's config, if any."""
         try:
-            config = ConfigFile.from_path(str(self.path / 'config'))
-            values = list(config.get_multivar(b'checkpoints', b'tracked'))
-        except KeyError:
-            return None
-        except (OSError, ValueError) as error:
+            with open(self.path / 'config', 'rb') as handle:
+                data = handle.read()
+        except OSError as error:
             raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
-        return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
+        # Parsing is a pure function of the bytes: remember it, so a snapshot of an unchanged
+        # desk does not parse the same config again.
+        if data not in _TRACKED_BY_CONFIG:
+            if len(_TRACKED_BY_CONFIG) > 64:
+                _TRACKED_BY_CONFIG.clear()
+            _TRACKED_BY_CONFIG[data] = _parse_tracked(data, self.path / 'config')
+        return _TRACKED_BY_CONFIG[data]
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
         config_path = self.path / 'config'
@@ -155,6 +175,14 @@ class ShadowRepo:
 
     def head(self) -> bytes | None:
         """The newest checkpoint's sha, or None when the branch has no commit yet."""
+        try:
+            # The common case, read directly: a loose branch file holding one commit id.
+            with open(self.path / 'refs' / 'heads' / 'main', 'rb') as handle:
+                data = handle.read(100)
+            if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
+                return data[:40]
+        except OSError:
+            pass
         try:
             sha = self._repo.refs.read_ref(BRANCH)
         except (OSError, ValueError) as error:
@@ -345,6 +373,23 @@ class ShadowRepo:
         commit.encoding = None
         commit.message = message.encode('utf-8', 'surrogateescape')
         return commit
+
+
+def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
+    from io import BytesIO
+
+    try:
+        try:
+            # Only the repository's own config counts: includes are not followed.
+            config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
+        except TypeError:  # pragma: no cover - dulwich without expand_includes
+            config = ConfigFile.from_file(BytesIO(data))
+        values = list(config.get_multivar(b'checkpoints', b'tracked'))
+    except KeyError:
+        return None
+    except ValueError as error:
+        raise CorruptRepositoryError(f'cannot read {path}: {error}') from error
+    return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
 
 
 def _set_tracked(config: ConfigFile, tracked: Iterable[str]) -> None:

@@ -11,10 +11,12 @@ symlinks (sockets, fifos, devices) are left out and left alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
-from dataclasses import dataclass, field
+from array import array
+from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.objects import Blob, Tree
@@ -22,21 +24,65 @@ from dulwich.objects import Blob, Tree
 from .errors import CheckpointError
 from .paths import Allowlist, path_problem
 from .repo import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, TREE_MODE
-from .statcache import StatCache, StatKey, is_racy, stat_key
+from .statcache import UNSTABLE, StatCache, StatKey, stat_key
 
 FileEntry = tuple[int, bytes]  # (git mode, blob id)
 
+_FIELDS = 5
+_SHA = 20
+_FORMAT_MASK = 0o170000
+_S_IFDIR, _S_IFREG, _S_IFLNK = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
+_NOT_A_FILE = 'it is not a regular file or a symlink'
 
-@dataclass
+
 class Scan:
-    """The tracked files of a desk as they are now."""
+    """The tracked files of a desk as they are now.
 
-    files: dict[str, FileEntry]
-    keys: dict[str, StatKey]  # stat of each file when hashed (absent: do not cache)
-    new_blobs: dict[bytes, Blob]  # blobs hashed in this scan, by id
-    changed: set[str]  # paths whose entry differs from the cache (added or modified)
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    started_ns: int = 0
+    The files are columns in walk order, like the stat cache's: ``names``, ``numbers`` (five
+    stat numbers per file; an unstable read is marked ``UNSTABLE`` so it is never trusted) and
+    ``shas`` (20-byte blob ids). :attr:`files` and :attr:`keys` offer them as dicts.
+    """
+
+    def __init__(self, started_ns: int) -> None:
+        self.names: list[str] = []
+        self.numbers = array('q')
+        self.shas = b''
+        self.new_blobs: dict[bytes, Blob] = {}  # blobs hashed in this scan, by id
+        self.changed: set[str] = set()  # added, or content or mode differs from the cache
+        self.removed: set[str] = set()  # in the cache, gone now
+        self.skipped: list[tuple[str, str]] = []  # (path, why)
+        self.started_ns = started_ns
+        # Every name, stat and id equals the cache's (so nothing needs to be saved or built).
+        self.unchanged = False
+        # Racy cache entries were read again and found unchanged: saving the cache with a newer
+        # time lets the next scan trust them.
+        self.refreshed = False
+        self._files: dict[str, FileEntry] | None = None
+        self._keys: dict[str, StatKey] | None = None
+
+    @property
+    def files(self) -> dict[str, FileEntry]:
+        """``path -> (git mode, hex blob id)``."""
+        if self._files is None:
+            modes = self.numbers[4::_FIELDS]
+            hexes = self.shas.hex().encode()
+            self._files = {
+                name: (git_mode(modes[i]), hexes[i * 40 : i * 40 + 40])
+                for i, name in enumerate(self.names)
+            }
+        return self._files
+
+    @property
+    def keys(self) -> dict[str, StatKey]:
+        """The stat of each file when hashed; absent for files that moved while being read."""
+        if self._keys is None:
+            numbers = self.numbers
+            self._keys = {
+                name: tuple(numbers[i * _FIELDS : i * _FIELDS + _FIELDS])  # type: ignore[misc]
+                for i, name in enumerate(self.names)
+                if numbers[i * _FIELDS] != UNSTABLE
+            }
+        return self._keys
 
 
 def git_mode(st_mode: int) -> int:
@@ -46,9 +92,27 @@ def git_mode(st_mode: int) -> int:
 
 
 def scan(desk: Path, allowlist: Allowlist, cache: StatCache) -> Scan:
-    """Walks the tracked paths, hashing only files whose stat differs from the cache."""
-    result = Scan(files={}, keys={}, new_blobs={}, changed=set(), started_ns=time.time_ns())
-    root = os.fspath(desk)
+    """Walks the tracked paths, hashing only files whose stat differs from the cache.
+
+    The walk only collects names and stat numbers. When it finds exactly the cache's names,
+    the stat columns are compared in bulk and only the entries that differ (or were racy when
+    cached) are read; otherwise each file is looked up in the cache by name.
+    """
+    result = Scan(started_ns=time.time_ns())
+    names, numbers = _walk(os.fspath(desk), allowlist, result.skipped)
+    if names == cache.names:
+        _compare_in_place(desk, names, numbers, cache, result)
+    else:
+        _compare_by_name(desk, names, numbers, cache, result)
+    return result
+
+
+def _walk(
+    root: str, allowlist: Allowlist, skipped: list[tuple[str, str]]
+) -> tuple[list[str], array]:
+    """Names and stat numbers of every regular file and symlink under the tracked paths."""
+    names: list[str] = []
+    numbers = array('q')
     for entry in allowlist.entries:
         if not _parents_are_folders(root, entry):
             continue
@@ -59,11 +123,211 @@ def scan(desk: Path, allowlist: Allowlist, cache: StatCache) -> Scan:
             continue
         except OSError as error:
             raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
-        if stat.S_ISDIR(st.st_mode):
-            _scan_folder(full, entry, result, cache)
+        kind = st.st_mode & _FORMAT_MASK
+        if kind == _S_IFREG or kind == _S_IFLNK:
+            names.append(entry)
+            numbers.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode))
+        elif kind == _S_IFDIR:
+            _walk_folder(full, entry + '/', names, numbers, skipped)
         else:
-            _scan_file(full, entry, st, result, cache)
-    return result
+            skipped.append((entry, _NOT_A_FILE))
+    return names, numbers
+
+
+# Where the platform allows it, each folder is opened once and listed and stat-ed through its
+# descriptor (``fstatat``), so the kernel resolves one name per file instead of its whole path.
+_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.lstat in os.supports_dir_fd
+_FOLDER_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, 'O_DIRECTORY', 0)
+    | getattr(os, 'O_NOFOLLOW', 0)
+    | getattr(os, 'O_CLOEXEC', 0)
+)
+
+
+def _walk_folder(
+    full: str, prefix: str, names: list[str], numbers: array, skipped: list[tuple[str, str]]
+) -> None:
+    add_name, add_numbers = names.append, numbers.extend
+    pending = [(full, prefix)]
+    while pending:
+        folder, prefix = pending.pop()
+        subfolders = []
+        try:
+            if _BY_DESCRIPTOR:
+                # O_NOFOLLOW: a folder swapped for a symlink since it was listed is not entered.
+                fd = os.open(folder, _FOLDER_FLAGS)
+                listing = os.scandir(fd)
+            else:  # pragma: no cover - Windows
+                fd = -1
+                listing = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # vanished mid-scan: it is absent now
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                continue  # became a symlink mid-scan: never walked into
+            raise CheckpointError(f'cannot list {folder}: {error.strerror}') from error
+        try:
+            with listing:
+                for child in listing:
+                    name = child.name
+                    if name[0] == '.' or '\\' in name or '\n' in name or '\r' in name:
+                        problem = path_problem(prefix + name)
+                        if problem:
+                            if name.rstrip('. ').lower() != '.git':
+                                skipped.append((prefix + name, f'its name has {problem}'))
+                            continue  # nested repositories are never snapshotted
+                    try:
+                        st = child.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    except OSError as error:
+                        raise CheckpointError(
+                            f'cannot read {os.path.join(folder, name)}: {error.strerror}'
+                        ) from error
+                    kind = st.st_mode & _FORMAT_MASK
+                    if kind == _S_IFREG or kind == _S_IFLNK:
+                        add_name(prefix + name)
+                        add_numbers(
+                            (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+                        )
+                    elif kind == _S_IFDIR:
+                        subfolders.append((os.path.join(folder, name), prefix + name + '/'))
+                    else:
+                        skipped.append((prefix + name, _NOT_A_FILE))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        # Walked last-in first-out: reversed keeps the listing order.
+        pending.extend(reversed(subfolders))
+
+
+def _compare_in_place(
+    desk: Path, names: list[str], numbers: array, cache: StatCache, result: Scan
+) -> None:
+    """The walk found the cache's names in the cache's order: compare the columns in bulk."""
+    suspects = set(cache.racy)
+    if numbers != cache.numbers:
+        suspects.update(_differing_records(numbers, cache.numbers))
+    result.names = names
+    result.numbers = numbers
+    if not suspects:
+        result.shas = cache.shas
+        result.unchanged = True
+        return
+    shas = bytearray(cache.shas)
+    root = os.fspath(desk)
+    any_difference = False
+    for i in sorted(suspects):
+        path = names[i]
+        start = i * _FIELDS
+        old_mode = cache.numbers[start + 4]
+        sha, stable = _hash(os.path.join(root, path), numbers[start : start + _FIELDS], result)
+        if sha is None:  # vanished mid-scan
+            result.removed.add(path)
+            any_difference = True
+            continue
+        if not stable:
+            numbers[start] = UNSTABLE
+        raw = bytes.fromhex(sha.decode())
+        if raw != cache.shas[i * _SHA : (i + 1) * _SHA] or not _same_kind(old_mode, numbers[start + 4]):
+            result.changed.add(path)
+            shas[i * _SHA : (i + 1) * _SHA] = raw
+            any_difference = True
+        elif numbers[start : start + _FIELDS] != cache.numbers[start : start + _FIELDS]:
+            any_difference = True  # same content, new stat: worth caching
+    if result.removed:
+        _drop(result, shas)
+    else:
+        result.shas = bytes(shas)
+    result.unchanged = not any_difference
+    result.refreshed = not any_difference
+
+
+def _compare_by_name(
+    desk: Path, names: list[str], numbers: array, cache: StatCache, result: Scan
+) -> None:
+    """Files were added, removed or reordered: look each one up in the cache by name."""
+    index = cache.index
+    cached_numbers, cached_shas = cache.numbers, cache.shas
+    racy = set(cache.racy)
+    shas = bytearray(len(names) * _SHA)
+    root = os.fspath(desk)
+    gone: list[int] = []
+    for i, path in enumerate(names):
+        start = i * _FIELDS
+        position = index.get(path)
+        if position is not None:
+            cached_start = position * _FIELDS
+            same = numbers[start : start + _FIELDS] == cached_numbers[
+                cached_start : cached_start + _FIELDS
+            ]
+            if same and position not in racy:
+                shas[i * _SHA : (i + 1) * _SHA] = cached_shas[position * _SHA : (position + 1) * _SHA]
+                continue
+        sha, stable = _hash(os.path.join(root, path), numbers[start : start + _FIELDS], result)
+        if sha is None:
+            gone.append(i)
+            continue
+        if not stable:
+            numbers[start] = UNSTABLE
+        raw = bytes.fromhex(sha.decode())
+        shas[i * _SHA : (i + 1) * _SHA] = raw
+        if (
+            position is None
+            or raw != cached_shas[position * _SHA : (position + 1) * _SHA]
+            or not _same_kind(cached_numbers[position * _FIELDS + 4], numbers[start + 4])
+        ):
+            result.changed.add(path)
+    result.names, result.numbers = names, numbers
+    present = set(names)
+    result.removed = {name for name in cache.names if name not in present}
+    if gone:
+        result.removed.update(names[i] for i in gone)
+        _drop(result, shas)
+    else:
+        result.shas = bytes(shas)
+
+
+def _drop(result: Scan, shas: bytearray) -> None:
+    """Removes the files that vanished mid-scan (listed in ``result.removed``) from the columns."""
+    keep = [i for i, name in enumerate(result.names) if name not in result.removed]
+    result.names = [result.names[i] for i in keep]
+    numbers = array('q')
+    new_shas = bytearray()
+    for i in keep:
+        numbers.extend(result.numbers[i * _FIELDS : (i + 1) * _FIELDS])
+        new_shas += shas[i * _SHA : (i + 1) * _SHA]
+    result.numbers, result.shas = numbers, bytes(new_shas)
+    result.changed -= result.removed
+
+
+def _same_kind(old_mode: int, new_mode: int) -> bool:
+    """Whether two ``st_mode`` values give the same git mode (file type and executable bits)."""
+    return old_mode & 0o170111 == new_mode & 0o170111
+
+
+def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
+    """Positions of the file records that differ between two stat columns of equal length."""
+    out = []
+    width = chunk * _FIELDS
+    for start in range(0, len(new), width):
+        if new[start : start + width] != old[start : start + width]:
+            for i in range(start, min(start + width, len(new)), _FIELDS):
+                if new[i : i + _FIELDS] != old[i : i + _FIELDS]:
+                    out.append(i // _FIELDS)
+    return out
+
+
+def _hash(full: str, key: array, result: Scan) -> tuple[bytes | None, bool]:
+    """Reads one file, adds its blob to ``result.new_blobs``; its hex id and whether it held still."""
+    data, stable = _read(full, key)
+    if data is None:
+        return None, False
+    blob = Blob.from_string(data)
+    sha = blob.id
+    result.new_blobs[sha] = blob
+    return sha, stable
 
 
 def _parents_are_folders(root: str, entry: str) -> bool:
@@ -82,61 +346,11 @@ def _parents_are_folders(root: str, entry: str) -> bool:
     return True
 
 
-def _scan_folder(full: str, relative: str, result: Scan, cache: StatCache) -> None:
-    try:
-        with os.scandir(full) as entries:
-            children = list(entries)
-    except FileNotFoundError:
-        return  # vanished mid-scan: it is absent now
-    except OSError as error:
-        raise CheckpointError(f'cannot list {full}: {error.strerror}') from error
-    for child in children:
-        path = f'{relative}/{child.name}'
-        problem = path_problem(path)
-        if problem:
-            if child.name.rstrip('. ').lower() != '.git':
-                result.skipped.append((path, f'its name has {problem}'))
-            continue  # nested repositories are never snapshotted
-        try:
-            st = child.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        except OSError as error:
-            raise CheckpointError(f'cannot read {child.path}: {error.strerror}') from error
-        if stat.S_ISDIR(st.st_mode):
-            _scan_folder(child.path, path, result, cache)
-        else:
-            _scan_file(child.path, path, st, result, cache)
-
-
-def _scan_file(full: str, path: str, st: os.stat_result, result: Scan, cache: StatCache) -> None:
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-        result.skipped.append((path, 'it is not a regular file or a symlink'))
-        return
-    key = stat_key(st)
-    mode = git_mode(st.st_mode)
-    cached = cache.files.get(path)
-    if cached is not None and cached[0] == key and not is_racy(key, cache.written_at_ns):
-        result.files[path] = (mode, cached[1])
-        result.keys[path] = key
-        return
-    data, stable = _read(full, st)
-    if data is None:
-        return  # vanished mid-scan
-    blob = Blob.from_string(data)
-    sha = blob.id
-    result.files[path] = (mode, sha)
-    if stable:
-        result.keys[path] = key
-    result.new_blobs[sha] = blob
-    if cached is None or cached[1] != sha or cached[0][4] & 0o170111 != st.st_mode & 0o170111:
-        result.changed.add(path)
-
-
-def _read(full: str, st: os.stat_result) -> tuple[bytes | None, bool]:
+def _read(full: str, key: array) -> tuple[bytes | None, bool]:
     """A file's bytes (or a link's target) and whether its stat held still while we read."""
+    expected = tuple(key)
     try:
-        if stat.S_ISLNK(st.st_mode):
+        if stat.S_ISLNK(key[4]):
             return os.fsencode(os.readlink(full)), True
         fd = os.open(full, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
         try:
@@ -149,11 +363,11 @@ def _read(full: str, st: os.stat_result) -> tuple[bytes | None, bool]:
             after = os.fstat(fd)
         finally:
             os.close(fd)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None, False
     except OSError as error:
         raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
-    stable = stat_key(before) == stat_key(after) == stat_key(st)
+    stable = stat_key(before) == stat_key(after) == expected
     return b''.join(chunks), stable
 
 
@@ -178,31 +392,42 @@ def build_trees(
     A folder absent from ``cached`` counts as dirty. Returns the ids by folder and the tree
     objects that were built.
     """
-    children: dict[str, list[tuple[str, int, bytes | None]]] = {}
-    all_folders: set[str] = set()
-    for path, (mode, sha) in files.items():
+    by_parent: dict[str, list[tuple[str, FileEntry]]] = {}
+    for path, entry in files.items():
         parent, _, name = path.rpartition('/')
-        children.setdefault(parent, []).append((name, mode, sha))
-        for folder in folders_of(path):
+        group = by_parent.get(parent)
+        if group is None:
+            by_parent[parent] = group = []
+        group.append((name, entry))
+    all_folders = set(by_parent)
+    all_folders.add('')  # an empty desk still has a (empty) root tree
+    for folder in by_parent:
+        while folder:
+            folder = folder.rpartition('/')[0]
             if folder in all_folders:
                 break
             all_folders.add(folder)
-            if folder:
-                grand, _, folder_name = folder.rpartition('/')
-                children.setdefault(grand, []).append((folder_name, TREE_MODE, None))
+    subfolders: dict[str, list[str]] = {}
+    for folder in all_folders:
+        if folder:
+            parent, _, name = folder.rpartition('/')
+            subfolders.setdefault(parent, []).append(name)
     ids: dict[str, bytes] = {}
     built: list[Tree] = []
-    all_folders.add('')  # an empty desk still has a (empty) root tree
     # Deepest folders first, so subtrees are known before their parents.
     for folder in sorted(all_folders, key=lambda f: f.count('/') + (1 if f else 0), reverse=True):
         if folder not in dirty and folder in cached:
             ids[folder] = cached[folder]
             continue
         tree = Tree()
-        for name, mode, sha in children.get(folder, []):
-            if sha is None:
-                sha = ids[f'{folder}/{name}' if folder else name]
+        for name, (mode, sha) in by_parent.get(folder, ()):
             tree.add(name.encode('utf-8', 'surrogateescape'), mode, sha)
+        for name in subfolders.get(folder, ()):
+            tree.add(
+                name.encode('utf-8', 'surrogateescape'),
+                TREE_MODE,
+                ids[f'{folder}/{name}' if folder else name],
+            )
         ids[folder] = tree.id
         built.append(tree)
     return ids, built
