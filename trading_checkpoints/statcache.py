@@ -61,7 +61,7 @@ def racy_indices(numbers: array, hashed_at_ns: int) -> array:
     mtimes, ctimes = numbers[1::_FIELDS], numbers[2::_FIELDS]
     if max(max(mtimes), max(ctimes)) < recent:
         return out  # nothing was touched within the widest window: the common case
-    for index, (mtime, ctime) in enumerate(zip(mtimes, ctimes)):
+    for index, (mtime, ctime) in enumerate(zip(mtimes, ctimes, strict=True)):
         if mtime >= recent or ctime >= recent:
             if is_racy((0, mtime, ctime, 0, 0), hashed_at_ns):
                 out.append(index)
@@ -205,7 +205,8 @@ def _from_little_endian(blob: bytes) -> array:
 
 
 def _encode(cache: StatCache) -> bytes:
-    if len(cache.numbers) != len(cache.names) * _FIELDS or len(cache.shas) != len(cache.names) * _SHA:
+    count = len(cache.names)
+    if len(cache.numbers) != count * _FIELDS or len(cache.shas) != count * _SHA:
         raise ValueError('stat cache columns of different lengths')
     tree_names = list(cache.trees)
     tree_shas = bytes.fromhex(b''.join(cache.trees[name] for name in tree_names).decode())
@@ -246,7 +247,8 @@ def _decode(data: bytes) -> StatCache:
         offset += size
     if offset != len(body):
         raise ValueError('trailing bytes')
-    context, commit, names_blob, numbers_blob, shas, racy_blob, tree_names_blob, tree_shas = sections
+    context, commit, names_blob, numbers_blob, shas, racy_blob, tree_names_blob = sections[:7]
+    tree_shas = sections[7]
     numbers = _from_little_endian(numbers_blob)
     racy = _from_little_endian(racy_blob)
     names = _split(names_blob, file_count)

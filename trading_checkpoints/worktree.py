@@ -230,7 +230,8 @@ def _compare_in_place(
         if not stable:
             numbers[start] = UNSTABLE
         raw = bytes.fromhex(sha.decode())
-        if raw != cache.shas[i * _SHA : (i + 1) * _SHA] or not _same_kind(old_mode, numbers[start + 4]):
+        old_sha = cache.shas[i * _SHA : (i + 1) * _SHA]
+        if raw != old_sha or not _same_kind(old_mode, numbers[start + 4]):
             result.changed.add(path)
             shas[i * _SHA : (i + 1) * _SHA] = raw
             any_difference = True
@@ -263,7 +264,8 @@ def _compare_by_name(
                 cached_start : cached_start + _FIELDS
             ]
             if same and position not in racy:
-                shas[i * _SHA : (i + 1) * _SHA] = cached_shas[position * _SHA : (position + 1) * _SHA]
+                cached_sha = cached_shas[position * _SHA : (position + 1) * _SHA]
+                shas[i * _SHA : (i + 1) * _SHA] = cached_sha
                 continue
         sha, stable = _hash(os.path.join(root, path), numbers[start : start + _FIELDS], result)
         if sha is None:
@@ -320,7 +322,7 @@ def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
 
 
 def _hash(full: str, key: array, result: Scan) -> tuple[bytes | None, bool]:
-    """Reads one file, adds its blob to ``result.new_blobs``; its hex id and whether it held still."""
+    """Reads and hashes one file into ``result.new_blobs``: its hex id, whether it held still."""
     data, stable = _read(full, key)
     if data is None:
         return None, False
@@ -352,7 +354,8 @@ def _read(full: str, key: array) -> tuple[bytes | None, bool]:
     try:
         if stat.S_ISLNK(key[4]):
             return os.fsencode(os.readlink(full)), True
-        fd = os.open(full, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0))
+        flags = os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_NONBLOCK', 0)
+        fd = os.open(full, flags)
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
