@@ -15,7 +15,8 @@ Example::
     checkpoints.restore('3f2a9c1')
 """
 
-from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+from typing import TYPE_CHECKING
+
 from .errors import (
     CheckpointError,
     CorruptRepositoryError,
@@ -23,6 +24,25 @@ from .errors import (
     UnknownCheckpointError,
 )
 from .paths import TRACKED_PATHS
+
+if TYPE_CHECKING:
+    from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+
+# Imported on first use, so that ``import trading_checkpoints`` (and ``checkpoints --help``)
+# does not pay for dulwich until something needs a repository.
+_LAZY = {'Checkpoint': 'checkpoints', 'Checkpoints': 'checkpoints', 'RestoreResult': 'checkpoints'}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    from importlib import import_module
+
+    value = getattr(import_module(f'.{module}', __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     'TRACKED_PATHS',

@@ -15,14 +15,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dulwich.config import ConfigFile
 from dulwich.errors import NotGitRepository, ObjectFormatException
 from dulwich.objects import Blob, Commit, ShaFile, Tree
-from dulwich.repo import Repo
 
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .paths import Allowlist, check_tree_path, path_problem
+
+if TYPE_CHECKING:
+    from dulwich.config import ConfigFile
+    from dulwich.repo import Repo
 
 BRANCH = b'refs/heads/main'
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
@@ -89,6 +92,8 @@ class ShadowRepo:
     @property
     def _repo(self) -> Repo:
         if self._dulwich is None:
+            from dulwich.repo import Repo  # imported when first needed: listing does not
+
             try:
                 self._dulwich = Repo(str(self.path))
             except (NotGitRepository, OSError, ValueError, KeyError) as error:
@@ -125,6 +130,9 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        from dulwich.config import ConfigFile
+        from dulwich.repo import Repo
+
         config = ConfigFile()
         config.set(b'core', b'repositoryformatversion', b'0')
         config.set(b'core', b'filemode', True)
@@ -163,6 +171,8 @@ class ShadowRepo:
         return _TRACKED_BY_CONFIG[data]
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
+        from dulwich.config import ConfigFile
+
         config_path = self.path / 'config'
         try:
             config = ConfigFile.from_path(str(config_path))
@@ -377,6 +387,8 @@ class ShadowRepo:
 
 def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
     from io import BytesIO
+
+    from dulwich.config import ConfigFile
 
     try:
         try:
