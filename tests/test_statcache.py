@@ -105,7 +105,8 @@ def test_coarse_timestamps_get_a_wider_racy_window(desk: Path) -> None:
     assert st.st_mtime_ns == whole
     # Cached 1.5 s after a whole-second mtime: outside the fine window, inside the coarse one.
     hashed_at = max(st.st_mtime_ns, st.st_ctime_ns) + 1_500_000_000
-    assert statcache.is_racy((0, whole + 1, whole + 1, 0, 0), hashed_at) is False
+    # The same stat with a fine-grained mtime would be trusted: only the coarse window flags it.
+    assert statcache.is_racy((0, whole + 1, st.st_ctime_ns, 0, 0), hashed_at) is False
     cache = cache_for('notes/n.md', full, b'old!', written_at_ns=hashed_at)
     assert list(cache.racy) == [0]
     assert worktree.scan(desk, ALLOWLIST, cache).files['notes/n.md'][1] == blob_id(b'new!')
@@ -136,10 +137,14 @@ def test_same_size_rewrite_with_restored_mtime_is_snapshotted(
 def test_racy_entries_are_trusted_once_checked_after_the_window(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
-    write(desk, 'memory/a.md', 'a')
-    cps.snapshot('one')  # the file was written just now: it is cached as racy
+    full = write(desk, 'memory/a.md', 'a')
+    # An mtime slightly ahead makes the entry racy at the first snapshot however slow the
+    # machine is, and settled once that moment is a window behind us.
+    ahead = time.time_ns() + 300_000_000
+    os.utime(full, ns=(ahead, ahead))
+    cps.snapshot('one')
     assert len(statcache.load(cache_path(repo_dir), b'').racy) == 1
-    time.sleep(statcache.RACY_WINDOW_NS / 1e9 * 2)
+    time.sleep(0.3 + statcache.RACY_WINDOW_NS / 1e9 * 2)
     assert cps.snapshot('two') is None  # re-read, unchanged, and now cached as settled
     saved = cache_path(repo_dir).read_bytes()
     assert len(statcache.load(cache_path(repo_dir), b'').racy) == 0
