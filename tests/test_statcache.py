@@ -332,3 +332,31 @@ def test_random_edits_always_snapshot_exactly_the_desk(desk: Path, repo_dir: Pat
         cps.snapshot(f'step {step}')
         assert head_files(repo_dir) == desk_files(desk), f'step {step}'
         assert Checkpoints(repo_dir, desk).snapshot('again') is None
+
+
+def test_random_restores_leave_a_cache_that_matches_the_desk(desk: Path, repo_dir: Path) -> None:
+    """After each restore the desk equals the target, and the cache the restore left behind
+    (written from what it wrote, not from a rescan) makes the next snapshot exact."""
+    rng = random.Random(99)
+    kept = Checkpoints(repo_dir, desk)
+    paths = [f'notes/d{i % 4}/f{i}.md' for i in range(16)] + ['Memory.md']
+    ids = []
+    for step in range(25):
+        for _ in range(rng.randint(1, 4)):
+            path = rng.choice(paths)
+            if rng.random() < 0.75 or not (desk / path).exists():
+                write(desk, path, f'{step} {rng.random():.6f}')
+            else:
+                (desk / path).unlink()
+        cps = kept if rng.random() < 0.5 else Checkpoints(repo_dir, desk)
+        new = cps.snapshot(f'step {step}')
+        if new:
+            ids.append((new, desk_files(desk)))
+        if ids and rng.random() < 0.4:
+            target, expected = rng.choice(ids)
+            cps.restore(target)
+            assert desk_files(desk) == expected, f'step {step}'
+            assert head_files(repo_dir) == expected
+            if rng.random() < 0.5:
+                time.sleep(statcache.RACY_WINDOW_NS / 1e9 * 1.2)
+            assert Checkpoints(repo_dir, desk).snapshot('after restore') is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -279,12 +280,23 @@ class Checkpoints:
         written: dict[str, statcache.StatKey],
         head: bytes,
     ) -> None:
-        files = {}
-        for path, (_, sha) in target.items():
-            key = written.get(path) or scan.keys.get(path)
-            if key is not None:
-                files[path] = (key, sha)
-        cache.files = files
+        # In the order of the scan (new files last), so the next scan finds the cache's order
+        # and compares the stat columns in bulk.
+        keys = scan.keys
+        names: list[str] = []
+        numbers = array('q')
+        shas = bytearray()
+        order = dict.fromkeys(scan.names)
+        order.update(dict.fromkeys(target))
+        for path in order:
+            entry = target.get(path)
+            key = written.get(path) or keys.get(path)
+            if entry is None or key is None:
+                continue
+            names.append(path)
+            numbers.extend(key)
+            shas += bytes.fromhex(entry[1].decode())
+        cache.set_columns(names, numbers, bytes(shas))
         cache.trees = dict(target_trees)
         cache.commit = head
         statcache.save(self._cache_path(), cache)

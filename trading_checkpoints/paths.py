@@ -31,6 +31,11 @@ def _component_problem(component: str) -> str | None:
     return None
 
 
+def component_problem(name: str) -> str | None:
+    """Why one name (a path component) is unacceptable, or None when it is fine."""
+    return _component_problem(name)
+
+
 def path_problem(path: str) -> str | None:
     """Why ``path`` cannot be a desk-relative path we read or write, or None when it is fine."""
     if not path:

@@ -21,7 +21,7 @@ from dulwich.errors import NotGitRepository, ObjectFormatException
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
-from .paths import Allowlist, check_tree_path, path_problem
+from .paths import Allowlist, check_tree_path, component_problem, path_problem
 
 if TYPE_CHECKING:
     from dulwich.config import ConfigFile
@@ -321,43 +321,53 @@ class ShadowRepo:
         """
         files: dict[str, tuple[int, bytes]] = {}
         folders: dict[str, bytes] = {}
-        pending: list[tuple[str, bytes]] = [('', tree_sha)]
+        # (prefix, tree id, whether the allowlist covers the folder and so all below it)
+        pending: list[tuple[str, bytes, bool]] = [('', tree_sha, False)]
         while pending:
-            prefix, sha = pending.pop()
+            prefix, sha, covered = pending.pop()
             folders[prefix.rstrip('/')] = sha
             seen: set[bytes] = set()
-            for item in self.read_tree(sha).iteritems():
-                name, mode, child = item.path, item.mode, item.sha
+            for name, mode, child in self._tree_entries(sha):
                 if name in seen:
                     raise CorruptRepositoryError(
                         f'the checkpoint has two entries named {prefix}{name!r}'
                     )
                 seen.add(name)
                 try:
-                    path = prefix + name.decode('utf-8')
+                    text = name.decode('utf-8')
                 except UnicodeDecodeError as error:
                     raise CorruptRepositoryError(
                         f'the checkpoint holds a name that is not UTF-8 under {prefix!r}'
                     ) from error
-                if '/' in path[len(prefix):]:
-                    raise CorruptRepositoryError(f'the checkpoint holds a name with a slash: {path!r}')
+                path = prefix + text
+                if '/' in text:
+                    raise CorruptRepositoryError(
+                        f'the checkpoint holds a name with a slash: {path!r}'
+                    )
+                # The prefix was vetted with its folder: below the root only the new name needs
+                # a check (at the root the whole path is checked, as it could look absolute).
+                problem = component_problem(text) if prefix else path_problem(path)
+                if problem:
+                    raise CorruptRepositoryError(
+                        f'the checkpoint holds an unsafe path {path!r}: {problem}'
+                    )
                 if mode == TREE_MODE:
-                    problem = path_problem(path)
-                    if problem:
-                        raise CorruptRepositoryError(
-                            f'the checkpoint holds an unsafe path {path!r}: {problem}'
-                        )
-                    if not allowlist.is_ancestor(path):
+                    inside = covered or allowlist.covers(path)
+                    if not inside and not allowlist.is_ancestor(path):
                         check_tree_path(path, allowlist)
-                    pending.append((path + '/', child))
+                    pending.append((path + '/', child, inside))
                 elif mode in BLOB_MODES:
-                    check_tree_path(path, allowlist)
+                    if not covered:
+                        check_tree_path(path, allowlist)
                     files[path] = (mode, child)
                 else:
                     raise CorruptRepositoryError(
                         f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write'
                     )
         return files, folders
+
+    def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        return [(item.path, item.mode, item.sha) for item in self.read_tree(sha).iteritems()]
 
     def write_objects(self, objects: list[ShaFile]) -> None:
         """Stores new objects: loose when few, one pack when many."""
