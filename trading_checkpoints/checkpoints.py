@@ -280,6 +280,21 @@ class Checkpoints:
         written: dict[str, statcache.StatKey],
         head: bytes,
     ) -> None:
+        if len(target) == len(scan.names) and all(path in target for path in written):
+            index = {path: i for i, path in enumerate(scan.names)}
+            if all(path in index for path in target):
+                # The same paths as scanned: patch the scan's columns where the restore wrote.
+                numbers = array('q', scan.numbers)
+                shas = bytearray(scan.shas)
+                for path, key in written.items():
+                    i = index[path]
+                    numbers[i * 5 : i * 5 + 5] = array('q', key)
+                    shas[i * 20 : i * 20 + 20] = bytes.fromhex(target[path][1].decode())
+                cache.set_columns(scan.names, numbers, bytes(shas))
+                cache.trees = dict(target_trees)
+                cache.commit = head
+                statcache.save(self._cache_path(), cache)
+                return
         # In the order of the scan (new files last), so the next scan finds the cache's order
         # and compares the stat columns in bulk.
         keys = scan.keys
