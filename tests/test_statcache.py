@@ -176,6 +176,17 @@ def _damage_old_format(data: bytes, other: bytes) -> bytes:
     return b'TCSTAT1\n' + data[8:]
 
 
+def _damage_torn(data: bytes, other: bytes) -> bytes:
+    """A crash in the middle of writing another cache over this one, in place."""
+    half = len(other) // 2
+    return other[:half] + data[half:]
+
+
+def _damage_old_tail(data: bytes, other: bytes) -> bytes:
+    """A crash after a shorter cache was written over a longer one, before the truncation."""
+    return data + b'\0' * 40
+
+
 def _damage_foreign(data: bytes, other: bytes) -> bytes:
     return other  # a valid cache of another desk with the same paths
 
@@ -188,6 +199,8 @@ def _damage_foreign(data: bytes, other: bytes) -> bytes:
         _damage_garbage,
         _damage_empty,
         _damage_old_format,
+        _damage_torn,
+        _damage_old_tail,
         _damage_foreign,
     ],
 )
