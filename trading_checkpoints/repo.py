@@ -22,6 +22,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
+from .statcache import read_file
 
 if TYPE_CHECKING:
     from dulwich.config import ConfigFile
@@ -158,8 +159,7 @@ class ShadowRepo:
     def tracked_paths(self) -> tuple[str, ...] | None:
         """The tracked paths remembered in the repository's config, if any."""
         try:
-            with open(self.path / 'config', 'rb') as handle:
-                data = handle.read()
+            data = read_file(os.path.join(self.path, 'config'))
         except OSError as error:
             raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
         # Parsing is a pure function of the bytes: remember it, so a snapshot of an unchanged
@@ -187,8 +187,7 @@ class ShadowRepo:
         """The newest checkpoint's sha, or None when the branch has no commit yet."""
         try:
             # The common case, read directly: a loose branch file holding one commit id.
-            with open(self.path / 'refs' / 'heads' / 'main', 'rb') as handle:
-                data = handle.read(100)
+            data = read_file(os.path.join(self.path, 'refs', 'heads', 'main'), 100)
             if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
                 return data[:40]
         except OSError:

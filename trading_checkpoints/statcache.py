@@ -145,9 +145,7 @@ class StatCache:
 def load(path: Path, context: bytes) -> StatCache:
     """Reads the cache, or returns an empty one if it is missing, corrupt or for another desk."""
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-        cache = _decode(data)
+        cache = _decode(read_file(path))
     except (OSError, ValueError, struct.error, UnicodeDecodeError, IndexError, OverflowError):
         return StatCache(context=context)
     if cache.context != context:
@@ -155,6 +153,23 @@ def load(path: Path, context: bytes) -> StatCache:
         cache.clear_trees()
         cache.context = context
     return cache
+
+
+def read_file(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """A small file's bytes (at most ``limit``) with as few system calls as Python allows."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_CLOEXEC', 0))
+    try:
+        chunks = []
+        left = limit if limit >= 0 else 1 << 62
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b''.join(chunks)
+    finally:
+        os.close(fd)
 
 
 def save(path: Path, cache: StatCache) -> None:

@@ -136,7 +136,7 @@ def _walk(
 
 # Where the platform allows it, each folder is opened once and listed and stat-ed through its
 # descriptor (``fstatat``), so the kernel resolves one name per file instead of its whole path.
-_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.lstat in os.supports_dir_fd
+_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.stat in os.supports_dir_fd
 _FOLDER_FLAGS = (
     os.O_RDONLY
     | getattr(os, 'O_DIRECTORY', 0)
