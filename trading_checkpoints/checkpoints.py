@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import lock, metadata, statcache, worktree
 from .errors import CheckpointError, CorruptRepositoryError
+from .fs import realpath
 from .paths import TRACKED_PATHS, Allowlist
 from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
 
@@ -327,7 +328,7 @@ class Checkpoints:
         return self.repository_directory / PRIVATE_DIR / _STAT_CACHE
 
     def _load_cache(self, repo: ShadowRepo, allowlist: Allowlist) -> statcache.StatCache:
-        desk = self._real_desk or os.path.realpath(self.desk_directory)
+        desk = self._real_desk or realpath(self.desk_directory)
         context = '\0'.join((desk, *allowlist.entries))
         return statcache.load(self._cache_path(), context.encode('utf-8', 'surrogateescape'))
 
@@ -362,7 +363,7 @@ class Checkpoints:
 
     def _check_desk(self, must_exist: bool) -> None:
         desk = self.desk_directory
-        resolved = self._real_desk = os.path.realpath(desk)
+        resolved = self._real_desk = realpath(desk)
         if os.path.dirname(resolved) == resolved or resolved == _home():
             raise CheckpointError(
                 f'refusing to use {desk} as a desk: it is the root or home folder'
@@ -379,8 +380,11 @@ class Checkpoints:
             raise CheckpointError(f'the desk folder {desk} does not exist')
 
     def _check_repository_outside_desk(self) -> None:
-        repo = Path(os.path.realpath(self.repository_directory))
-        desk = Path(self._real_desk or os.path.realpath(self.desk_directory))
+        real_repo = realpath(self.repository_directory)
+        real_desk = self._real_desk or realpath(self.desk_directory)
+        if real_repo != real_desk and not real_repo.startswith(real_desk.rstrip(os.sep) + os.sep):
+            return  # the common case, decided on strings
+        repo, desk = Path(real_repo), Path(real_desk)
         if repo == desk or desk in repo.parents:
             relative = repo.relative_to(desk).as_posix() if repo != desk else ''
             if not relative or self._requested.covers(relative) or any(

@@ -21,8 +21,8 @@ from dulwich.errors import NotGitRepository, ObjectFormatException
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
+from .fs import read_file
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
-from .statcache import read_file
 
 if TYPE_CHECKING:
     from dulwich.config import ConfigFile

@@ -22,6 +22,8 @@ import zlib
 from array import array
 from pathlib import Path
 
+from .fs import read_file
+
 _MAGIC = b'TCSTAT2\n'
 _HEADER = struct.Struct('<QQqQ')  # files, folders, written_at_ns, racy entries
 _SECTIONS = 8
@@ -153,23 +155,6 @@ def load(path: Path, context: bytes) -> StatCache:
         cache.clear_trees()
         cache.context = context
     return cache
-
-
-def read_file(path: str | os.PathLike[str], limit: int = -1) -> bytes:
-    """A small file's bytes (at most ``limit``) with as few system calls as Python allows."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_CLOEXEC', 0))
-    try:
-        chunks = []
-        left = limit if limit >= 0 else 1 << 62
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b''.join(chunks)
-    finally:
-        os.close(fd)
 
 
 def save(path: Path, cache: StatCache) -> None:
