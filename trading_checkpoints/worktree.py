@@ -249,7 +249,7 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
             full = os.path.join(root, folder)
             try:
                 st = os.lstat(full)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue
@@ -261,7 +261,7 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
         full = os.path.join(root, path)
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
         if stat.S_ISDIR(st.st_mode):
             leftover = _untracked_below(full, path, deleting, current)
