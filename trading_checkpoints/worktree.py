@@ -25,6 +25,7 @@ from .repo import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, TREE_MODE
 from .statcache import StatCache, StatKey, is_racy, stat_key
 
 FileEntry = tuple[int, bytes]  # (git mode, blob id)
+UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Scan:
     """The tracked files of a desk as they are now."""
 
     files: dict[str, FileEntry]
-    keys: dict[str, StatKey]  # stat of each file when hashed (absent: do not cache)
+    keys: dict[str, StatKey]  # stat of each file when hashed
     new_blobs: dict[bytes, Blob]  # blobs hashed in this scan, by id
     changed: set[str]  # paths whose entry differs from the cache (added or modified)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
@@ -126,8 +127,9 @@ def _scan_file(full: str, path: str, st: os.stat_result, result: Scan, cache: St
     blob = Blob.from_string(data)
     sha = blob.id
     result.files[path] = (mode, sha)
-    if stable:
-        result.keys[path] = key
+    # A file that changed while we read it is remembered with a stat that never matches, so it
+    # is read again next time (and its removal still marks its folder dirty).
+    result.keys[path] = key if stable else UNSTABLE_KEY
     result.new_blobs[sha] = blob
     if cached is None or cached[1] != sha or cached[0][4] & 0o170111 != st.st_mode & 0o170111:
         result.changed.add(path)
