@@ -34,9 +34,9 @@ class Desk:
         return self.workspace / '.checkpoints' / f'{self.name}.git'
 
     def checkpoints(self):  # -> Checkpoints, imported lazily so --help stays fast
-        from .checkpoints import Checkpoints
+        from .workspace import Workspace
 
-        return Checkpoints(self.repository_directory, self.desk_directory)
+        return Workspace(self.workspace).desk(self.name)
 
 
 def _use_color() -> bool:
