@@ -169,11 +169,13 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument('checkpoint_id', metavar='ID')
+@click.argument('checkpoint_id', metavar='ID', required=False)
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.option('--turn', 'turn_id', metavar='TURN',
+              help='Instead of ID: rewind to the state before agent turn TURN began.')
 @click.pass_obj
 @_reports_errors
-def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
+def restore(desk: Desk, checkpoint_id: str | None, as_json: bool, turn_id: str | None) -> None:
     """Put the tracked files back as they were at checkpoint ID.
 
     The current files are snapshotted first, so the restore itself can be undone with the
@@ -183,8 +185,14 @@ def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
     Examples:
       checkpoints restore 3f2a9c1
       checkpoints restore 3f2a9c1 --json
+      checkpoints restore --turn msg_01H8      # as it was before that agent turn
     """
-    result = desk.checkpoints().restore_with_result(checkpoint_id)
+    if (checkpoint_id is None) == (turn_id is None):
+        raise click.UsageError('give a checkpoint ID or --turn TURN (one of them)')
+    if turn_id is not None:
+        result = desk.checkpoints().restore_turn(turn_id)
+    else:
+        result = desk.checkpoints().restore_with_result(checkpoint_id)
     if as_json:
         click.echo(json.dumps({
             'before_id': result.before_id,
@@ -228,6 +236,67 @@ def demo(directory: Path | None) -> None:
 
     run_demo(directory, echo=click.echo, style=_style)
 
+
+@cli.command()
+@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
+              help='Show at most this many turns.')
+@click.option('--json', 'as_json', is_flag=True, help='Print a JSON array instead of a list.')
+@click.pass_obj
+@_reports_errors
+def turns(desk: Desk, limit: int, as_json: bool) -> None:
+    """List agent turns newest first, each with its checkpoints.
+
+    A turn groups the checkpoints an agent took while answering one message
+    (Checkpoints.turn in the library); `restore --turn TURN` rewinds one.
+
+    \b
+    Examples:
+      checkpoints turns
+      checkpoints turns -n 3 --json
+    """
+    items = desk.checkpoints().turns(limit)
+    if as_json:
+        rows = [{
+            'turn_id': t.turn_id,
+            'label': t.label,
+            'started_at': t.started_at,
+            'first_checkpoint': t.first.checkpoint_id,
+            'checkpoints': [
+                {'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
+                 'tool': c.tool, 'paths': list(c.paths)}
+                for c in t.checkpoints
+            ],
+        } for t in items]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not items:
+        click.echo(f'No turns recorded for desk {desk.name!r}.')
+        return
+    for item in items:
+        label = f'  {item.label}' if item.label else ''
+        click.echo(f'{_style(item.turn_id, fg="cyan")}  {item.started_at}{label}')
+        for checkpoint in item.checkpoints:
+            click.echo(f'  {_style(checkpoint.checkpoint_id, fg="yellow")}  {checkpoint.reason}')
+
+
+@cli.command('mcp')
+@click.pass_obj
+@_reports_errors
+def mcp_command(desk: Desk) -> None:
+    """Serve the workspace to an MCP-capable agent (Model Context Protocol over stdio).
+
+    Needs the optional extra: pip install 'trading-checkpoints[mcp]'. Tools: list_desks,
+    list_checkpoints, list_turns, snapshot, restore (with dry_run), restore_turn, diff,
+    show_file, undo; --desk is the default desk of every tool.
+
+    \b
+    Examples:
+      checkpoints --workspace ~/agent mcp
+      checkpoints --workspace ~/agent --desk research mcp
+    """
+    from .mcp import serve
+
+    serve(desk.workspace, desk.name)
 
 def main() -> None:
     cli(prog_name='checkpoints')
