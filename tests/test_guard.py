@@ -197,3 +197,20 @@ def test_guard_respects_a_custom_allowlist(tmp_path: Path) -> None:
         write(desk, 'Memory.md', 'x')
     assert tracked.checkpoint_id is not None and tracked.untracked == ()
     assert untracked.untracked == ('Memory.md',) and untracked.checkpoint_id is None
+
+
+def test_guard_uses_the_allowlist_the_repository_remembers(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    write(desk, 'plan.txt', 'v1')
+    Checkpoints(tmp_path / 'repo.git', desk, tracked_paths=('plan.txt',)).snapshot('create')
+    default = Checkpoints(tmp_path / 'repo.git', desk)  # left at the default: uses plan.txt
+    with default.guard('write_file Memory.md') as guard:
+        write(desk, 'Memory.md', 'x')
+    assert guard.untracked == ('Memory.md',)
+    Checkpoints(tmp_path / 'repo.git', desk, tracked_paths=('plan.txt', 'Memory.md')).snapshot(
+        'now tracks Memory.md'
+    )
+    write(desk, 'Memory.md', 'x2')
+    with default.guard('write_file Memory.md') as again:
+        write(desk, 'Memory.md', 'y')
+    assert again.untracked == () and again.checkpoint_id is not None

@@ -24,6 +24,7 @@ import inspect
 import logging
 import os
 import posixpath
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -156,13 +157,35 @@ def _split_tracked(
     return tracked, tuple(untracked)
 
 
+# The allowlist a repository remembers, by config path, valid while the config file's stat holds.
+_REMEMBERED: dict[str, tuple[tuple[int, int, int], Allowlist]] = {}
+_REMEMBERED_LOCK = threading.Lock()
+
+
 def _allowlist(checkpoints: Checkpoints) -> Allowlist:
-    repo = None if checkpoints._explicit else ShadowRepo.open(checkpoints.repository_directory)
+    """The allowlist the next snapshot will use (the repository's remembered one by default)."""
+    if checkpoints._explicit:
+        return checkpoints._allowlist(None)
+    config = os.path.join(checkpoints.repository_directory, 'config')
     try:
-        return checkpoints._allowlist(repo)
+        info = os.stat(config)
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+    except OSError:
+        stamp = None
+    with _REMEMBERED_LOCK:
+        cached = _REMEMBERED.get(config)
+    if stamp is not None and cached is not None and cached[0] == stamp:
+        return cached[1]
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    try:
+        allowlist = checkpoints._allowlist(repo)
     finally:
         if repo is not None:
             repo.close()
+    if stamp is not None and repo is not None:
+        with _REMEMBERED_LOCK:
+            _REMEMBERED[config] = (stamp, allowlist)
+    return allowlist
 
 
 def desk_relative(desk: Path, path: str) -> str | None:
