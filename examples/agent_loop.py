@@ -17,8 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trading_checkpoints import Checkpoints
-from trading_checkpoints.workspace import Workspace
+from trading_checkpoints import Checkpoints, Workspace
 
 
 def make_tools(checkpoints: Checkpoints) -> dict:

@@ -15,7 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from trading_checkpoints.workspace import Workspace
+from trading_checkpoints import Workspace
 
 PLANS = {
     'equities': ['- long MSFT', '- trim AAPL', '- SELL EVERYTHING'],
