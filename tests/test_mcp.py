@@ -152,6 +152,20 @@ def test_turns_and_desks_over_mcp(workspace: Path) -> None:
         assert rewound['deleted'] == ['notes/a.md']
         assert "no turn 'msg_2'" in await client.error('restore_turn', turn_id='msg_2')
 
+        # An MCP agent groups its own snapshots by passing its message id.
+        memory = research.desk_directory / 'Memory.md'
+        first = await client.ok('snapshot', reason='before edit', turn_id='msg_3',
+                                turn_label='two edits')
+        assert first['changed'], "a turn's first snapshot is kept even when nothing changed"
+        memory.write_text('v1 by mcp')
+        await client.ok('snapshot', reason='before second edit', turn_id='msg_3')
+        memory.write_text('v2 by mcp')
+        [turn] = [t for t in (await client.ok('list_turns'))['turns'] if t['turn_id'] == 'msg_3']
+        assert turn['label'] == 'two edits' and turn['first_checkpoint'] == first['checkpoint_id']
+        await client.ok('restore_turn', turn_id='msg_3')
+        assert memory.read_text() == 'v0'
+        assert 'one word' in await client.error('snapshot', reason='x', turn_id='a b')
+
     run_server(workspace, script, '--desk', 'research')
     assert tree_of(research.desk_directory) == {'Memory.md': ('-', b'v0')}
 

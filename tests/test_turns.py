@@ -215,3 +215,22 @@ def test_turn_id_is_a_real_git_trailer(cps: Checkpoints, desk: Path, repo_dir: P
     out = git(repo_dir, 'log', '-1', '--format=%(trailers:key=Checkpoint-Turn,valueonly)%n%b')
     assert out.splitlines()[0] == 'msg_9'
     assert 'Turn label: look at me' in out
+
+
+def test_snapshot_in_turn_without_an_open_turn(cps: Checkpoints, desk: Path) -> None:
+    from trading_checkpoints.turns import snapshot_in_turn
+
+    write(desk, 'Memory.md', 'v0')
+    cps.snapshot('manual')  # unchanged desk: the turn's first snapshot must still mark it
+    first = snapshot_in_turn(cps, 'msg_5', 'before edit 1', label='two edits')
+    write(desk, 'Memory.md', 'v1')
+    second = snapshot_in_turn(cps, 'msg_5', 'before edit 2')
+    assert first is not None and second is not None
+    assert snapshot_in_turn(cps, 'msg_5', 'nothing changed') is None, 'only the first is forced'
+    write(desk, 'Memory.md', 'v2')
+    [turn] = cps.turns()
+    assert turn.label == 'two edits' and turn.first.checkpoint_id == first
+    cps.restore_turn('msg_5')
+    assert (desk / 'Memory.md').read_text() == 'v0'
+    with pytest.raises(CheckpointError, match='one word'):
+        snapshot_in_turn(cps, 'two words', 'x')

@@ -32,6 +32,7 @@ except ImportError:  # pragma: no cover - typing_extensions comes with the mcp e
 
 from .checkpoints import Checkpoint, Checkpoints
 from .errors import CheckpointError
+from .turns import snapshot_in_turn
 from .workspace import Workspace
 
 INSTALL_HINT = (
@@ -346,12 +347,28 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     def snapshot(
         reason: Annotated[str, Field(description='Why, e.g. "before rewriting notes/plan.md".')],
         desk: DeskArg = None,
+        turn_id: Annotated[str | None, Field(
+            description='Your current turn or message id: checkpoints of one turn are grouped, '
+                        'and restore_turn rewinds to before its first snapshot.'
+        )] = None,
+        turn_label: Annotated[
+            str | None, Field(description="What the turn is about (the user's request).")
+        ] = None,
     ) -> SnapshotResult:
-        """Take a checkpoint of the desk's tracked files now (none when nothing changed)."""
+        """Take a checkpoint of the desk's tracked files now, e.g. before editing them.
+
+        Without turn_id, no checkpoint is taken when nothing changed. With turn_id, the first
+        snapshot of that turn always records a checkpoint, so the turn can be rewound whole.
+        """
         name, cps = named(desk)
         if not cps.desk_directory.is_dir():
             raise CheckpointError(f'no desk {name!r} (expected the folder {cps.desk_directory})')
-        new_id = cps.snapshot(reason, tool='mcp:snapshot')
+        if turn_id is None:
+            new_id = cps.snapshot(reason, tool='mcp:snapshot')
+        else:
+            new_id = snapshot_in_turn(
+                cps, turn_id, reason, label=turn_label or '', tool='mcp:snapshot'
+            )
         return SnapshotResult(desk=name, checkpoint_id=new_id, changed=new_id is not None)
 
     @server.tool(annotations=rewinds)

@@ -139,6 +139,47 @@ def _first_snapshot(
     return sha.decode()[:SHORT_ID_LENGTH]
 
 
+def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
+    """Refuses a turn id that is not one non-empty word (it is kept as a one-line trailer)."""
+    if not isinstance(turn_id, str) or not turn_id.strip():
+        raise CheckpointError(f'{what} must be a non-empty string, not {turn_id!r}')
+    if len(turn_id.split()) != 1 or turn_id != turn_id.strip():
+        raise CheckpointError(f'{what} {turn_id!r} must be one word (no spaces or line breaks)')
+    return turn_id
+
+
+def snapshot_in_turn(
+    checkpoints: Checkpoints,
+    turn_id: str,
+    reason: str,
+    *,
+    label: str = '',
+    tool: str | None = None,
+    paths: Sequence[str] | None = None,
+    lookback: int = 200,
+) -> str | None:
+    """A snapshot tagged with ``turn_id``, for callers that keep no :class:`Turn` open (such as
+    the MCP server, where the agent passes its message id with each call).
+
+    When none of the newest ``lookback`` checkpoints carries the turn id, this is the turn's
+    first snapshot and always leaves a checkpoint (see :meth:`Turn.snapshot`). Misjudging an
+    old turn as new only adds one checkpoint of unchanged files; ``restore_turn`` still finds
+    the turn's oldest checkpoint.
+    """
+    check_turn_id(turn_id)
+    started = False
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    if repo is not None:
+        try:
+            started = any(
+                metadata.parse(info.message).turn == turn_id for info in repo.history(lookback)
+            )
+        finally:
+            repo.close()
+    turn = Turn(checkpoints, turn_id, _one_line(label, _MAX_LABEL), _started=started)
+    return turn.snapshot(reason, tool=tool, paths=paths)
+
+
 def current(checkpoints: Checkpoints) -> Turn | None:
     """The turn open on this desk in the current thread or task, if any."""
     return _ACTIVE.get().get(_key(checkpoints))
@@ -152,12 +193,7 @@ def open_turn(
     if not isinstance(label, str):
         raise CheckpointError(f'a turn label must be a string, not {type(label).__name__}')
     if message_id is not None:
-        if not isinstance(message_id, str) or not ' '.join(message_id.split()):
-            raise CheckpointError(f'message_id must be a non-empty string, not {message_id!r}')
-        if message_id != ' '.join(message_id.split()) or ' ' in message_id:
-            raise CheckpointError(
-                f'message_id {message_id!r} must be one word (no spaces or line breaks)'
-            )
+        check_turn_id(message_id, 'message_id')
     key = _key(checkpoints)
     active = _ACTIVE.get()
     if key in active:
