@@ -8,7 +8,8 @@ tool takes an optional ``desk`` (default: the desk the server was started with).
 Tools (arguments are JSON-schema'd from the signatures below; results are structured):
 
 - ``list_desks``, ``list_checkpoints``, ``list_turns``: read only.
-- ``snapshot``: take a checkpoint now.
+- ``snapshot``: take a checkpoint now; ``turn_id`` (the agent's message id) groups the
+  checkpoints of one turn so ``restore_turn`` can rewind it whole.
 - ``restore`` (``dry_run`` to preview), ``restore_turn``: put files back; always undoable.
 - ``diff``, ``show_file``, ``undo``: served when the library has ``Checkpoints.diff``, ``.show``
   and ``.undo``; otherwise they answer with a tool error saying so.
