@@ -214,3 +214,15 @@ def test_guard_uses_the_allowlist_the_repository_remembers(tmp_path: Path) -> No
     with default.guard('write_file Memory.md') as again:
         write(desk, 'Memory.md', 'y')
     assert again.untracked == () and again.checkpoint_id is not None
+
+
+def test_absolute_paths_through_a_symlinked_desk_are_recognised(tmp_path: Path) -> None:
+    real = tmp_path / 'real-desk'
+    write(real, 'Memory.md', 'v1')
+    link = tmp_path / 'desk-link'
+    link.symlink_to(real, target_is_directory=True)
+    cps = Checkpoints(tmp_path / 'repo.git', link)
+    with cps.guard('write_file', paths=[str(real / 'Memory.md')]) as guard:
+        write(real, 'Memory.md', 'v2')
+    assert guard.untracked == () and cps.list()[0].paths == ('Memory.md',)
+    assert guard.tool == 'write_file', 'the tool defaults to the first word of the action'

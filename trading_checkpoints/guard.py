@@ -70,12 +70,12 @@ class Guard:
             raise CheckpointError(f'a guard needs a description of the write, not {action!r}')
         self.checkpoints = checkpoints
         self.action = ' '.join(action.split())
-        if tool is None and paths is None:
-            # 'write_file Memory.md' -> tool write_file, path Memory.md
-            first, _, rest = self.action.partition(' ')
-            tool, paths = first, ((rest,) if rest else ())
+        # 'write_file Memory.md' -> tool write_file, path Memory.md, unless given explicitly
+        first, _, rest = self.action.partition(' ')
+        if tool is None:
+            tool = first
         if paths is None:
-            paths = ()
+            paths = (rest,) if rest and tool == first else ()
         elif isinstance(paths, (str, os.PathLike)):
             paths = (paths,)
         self.tool = tool
@@ -195,11 +195,13 @@ def desk_relative(desk: Path, path: str) -> str | None:
         return None
     text = path.replace('\\', '/') if os.sep == '\\' else path
     if os.path.isabs(text):
-        base = os.path.abspath(desk)
         full = os.path.abspath(text)
-        if full != base and not full.startswith(base.rstrip(os.sep) + os.sep):
+        for base in (os.path.abspath(desk), os.path.realpath(desk)):
+            if full == base or full.startswith(base.rstrip(os.sep) + os.sep):
+                text = os.path.relpath(full, base).replace(os.sep, '/')
+                break
+        else:
             return None
-        text = os.path.relpath(full, base).replace(os.sep, '/')
     relative = posixpath.normpath(text)
     if relative == '.' or path_problem(relative):
         return None
