@@ -47,28 +47,48 @@ def make_tools(checkpoints: Checkpoints) -> dict:
     def read_file(path: str) -> str:  # reads need no checkpoint
         return (desk / path).read_text()
 
-    return {'write_file': write_file, 'append_file': append_file,
-            'delete_file': delete_file, 'read_file': read_file}
+    return {
+        'write_file': write_file,
+        'append_file': append_file,
+        'delete_file': delete_file,
+        'read_file': read_file,
+    }
 
 
 # What the pretend model does for each user message: (message id, message, tool calls).
 SCRIPT = [
-    ('msg_1', 'Set up my trading memory', [
-        ('write_file', {'path': 'Memory.md', 'content': '# Memory\n- style: swing trades\n'}),
-        ('write_file', {'path': 'notes/watchlist.md', 'content': 'AAPL\nMSFT\n'}),
-    ]),
-    ('msg_2', 'What is on my watchlist?', [
-        ('read_file', {'path': 'notes/watchlist.md'}),  # a turn that writes nothing
-    ]),
-    ('msg_3', 'Add NVDA and remember my risk limit', [
-        ('append_file', {'path': 'notes/watchlist.md', 'line': 'NVDA'}),
-        ('append_file', {'path': 'Memory.md', 'line': '- risk: 1% per trade'}),
-        ('write_file', {'path': 'scratch/tmp.txt', 'content': 'untracked scratch'}),
-    ]),
-    ('msg_4', 'Clean up my notes', [  # the answer the user regrets
-        ('delete_file', {'path': 'notes/watchlist.md'}),
-        ('write_file', {'path': 'Memory.md', 'content': '# Memory\n(cleared)\n'}),
-    ]),
+    (
+        'msg_1',
+        'Set up my trading memory',
+        [
+            ('write_file', {'path': 'Memory.md', 'content': '# Memory\n- style: swing trades\n'}),
+            ('write_file', {'path': 'notes/watchlist.md', 'content': 'AAPL\nMSFT\n'}),
+        ],
+    ),
+    (
+        'msg_2',
+        'What is on my watchlist?',
+        [
+            ('read_file', {'path': 'notes/watchlist.md'}),  # a turn that writes nothing
+        ],
+    ),
+    (
+        'msg_3',
+        'Add NVDA and remember my risk limit',
+        [
+            ('append_file', {'path': 'notes/watchlist.md', 'line': 'NVDA'}),
+            ('append_file', {'path': 'Memory.md', 'line': '- risk: 1% per trade'}),
+            ('write_file', {'path': 'scratch/tmp.txt', 'content': 'untracked scratch'}),
+        ],
+    ),
+    (
+        'msg_4',
+        'Clean up my notes',
+        [  # the answer the user regrets
+            ('delete_file', {'path': 'notes/watchlist.md'}),
+            ('write_file', {'path': 'Memory.md', 'content': '# Memory\n(cleared)\n'}),
+        ],
+    ),
 ]
 
 

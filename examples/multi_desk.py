@@ -37,8 +37,10 @@ def desk_agent(workspace: Workspace, name: str, lines: list[str]) -> None:
 
 def main(root: Path) -> None:
     workspace = Workspace(root)
-    threads = [threading.Thread(target=desk_agent, args=(workspace, name, lines))
-               for name, lines in PLANS.items()]
+    threads = [
+        threading.Thread(target=desk_agent, args=(workspace, name, lines))
+        for name, lines in PLANS.items()
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -47,16 +49,16 @@ def main(root: Path) -> None:
     print('desks:')
     for name in workspace.desks():
         checkpoints = workspace.desk(name)
-        print(f'  {name:<9} {len(checkpoints.list(limit=100))} checkpoints, '
-              f'{len(checkpoints.turns())} turns')
+        print(
+            f'  {name:<9} {len(checkpoints.list(limit=100))} checkpoints, '
+            f'{len(checkpoints.turns())} turns'
+        )
     assert workspace.desks() == sorted(PLANS)
 
     equities = workspace.desk('equities')
-    before = {name: (workspace.desk_directory(name) / 'Memory.md').read_text()
-              for name in PLANS}
+    before = {name: (workspace.desk_directory(name) / 'Memory.md').read_text() for name in PLANS}
     result = equities.restore_turn('equities-3')  # the bad call on one desk
-    after = {name: (workspace.desk_directory(name) / 'Memory.md').read_text()
-             for name in PLANS}
+    after = {name: (workspace.desk_directory(name) / 'Memory.md').read_text() for name in PLANS}
     print(f'\nrewound equities-3 on equities (restored {result.target_id}):')
     print('  ' + after['equities'].strip().replace('\n', '\n  '))
     assert 'SELL EVERYTHING' not in after['equities']

@@ -45,9 +45,7 @@ def test_turns_lists_turns_with_their_checkpoints(
     assert row['first_checkpoint'] == row['checkpoints'][-1]['id']
 
 
-def test_restore_turn_from_the_command_line(
-    workspace: Path, cps: Checkpoints, desk: Path
-) -> None:
+def test_restore_turn_from_the_command_line(workspace: Path, cps: Checkpoints, desk: Path) -> None:
     make_turns(cps, desk)
     code, out = run(workspace, 'restore', '--turn', 'msg_2', '--json')
     assert code == 0, out

@@ -23,7 +23,11 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
     workspace = tmp_path / 'workspace'
     done = subprocess.run(
         [sys.executable, str(example), str(workspace)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
         env={**os.environ, 'PYTHONPATH': str(ROOT), 'NO_COLOR': '1'},
     )
     assert done.returncode == 0, done.stderr

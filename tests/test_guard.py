@@ -86,16 +86,12 @@ def test_untracked_write_is_allowed_but_noted(
     assert 'scratch.txt' in caplog.text and 'outside the tracked paths' in caplog.text
 
 
-def test_mixed_targets_note_the_untracked_ones_in_the_reason(
-    cps: Checkpoints, desk: Path
-) -> None:
+def test_mixed_targets_note_the_untracked_ones_in_the_reason(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'v1')
     with cps.guard('sync', tool='sync', paths=['Memory.md', 'scratch.txt', '../outside.md']):
         write(desk, 'Memory.md', 'v2')
     [item] = cps.list()
-    assert item.reason == (
-        'before sync (untracked, not checkpointed: scratch.txt, ../outside.md)'
-    )
+    assert item.reason == ('before sync (untracked, not checkpointed: scratch.txt, ../outside.md)')
     assert item.paths == ('Memory.md', 'scratch.txt', '../outside.md')
 
 
@@ -114,7 +110,9 @@ def test_context_manager_infers_tool_and_path(cps: Checkpoints, desk: Path) -> N
     [item] = cps.list()
     assert guard.checkpoint_id == item.checkpoint_id
     assert (item.reason, item.tool, item.paths) == (
-        'before write_file Memory.md', 'write_file', ('Memory.md',)
+        'before write_file Memory.md',
+        'write_file',
+        ('Memory.md',),
     )
 
 

@@ -76,8 +76,15 @@ def test_tools_are_listed_with_json_schemas(workspace: Path) -> None:
         listed = await client.session.list_tools()
         tools = {tool.name: tool for tool in listed.tools}
         assert set(tools) >= {
-            'list_desks', 'list_checkpoints', 'list_turns', 'snapshot', 'restore',
-            'restore_turn', 'diff', 'show_file', 'undo',
+            'list_desks',
+            'list_checkpoints',
+            'list_turns',
+            'snapshot',
+            'restore',
+            'restore_turn',
+            'diff',
+            'show_file',
+            'undo',
         }
         restore = field(tools['restore'], 'input_schema', 'inputSchema')
         assert restore['required'] == ['checkpoint_id']
@@ -154,8 +161,9 @@ def test_turns_and_desks_over_mcp(workspace: Path) -> None:
 
         # An MCP agent groups its own snapshots by passing its message id.
         memory = research.desk_directory / 'Memory.md'
-        first = await client.ok('snapshot', reason='before edit', turn_id='msg_3',
-                                turn_label='two edits')
+        first = await client.ok(
+            'snapshot', reason='before edit', turn_id='msg_3', turn_label='two edits'
+        )
         assert first['changed'], "a turn's first snapshot is kept even when nothing changed"
         memory.write_text('v1 by mcp')
         await client.ok('snapshot', reason='before second edit', turn_id='msg_3')
@@ -221,8 +229,12 @@ def test_missing_extra_gives_a_clear_message(workspace: Path) -> None:
         'main()\n'
     )
     done = subprocess.run(
-        [sys.executable, '-c', code], capture_output=True, text=True, timeout=60,
-        env={**os.environ, 'PYTHONPATH': str(ROOT)}, stdin=subprocess.DEVNULL,
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, 'PYTHONPATH': str(ROOT)},
+        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 1
     assert done.stderr.strip() == (

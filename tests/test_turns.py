@@ -114,8 +114,10 @@ def test_turns_lists_newest_first_with_labels(cps: Checkpoints, desk: Path) -> N
         pass
     listed = cps.turns()
     assert [t.turn_id for t in listed] == [two.turn_id, one.turn_id]
-    assert [t.label for t in listed] == ['second label spread over lines',
-                                         'first: remember the watchlist']
+    assert [t.label for t in listed] == [
+        'second label spread over lines',
+        'first: remember the watchlist',
+    ]
     assert [c.checkpoint_id for c in listed[1].checkpoints] == one.checkpoint_ids[::-1]
     assert listed[1].first.checkpoint_id == one.checkpoint_ids[0]
     assert listed[1].started_at == listed[1].first.created_at
@@ -168,9 +170,7 @@ def test_turns_are_per_thread(cps: Checkpoints, desk: Path) -> None:
     assert cps.list()[0].turn is None, "another thread's turn must not tag this write"
 
 
-def test_parallel_tool_calls_of_one_turn_share_one_pre_image(
-    cps: Checkpoints, desk: Path
-) -> None:
+def test_parallel_tool_calls_of_one_turn_share_one_pre_image(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'v0')
     cps.snapshot('start')
     with cps.turn('parallel tools') as turn:

@@ -115,7 +115,8 @@ class Guard:
             if self.untracked:
                 logger.warning(
                     '%s writes outside the tracked paths of %s: %s (allowed, not checkpointed)',
-                    self.tool or self.action, self.checkpoints.desk_directory,
+                    self.tool or self.action,
+                    self.checkpoints.desk_directory,
                     ', '.join(self.untracked),
                 )
                 if not tracked:
@@ -134,7 +135,9 @@ class Guard:
             self.error = error
             logger.warning(
                 'could not checkpoint %s before %s: %s (the write goes ahead)',
-                self.checkpoints.desk_directory, self.action, error,
+                self.checkpoints.desk_directory,
+                self.action,
+                error,
             )
         return self.checkpoint_id
 

@@ -217,8 +217,12 @@ def call_restore(
 
 def checkpoint_row(item: Checkpoint) -> CheckpointRow:
     return CheckpointRow(
-        id=item.checkpoint_id, created_at=item.created_at, reason=item.reason,
-        tool=item.tool, paths=list(item.paths), turn=item.turn,
+        id=item.checkpoint_id,
+        created_at=item.created_at,
+        reason=item.reason,
+        tool=item.tool,
+        paths=list(item.paths),
+        turn=item.turn,
     )
 
 
@@ -235,8 +239,13 @@ def restore_outcome(desk: str, result: Any, *, dry_run: bool, target: str) -> Re
         written = [str(p) for p in getattr(result, 'written', ()) or ()]
         deleted = [str(p) for p in getattr(result, 'deleted', ()) or ()]
     return RestoreOutcome(
-        desk=desk, dry_run=dry_run, target_id=target_id, before_id=before,
-        restored_id=restored, written=written, deleted=deleted,
+        desk=desk,
+        dry_run=dry_run,
+        target_id=target_id,
+        before_id=before,
+        restored_id=restored,
+        written=written,
+        deleted=deleted,
         undo_hint=None if dry_run or not before else f'restore {before}',
     )
 
@@ -244,18 +253,42 @@ def restore_outcome(desk: str, result: Any, *, dry_run: bool, target: str) -> Re
 def file_at_checkpoint(desk: str, checkpoint_id: str, path: str, value: Any) -> FileAtCheckpoint:
     content = getattr(value, 'content', value)
     if content is None:
-        return FileAtCheckpoint(desk=desk, checkpoint_id=checkpoint_id, path=path,
-                                exists=False, encoding='none', content=None)
+        return FileAtCheckpoint(
+            desk=desk,
+            checkpoint_id=checkpoint_id,
+            path=path,
+            exists=False,
+            encoding='none',
+            content=None,
+        )
     if isinstance(content, str):
-        return FileAtCheckpoint(desk=desk, checkpoint_id=checkpoint_id, path=path,
-                                exists=True, encoding='utf-8', content=content)
+        return FileAtCheckpoint(
+            desk=desk,
+            checkpoint_id=checkpoint_id,
+            path=path,
+            exists=True,
+            encoding='utf-8',
+            content=content,
+        )
     data = bytes(content)
     try:
-        return FileAtCheckpoint(desk=desk, checkpoint_id=checkpoint_id, path=path,
-                                exists=True, encoding='utf-8', content=data.decode('utf-8'))
+        return FileAtCheckpoint(
+            desk=desk,
+            checkpoint_id=checkpoint_id,
+            path=path,
+            exists=True,
+            encoding='utf-8',
+            content=data.decode('utf-8'),
+        )
     except UnicodeDecodeError:
-        return FileAtCheckpoint(desk=desk, checkpoint_id=checkpoint_id, path=path, exists=True,
-                                encoding='base64', content=base64.b64encode(data).decode())
+        return FileAtCheckpoint(
+            desk=desk,
+            checkpoint_id=checkpoint_id,
+            path=path,
+            exists=True,
+            encoding='base64',
+            content=base64.b64encode(data).decode(),
+        )
 
 
 # -- the server ----------------------------------------------------------------------------
@@ -336,9 +369,13 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """List agent turns, newest first, each with its checkpoints (newest first)."""
         name, cps = named(desk)
         rows = [
-            TurnRow(turn_id=t.turn_id, label=t.label, started_at=t.started_at,
-                    first_checkpoint=t.first.checkpoint_id,
-                    checkpoints=[checkpoint_row(c) for c in t.checkpoints])
+            TurnRow(
+                turn_id=t.turn_id,
+                label=t.label,
+                started_at=t.started_at,
+                first_checkpoint=t.first.checkpoint_id,
+                checkpoints=[checkpoint_row(c) for c in t.checkpoints],
+            )
             for t in cps.turns(limit)
         ]
         return TurnList(desk=name, turns=rows)
@@ -348,10 +385,13 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     def snapshot(
         reason: Annotated[str, Field(description='Why, e.g. "before rewriting notes/plan.md".')],
         desk: DeskArg = None,
-        turn_id: Annotated[str | None, Field(
-            description='Your current turn or message id: checkpoints of one turn are grouped, '
-                        'and restore_turn rewinds to before its first snapshot.'
-        )] = None,
+        turn_id: Annotated[
+            str | None,
+            Field(
+                description='Your current turn or message id: checkpoints of one turn are grouped, '
+                'and restore_turn rewinds to before its first snapshot.'
+            ),
+        ] = None,
         turn_label: Annotated[
             str | None, Field(description="What the turn is about (the user's request).")
         ] = None,

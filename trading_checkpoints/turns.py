@@ -117,9 +117,7 @@ class Turn:
         return new_id
 
 
-def _first_snapshot(
-    turn: Turn, reason: str, tool: str | None, paths: Sequence[str] | None
-) -> str:
+def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[str] | None) -> str:
     """Snapshots, or marks the current checkpoint as the turn's start when nothing changed."""
     body = reason.strip() or 'snapshot'
     if turn.label:
@@ -269,7 +267,7 @@ def turns(checkpoints: Checkpoints, limit: int | None = 20) -> list[TurnInfo]:
 def _label_of(message: str) -> str | None:
     for line in message.splitlines()[1:]:
         if line.startswith(_LABEL_PREFIX):
-            return line[len(_LABEL_PREFIX):].strip()
+            return line[len(_LABEL_PREFIX) :].strip()
     return None
 
 
