@@ -1,4 +1,4 @@
-"""The command line's turn verbs: `turns`, `restore --turn`, and `mcp --help`."""
+"""The command line's turn verbs: `turns`, `restore-turn`, and `mcp --help`."""
 
 from __future__ import annotations
 
@@ -47,23 +47,27 @@ def test_turns_lists_turns_with_their_checkpoints(
 
 def test_restore_turn_from_the_command_line(workspace: Path, cps: Checkpoints, desk: Path) -> None:
     make_turns(cps, desk)
-    code, out = run(workspace, 'restore', '--turn', 'msg_2', '--json')
+    code, out = run(workspace, 'restore-turn', 'msg_2', '--json')
     assert code == 0, out
     result = json.loads(out)
-    assert result['deleted'] == ['notes/2.md']
+    assert result['deleted'] == ['notes/2.md'] and result['turn_id'] == 'msg_2'
     assert (desk / 'Memory.md').read_text() == 'v1'
     code, out = run(workspace, 'restore', result['before_id'])
     assert code == 0 and (desk / 'notes/2.md').exists()
+    code, out = run(workspace, 'restore-turn', 'msg_1')
+    assert code == 0, out
+    assert out.splitlines()[0].startswith('Restored ') and '(before turn msg_1)' in out
+    assert '  D notes/1.md' in out and '  D notes/2.md' in out
+    assert out.splitlines()[-1].startswith('Undo with: checkpoints restore ')
+    assert (desk / 'Memory.md').read_text() == 'v0'
 
 
-def test_restore_needs_exactly_one_target(workspace: Path, cps: Checkpoints, desk: Path) -> None:
+def test_restore_turn_errors_are_one_line(workspace: Path, cps: Checkpoints, desk: Path) -> None:
     make_turns(cps, desk)
-    code, out = run(workspace, 'restore')
-    assert code == 2 and 'give a checkpoint ID or --turn TURN' in out
-    code, out = run(workspace, 'restore', 'abcdef1', '--turn', 'msg_1')
-    assert code == 2
-    code, out = run(workspace, 'restore', '--turn', 'msg_9')
+    code, out = run(workspace, 'restore-turn', 'msg_9')
     assert code == 1 and "no turn 'msg_9'" in out and 'Traceback' not in out
+    code, out = run(workspace, 'restore-turn')
+    assert code == 2 and "Missing argument 'TURN'" in out
 
 
 def test_mcp_help_names_the_extra() -> None:

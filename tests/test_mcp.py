@@ -188,8 +188,11 @@ DRY_RUN = any(
 def test_history_tools_answer_with_a_tool_error_or_work(workspace: Path, desk: Path) -> None:
     """diff/show_file/undo and dry_run light up when the library has them; until then they
     must be clear tool errors, never a crash."""
-    write(desk, 'Memory.md', 'v1')
+    write(desk, 'Memory.md', 'v0')
     cps = Checkpoints(workspace / '.checkpoints' / 'main.git', desk)
+    with cps.turn('edit', message_id='msg_1'):
+        with cps.guard('write_file Memory.md'):
+            write(desk, 'Memory.md', 'v1')
     first = cps.snapshot('v1')
     assert first is not None
     write(desk, 'Memory.md', 'v2')
@@ -213,10 +216,19 @@ def test_history_tools_answer_with_a_tool_error_or_work(workspace: Path, desk: P
             text = await client.error('restore', checkpoint_id=first, dry_run=True)
             assert 'restore dry_run is not available' in text
             assert (desk / 'Memory.md').read_text() == 'v2', 'a refused dry run writes nothing'
+        if DRY_RUN:
+            turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True)
+            assert turn_preview['dry_run'] and turn_preview['written'] == ['Memory.md']
+        else:
+            text = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
+            assert 'dry run of a restore is not available' in text
+        assert (desk / 'Memory.md').read_text() == 'v2'
         if not HAS['undo']:
             assert 'undo is not available' in await client.error('undo')
         else:
-            await client.ok('undo')
+            undone = await client.ok('undo')
+            assert undone['result'], 'undo says what it did'
+            assert (desk / 'Memory.md').read_text() == 'v1', 'undo discards the change since v1'
 
     run_server(workspace, script)
 

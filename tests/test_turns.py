@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -234,3 +235,18 @@ def test_snapshot_in_turn_without_an_open_turn(cps: Checkpoints, desk: Path) -> 
     assert (desk / 'Memory.md').read_text() == 'v0'
     with pytest.raises(CheckpointError, match='one word'):
         snapshot_in_turn(cps, 'two words', 'x')
+
+
+def test_restore_turn_dry_run_changes_nothing(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v0')
+    with cps.turn('edit', message_id='msg_1'):
+        guarded_write(cps, 'Memory.md', 'v1')
+        guarded_write(cps, 'notes/a.md', 'a')
+    before, history = tree_of(desk), cps.list()
+    if 'dry_run' in inspect.signature(cps.restore_with_result).parameters:
+        plan = cps.restore_turn('msg_1', dry_run=True)
+        assert set(plan.written) == {'Memory.md'} and set(plan.deleted) == {'notes/a.md'}
+    else:  # the library's dry run arrives with the history verbs
+        with pytest.raises(CheckpointError, match='dry run of a restore is not available'):
+            cps.restore_turn('msg_1', dry_run=True)
+    assert tree_of(desk) == before and cps.list() == history

@@ -414,11 +414,11 @@ class Checkpoints:
 
         return open_turn(self, label, message_id)
 
-    def restore_turn(self, turn_id: str) -> RestoreResult:
+    def restore_turn(self, turn_id: str, dry_run: bool = False) -> RestoreResult:
         """Puts the tracked files back as they were before turn ``turn_id`` began."""
         from .turns import restore_turn
 
-        return restore_turn(self, turn_id)
+        return restore_turn(self, turn_id, dry_run=dry_run)
 
     def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
         """The recorded turns, newest first, each with its checkpoints (newest first)."""

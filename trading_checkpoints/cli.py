@@ -169,13 +169,11 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
 
 
 @cli.command()
-@click.argument('checkpoint_id', metavar='ID', required=False)
+@click.argument('checkpoint_id', metavar='ID')
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
-@click.option('--turn', 'turn_id', metavar='TURN',
-              help='Instead of ID: rewind to the state before agent turn TURN began.')
 @click.pass_obj
 @_reports_errors
-def restore(desk: Desk, checkpoint_id: str | None, as_json: bool, turn_id: str | None) -> None:
+def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
     """Put the tracked files back as they were at checkpoint ID.
 
     The current files are snapshotted first, so the restore itself can be undone with the
@@ -185,14 +183,8 @@ def restore(desk: Desk, checkpoint_id: str | None, as_json: bool, turn_id: str |
     Examples:
       checkpoints restore 3f2a9c1
       checkpoints restore 3f2a9c1 --json
-      checkpoints restore --turn msg_01H8      # as it was before that agent turn
     """
-    if (checkpoint_id is None) == (turn_id is None):
-        raise click.UsageError('give a checkpoint ID or --turn TURN (one of them)')
-    if turn_id is not None:
-        result = desk.checkpoints().restore_turn(turn_id)
-    else:
-        result = desk.checkpoints().restore_with_result(checkpoint_id)
+    result = desk.checkpoints().restore_with_result(checkpoint_id)
     if as_json:
         click.echo(json.dumps({
             'before_id': result.before_id,
@@ -247,7 +239,7 @@ def turns(desk: Desk, limit: int, as_json: bool) -> None:
     """List agent turns newest first, each with its checkpoints.
 
     A turn groups the checkpoints an agent took while answering one message
-    (Checkpoints.turn in the library); `restore --turn TURN` rewinds one.
+    (Checkpoints.turn in the library); `restore-turn TURN` rewinds one.
 
     \b
     Examples:
@@ -277,6 +269,50 @@ def turns(desk: Desk, limit: int, as_json: bool) -> None:
         click.echo(f'{_style(item.turn_id, fg="cyan")}  {item.started_at}{label}')
         for checkpoint in item.checkpoints:
             click.echo(f'  {_style(checkpoint.checkpoint_id, fg="yellow")}  {checkpoint.reason}')
+
+
+@cli.command('restore-turn')
+@click.argument('turn_id', metavar='TURN')
+@click.option('--dry-run', is_flag=True, help='Only say what would be written and deleted.')
+@click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.pass_obj
+@_reports_errors
+def restore_turn_command(desk: Desk, turn_id: str, dry_run: bool, as_json: bool) -> None:
+    """Rewind the tracked files to the state before agent turn TURN began.
+
+    Restores the turn's first checkpoint (taken before its first write), so later turns are
+    rewound too. Like every restore it snapshots first and prints the command that undoes it.
+
+    \b
+    Examples:
+      checkpoints turns                       # find the turn
+      checkpoints restore-turn msg_01H8
+      checkpoints restore-turn msg_01H8 --dry-run --json
+    """
+    result = desk.checkpoints().restore_turn(turn_id, dry_run=dry_run)
+    row = {
+        'turn_id': turn_id,
+        'dry_run': dry_run,
+        'before_id': None if dry_run else result.before_id,
+        'target_id': result.target_id,
+        'restored_id': None if dry_run else result.restored_id,
+        'written': list(result.written),
+        'deleted': list(result.deleted),
+    }
+    if as_json:
+        click.echo(json.dumps(row, indent=2))
+        return
+    verb = 'Would restore' if dry_run else 'Restored'
+    click.echo(
+        f'{verb} {_style(result.target_id, fg="yellow")} (before turn {turn_id}): '
+        f'{len(result.written)} written, {len(result.deleted)} deleted.'
+    )
+    for path in result.written:
+        click.echo(f'  {_style("W", fg="green")} {path}')
+    for path in result.deleted:
+        click.echo(f'  {_style("D", fg="red")} {path}')
+    if not dry_run:
+        click.echo(f'Undo with: checkpoints restore {result.before_id}')
 
 
 @cli.command('mcp')

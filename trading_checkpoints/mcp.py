@@ -156,6 +156,9 @@ def jsonable(value: Any) -> Any:
             return {'base64': base64.b64encode(value).decode('ascii')}
     if isinstance(value, Path):
         return value.as_posix()
+    to_dict = getattr(value, 'to_dict', None)
+    if callable(to_dict):
+        return jsonable(to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -171,15 +174,17 @@ def call_diff(
     diff = getattr(cps, 'diff', None)
     if diff is None:
         raise _missing('diff')
-    args = [a for a in (from_id, to_id)]
-    while args and args[-1] is None:
-        args.pop()
+    if from_id is None:
+        newest = cps.list(1)
+        if not newest:
+            raise CheckpointError(f'no checkpoints yet in {cps.repository_directory}')
+        from_id = newest[0].checkpoint_id
     kwargs: dict[str, Any] = {}
     if paths:
         if not _accepts(diff, 'paths'):
             raise _missing('diff limited to paths')
         kwargs['paths'] = paths
-    return diff(*args, **kwargs)
+    return diff(from_id, to_id, **kwargs)
 
 
 def call_show(cps: Checkpoints, checkpoint_id: str, path: str) -> Any:
@@ -189,11 +194,15 @@ def call_show(cps: Checkpoints, checkpoint_id: str, path: str) -> Any:
     return show(checkpoint_id, path)
 
 
-def call_undo(cps: Checkpoints) -> Any:
+def call_undo(cps: Checkpoints, *, dry_run: bool = False, force: bool = False) -> Any:
     undo = getattr(cps, 'undo', None)
     if undo is None:
         raise _missing('undo')
-    return undo()
+    kwargs = {name: True for name, wanted in (('dry_run', dry_run), ('force', force)) if wanted}
+    for name in kwargs:
+        if not _accepts(undo, name):
+            raise _missing(f'undo {name}')
+    return undo(**kwargs)
 
 
 def call_restore(
@@ -435,11 +444,14 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     def restore_turn(
         turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
         desk: DeskArg = None,
+        dry_run: Annotated[
+            bool, Field(description='Only report what would be written and deleted.')
+        ] = False,
     ) -> RestoreOutcome:
         """Rewind the desk to the state before an agent turn began (later turns too)."""
         name, cps = named(desk)
-        result = cps.restore_turn(turn_id)
-        return restore_outcome(name, result, dry_run=False, target=result.target_id)
+        result = cps.restore_turn(turn_id, dry_run=dry_run)
+        return restore_outcome(name, result, dry_run=dry_run, target=result.target_id)
 
     @server.tool(annotations=read_only)
     @tool_errors
@@ -471,10 +483,18 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
 
     @server.tool(annotations=rewinds)
     @tool_errors
-    def undo(desk: DeskArg = None) -> UndoOutcome:
+    def undo(
+        desk: DeskArg = None,
+        dry_run: Annotated[
+            bool, Field(description='Only report what would be written and deleted.')
+        ] = False,
+        force: Annotated[
+            bool, Field(description='Overwrite files changed outside the agent.')
+        ] = False,
+    ) -> UndoOutcome:
         """Undo the newest change to the desk's tracked files (itself undoable)."""
         name, cps = named(desk)
-        return UndoOutcome(desk=name, result=jsonable(call_undo(cps)))
+        return UndoOutcome(desk=name, result=jsonable(call_undo(cps, dry_run=dry_run, force=force)))
 
     return server
 

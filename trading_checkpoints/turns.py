@@ -18,6 +18,7 @@ given the turn explicitly (``guard(..., turn=turn)``) or be run with
 
 from __future__ import annotations
 
+import inspect
 import os
 import secrets
 import threading
@@ -122,11 +123,14 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
     body = reason.strip() or 'snapshot'
     if turn.label:
         body = f'{body}\n\n{_LABEL_PREFIX}{turn.label}'
-    message = metadata.compose(body, tool, paths, turn.turn_id)
     cps = turn.checkpoints
-    cps._check_desk(must_exist=True)
+    # The public verb first, so whatever bookkeeping a snapshot does happens here too.
+    new_id = cps.snapshot(body, tool=tool, paths=paths, turn=turn.turn_id)
+    if new_id is not None:
+        return new_id
+    message = metadata.compose(body, tool, paths, turn.turn_id)
     with cps._locked() as repo:
-        sha = cps._snapshot(repo, message)
+        sha = cps._snapshot(repo, message)  # a change that slipped in meanwhile is the pre-image
         if sha is None:
             head = repo.head()
             assert head is not None  # an unchanged snapshot implies an existing checkpoint
@@ -294,10 +298,24 @@ def first_checkpoint(checkpoints: Checkpoints, turn_id: str) -> str:
     return found
 
 
-def restore_turn(checkpoints: Checkpoints, turn_id: str) -> RestoreResult:
+def restore_turn(checkpoints: Checkpoints, turn_id: str, dry_run: bool = False) -> RestoreResult:
     """Puts the desk back as it was before a turn began (restores its first checkpoint).
 
     Like every restore, it snapshots the current state first, so it can be undone with
-    ``restore(result.before_id)``; later turns' changes are rewound too.
+    ``restore(result.before_id)``; later turns' changes are rewound too. ``dry_run`` changes
+    nothing and says what would be written and deleted (with a library whose
+    ``restore_with_result`` takes ``dry_run``).
     """
-    return checkpoints.restore_with_result(first_checkpoint(checkpoints, turn_id))
+    target = first_checkpoint(checkpoints, turn_id)
+    if not dry_run:
+        return checkpoints.restore_with_result(target)
+    restore = checkpoints.restore_with_result
+    try:
+        parameters = inspect.signature(restore).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a plain method always has one
+        parameters = {}  # type: ignore[assignment]
+    if 'dry_run' not in parameters:
+        raise CheckpointError(
+            'a dry run of a restore is not available in this version of trading_checkpoints'
+        )
+    return restore(target, dry_run=True)  # type: ignore[call-arg]
