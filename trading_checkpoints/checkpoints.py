@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-import builtins
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from . import lock, metadata, statcache, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .paths import TRACKED_PATHS, Allowlist
 from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent-integration methods' types (guard.py, turns.py)
+    import builtins
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Any, TypeVar
+
     from .guard import Guard
     from .turns import Turn, TurnInfo
 
-_F = TypeVar('_F', bound=Callable[..., Any])
+    _F = TypeVar('_F', bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
