@@ -21,6 +21,7 @@ names the problem; the server itself keeps running.
 import base64
 import dataclasses
 import inspect
+import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -502,4 +503,10 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
 def serve(workspace: Path, default_desk: str = 'main') -> None:
     """Runs the server over stdio until the client closes the connection."""
     server = build_server(workspace, default_desk)
+    if sys.stdin.isatty():
+        print(
+            f'checkpoints MCP server for {workspace} (desk {default_desk!r}): waiting for an MCP '
+            'client on stdin; register it in your agent instead of running it here (Ctrl-C stops)',
+            file=sys.stderr,
+        )
     server.run()
