@@ -23,6 +23,7 @@ from .errors import (
     UnknownCheckpointError,
 )
 from .paths import TRACKED_PATHS
+from .workspace import Workspace
 
 __all__ = [
     'TRACKED_PATHS',
@@ -33,4 +34,5 @@ __all__ = [
     'LockTimeoutError',
     'RestoreResult',
     'UnknownCheckpointError',
+    'Workspace',
 ]

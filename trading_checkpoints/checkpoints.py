@@ -7,11 +7,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import lock, metadata, statcache, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .paths import TRACKED_PATHS, Allowlist
 from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
+
+if TYPE_CHECKING:  # the agent-integration methods' types (guard.py, turns.py)
+    import builtins
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Any, TypeVar
+
+    from .guard import Guard
+    from .turns import Turn, TurnInfo
+
+    _F = TypeVar('_F', bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -353,6 +365,70 @@ class Checkpoints:
                     f'tracked files of the desk {self.desk_directory}'
                 )
 
+
+    # -- agent integration (guard.py, turns.py) -------------------------------------------
+
+    def before_write(
+        self,
+        tool: str | None = None,
+        *,
+        path_arg: str | Sequence[str] | None = 'path',
+        strict: bool = False,
+    ) -> Callable[[_F], _F]:
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
+
+        Example::
+
+            @checkpoints.before_write('write_file', path_arg='path')
+            def write_file(path: str, content: str) -> None: ...
+        """
+        from .guard import before_write
+
+        return before_write(self, tool, path_arg=path_arg, strict=strict)
+
+    def guard(
+        self,
+        action: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | str | None = None,
+        strict: bool = False,
+        turn: Turn | None = None,
+    ) -> Guard:
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
+
+        Example::
+
+            with checkpoints.guard('write_file Memory.md'):
+                (desk / 'Memory.md').write_text(text)
+        """
+        from .guard import Guard
+
+        return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
+
+    def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
+        """Context manager: tag every checkpoint taken in its block with one turn id.
+
+        Example::
+
+            with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
+                write_file('notes/a.md', '...')
+        """
+        from .turns import open_turn
+
+        return open_turn(self, label, message_id)
+
+    def restore_turn(self, turn_id: str, dry_run: bool = False) -> RestoreResult:
+        """Puts the tracked files back as they were before turn ``turn_id`` began."""
+        from .turns import restore_turn
+
+        return restore_turn(self, turn_id, dry_run=dry_run)
+
+    def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
+        """The recorded turns, newest first, each with its checkpoints (newest first)."""
+        from .turns import turns
+
+        return turns(self, limit)
 
 def _checkpoint(info: CommitInfo) -> Checkpoint:
     meta = metadata.parse(info.message)

@@ -34,9 +34,9 @@ class Desk:
         return self.workspace / '.checkpoints' / f'{self.name}.git'
 
     def checkpoints(self):  # -> Checkpoints, imported lazily so --help stays fast
-        from .checkpoints import Checkpoints
+        from .workspace import Workspace
 
-        return Checkpoints(self.repository_directory, self.desk_directory)
+        return Workspace(self.workspace).desk(self.name)
 
 
 def _use_color() -> bool:
@@ -228,6 +228,111 @@ def demo(directory: Path | None) -> None:
 
     run_demo(directory, echo=click.echo, style=_style)
 
+
+@cli.command()
+@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
+              help='Show at most this many turns.')
+@click.option('--json', 'as_json', is_flag=True, help='Print a JSON array instead of a list.')
+@click.pass_obj
+@_reports_errors
+def turns(desk: Desk, limit: int, as_json: bool) -> None:
+    """List agent turns newest first, each with its checkpoints.
+
+    A turn groups the checkpoints an agent took while answering one message
+    (Checkpoints.turn in the library); `restore-turn TURN` rewinds one.
+
+    \b
+    Examples:
+      checkpoints turns
+      checkpoints turns -n 3 --json
+    """
+    items = desk.checkpoints().turns(limit)
+    if as_json:
+        rows = [{
+            'turn_id': t.turn_id,
+            'label': t.label,
+            'started_at': t.started_at,
+            'first_checkpoint': t.first.checkpoint_id,
+            'checkpoints': [
+                {'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
+                 'tool': c.tool, 'paths': list(c.paths)}
+                for c in t.checkpoints
+            ],
+        } for t in items]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not items:
+        click.echo(f'No turns recorded for desk {desk.name!r}.')
+        return
+    for item in items:
+        label = f'  {item.label}' if item.label else ''
+        click.echo(f'{_style(item.turn_id, fg="cyan")}  {item.started_at}{label}')
+        for checkpoint in item.checkpoints:
+            click.echo(f'  {_style(checkpoint.checkpoint_id, fg="yellow")}  {checkpoint.reason}')
+
+
+@cli.command('restore-turn')
+@click.argument('turn_id', metavar='TURN')
+@click.option('--dry-run', is_flag=True, help='Only say what would be written and deleted.')
+@click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.pass_obj
+@_reports_errors
+def restore_turn_command(desk: Desk, turn_id: str, dry_run: bool, as_json: bool) -> None:
+    """Rewind the tracked files to the state before agent turn TURN began.
+
+    Restores the turn's first checkpoint (taken before its first write), so later turns are
+    rewound too. Like every restore it snapshots first and prints the command that undoes it.
+
+    \b
+    Examples:
+      checkpoints turns                       # find the turn
+      checkpoints restore-turn msg_01H8
+      checkpoints restore-turn msg_01H8 --dry-run --json
+    """
+    result = desk.checkpoints().restore_turn(turn_id, dry_run=dry_run)
+    row = {
+        'turn_id': turn_id,
+        'dry_run': dry_run,
+        'before_id': None if dry_run else result.before_id,
+        'target_id': result.target_id,
+        'restored_id': None if dry_run else result.restored_id,
+        'written': list(result.written),
+        'deleted': list(result.deleted),
+    }
+    if as_json:
+        click.echo(json.dumps(row, indent=2))
+        return
+    verb = 'Would restore' if dry_run else 'Restored'
+    click.echo(
+        f'{verb} {_style(result.target_id, fg="yellow")} (before turn {turn_id}): '
+        f'{len(result.written)} written, {len(result.deleted)} deleted.'
+    )
+    for path in result.written:
+        click.echo(f'  {_style("W", fg="green")} {path}')
+    for path in result.deleted:
+        click.echo(f'  {_style("D", fg="red")} {path}')
+    if not dry_run:
+        click.echo(f'Undo with: checkpoints restore {result.before_id}')
+
+
+@cli.command('mcp')
+@click.pass_obj
+@_reports_errors
+def mcp_command(desk: Desk) -> None:
+    """Serve the workspace to an MCP-capable agent (Model Context Protocol over stdio).
+
+    Needs the optional extra: pip install 'trading-checkpoints[mcp]'. Tools: list_desks,
+    list_checkpoints, list_turns, snapshot, restore (with dry_run), restore_turn, diff,
+    show_file, undo; --desk is the default desk of every tool.
+
+    \b
+    Examples:
+      checkpoints --workspace ~/agent mcp
+      checkpoints --workspace ~/agent --desk research mcp
+    """
+    from .mcp import serve
+
+    serve(desk.workspace, desk.name)
 
 def main() -> None:
     cli(prog_name='checkpoints')
