@@ -1,0 +1,112 @@
+"""Telling the agent's own changes apart from edits made afterwards by someone else.
+
+The *sealed state* is the state the agent (or a restore) left the desk in:
+
+- ``Checkpoints.seal()``, called once a write tool has run, records the desk as it is now in a
+  commit outside the branch, referenced by ``refs/checkpoints/sealed`` (so git keeps its
+  objects and real git can inspect it). Its parent is the newest checkpoint at sealing time.
+- Every restore, undo and redo seals the state it wrote (the ref then names the newest
+  checkpoint itself).
+
+A seal holds while the newest checkpoint is the one it was made on (a later snapshot supersedes
+it). Against that state, any difference in the desk — by content, not by mtime — is an
+*external* change. Without a current seal, the newest checkpoint's declared paths
+(``snapshot(..., paths=[...])``) tell which changes the agent announced: changes elsewhere are
+external. When the newest checkpoint declared nothing and nothing was sealed, the product
+cannot tell who changed what, and reports the attribution as ``unknown`` (no external paths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import metadata
+from .errors import CheckpointError
+from .paths import Allowlist
+from .repo import ShadowRepo
+from .statcache import StatCache
+from .worktree import FileEntry, Scan, build_trees, dirty_folders
+
+SEAL_REF = b'refs/checkpoints/sealed'
+
+SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/undo/redo)
+DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
+UNKNOWN = 'unknown'  # no seal and no declared paths: cannot attribute changes
+NONE = 'none'  # no checkpoint yet
+
+
+class ExternalChangesError(CheckpointError):
+    """A restore, undo or redo would overwrite changes made outside the agent (use force)."""
+
+    def __init__(self, message: str, paths: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Which of the desk's current changes were made outside the agent.
+
+    Attributes:
+        basis: ``sealed``, ``declared``, ``unknown`` or ``none`` (see the module notes).
+        external: Paths whose content differs from the state the agent left, sorted.
+    """
+
+    basis: str
+    external: tuple[str, ...] = ()
+
+
+def attribute(repo: ShadowRepo, allowlist: Allowlist, desk: dict[str, FileEntry]) -> Attribution:
+    """Compares the desk (a scan's files) with the state the agent left."""
+    head = repo.head()
+    if head is None:
+        return Attribution(NONE)
+    seal = repo.read_ref(SEAL_REF)
+    if seal is not None and repo.contains(seal):
+        info = repo.commit_info(seal)
+        if seal == head or (info.parents and info.parents[0] == head):
+            left, _ = repo.flatten_tree(info.tree, allowlist)
+            return Attribution(SEALED, _differing(left, desk))
+    head_info = repo.commit_info(head)
+    declared = metadata.parse(head_info.message).paths
+    if not declared:
+        return Attribution(UNKNOWN)
+    left, _ = repo.flatten_tree(head_info.tree, allowlist)
+    declared = tuple(path.strip('/') for path in declared)
+    changed = _differing(left, desk)
+    return Attribution(
+        DECLARED,
+        tuple(
+            path for path in changed
+            if not any(path == item or path.startswith(item + '/') for item in declared)
+        ),
+    )
+
+
+def _differing(left: dict[str, FileEntry], desk: dict[str, FileEntry]) -> tuple[str, ...]:
+    return tuple(sorted(path for path in set(left) | set(desk) if left.get(path) != desk.get(path)))
+
+
+def seal(repo: ShadowRepo, scan: Scan, cache: StatCache) -> bytes:
+    """Records the scanned desk as the state the agent left; returns the seal's commit sha."""
+    head = repo.head()
+    removed = set(cache.files) - set(scan.files)
+    trees, built = build_trees(scan.files, dirty_folders(scan.changed, removed), cache.trees)
+    root = trees['']
+    if head is not None and repo.commit_info(head).tree == root:
+        repo.set_ref(SEAL_REF, head, 'seal: the newest checkpoint')
+        return head
+    objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
+    objects += [tree for tree in built if not repo.contains(tree.id)]
+    commit = repo.make_commit(root, head, 'sealed: the state the agent left\n')
+    objects.append(commit)
+    repo.write_objects(objects)
+    repo.set_ref(SEAL_REF, commit.id, 'seal: the state the agent left')
+    return commit.id
+
+
+def mark_sealed(repo: ShadowRepo) -> None:
+    """After a restore: the newest checkpoint is the state the product left."""
+    head = repo.head()
+    if head is not None:
+        repo.set_ref(SEAL_REF, head, 'seal: state written by a restore')
