@@ -15,14 +15,17 @@ Example::
     checkpoints.restore('3f2a9c1')
 """
 
-from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult, Status
 from .errors import (
     CheckpointError,
     CorruptRepositoryError,
     LockTimeoutError,
     UnknownCheckpointError,
 )
+from .external import ExternalChangesError
+from .history import Diff, FileChange, LogEntry
 from .paths import TRACKED_PATHS
+from .undo import NothingToUndoError
 
 __all__ = [
     'TRACKED_PATHS',
@@ -30,7 +33,14 @@ __all__ = [
     'CheckpointError',
     'Checkpoints',
     'CorruptRepositoryError',
+    'Diff',
+    'ExternalChangesError',
+    'FileChange',
     'LockTimeoutError',
+    'LogEntry',
+    'NothingToUndoError',
     'RestoreResult',
+    'SnapshotResult',
+    'Status',
     'UnknownCheckpointError',
 ]
