@@ -189,6 +189,8 @@ class Checkpoints:
         self._check_desk(must_exist=True)
         with self._locked() as repo:
             sha = self._snapshot(repo, message)
+            if sha is None:
+                external.announce(repo, message)
         return sha.decode()[:SHORT_ID_LENGTH] if sha else None
 
     def list(self, limit: int = 20) -> list[Checkpoint]:
@@ -539,6 +541,8 @@ class Checkpoints:
             scan = worktree.scan(self.desk_directory, allowlist, cache)
             attribution = external.attribute(repo, allowlist, scan.files)
             sha = self._commit_scan(repo, scan, cache, allowlist, message)
+            if sha is None:
+                external.announce(repo, message)
         return SnapshotResult(
             sha.decode()[:SHORT_ID_LENGTH] if sha else None, attribution.external,
             attribution.basis,

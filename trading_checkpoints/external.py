@@ -20,14 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import metadata
+from dulwich.trailers import parse_trailers
+
+from . import metadata, undo
 from .errors import CheckpointError
 from .paths import Allowlist
-from .repo import ShadowRepo
+from .repo import CommitInfo, ShadowRepo
 from .statcache import StatCache
 from .worktree import FileEntry, Scan, build_trees, dirty_folders
 
 SEAL_REF = b'refs/checkpoints/sealed'
+ANNOUNCE = 'announce'
 
 SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/undo/redo)
 DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
@@ -61,13 +64,11 @@ def attribute(repo: ShadowRepo, allowlist: Allowlist, desk: dict[str, FileEntry]
     head = repo.head()
     if head is None:
         return Attribution(NONE)
-    seal = repo.read_ref(SEAL_REF)
-    if seal is not None and repo.contains(seal):
-        info = repo.commit_info(seal)
-        if seal == head or (info.parents and info.parents[0] == head):
-            left, _ = repo.flatten_tree(info.tree, allowlist)
-            return Attribution(SEALED, _differing(left, desk))
-    head_info = repo.commit_info(head)
+    seal = current_seal(repo, head)
+    if seal is not None and undo.action_of(seal) != ANNOUNCE:
+        left, _ = repo.flatten_tree(seal.tree, allowlist)
+        return Attribution(SEALED, _differing(left, desk))
+    head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
         return Attribution(UNKNOWN)
@@ -110,3 +111,39 @@ def mark_sealed(repo: ShadowRepo) -> None:
     head = repo.head()
     if head is not None:
         repo.set_ref(SEAL_REF, head, 'seal: state written by a restore')
+
+
+def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
+    """The seal, if it was made on the newest checkpoint (else a later snapshot superseded it)."""
+    sha = repo.read_ref(SEAL_REF)
+    if sha is None or head is None or not repo.contains(sha):
+        return None
+    info = repo.commit_info(sha)
+    if sha == head or (info.parents and info.parents[0] == head):
+        return info
+    return None
+
+
+def announce(repo: ShadowRepo, message: str) -> None:
+    """After a snapshot that found nothing changed: the agent is about to write again.
+
+    No checkpoint is made, so the paths it declares would be lost and the last seal would
+    wrongly hold; instead the seal becomes an *announcement* on the newest checkpoint carrying
+    the declared paths (skipped when the effective declaration is already the same).
+    """
+    head = repo.head()
+    if head is None:
+        return
+    declared = metadata.parse(message).paths
+    seal = current_seal(repo, head)
+    if seal is None:
+        if metadata.parse(repo.commit_info(head).message).paths == declared:
+            return
+    elif undo.action_of(seal) == ANNOUNCE and metadata.parse(seal.message).paths == declared:
+        return
+    _, existing = parse_trailers(message.encode('utf-8', 'surrogateescape'))
+    text = message.rstrip('\n') + ('\n' if existing else '\n\n')
+    text += f'{undo.ACTION}: {ANNOUNCE}\n'
+    commit = repo.make_commit(repo.commit_info(head).tree, head, text)
+    repo.write_objects([commit])
+    repo.set_ref(SEAL_REF, commit.id, 'seal: a write was announced')

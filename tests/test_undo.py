@@ -1,0 +1,190 @@
+"""undo()/redo(): walking back one agent step at a time, and forth again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git, needs_git, tree_of, write
+
+from trading_checkpoints import Checkpoints, NothingToUndoError
+from trading_checkpoints.errors import CheckpointError
+
+
+def agent_write(cps: Checkpoints, desk: Path, path: str, content: str) -> str | None:
+    """An agent's write tool: snapshot (declaring the path), then write."""
+    checkpoint_id = cps.snapshot(f'before write_file {path}', tool='write_file', paths=[path])
+    write(desk, path, content)
+    return checkpoint_id
+
+
+def state(desk: Path) -> dict[str, object]:
+    return tree_of(desk)
+
+
+@pytest.fixture
+def session(cps: Checkpoints, desk: Path) -> list[dict[str, object]]:
+    """Three writes; returns the desk state before each write and after the last."""
+    write(desk, 'Memory.md', 'start\n')
+    states = [state(desk)]
+    agent_write(cps, desk, 'notes/a.md', 'w1\n')
+    states.append(state(desk))
+    agent_write(cps, desk, 'Memory.md', 'w2\n')
+    states.append(state(desk))
+    agent_write(cps, desk, 'notes/a.md', 'w3\n')
+    states.append(state(desk))
+    return states
+
+
+def test_three_undos_undo_the_last_three_writes(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    for expected in reversed(session[:-1]):
+        result = cps.undo()
+        assert result.action == 'undo'
+        assert state(desk) == expected
+    with pytest.raises(NothingToUndoError, match='nothing left to undo'):
+        cps.undo()
+    assert state(desk) == session[0]
+
+
+def test_redo_reverses_undos_in_order_then_stops(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    cps.undo()
+    cps.undo()
+    cps.undo()
+    for expected in session[1:]:
+        result = cps.redo()
+        assert result.action == 'redo'
+        assert state(desk) == expected
+    with pytest.raises(NothingToUndoError, match='nothing to redo'):
+        cps.redo()
+
+
+def test_undo_after_redo_walks_back_again(cps: Checkpoints, desk: Path, session: list) -> None:
+    cps.undo()
+    cps.undo()
+    assert state(desk) == session[1]
+    cps.redo()
+    assert state(desk) == session[2]
+    cps.undo()
+    assert state(desk) == session[1]
+    cps.undo()
+    assert state(desk) == session[0]
+
+
+def test_new_writes_after_an_undo_clear_the_redo_chain(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    cps.undo()
+    assert state(desk) == session[2]
+    agent_write(cps, desk, 'notes/b.md', 'new branch\n')
+    after_new_write = state(desk)
+    # Changed desk: redo refuses rather than overwrite it.
+    with pytest.raises(CheckpointError, match='desk changed since the last undo'):
+        cps.redo()
+    # Undo now undoes the new write, not the older ones.
+    cps.undo()
+    assert state(desk) == session[2]
+    cps.redo()
+    assert state(desk) == after_new_write
+    # A snapshot taken after the new write ends the chain for good.
+    agent_write(cps, desk, 'notes/c.md', 'another\n')
+    cps.snapshot('after')
+    with pytest.raises(NothingToUndoError, match='nothing to redo'):
+        cps.redo()
+
+
+def test_interleaved_undo_redo_write_chain(cps: Checkpoints, desk: Path, session: list) -> None:
+    cps.undo()  # back before w3
+    cps.undo()  # back before w2
+    cps.redo()  # w2 again
+    assert state(desk) == session[2]
+    agent_write(cps, desk, 'Memory.md', 'w4\n')
+    with_w4 = state(desk)
+    cps.undo()  # undoes w4
+    assert state(desk) == session[2]
+    cps.undo()  # then w2
+    assert state(desk) == session[1]
+    cps.undo()  # then w1
+    assert state(desk) == session[0]
+    cps.redo()
+    cps.redo()
+    cps.redo()
+    assert state(desk) == with_w4
+    with pytest.raises(NothingToUndoError):
+        cps.redo()
+
+
+def test_undo_right_after_a_restore_undoes_that_restore(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    first = cps.list()[-1].checkpoint_id
+    cps.restore(first)
+    assert state(desk) == session[0]
+    cps.undo()
+    assert state(desk) == session[3]
+    cps.undo()
+    assert state(desk) == session[2]
+
+
+def test_nothing_is_lost_every_undo_is_a_restore(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    result = cps.undo()
+    # The write that was undone is in the pre-snapshot, and can be restored directly.
+    assert cps.show(result.before_id, 'notes/a.md') == b'w3\n'
+    cps.restore(result.before_id)
+    assert state(desk) == session[3]
+
+
+def test_undo_dry_run_changes_nothing(cps: Checkpoints, desk: Path, session: list) -> None:
+    count = len(cps.list())
+    plan = cps.undo(dry_run=True)
+    assert plan.dry_run and plan.written == ('notes/a.md',)
+    assert state(desk) == session[3] and len(cps.list()) == count
+
+
+def test_undo_skips_checkpoints_equal_to_the_desk(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'a\n')
+    cps.snapshot('one')
+    write(desk, 'Memory.md', 'b\n')
+    cps.snapshot('two')  # the desk still equals this one: nothing to undo there
+    cps.undo()
+    assert (desk / 'Memory.md').read_text() == 'a\n'
+
+
+def test_undo_without_checkpoints(cps: Checkpoints, desk: Path) -> None:
+    with pytest.raises(CheckpointError, match='no checkpoints yet'):
+        cps.undo()
+    with pytest.raises(CheckpointError, match='no checkpoints yet'):
+        cps.redo()
+    write(desk, 'Memory.md', 'a\n')
+    cps.snapshot('only')
+    with pytest.raises(NothingToUndoError):
+        cps.undo()
+    with pytest.raises(NothingToUndoError):
+        cps.redo()
+
+
+def test_state_lives_in_the_repository(cps: Checkpoints, desk: Path, session: list) -> None:
+    cps.undo()
+    fresh = Checkpoints(cps.repository_directory, desk)
+    fresh.undo()
+    assert state(desk) == session[1]
+    Checkpoints(cps.repository_directory, desk).redo()
+    assert state(desk) == session[2]
+
+
+@needs_git
+def test_git_accepts_the_repository_after_undo_redo_and_partial_restore(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    cps.undo()
+    cps.redo()
+    cps.restore(cps.list()[-1].checkpoint_id, paths=['notes'])
+    cps.seal()
+    git(cps.repository_directory, 'fsck', '--strict', '--no-dangling')
+    trailers = git(cps.repository_directory, 'log', '--format=%(trailers:key=Checkpoint-Action)')
+    assert 'Checkpoint-Action: undo' in trailers and 'Checkpoint-Action: redo' in trailers
