@@ -209,3 +209,15 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
 
     assert b'\x1b[32m+TWO' in on_tty({})
     assert b'\x1b[' not in on_tty({'NO_COLOR': '1'})
+
+
+def test_demo_shows_a_diff_and_an_undo(tmp_path: Path) -> None:
+    code, out, _ = run(tmp_path / 'unused', 'demo', '--dir', str(tmp_path / 'demo'))
+    assert code == 0
+    assert '-Buy MSFT below 400.' in out and '+SELL EVERYTHING NOW!!!' in out
+    assert 'Undo the restore: undo' in out
+    desk = tmp_path / 'demo' / 'desks' / 'main'
+    assert (desk / 'notes/plan.md').read_text().endswith('SELL EVERYTHING NOW!!!\n')
+    assert Checkpoints(tmp_path / 'demo/.checkpoints/main.git', desk).list()[0].reason.startswith(
+        'undo: back to'
+    )

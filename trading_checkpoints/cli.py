@@ -210,8 +210,8 @@ def restore(desk: Desk, args: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 def demo(directory: Path | None) -> None:
     """Play a short scripted agent session on an example workspace.
 
-    It writes a few files through a checkpointed write tool, lists the checkpoints, restores
-    one, and undoes that restore, printing each step.
+    It writes a few files through a checkpointed write tool, lists the checkpoints, diffs the
+    last write, restores one, and undoes that restore, printing each step.
 
     \b
     Examples:
