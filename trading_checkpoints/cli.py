@@ -256,7 +256,7 @@ def _print_restore(result: Any, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(_restore_dict(result), indent=2))
         return
-    verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: back to'}[
+    verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: forward to'}[
         result.action
     ]
     if not result.written and not result.deleted:
