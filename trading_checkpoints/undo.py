@@ -141,7 +141,9 @@ def redo_source(repo: ShadowRepo, desk_tree: bytes, force: bool) -> tuple[Commit
         else:
             break
     if found is None:
-        raise NothingToUndoError('nothing to redo: no undo left to reverse since the last new checkpoint')
+        raise NothingToUndoError(
+            'nothing to redo: no undo left to reverse since the last new checkpoint'
+        )
     state = _sha(repo, _one(found, UNDO_OF))
     if state is None:
         raise CheckpointError(f'the undo {found.short_id} does not record the state it undid')
