@@ -221,3 +221,12 @@ def test_demo_shows_a_diff_and_an_undo(tmp_path: Path) -> None:
     assert Checkpoints(tmp_path / 'demo/.checkpoints/main.git', desk).list()[0].reason.startswith(
         'undo: back to'
     )
+
+
+def test_restore_first_argument_neither_id_nor_tracked_path(
+    workspace: Path, desk: Path, history: tuple[str, str]
+) -> None:
+    code, _, err = run(workspace, 'restore', 'zzz')
+    assert code == 1 and "'zzz' is not a checkpoint id" in err and 'nor a tracked path' in err
+    code, _, err = run(workspace, 'restore', 'notes/a.md', 'scratch.txt')
+    assert code == 1 and "'scratch.txt' is not tracked" in err

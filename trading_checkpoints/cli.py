@@ -195,10 +195,20 @@ def restore(desk: Desk, args: tuple[str, ...], dry_run: bool, as_json: bool) -> 
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
+    from .history import BadPathError
+
     checkpoint_id, paths = _split_restore_args(args)
-    result = desk.checkpoints().restore_with_result(
-        checkpoint_id, paths=paths or None, dry_run=dry_run
-    )
+    try:
+        result = desk.checkpoints().restore_with_result(
+            checkpoint_id, paths=paths or None, dry_run=dry_run
+        )
+    except BadPathError as error:
+        if checkpoint_id is None and error.path == args[0]:
+            raise CheckpointError(
+                f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
+                f'`checkpoints list`) nor a tracked path: {error}'
+            ) from error
+        raise
     _print_restore(result, as_json)
 
 

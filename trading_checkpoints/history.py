@@ -124,20 +124,28 @@ class LogEntry:
 # -- paths ---------------------------------------------------------------------------------
 
 
+class BadPathError(CheckpointError):
+    """A path given by a caller is unsafe or lies outside the tracked paths."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def normalize_path(raw: str, allowlist: Allowlist) -> str:
     """A desk-relative path as given by a caller, checked to lie inside the tracked paths."""
     if not isinstance(raw, str):
-        raise CheckpointError(f'a path must be a string, not {type(raw).__name__}')
+        raise BadPathError(f'a path must be a string, not {type(raw).__name__}', str(raw))
     path = raw.replace('\\', '/').strip()
     while path.startswith('./'):
         path = path[2:]
     path = path.rstrip('/')
     problem = path_problem(path)
     if problem:
-        raise CheckpointError(f'{raw!r} is not a usable desk path: it has {problem}')
+        raise BadPathError(f'{raw!r} is not a usable desk path: it has {problem}', raw)
     if not (allowlist.covers(path) or allowlist.is_ancestor(path)):
-        raise CheckpointError(
-            f'{path!r} is not tracked (tracked paths: {", ".join(allowlist.entries)})'
+        raise BadPathError(
+            f'{path!r} is not tracked (tracked paths: {", ".join(allowlist.entries)})', raw
         )
     return path
 
