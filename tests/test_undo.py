@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import git, needs_git, tree_of, write
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from trading_checkpoints import Checkpoints, NothingToUndoError
 from trading_checkpoints.errors import CheckpointError
@@ -188,3 +191,103 @@ def test_git_accepts_the_repository_after_undo_redo_and_partial_restore(
     git(cps.repository_directory, 'fsck', '--strict', '--no-dangling')
     trailers = git(cps.repository_directory, 'log', '--format=%(trailers:key=Checkpoint-Action)')
     assert 'Checkpoint-Action: undo' in trailers and 'Checkpoint-Action: redo' in trailers
+
+
+def test_write_after_undoing_everything_then_undo_goes_back_to_that_state(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    cps.undo()
+    cps.undo()
+    cps.undo()
+    assert state(desk) == session[0]
+    agent_write(cps, desk, 'notes/z.md', 'new start\n')
+    cps.undo()
+    assert state(desk) == session[0]  # not some older branch state
+    with pytest.raises(NothingToUndoError):
+        cps.undo()
+    cps.redo()
+    assert (desk / 'notes/z.md').read_text() == 'new start\n'
+
+
+def test_write_after_a_restore_then_undo_returns_to_the_restored_state(
+    cps: Checkpoints, desk: Path, session: list
+) -> None:
+    cps.restore(cps.list()[-1].checkpoint_id)
+    assert state(desk) == session[0]
+    agent_write(cps, desk, 'Memory.md', 'after restore\n')
+    cps.undo()
+    assert state(desk) == session[0]
+    cps.undo()  # then the restore itself
+    assert state(desk) == session[3]
+
+
+# -- undo/redo against a model: an editor's linear history with a cursor --------------------
+
+_CONTENTS = st.sampled_from(['a\n', 'b\n', 'c\n'])
+_OP = st.one_of(
+    st.tuples(st.just('write'), st.sampled_from(['Memory.md', 'notes/a.md']), _CONTENTS),
+    st.tuples(st.just('undo')),
+    st.tuples(st.just('redo')),
+    st.tuples(st.just('snapshot')),
+    st.tuples(st.just('restore-first')),
+)
+
+
+def check_against_model(ops: list[tuple]) -> None:
+    """Writes, snapshots, restores, undos and redos behave like an editor's undo history."""
+    with tempfile.TemporaryDirectory() as folder:
+        desk = Path(folder) / 'desk'
+        write(desk, 'Memory.md', 'start\n')
+        cps = Checkpoints(Path(folder) / 'repo.git', desk)
+        states = [state(desk)]
+        cursor = 0
+        first: str | None = None
+
+        def edit(now: dict) -> None:
+            nonlocal states, cursor
+            if now != states[cursor]:
+                states = [*states[: cursor + 1], now]
+                cursor += 1
+
+        for op in ops:
+            if op[0] == 'write':
+                taken = agent_write(cps, desk, op[1], op[2])
+                first = first or taken
+                edit(state(desk))
+            elif op[0] == 'snapshot':
+                first = first or cps.snapshot('explicit')
+            elif op[0] == 'restore-first':
+                if first is None:
+                    with pytest.raises(CheckpointError):
+                        cps.restore(first)
+                    continue
+                cps.restore(first)
+                edit(state(desk))
+            elif op[0] == 'undo':
+                if cursor == 0:
+                    with pytest.raises(CheckpointError):
+                        cps.undo()
+                else:
+                    cps.undo()
+                    cursor -= 1
+            else:
+                if cursor == len(states) - 1:
+                    with pytest.raises(CheckpointError):
+                        cps.redo()
+                else:
+                    cps.redo()
+                    cursor += 1
+            assert state(desk) == states[cursor], (op, cursor, len(states))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(_OP, max_size=12))
+def test_undo_redo_follow_an_editor_history_model(ops: list[tuple]) -> None:
+    check_against_model(ops)
+
+
+@pytest.mark.slow
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=st.lists(_OP, max_size=30))
+def test_undo_redo_model_long_runs(ops: list[tuple]) -> None:
+    check_against_model(ops)

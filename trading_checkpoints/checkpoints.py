@@ -549,8 +549,11 @@ class Checkpoints:
         )
 
     def undo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
-        """Rewinds one step: restores the newest checkpoint (older than the last undo, while
-        the desk is as that undo left it) whose files differ from the desk.
+        """Rewinds one step, like an editor's undo.
+
+        With changes since the newest checkpoint, it restores that checkpoint (the state the
+        change started from); otherwise the state before the current one in the undo history
+        (see ``undo.py`` for the exact rules).
 
         Repeatable: three undos undo the last three writes. Refuses (``ExternalChangesError``)
         to overwrite files changed outside the agent unless ``force``. It is an ordinary

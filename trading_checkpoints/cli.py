@@ -510,9 +510,9 @@ def _undo_or_redo(desk: Desk, which: str, force: bool, dry_run: bool, as_json: b
 def undo(desk: Desk, force: bool, dry_run: bool, as_json: bool) -> None:
     """Step back one checkpoint; repeat to go further back (three undos, three writes).
 
-    It restores the newest checkpoint (older than the last undo, while the desk is as that
-    undo left it) whose files differ from the desk. It is an ordinary restore: `redo` reverses
-    it. It refuses to overwrite files changed outside the agent unless --force.
+    With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
+    state before the current one, like an editor's undo. It is an ordinary restore: `redo`
+    reverses it. It refuses to overwrite files changed outside the agent unless --force.
 
     \b
     Examples:

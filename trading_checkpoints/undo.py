@@ -12,21 +12,23 @@ several processes) always agree:
   checkpoint when the desk had not changed).
 - ``Checkpoint-Redo-Of:`` on a redo: the undo it reverses.
 
-Semantics:
+Semantics — the branch read as an editor's undo history:
 
-- *Steps* are the checkpoints on the branch except those made by undo and redo and the
-  commits recording restored states; ordinary snapshots and the ``before-restore`` snapshot
-  of a plain restore are steps (so an undo right after a restore undoes that restore).
-- The *undo position* is the step the last undo (or the undo a redo reversed, recursively)
-  returned to — but only while the desk is exactly as that undo/redo left it. Otherwise the
-  position is the present.
-- ``undo()`` restores the newest step older than the position whose files differ from the
-  desk. Three undos in a row therefore undo the last three writes.
+- Every snapshot, pre-snapshot and restored state (``restore``) is an *entry*. Its
+  *predecessor* is the entry that was current when it was made: its parent's entry. An undo
+  commit stands for the entry it went back to (``Checkpoint-Target``); a redo commit for the
+  entry its undo had left (``Checkpoint-Redo-Of`` -> ``Checkpoint-Undo-Of``).
+- ``undo()``: when the desk differs from the newest checkpoint (a write since the last
+  snapshot, restore, undo or redo), it restores the current entry — the state that change
+  started from. Otherwise it restores the current entry's predecessor (skipping any equal to
+  the desk). So three undos undo the last three writes; an undo right after a restore undoes
+  that restore; and a write made after an undo starts a new branch, whose undo returns to
+  where the undo had left the desk (the undone branch stays in the repository).
 - ``redo()`` reverses the newest undo not yet redone: it walks back over the consecutive
   undo and redo commits at the top of the branch (each redo cancels one undo) and restores
-  the state that undo replaced. Any other commit — a new snapshot, or the pre-snapshot of
-  changes made since — ends that chain: new writes after an undo clear the redo chain. When
-  the desk changed since the last undo/redo, ``redo`` refuses unless forced.
+  the state that undo replaced. Any other commit — a new snapshot, restore, or the
+  pre-snapshot of changes made since — ends that chain: new writes after an undo clear the
+  redo chain. When the desk changed since the last undo/redo, ``redo`` refuses unless forced.
 """
 
 from __future__ import annotations
@@ -44,8 +46,6 @@ UNDO_OF = 'Checkpoint-Undo-Of'
 REDO_OF = 'Checkpoint-Redo-Of'
 
 RESTORE, UNDO, REDO = 'restore', 'undo', 'redo'
-# Commits that are not steps an undo walks back to.
-NOT_STEPS = frozenset({RESTORE, UNDO, REDO, 'before-undo', 'before-redo'})
 
 
 class NothingToUndoError(CheckpointError):
@@ -85,41 +85,51 @@ def _sha(repo: ShadowRepo, value: str | None) -> bytes | None:
     return sha if len(sha) == 40 and repo.contains(sha) else None
 
 
-def position(repo: ShadowRepo, sha: bytes) -> bytes | None:
-    """The step an undo/redo commit stands at, or None (the present) for any other commit."""
+def entry(repo: ShadowRepo, sha: bytes) -> CommitInfo:
+    """The history entry a commit stands for: itself, or for an undo/redo the state it put back."""
     seen: set[bytes] = set()
-    current: bytes | None = sha
-    while current is not None and current not in seen:
-        seen.add(current)
-        info = repo.commit_info(current)
+    while sha not in seen:
+        seen.add(sha)
+        info = repo.commit_info(sha)
         action = action_of(info)
         if action == UNDO:
-            return _sha(repo, _one(info, TARGET))
-        if action != REDO:
-            return None
-        undone = _sha(repo, _one(info, REDO_OF))
-        if undone is None:
-            return None
-        current = _sha(repo, _one(repo.commit_info(undone), UNDO_OF))
-    return None
+            target = _sha(repo, _one(info, TARGET))
+        elif action == REDO:
+            undone = _sha(repo, _one(info, REDO_OF))
+            target = _sha(repo, _one(repo.commit_info(undone), UNDO_OF)) if undone else None
+        else:
+            return info
+        if target is None:
+            return info
+        sha = target
+    return repo.commit_info(sha)
+
+
+def predecessor(repo: ShadowRepo, info: CommitInfo) -> CommitInfo | None:
+    """The entry that was current when ``info`` (an entry) was made: its parent's entry."""
+    if not info.parents or not repo.contains(info.parents[0]):
+        return None
+    return entry(repo, info.parents[0])
 
 
 def undo_target(repo: ShadowRepo, desk_tree: bytes) -> CommitInfo:
-    """The step ``undo()`` restores (see the module notes)."""
+    """The entry ``undo()`` restores (see the module notes)."""
     head = repo.head()
     if head is None:
         raise NothingToUndoError('nothing to undo: no checkpoints yet')
-    at = position(repo, head) if repo.commit_info(head).tree == desk_tree else None
-    passed = at is None
-    for info in repo.history():
-        if not passed:
-            passed = info.sha.encode() == at
-            continue
-        if action_of(info) in NOT_STEPS:
-            continue
-        if info.tree != desk_tree:
-            return info
-    raise NothingToUndoError('nothing left to undo: the desk already matches the oldest checkpoint')
+    current = entry(repo, head)
+    if repo.commit_info(head).tree != desk_tree:
+        # Changed since the newest checkpoint: back to the state the change started from.
+        candidate: CommitInfo | None = current
+    else:
+        candidate = predecessor(repo, current)
+    while candidate is not None and candidate.tree == desk_tree:
+        candidate = predecessor(repo, candidate)
+    if candidate is None:
+        raise NothingToUndoError(
+            'nothing left to undo: the desk is at the oldest state of its history'
+        )
+    return candidate
 
 
 def redo_source(repo: ShadowRepo, desk_tree: bytes, force: bool) -> tuple[CommitInfo, bytes]:
