@@ -230,3 +230,17 @@ def test_restore_first_argument_neither_id_nor_tracked_path(
     assert code == 1 and "'zzz' is not a checkpoint id" in err and 'nor a tracked path' in err
     code, _, err = run(workspace, 'restore', 'notes/a.md', 'scratch.txt')
     assert code == 1 and "'scratch.txt' is not tracked" in err
+
+
+def test_snapshot_notes_external_changes(workspace: Path, desk: Path, cps: Checkpoints) -> None:
+    write(desk, 'Memory.md', 'a\n')
+    cps.snapshot('first', paths=['notes/a.md'])
+    write(desk, 'notes/a.md', 'agent\n')
+    write(desk, 'Memory.md', 'person\n')
+    code, out, _ = run(workspace, 'snapshot', '-m', 'second', '--json')
+    assert code == 0 and json.loads(out)['external'] == ['Memory.md']
+    write(desk, 'Memory.md', 'a\n')
+    cps.seal()
+    write(desk, 'Memory.md', 'person again\n')
+    code, out, _ = run(workspace, 'snapshot', '-m', 'third')
+    assert 'note: changed outside the agent since the state it left: Memory.md' in out

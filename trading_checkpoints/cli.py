@@ -147,7 +147,8 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
 @cli.command()
 @click.option('-m', '--message', 'reason', default='manual snapshot', show_default=True,
               help='Why the snapshot is taken; kept as its message.')
-@click.option('--json', 'as_json', is_flag=True, help='Print {"id": ...} (null when unchanged).')
+@click.option('--json', 'as_json', is_flag=True,
+              help='Print {"id": ..., "external": [...]} (id null when unchanged).')
 @click.pass_obj
 @_reports_errors
 def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
@@ -162,13 +163,17 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
         raise CheckpointError(
             f'no desk {desk.name!r} in {desk.workspace} (expected the folder {desk.desk_directory})'
         )
-    checkpoint_id = desk.checkpoints().snapshot(reason)
+    taken = desk.checkpoints().snapshot_with_result(reason)
+    checkpoint_id = taken.checkpoint_id
     if as_json:
-        click.echo(json.dumps({'id': checkpoint_id}))
+        click.echo(json.dumps({'id': checkpoint_id, 'external': list(taken.external)}))
     elif checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
     else:
         click.echo(f'Snapshot {_style(checkpoint_id, fg="yellow")} taken: {reason}')
+    if taken.external and not as_json:
+        click.echo(f'note: changed outside the agent since the state it left: '
+                   f'{", ".join(taken.external)}')
 
 
 @cli.command()
