@@ -14,6 +14,14 @@ it). Against that state, any difference in the desk — by content, not by mtime
 (``snapshot(..., paths=[...])``) tell which changes the agent announced: changes elsewhere are
 external. When the newest checkpoint declared nothing and nothing was sealed, the product
 cannot tell who changed what, and reports the attribution as ``unknown`` (no external paths).
+
+A snapshot that finds nothing changed makes no checkpoint, so the paths it declares would be
+lost (and an older seal would wrongly still hold): it moves the seal to an *announcement* — a
+commit with the newest checkpoint's tree and the declared paths (``Checkpoint-Action:
+announce``) — so the write that follows is attributed to the agent.
+
+Seal and announcement commits are reachable only from ``refs/checkpoints/sealed`` (one at a
+time, no reflog); superseded ones become unreachable objects that ``git gc``/prune may drop.
 """
 
 from __future__ import annotations
@@ -95,14 +103,14 @@ def seal(repo: ShadowRepo, scan: Scan, cache: StatCache) -> bytes:
     trees, built = build_trees(scan.files, dirty_folders(scan.changed, removed), cache.trees)
     root = trees['']
     if head is not None and repo.commit_info(head).tree == root:
-        repo.set_ref(SEAL_REF, head, 'seal: the newest checkpoint')
+        repo.set_ref(SEAL_REF, head)
         return head
     objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
     objects += [tree for tree in built if not repo.contains(tree.id)]
     commit = repo.make_commit(root, head, 'sealed: the state the agent left\n')
     objects.append(commit)
     repo.write_objects(objects)
-    repo.set_ref(SEAL_REF, commit.id, 'seal: the state the agent left')
+    repo.set_ref(SEAL_REF, commit.id)
     return commit.id
 
 
@@ -110,7 +118,7 @@ def mark_sealed(repo: ShadowRepo) -> None:
     """After a restore: the newest checkpoint is the state the product left."""
     head = repo.head()
     if head is not None:
-        repo.set_ref(SEAL_REF, head, 'seal: state written by a restore')
+        repo.set_ref(SEAL_REF, head)
 
 
 def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
@@ -146,4 +154,4 @@ def announce(repo: ShadowRepo, message: str) -> None:
     text += f'{undo.ACTION}: {ANNOUNCE}\n'
     commit = repo.make_commit(repo.commit_info(head).tree, head, text)
     repo.write_objects([commit])
-    repo.set_ref(SEAL_REF, commit.id, 'seal: a write was announced')
+    repo.set_ref(SEAL_REF, commit.id)

@@ -255,15 +255,13 @@ class ShadowRepo:
             return None
         return sha
 
-    def set_ref(self, name: bytes, sha: bytes, reflog_message: str) -> None:
-        """Points a ref other than ``main`` (such as the seal) at ``sha``."""
-        now = int(time.time())
+    def set_ref(self, name: bytes, sha: bytes) -> None:
+        """Points a ref other than ``main`` (such as the seal) at ``sha``.
+
+        No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
+        """
         try:
-            self._repo.refs.set_if_equals(
-                name, None, sha, committer=IDENTITY, timestamp=now,
-                timezone=_local_offset_seconds(now),
-                message=reflog_message.encode('utf-8', 'replace')[:200],
-            )
+            self._repo.refs.set_if_equals(name, None, sha)
         except OSError as error:
             raise CheckpointError(
                 f'cannot update {name.decode()} in {self.path}: {error}'
