@@ -166,3 +166,23 @@ def test_undo_after_an_undo_notices_edits_made_in_between(cps: Checkpoints, desk
     assert cps.status().external == ('memory/person.md',)
     with pytest.raises(ExternalChangesError, match='memory/person.md'):
         cps.undo()
+
+
+def test_declared_paths_may_be_absolute_or_dotted(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'a')
+    cps.snapshot('before', paths=[str(desk / 'notes' / 'x.md'), './memory/'])
+    write(desk, 'notes/x.md', 'agent')
+    write(desk, 'memory/y.md', 'agent')
+    status = cps.status()
+    assert status.basis == 'declared' and status.external == ()
+    write(desk, 'Memory.md', 'person')
+    assert cps.status().external == ('Memory.md',)
+
+
+def test_paths_declared_outside_the_desk_attribute_nothing(
+    cps: Checkpoints, desk: Path, tmp_path: Path
+) -> None:
+    write(desk, 'Memory.md', 'a')
+    cps.snapshot('before', paths=[str(tmp_path / 'elsewhere.md')])
+    write(desk, 'Memory.md', 'b')
+    assert cps.status().basis == 'unknown'

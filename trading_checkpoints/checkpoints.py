@@ -332,7 +332,7 @@ class Checkpoints:
             target_tree = target_trees['']
         the_plan = worktree.plan(scan.files, target)
         touched = set(the_plan.write) | set(the_plan.delete)
-        attribution = external.attribute(repo, allowlist, scan.files)
+        attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
         overwritten = tuple(path for path in attribution.external if path in touched)
         head = repo.head()
         assert head is not None
@@ -494,7 +494,7 @@ class Checkpoints:
                 return Status(None, changes, (), external.NONE)
             newest, _ = repo.flatten_tree(repo.commit_info(head).tree, allowlist)
             changes = history.compare(newest, scan.files)
-            attribution = external.attribute(repo, allowlist, scan.files)
+            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
             return Status(
                 head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis
             )
@@ -539,7 +539,7 @@ class Checkpoints:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
             scan = worktree.scan(self.desk_directory, allowlist, cache)
-            attribution = external.attribute(repo, allowlist, scan.files)
+            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
             sha = self._commit_scan(repo, scan, cache, allowlist, message)
             if sha is None:
                 external.announce(repo, message)

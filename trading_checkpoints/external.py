@@ -26,7 +26,9 @@ time, no reflog); superseded ones become unreachable objects that ``git gc``/pru
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from dulwich.trailers import parse_trailers
 
@@ -67,8 +69,17 @@ class Attribution:
     external: tuple[str, ...] = ()
 
 
-def attribute(repo: ShadowRepo, allowlist: Allowlist, desk: dict[str, FileEntry]) -> Attribution:
-    """Compares the desk (a scan's files) with the state the agent left."""
+def attribute(
+    repo: ShadowRepo,
+    allowlist: Allowlist,
+    desk: dict[str, FileEntry],
+    desk_directory: Path | None = None,
+) -> Attribution:
+    """Compares the desk (a scan's files) with the state the agent left.
+
+    Declared paths may be desk-relative (``notes/a.md``, ``./notes/a.md``) or absolute paths
+    inside ``desk_directory``.
+    """
     head = repo.head()
     if head is None:
         return Attribution(NONE)
@@ -81,7 +92,11 @@ def attribute(repo: ShadowRepo, allowlist: Allowlist, desk: dict[str, FileEntry]
     if not declared:
         return Attribution(UNKNOWN)
     left, _ = repo.flatten_tree(head_info.tree, allowlist)
-    declared = tuple(path.strip('/') for path in declared)
+    declared = tuple(
+        path for path in (_relative(item, desk_directory) for item in declared) if path
+    )
+    if not declared:
+        return Attribution(UNKNOWN)
     changed = _differing(left, desk)
     return Attribution(
         DECLARED,
@@ -90,6 +105,21 @@ def attribute(repo: ShadowRepo, allowlist: Allowlist, desk: dict[str, FileEntry]
             if not any(path == item or path.startswith(item + '/') for item in declared)
         ),
     )
+
+
+def _relative(declared: str, desk_directory: Path | None) -> str | None:
+    """A declared path as a desk-relative one, or None when it lies outside the desk."""
+    path = declared.replace('\\', '/').strip()
+    if desk_directory is not None and os.path.isabs(path):
+        root = os.path.realpath(desk_directory)
+        full = os.path.realpath(path)
+        if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+        path = os.path.relpath(full, root).replace(os.sep, '/')
+    while path.startswith('./'):
+        path = path[2:]
+    path = path.strip('/')
+    return None if path in ('', '.') or path.startswith('../') else path
 
 
 def _differing(left: dict[str, FileEntry], desk: dict[str, FileEntry]) -> tuple[str, ...]:
@@ -127,6 +157,8 @@ def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
     if sha is None or head is None or not repo.contains(sha):
         return None
     info = repo.commit_info(sha)
+    if not repo.contains(info.tree):
+        return None  # its objects were pruned: as good as no seal
     if sha == head or (info.parents and info.parents[0] == head):
         return info
     return None
