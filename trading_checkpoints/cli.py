@@ -89,6 +89,8 @@ Examples:
   checkpoints snapshot -m "before cleanup"
   checkpoints list
   checkpoints restore 3f2a9c1
+  checkpoints diff 3f2a9c1              # what changed since then
+  checkpoints undo                      # one step back; redo reverses it
   checkpoints --workspace ~/agent --desk research list --json
 """,
 )
