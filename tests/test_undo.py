@@ -291,3 +291,24 @@ def test_undo_redo_follow_an_editor_history_model(ops: list[tuple]) -> None:
 @given(ops=st.lists(_OP, max_size=30))
 def test_undo_redo_model_long_runs(ops: list[tuple]) -> None:
     check_against_model(ops)
+
+
+def test_concurrent_undos_are_serialised(cps: Checkpoints, desk: Path, session: list) -> None:
+    """Two threads undoing at once: the lock makes it two undos in a row, not one twice."""
+    import threading
+
+    errors: list[BaseException] = []
+
+    def undo_once() -> None:
+        try:
+            Checkpoints(cps.repository_directory, desk).undo()
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=undo_once) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert state(desk) == session[1]
