@@ -15,15 +15,18 @@ Example::
     checkpoints.restore('3f2a9c1')
 """
 
-from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult, Status
 from .errors import (
     CheckpointError,
     CorruptRepositoryError,
     LockTimeoutError,
     UnknownCheckpointError,
 )
+from .external import ExternalChangesError
+from .history import Diff, FileChange, LogEntry
 from .paths import TRACKED_PATHS
 from .workspace import Workspace
+from .undo import NothingToUndoError
 
 __all__ = [
     'TRACKED_PATHS',
@@ -31,8 +34,15 @@ __all__ = [
     'CheckpointError',
     'Checkpoints',
     'CorruptRepositoryError',
+    'Diff',
+    'ExternalChangesError',
+    'FileChange',
     'LockTimeoutError',
+    'LogEntry',
+    'NothingToUndoError',
     'RestoreResult',
+    'SnapshotResult',
+    'Status',
     'UnknownCheckpointError',
     'Workspace',
 ]

@@ -245,6 +245,28 @@ class ShadowRepo:
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
 
+    def read_ref(self, name: bytes) -> bytes | None:
+        """The sha a ref other than ``main`` points at (such as the seal), or None."""
+        try:
+            sha = self._repo.refs.read_ref(name)
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
+        if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
+            return None
+        return sha
+
+    def set_ref(self, name: bytes, sha: bytes) -> None:
+        """Points a ref other than ``main`` (such as the seal) at ``sha``.
+
+        No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
+        """
+        try:
+            self._repo.refs.set_if_equals(name, None, sha)
+        except OSError as error:
+            raise CheckpointError(
+                f'cannot update {name.decode()} in {self.path}: {error}'
+            ) from error
+
     # -- objects ---------------------------------------------------------------------------
 
     def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
