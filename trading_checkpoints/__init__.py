@@ -26,11 +26,27 @@ from .errors import (
 from .paths import TRACKED_PATHS
 
 if TYPE_CHECKING:
-    from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+    from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult, Status
+    from .external import ExternalChangesError
+    from .history import Diff, FileChange, LogEntry
+    from .undo import NothingToUndoError
+    from .workspace import Workspace
 
 # Imported on first use, so that ``import trading_checkpoints`` (and ``checkpoints --help``)
 # does not pay for dulwich until something needs a repository.
-_LAZY = {'Checkpoint': 'checkpoints', 'Checkpoints': 'checkpoints', 'RestoreResult': 'checkpoints'}
+_LAZY = {
+    'Checkpoint': 'checkpoints',
+    'Checkpoints': 'checkpoints',
+    'RestoreResult': 'checkpoints',
+    'SnapshotResult': 'checkpoints',
+    'Status': 'checkpoints',
+    'ExternalChangesError': 'external',
+    'Diff': 'history',
+    'FileChange': 'history',
+    'LogEntry': 'history',
+    'NothingToUndoError': 'undo',
+    'Workspace': 'workspace',
+}
 
 
 def __getattr__(name: str) -> object:
@@ -50,7 +66,15 @@ __all__ = [
     'CheckpointError',
     'Checkpoints',
     'CorruptRepositoryError',
+    'Diff',
+    'ExternalChangesError',
+    'FileChange',
     'LockTimeoutError',
+    'LogEntry',
+    'NothingToUndoError',
     'RestoreResult',
+    'SnapshotResult',
+    'Status',
     'UnknownCheckpointError',
+    'Workspace',
 ]

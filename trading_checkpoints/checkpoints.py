@@ -9,12 +9,25 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import lock, metadata, statcache, worktree
+from . import external, history, lock, metadata, statcache, undo, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .fs import realpath
+from .history import Diff, FileChange, LogEntry
 from .paths import TRACKED_PATHS, Allowlist
 from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
+
+if TYPE_CHECKING:  # the agent-integration methods' types (guard.py, turns.py)
+    import builtins
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
+    from typing import Any, TypeVar
+
+    from .guard import Guard
+    from .turns import Turn, TurnInfo
+
+    _F = TypeVar('_F', bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,12 @@ class RestoreResult:
             already matched the target.
         written: Paths created or overwritten.
         deleted: Paths removed.
+        created: Of ``written``, the paths that did not exist before.
+        external: Of the paths written or deleted, those changed outside the agent since the
+            state it left (see ``Checkpoints.seal``); they are kept in the pre-snapshot.
+        dry_run: True when nothing was done and this is the plan (``before_id`` is then the
+            newest checkpoint, and ``restored_id`` None).
+        action: ``restore``, ``undo`` or ``redo``.
     """
 
     before_id: str
@@ -57,6 +76,54 @@ class RestoreResult:
     restored_id: str | None
     written: tuple[str, ...] = field(default=())
     deleted: tuple[str, ...] = field(default=())
+    created: tuple[str, ...] = field(default=())
+    external: tuple[str, ...] = field(default=())
+    dry_run: bool = False
+    action: str = 'restore'
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What :meth:`Checkpoints.snapshot_with_result` did and found.
+
+    Attributes:
+        checkpoint_id: The new checkpoint, or None when nothing had changed.
+        external: Paths changed outside the agent since the state it left (see ``seal``).
+        basis: How that was decided: ``sealed``, ``declared``, ``unknown`` or ``none``.
+    """
+
+    checkpoint_id: str | None
+    external: tuple[str, ...] = ()
+    basis: str = 'unknown'
+
+
+@dataclass(frozen=True)
+class Status:
+    """The desk compared with its newest checkpoint.
+
+    Attributes:
+        newest_id: The newest checkpoint, None when there is none.
+        changes: Files that differ from it (no patches; use ``diff`` for those).
+        external: Paths changed outside the agent since the state it left, sorted.
+        basis: ``sealed``, ``declared``, ``unknown`` (cannot tell) or ``none`` (see ``seal``).
+    """
+
+    newest_id: str | None
+    changes: tuple[FileChange, ...]
+    external: tuple[str, ...]
+    basis: str
+
+    @property
+    def clean(self) -> bool:
+        return not self.changes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'newest_id': self.newest_id,
+            'changes': [{'path': c.path, 'kind': c.kind} for c in self.changes],
+            'external': list(self.external),
+            'basis': self.basis,
+        }
 
 
 _STAT_CACHE = 'statcache'
@@ -137,6 +204,8 @@ class Checkpoints:
         self._check_desk(must_exist=True)
         with self._locked() as repo:
             sha = self._snapshot(repo, message)
+            if sha is None:
+                external.announce(repo, message)
         return sha.decode()[:SHORT_ID_LENGTH] if sha else None
 
     def list(self, limit: int = 20) -> list[Checkpoint]:
@@ -151,7 +220,41 @@ class Checkpoints:
         finally:
             repo.close()
 
-    def restore(self, checkpoint_id: str) -> str:
+    @overload
+    def restore(
+        self,
+        checkpoint_id: str | None = None,
+        paths: Sequence[str] | None = None,
+        dry_run: Literal[False] = False,
+        force: bool = True,
+    ) -> str: ...
+
+    @overload
+    def restore(
+        self,
+        checkpoint_id: str | None,
+        paths: Sequence[str] | None,
+        dry_run: Literal[True],
+        force: bool = True,
+    ) -> RestoreResult: ...
+
+    @overload
+    def restore(
+        self,
+        checkpoint_id: str | None = None,
+        paths: Sequence[str] | None = None,
+        *,
+        dry_run: Literal[True],
+        force: bool = True,
+    ) -> RestoreResult: ...
+
+    def restore(
+        self,
+        checkpoint_id: str | None = None,
+        paths: Sequence[str] | None = None,
+        dry_run: bool = False,
+        force: bool = True,
+    ) -> str | RestoreResult:
         """Puts the tracked files back as they were at a checkpoint.
 
         The current files are snapshotted first, so a restore can itself be undone. Files
@@ -160,47 +263,144 @@ class Checkpoints:
 
         Args:
             checkpoint_id: The checkpoint to return to: a short id or a full 40-digit sha.
+                None means the newest checkpoint (discard the changes made since it).
+            paths: Restore only these files or folders (desk-relative); the rest of the desk
+                is left as it is. The pre-snapshot still records the whole desk.
+            dry_run: Change nothing (no pre-snapshot, no writes) and return the plan as a
+                :class:`RestoreResult` with ``dry_run=True``.
+            force: When False, refuse (raising ``ExternalChangesError``, nothing changed) if
+                the restore would overwrite files changed outside the agent since the state
+                it left (see :meth:`seal`). The default overwrites them; they are kept in the
+                pre-snapshot either way.
 
         Returns:
             The id of the snapshot taken just before restoring, or of the current state when
-            nothing had changed; ``restore(that_id)`` undoes this restore.
+            nothing had changed; ``restore(that_id)`` undoes this restore. With ``dry_run``,
+            the plan.
 
         Raises:
-            CheckpointError: The checkpoint does not exist, or the restore failed.
+            CheckpointError: The checkpoint or a path does not exist, or the restore failed.
         """
-        return self.restore_with_result(checkpoint_id).before_id
+        result = self.restore_with_result(checkpoint_id, paths=paths, dry_run=dry_run, force=force)
+        return result if dry_run else result.before_id
 
-    def restore_with_result(self, checkpoint_id: str) -> RestoreResult:
-        """Like :meth:`restore`, but says what was written and deleted."""
+    def restore_with_result(
+        self,
+        checkpoint_id: str | None = None,
+        paths: Sequence[str] | None = None,
+        dry_run: bool = False,
+        force: bool = True,
+    ) -> RestoreResult:
+        """Like :meth:`restore`, but says what was (or, dry, would be) written and deleted."""
         self._check_desk(must_exist=False)
-        if ShadowRepo.open(self.repository_directory) is None:
-            raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+        self._require_repository()
         with self._locked() as repo:
+            return self._restore_locked(
+                repo, checkpoint_id, paths=paths, dry_run=dry_run, force=force
+            )
+
+    def _restore_locked(
+        self,
+        repo: ShadowRepo,
+        checkpoint_id: str | None,
+        *,
+        paths: Sequence[str] | None = None,
+        dry_run: bool = False,
+        force: bool = True,
+        action: str = undo.RESTORE,
+        subject: str | None = None,
+        trailers: Sequence[tuple[str, str]] = (),
+    ) -> RestoreResult:
+        if checkpoint_id is None:
+            newest = repo.head()
+            if newest is None:
+                raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+            target_sha = newest
+            label = newest.decode()[:SHORT_ID_LENGTH]
+        else:
             target_sha = repo.resolve(checkpoint_id)
             label = checkpoint_id.strip()
-            allowlist = self._allowlist(repo)
-            target_info = repo.commit_info(target_sha)
-            # Read and vet the whole target before the desk is touched.
-            target, target_trees = repo.flatten_tree(target_info.tree, allowlist)
-            self.desk_directory.mkdir(parents=True, exist_ok=True)
-            cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
-            before = self._commit_scan(repo, scan, cache, allowlist, f'before restoring {label}')
-            head = repo.head()
-            assert head is not None
-            the_plan = worktree.plan(scan.files, target)
-            worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
-            written = worktree.apply(
-                self.desk_directory, allowlist, the_plan, target, repo.read_blob
+        allowlist = self._allowlist(repo)
+        target_info = repo.commit_info(target_sha)
+        # Read and vet the whole target before the desk is touched.
+        target, target_trees = repo.flatten_tree(target_info.tree, allowlist)
+        target_tree = target_info.tree
+        cache = self._load_cache(repo, allowlist)
+        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        selection: tuple[str, ...] = ()
+        if paths is not None:
+            if isinstance(paths, str):
+                paths = (paths,)
+            selection = tuple(history.normalize_path(path, allowlist) for path in paths)
+            if not selection:
+                raise CheckpointError('no paths given to restore')
+            for path in selection:
+                if not any(history.under(name, (path,)) for name in (*target, *scan.files)):
+                    raise CheckpointError(
+                        f'{path!r} is neither in checkpoint {label} nor in the desk'
+                    )
+            target = {
+                **{p: e for p, e in scan.files.items() if not history.under(p, selection)},
+                **{p: e for p, e in target.items() if history.under(p, selection)},
+            }
+            target_trees, partial_trees = worktree.build_trees(target, set(), {})
+            target_tree = target_trees['']
+        the_plan = worktree.plan(scan.files, target)
+        touched = set(the_plan.write) | set(the_plan.delete)
+        attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+        overwritten = tuple(path for path in attribution.external if path in touched)
+        head = repo.head()
+        assert head is not None
+        if dry_run:
+            return RestoreResult(
+                before_id=head.decode()[:SHORT_ID_LENGTH],
+                target_id=target_sha.decode()[:SHORT_ID_LENGTH],
+                restored_id=None,
+                written=tuple(the_plan.write),
+                deleted=tuple(the_plan.delete),
+                created=tuple(path for path in the_plan.write if path not in scan.files),
+                external=overwritten,
+                dry_run=True,
+                action=action,
             )
-            restored: bytes | None = None
-            head_tree = repo.commit_info(head).tree
-            if head_tree != target_info.tree:
-                commit = repo.make_commit(target_info.tree, head, f'restored {label}\n')
-                repo.write_objects([commit])
-                repo.update_branch(head, commit.id, f'commit: restored {label}')
-                restored = commit.id
-            self._save_after_restore(repo, cache, scan, target, target_trees, written, restored or head)
+        if overwritten and not force:
+            raise external.ExternalChangesError(
+                f'refusing to {action}: it would overwrite {len(overwritten)} file(s) changed '
+                f'outside the agent: {", ".join(overwritten[:5])}'
+                f'{" ..." if len(overwritten) > 5 else ""} (force it to overwrite them; they '
+                'are kept in the pre-snapshot)',
+                overwritten,
+            )
+        self.desk_directory.mkdir(parents=True, exist_ok=True)
+        before_message = undo.compose(
+            f'before {action}' if action != undo.RESTORE else f'before restoring {label}',
+            [(undo.ACTION, f'before-{action}')],
+        )
+        before = self._commit_scan(repo, scan, cache, allowlist, before_message)
+        head = repo.head()
+        assert head is not None
+        worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
+        written = worktree.apply(
+            self.desk_directory, allowlist, the_plan, target, repo.read_blob
+        )
+        restored: bytes | None = None
+        head_tree = repo.commit_info(head).tree
+        if head_tree != target_tree:
+            pairs = [(undo.ACTION, action), (undo.TARGET, target_sha.decode())]
+            pairs += [(metadata.PATH, path) for path in selection]
+            if action == undo.UNDO:
+                pairs.append((undo.UNDO_OF, head.decode()))
+            pairs += list(trailers)
+            message = undo.compose(subject or f'restored {label}', pairs)
+            objects: list = []
+            if selection:
+                objects = [tree for tree in partial_trees if not repo.contains(tree.id)]
+            commit = repo.make_commit(target_tree, head, message)
+            repo.write_objects([*objects, commit])
+            repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
+            restored = commit.id
+        self._save_after_restore(repo, cache, scan, target, target_trees, written, restored or head)
+        external.mark_sealed(repo)
         before_sha = before or head
         return RestoreResult(
             before_id=before_sha.decode()[:SHORT_ID_LENGTH],
@@ -208,7 +408,198 @@ class Checkpoints:
             restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
             written=tuple(the_plan.write),
             deleted=tuple(the_plan.delete),
+            created=tuple(path for path in the_plan.write if path not in scan.files),
+            external=overwritten,
+            action=action,
         )
+
+    # -- looking back (history.py), external edits (external.py), undo/redo (undo.py) ------
+
+    def diff(self, from_id: str, to_id: str | None = None, *, patches: bool = True) -> Diff:
+        """The changes from checkpoint ``from_id`` to ``to_id``, or to the desk as it is now.
+
+        Each change names its path and kind (added, modified, deleted, type-changed,
+        mode-changed) and, for text files, carries a unified diff; binary files are flagged.
+
+        Example::
+
+            for change in checkpoints.diff('3f2a9c1').changes:
+                print(change.kind, change.path)
+        """
+        repo = self._open_repository()
+        try:
+            allowlist = self._allowlist(repo)
+            old_sha = repo.resolve(from_id)
+            old, _ = repo.flatten_tree(repo.commit_info(old_sha).tree, allowlist)
+            read_old = history.repo_reader(repo)
+            if to_id is None:
+                cache = self._load_cache(repo, allowlist)
+                scan = worktree.scan(self.desk_directory, allowlist, cache)
+                new, read_new = scan.files, history.desk_reader(self.desk_directory, scan, repo)
+                new_label = None
+            else:
+                new_sha = repo.resolve(to_id)
+                new, _ = repo.flatten_tree(repo.commit_info(new_sha).tree, allowlist)
+                read_new, new_label = read_old, new_sha.decode()[:SHORT_ID_LENGTH]
+            changes = history.compare(
+                old, new, read_old if patches else None, read_new if patches else None
+            )
+            return Diff(old_sha.decode()[:SHORT_ID_LENGTH], new_label, changes)
+        finally:
+            repo.close()
+
+    def show(self, checkpoint_id: str, path: str) -> bytes:
+        """A file's bytes as they were at a checkpoint (a symlink's target for a symlink)."""
+        repo = self._open_repository()
+        try:
+            allowlist = self._allowlist(repo)
+            sha = repo.resolve(checkpoint_id)
+            wanted = history.normalize_path(path, allowlist)
+            files, _ = repo.flatten_tree(repo.commit_info(sha).tree, allowlist)
+            _, blob = history.show_file(files, wanted, checkpoint_id.strip())
+            return repo.read_blob(blob)
+        finally:
+            repo.close()
+
+    def log(self, path: str | None = None, limit: int = 20) -> list[LogEntry]:
+        """Checkpoints newest first, each with the files that differ from the one before it.
+
+        With ``path`` (a file or folder), only the checkpoints where something at or below it
+        changed; ``[]`` when none did (also for a path that never existed).
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        repo = ShadowRepo.open(self.repository_directory)
+        if repo is None:
+            return []
+        try:
+            wanted = history.normalize_path(path, self._allowlist(repo)) if path else None
+            entries: list[LogEntry] = []
+            for info in repo.history():
+                if len(entries) >= limit:
+                    break
+                parent = info.parents[0] if info.parents else None
+                parent_tree = (
+                    repo.commit_info(parent).tree
+                    if parent is not None and repo.contains(parent) else None
+                )
+                changed = history.changed_paths(repo, parent_tree, info.tree)
+                if wanted is not None:
+                    changed = [p for p in changed if history.under(p, (wanted,))]
+                    if not changed:
+                        continue
+                entries.append(LogEntry(_checkpoint(info), tuple(changed), undo.action_of(info)))
+            return entries
+        finally:
+            repo.close()
+
+    def status(self) -> Status:
+        """What changed in the desk since the newest checkpoint, and which of it was external."""
+        self._check_desk(must_exist=False)
+        repo = ShadowRepo.open(self.repository_directory)
+        allowlist = self._allowlist(repo)
+        try:
+            cache = (
+                self._load_cache(repo, allowlist) if repo is not None else statcache.StatCache()
+            )
+            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            head = repo.head() if repo is not None else None
+            if repo is None or head is None:
+                changes = history.compare({}, scan.files)
+                return Status(None, changes, (), external.NONE)
+            newest, _ = repo.flatten_tree(repo.commit_info(head).tree, allowlist)
+            changes = history.compare(newest, scan.files)
+            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+            return Status(
+                head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis
+            )
+        finally:
+            if repo is not None:
+                repo.close()
+
+    def seal(self) -> str:
+        """Records the desk as the state the agent left, once its write tool has run.
+
+        Later, :meth:`status`, :meth:`snapshot_with_result` and restores report files that
+        differ from this state as changed outside the agent. A seal holds until the next
+        checkpoint; restores, undo and redo seal the state they write by themselves.
+
+        Returns:
+            The short id of the seal (the newest checkpoint when the desk matches it).
+        """
+        self._check_desk(must_exist=True)
+        with self._locked() as repo:
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            sha = external.seal(repo, scan, cache)
+        return sha.decode()[:SHORT_ID_LENGTH]
+
+    def snapshot_with_result(
+        self,
+        reason: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | None = None,
+        turn: str | None = None,
+    ) -> SnapshotResult:
+        """Like :meth:`snapshot`, and also says which files changed outside the agent."""
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        if isinstance(paths, str):
+            paths = (paths,)
+        message = metadata.compose(reason, tool, paths, turn)
+        self._check_desk(must_exist=True)
+        with self._locked() as repo:
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+            sha = self._commit_scan(repo, scan, cache, allowlist, message)
+            if sha is None:
+                external.announce(repo, message)
+        return SnapshotResult(
+            sha.decode()[:SHORT_ID_LENGTH] if sha else None, attribution.external,
+            attribution.basis,
+        )
+
+    def undo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
+        """Rewinds one step, like an editor's undo.
+
+        With changes since the newest checkpoint, it restores that checkpoint (the state the
+        change started from); otherwise the state before the current one in the undo history
+        (see ``undo.py`` for the exact rules).
+
+        Repeatable: three undos undo the last three writes. Refuses (``ExternalChangesError``)
+        to overwrite files changed outside the agent unless ``force``. It is an ordinary
+        restore, so it can be undone, and :meth:`redo` reverses it. See ``undo.py``.
+        """
+        self._check_desk(must_exist=False)
+        self._require_repository()
+        with self._locked() as repo:
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            step = undo.undo_target(repo, history.desk_tree_id(scan, cache))
+            return self._restore_locked(
+                repo, step.sha, dry_run=dry_run, force=force, action=undo.UNDO,
+                subject=f'undo: back to {step.short_id} ({step.subject})',
+            )
+
+    def redo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
+        """Reverses the newest undo not yet redone (nothing to redo after new changes)."""
+        self._check_desk(must_exist=False)
+        self._require_repository()
+        with self._locked() as repo:
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            undone, state = undo.redo_source(repo, history.desk_tree_id(scan, cache), force)
+            return self._restore_locked(
+                repo, state.decode(), dry_run=dry_run, force=force, action=undo.REDO,
+                subject=f'redo: reverse undo {undone.short_id}',
+                trailers=[(undo.REDO_OF, undone.sha)],
+            )
 
     # -- internals -------------------------------------------------------------------------
 
@@ -361,6 +752,18 @@ class Checkpoints:
             finally:
                 repo.close()
 
+    def _require_repository(self) -> None:
+        repo = ShadowRepo.open(self.repository_directory)
+        if repo is None:
+            raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+        repo.close()
+
+    def _open_repository(self) -> ShadowRepo:
+        repo = ShadowRepo.open(self.repository_directory)
+        if repo is None:
+            raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+        return repo
+
     def _check_desk(self, must_exist: bool) -> None:
         desk = self.desk_directory
         resolved = self._real_desk = realpath(desk)
@@ -397,6 +800,70 @@ class Checkpoints:
                     f'tracked files of the desk {self.desk_directory}'
                 )
 
+
+    # -- agent integration (guard.py, turns.py) -------------------------------------------
+
+    def before_write(
+        self,
+        tool: str | None = None,
+        *,
+        path_arg: str | Sequence[str] | None = 'path',
+        strict: bool = False,
+    ) -> Callable[[_F], _F]:
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
+
+        Example::
+
+            @checkpoints.before_write('write_file', path_arg='path')
+            def write_file(path: str, content: str) -> None: ...
+        """
+        from .guard import before_write
+
+        return before_write(self, tool, path_arg=path_arg, strict=strict)
+
+    def guard(
+        self,
+        action: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | str | None = None,
+        strict: bool = False,
+        turn: Turn | None = None,
+    ) -> Guard:
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
+
+        Example::
+
+            with checkpoints.guard('write_file Memory.md'):
+                (desk / 'Memory.md').write_text(text)
+        """
+        from .guard import Guard
+
+        return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
+
+    def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
+        """Context manager: tag every checkpoint taken in its block with one turn id.
+
+        Example::
+
+            with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
+                write_file('notes/a.md', '...')
+        """
+        from .turns import open_turn
+
+        return open_turn(self, label, message_id)
+
+    def restore_turn(self, turn_id: str, dry_run: bool = False) -> RestoreResult:
+        """Puts the tracked files back as they were before turn ``turn_id`` began."""
+        from .turns import restore_turn
+
+        return restore_turn(self, turn_id, dry_run=dry_run)
+
+    def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
+        """The recorded turns, newest first, each with its checkpoints (newest first)."""
+        from .turns import turns
+
+        return turns(self, limit)
 
 def _checkpoint(info: CommitInfo) -> Checkpoint:
     meta = metadata.parse(info.message)

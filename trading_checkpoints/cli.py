@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,9 +36,9 @@ class Desk:
         return self.workspace / '.checkpoints' / f'{self.name}.git'
 
     def checkpoints(self):  # -> Checkpoints, imported lazily so --help stays fast
-        from .checkpoints import Checkpoints
+        from .workspace import Workspace
 
-        return Checkpoints(self.repository_directory, self.desk_directory)
+        return Workspace(self.workspace).desk(self.name)
 
 
 def _use_color() -> bool:
@@ -87,6 +89,8 @@ Examples:
   checkpoints snapshot -m "before cleanup"
   checkpoints list
   checkpoints restore 3f2a9c1
+  checkpoints diff 3f2a9c1              # what changed since then
+  checkpoints undo                      # one step back; redo reverses it
   checkpoints --workspace ~/agent --desk research list --json
 """,
 )
@@ -131,7 +135,8 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
     """
     items = desk.checkpoints().list(limit)
     if as_json:
-        rows = [{'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason} for c in items]
+        rows = [{'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
+                 'tool': c.tool, 'paths': list(c.paths), 'turn': c.turn} for c in items]
         click.echo(json.dumps(rows, indent=2))
         return
     if not items:
@@ -144,7 +149,8 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
 @cli.command()
 @click.option('-m', '--message', 'reason', default='manual snapshot', show_default=True,
               help='Why the snapshot is taken; kept as its message.')
-@click.option('--json', 'as_json', is_flag=True, help='Print {"id": ...} (null when unchanged).')
+@click.option('--json', 'as_json', is_flag=True,
+              help='Print {"id": ..., "external": [...]} (id null when unchanged).')
 @click.pass_obj
 @_reports_errors
 def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
@@ -159,53 +165,58 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
         raise CheckpointError(
             f'no desk {desk.name!r} in {desk.workspace} (expected the folder {desk.desk_directory})'
         )
-    checkpoint_id = desk.checkpoints().snapshot(reason)
+    taken = desk.checkpoints().snapshot_with_result(reason)
+    checkpoint_id = taken.checkpoint_id
     if as_json:
-        click.echo(json.dumps({'id': checkpoint_id}))
+        click.echo(json.dumps({'id': checkpoint_id, 'external': list(taken.external)}))
     elif checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
     else:
         click.echo(f'Snapshot {_style(checkpoint_id, fg="yellow")} taken: {reason}')
+    if taken.external and not as_json:
+        click.echo(f'note: changed outside the agent since the state it left: '
+                   f'{", ".join(taken.external)}')
 
 
 @cli.command()
-@click.argument('checkpoint_id', metavar='ID')
+@click.argument('args', nargs=-1, metavar='[ID] [PATH]...')
+@click.option('--dry-run', is_flag=True,
+              help='Show what would be written and deleted; change nothing.')
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
 @click.pass_obj
 @_reports_errors
-def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
+def restore(desk: Desk, args: tuple[str, ...], dry_run: bool, as_json: bool) -> None:
     """Put the tracked files back as they were at checkpoint ID.
 
     The current files are snapshotted first, so the restore itself can be undone with the
     command it prints. Files created since ID are deleted; untracked files are never touched.
+    Without ID, the newest checkpoint is restored (the changes made since are discarded). With
+    PATHs, only those files or folders are restored. A first argument of 4 to 40 hex digits
+    is the ID; any other is a PATH. Files changed outside the agent (see `status`) that the
+    restore overwrites are named in a warning; they are kept in the pre-snapshot.
 
     \b
     Examples:
       checkpoints restore 3f2a9c1
+      checkpoints restore 3f2a9c1 notes/plan.md --dry-run
+      checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
-    result = desk.checkpoints().restore_with_result(checkpoint_id)
-    if as_json:
-        click.echo(json.dumps({
-            'before_id': result.before_id,
-            'target_id': result.target_id,
-            'restored_id': result.restored_id,
-            'written': list(result.written),
-            'deleted': list(result.deleted),
-        }, indent=2))
-        return
-    if not result.written and not result.deleted:
-        click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
-        return
-    click.echo(
-        f'Restored {_style(result.target_id, fg="yellow")}: '
-        f'{len(result.written)} written, {len(result.deleted)} deleted.'
-    )
-    for path in result.written:
-        click.echo(f'  {_style("W", fg="green")} {path}')
-    for path in result.deleted:
-        click.echo(f'  {_style("D", fg="red")} {path}')
-    click.echo(f'Undo with: checkpoints restore {result.before_id}')
+    from .history import BadPathError
+
+    checkpoint_id, paths = _split_restore_args(args)
+    try:
+        result = desk.checkpoints().restore_with_result(
+            checkpoint_id, paths=paths or None, dry_run=dry_run
+        )
+    except BadPathError as error:
+        if checkpoint_id is None and error.path == args[0]:
+            raise CheckpointError(
+                f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
+                f'`checkpoints list`) nor a tracked path: {error}'
+            ) from error
+        raise
+    _print_restore(result, as_json)
 
 
 @cli.command()
@@ -216,8 +227,8 @@ def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
 def demo(directory: Path | None) -> None:
     """Play a short scripted agent session on an example workspace.
 
-    It writes a few files through a checkpointed write tool, lists the checkpoints, restores
-    one, and undoes that restore, printing each step.
+    It writes a few files through a checkpointed write tool, lists the checkpoints, diffs the
+    last write, restores one, and undoes that restore, printing each step.
 
     \b
     Examples:
@@ -228,6 +239,441 @@ def demo(directory: Path | None) -> None:
 
     run_demo(directory, echo=click.echo, style=_style)
 
+
+# -- looking back, undo/redo, external edits (history.py, undo.py, external.py) -------------
+
+_HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
+_NAME_STATUS = {
+    'added': 'A', 'modified': 'M', 'deleted': 'D', 'type-changed': 'T', 'mode-changed': 'M',
+}
+
+
+def _split_restore_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    """``[ID] [PATH]...``: a first argument of 4 to 40 hex digits is the ID."""
+    if args and _HEX_ARG.fullmatch(args[0]):
+        return args[0], list(args[1:])
+    return None, list(args)
+
+
+def _restore_dict(result: Any) -> dict[str, Any]:
+    return {
+        'action': result.action,
+        'dry_run': result.dry_run,
+        'before_id': result.before_id,
+        'target_id': result.target_id,
+        'restored_id': result.restored_id,
+        'written': list(result.written),
+        'created': list(result.created),
+        'deleted': list(result.deleted),
+        'external': list(result.external),
+    }
+
+
+def _print_restore(result: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(_restore_dict(result), indent=2))
+        return
+    verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: forward to'}[
+        result.action
+    ]
+    if not result.written and not result.deleted:
+        click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
+        return
+    if result.dry_run:
+        verb = f'Would {result.action}' + (' to' if result.action != 'restore' else '')
+    click.echo(
+        f'{verb} {_style(result.target_id, fg="yellow")}: '
+        f'{len(result.written)} written ({len(result.created)} created), '
+        f'{len(result.deleted)} deleted.'
+    )
+    for path in result.written:
+        click.echo(f'  {_style("W", fg="green")} {path}')
+    for path in result.deleted:
+        click.echo(f'  {_style("D", fg="red")} {path}')
+    if result.external:
+        word = 'would overwrite' if result.dry_run else 'overwrote'
+        click.echo(
+            _style('warning:', fg='red', bold=True)
+            + f' {word} {len(result.external)} file(s) changed outside the agent: '
+            + ', '.join(result.external)
+            + ('' if result.dry_run else f' (kept in {result.before_id})')
+        )
+    if result.dry_run:
+        click.echo('Dry run: nothing was changed.')
+    elif result.action == 'undo':
+        click.echo(f'Redo with: checkpoints redo   (or: checkpoints restore {result.before_id})')
+    elif result.action == 'redo':
+        click.echo(f'Undo with: checkpoints undo   (or: checkpoints restore {result.before_id})')
+    else:
+        click.echo(f'Undo with: checkpoints restore {result.before_id}')
+
+
+def _color_patch(patch: str) -> str:
+    if not _use_color():
+        return patch
+    lines = []
+    for line in patch.splitlines():
+        if line.startswith(('---', '+++')):
+            lines.append(click.style(line, bold=True))
+        elif line.startswith('+'):
+            lines.append(click.style(line, fg='green'))
+        elif line.startswith('-'):
+            lines.append(click.style(line, fg='red'))
+        elif line.startswith('@@'):
+            lines.append(click.style(line, fg='cyan'))
+        else:
+            lines.append(line)
+    return '\n'.join(lines) + '\n'
+
+
+def _print_patches(changes: Any) -> None:
+    for change in changes:
+        if change.kind == 'mode-changed':
+            click.echo(f'mode change {change.old_mode:06o} => {change.new_mode:06o} {change.path}')
+        elif change.binary:
+            click.echo(_style(f'Binary file {change.path} {change.kind}', bold=True))
+        elif change.patch is None:
+            click.echo(_style(f'{change.path} {change.kind} (over 1 MiB: no line diff)', bold=True))
+        else:
+            if change.kind == 'type-changed':
+                click.echo(_style(f'type change (file <-> symlink) {change.path}', bold=True))
+            click.echo(_color_patch(change.patch), nl=False)
+
+
+def _print_stat(changes: Any) -> None:
+    if not changes:
+        return
+    width = max(len(change.path) for change in changes)
+    added = removed = 0
+    for change in changes:
+        if change.binary:
+            counts = 'Bin'
+        else:
+            counts = f'{change.added_lines + change.removed_lines} ' + _style(
+                '+' * min(change.added_lines, 40), fg='green'
+            ) + _style('-' * min(change.removed_lines, 40), fg='red')
+        added += change.added_lines
+        removed += change.removed_lines
+        click.echo(f' {change.path.ljust(width)} | {counts}')
+    click.echo(
+        f' {len(changes)} file(s) changed, {added} insertion(s)(+), {removed} deletion(s)(-)'
+    )
+
+
+@cli.command()
+@click.argument('from_id', metavar='ID')
+@click.argument('to_id', metavar='[ID2]', required=False)
+@click.option('--stat', 'mode', flag_value='stat', help='Per-file counts of changed lines.')
+@click.option('--name-status', 'mode', flag_value='name-status',
+              help='One line per file: A, M, D or T and the path.')
+@click.option('--json', 'as_json', is_flag=True, help='Print the changes (with patches) as JSON.')
+@click.pass_obj
+@_reports_errors
+def diff(desk: Desk, from_id: str, to_id: str | None, mode: str | None, as_json: bool) -> None:
+    """Show what changed from checkpoint ID to ID2, or to the desk as it is now.
+
+    Text files get a unified diff (coloured on a terminal, never with NO_COLOR); binary
+    files are reported as binary.
+
+    \b
+    Examples:
+      checkpoints diff 3f2a9c1              # checkpoint -> the desk now
+      checkpoints diff 3f2a9c1 9b0e4d2 --stat
+      checkpoints diff 3f2a9c1 --name-status
+      checkpoints diff 3f2a9c1 --json
+    """
+    result = desk.checkpoints().diff(from_id, to_id)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    elif mode == 'stat':
+        _print_stat(result.changes)
+    elif mode == 'name-status':
+        for change in result.changes:
+            click.echo(f'{_NAME_STATUS[change.kind]}\t{change.path}')
+    else:
+        _print_patches(result.changes)
+
+
+@cli.command()
+@click.argument('checkpoint_id', metavar='ID')
+@click.argument('path', metavar='PATH')
+@click.option('--json', 'as_json', is_flag=True,
+              help='Print {"id", "path", "size", "encoding", "content"}; binary as base64.')
+@click.pass_obj
+@_reports_errors
+def show(desk: Desk, checkpoint_id: str, path: str, as_json: bool) -> None:
+    """Print file PATH as it was at checkpoint ID (raw bytes, as stored).
+
+    \b
+    Examples:
+      checkpoints show 3f2a9c1 notes/plan.md
+      checkpoints show 3f2a9c1 Memory.md > Memory.old.md
+      checkpoints show 3f2a9c1 memory/chart.png --json
+    """
+    data = desk.checkpoints().show(checkpoint_id, path)
+    if not as_json:
+        click.echo(data, nl=False)
+        return
+    try:
+        content, encoding = data.decode('utf-8'), 'utf-8'
+    except UnicodeDecodeError:
+        content, encoding = base64.b64encode(data).decode('ascii'), 'base64'
+    click.echo(json.dumps({'id': checkpoint_id, 'path': path, 'size': len(data),
+                           'encoding': encoding, 'content': content}, indent=2))
+
+
+@cli.command()
+@click.argument('path', metavar='[PATH]', required=False)
+@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
+              help='Show at most this many checkpoints.')
+@click.option('--json', 'as_json', is_flag=True, help='Print a JSON array.')
+@click.pass_obj
+@_reports_errors
+def log(desk: Desk, path: str | None, limit: int, as_json: bool) -> None:
+    """List checkpoints newest first with the files each changed (only PATH's, if given).
+
+    A checkpoint "changed" a file when the file differs from the checkpoint before it.
+
+    \b
+    Examples:
+      checkpoints log
+      checkpoints log notes/plan.md -n 5
+      checkpoints log memory --json
+    """
+    entries = desk.checkpoints().log(path, limit)
+    if as_json:
+        click.echo(json.dumps([entry.to_dict() for entry in entries], indent=2))
+        return
+    if not entries:
+        click.echo('No checkpoints changed it.' if path else 'No checkpoints yet.')
+        return
+    for entry in entries:
+        c = entry.checkpoint
+        extra = [f'{key}={value}' for key, value in
+                 (('action', entry.action), ('tool', c.tool), ('turn', c.turn)) if value]
+        suffix = f'  [{" ".join(extra)}]' if extra else ''
+        click.echo(f'{_style(c.checkpoint_id, fg="yellow")}  {c.created_at}  {c.reason}{suffix}')
+        for changed in entry.changed[:20]:
+            click.echo(f'    {changed}')
+        if len(entry.changed) > 20:
+            click.echo(f'    ... and {len(entry.changed) - 20} more')
+
+
+@cli.command()
+@click.option('--json', 'as_json', is_flag=True, help='Print the status as JSON.')
+@click.pass_obj
+@_reports_errors
+def status(desk: Desk, as_json: bool) -> None:
+    """Show what changed in the desk since the newest checkpoint, and what was external.
+
+    A change is external when it differs from the state the agent left: the last `seal` (or
+    restore/undo/redo), else the newest checkpoint outside the paths it declared.
+
+    \b
+    Examples:
+      checkpoints status
+      checkpoints status --json
+    """
+    result = desk.checkpoints().status()
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    if result.newest_id is None:
+        click.echo(f'No checkpoints yet; {len(result.changes)} tracked file(s) in the desk.')
+        return
+    if result.clean:
+        click.echo(f'No changes since checkpoint {_style(result.newest_id, fg="yellow")}.')
+    else:
+        click.echo(f'{len(result.changes)} file(s) changed since checkpoint '
+                   f'{_style(result.newest_id, fg="yellow")}:')
+        for change in result.changes:
+            mark = _style(' (external)', fg='red') if change.path in result.external else ''
+            click.echo(f'  {_NAME_STATUS[change.kind]} {change.path}{mark}')
+    others = [path for path in result.external if path not in {c.path for c in result.changes}]
+    for path in others:
+        note = _style(' (external: differs from the state the agent left)', fg='red')
+        click.echo(f'  {path}{note}')
+    if result.basis == 'unknown' and not result.clean:
+        click.echo('Cannot tell which changes were external: nothing was sealed and the newest '
+                   'checkpoint declared no paths.')
+    elif result.external:
+        click.echo(f'{len(result.external)} changed outside the agent.')
+
+
+def _undo_or_redo(desk: Desk, which: str, force: bool, dry_run: bool, as_json: bool) -> None:
+    checkpoints = desk.checkpoints()
+    method = checkpoints.undo if which == 'undo' else checkpoints.redo
+    result = method(force=force, dry_run=dry_run)
+    _print_restore(result, as_json)
+
+
+@cli.command()
+@click.option('--force', is_flag=True,
+              help='Overwrite files changed outside the agent (kept in the pre-snapshot).')
+@click.option('--dry-run', is_flag=True, help='Show what would change; change nothing.')
+@click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.pass_obj
+@_reports_errors
+def undo(desk: Desk, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Step back one checkpoint; repeat to go further back (three undos, three writes).
+
+    With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
+    state before the current one, like an editor's undo. It is an ordinary restore: `redo`
+    reverses it. It refuses to overwrite files changed outside the agent unless --force.
+
+    \b
+    Examples:
+      checkpoints undo
+      checkpoints undo --dry-run
+      checkpoints undo --force --json
+    """
+    _undo_or_redo(desk, 'undo', force, dry_run, as_json)
+
+
+@cli.command()
+@click.option('--force', is_flag=True,
+              help='Redo even though the desk changed since the undo (changes are kept).')
+@click.option('--dry-run', is_flag=True, help='Show what would change; change nothing.')
+@click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.pass_obj
+@_reports_errors
+def redo(desk: Desk, force: bool, dry_run: bool, as_json: bool) -> None:
+    """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
+
+    \b
+    Examples:
+      checkpoints undo && checkpoints redo
+      checkpoints redo --json
+    """
+    _undo_or_redo(desk, 'redo', force, dry_run, as_json)
+
+
+@cli.command()
+@click.option('--json', 'as_json', is_flag=True, help='Print {"id": ...}.')
+@click.pass_obj
+@_reports_errors
+def seal(desk: Desk, as_json: bool) -> None:
+    """Record the desk as the state the agent left (run it after the agent's write).
+
+    Later changes that differ from it are reported as external by `status`, and `undo`
+    refuses to overwrite them unless --force.
+
+    \b
+    Examples:
+      checkpoints seal
+      checkpoints seal --json
+    """
+    sealed = desk.checkpoints().seal()
+    if as_json:
+        click.echo(json.dumps({'id': sealed}))
+    else:
+        click.echo(f'Sealed the desk as the state the agent left ({_style(sealed, fg="yellow")}).')
+
+
+@cli.command()
+@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
+              help='Show at most this many turns.')
+@click.option('--json', 'as_json', is_flag=True, help='Print a JSON array instead of a list.')
+@click.pass_obj
+@_reports_errors
+def turns(desk: Desk, limit: int, as_json: bool) -> None:
+    """List agent turns newest first, each with its checkpoints.
+
+    A turn groups the checkpoints an agent took while answering one message
+    (Checkpoints.turn in the library); `restore-turn TURN` rewinds one.
+
+    \b
+    Examples:
+      checkpoints turns
+      checkpoints turns -n 3 --json
+    """
+    items = desk.checkpoints().turns(limit)
+    if as_json:
+        rows = [{
+            'turn_id': t.turn_id,
+            'label': t.label,
+            'started_at': t.started_at,
+            'first_checkpoint': t.first.checkpoint_id,
+            'checkpoints': [
+                {'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
+                 'tool': c.tool, 'paths': list(c.paths)}
+                for c in t.checkpoints
+            ],
+        } for t in items]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if not items:
+        click.echo(f'No turns recorded for desk {desk.name!r}.')
+        return
+    for item in items:
+        label = f'  {item.label}' if item.label else ''
+        click.echo(f'{_style(item.turn_id, fg="cyan")}  {item.started_at}{label}')
+        for checkpoint in item.checkpoints:
+            click.echo(f'  {_style(checkpoint.checkpoint_id, fg="yellow")}  {checkpoint.reason}')
+
+
+@cli.command('restore-turn')
+@click.argument('turn_id', metavar='TURN')
+@click.option('--dry-run', is_flag=True, help='Only say what would be written and deleted.')
+@click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
+@click.pass_obj
+@_reports_errors
+def restore_turn_command(desk: Desk, turn_id: str, dry_run: bool, as_json: bool) -> None:
+    """Rewind the tracked files to the state before agent turn TURN began.
+
+    Restores the turn's first checkpoint (taken before its first write), so later turns are
+    rewound too. Like every restore it snapshots first and prints the command that undoes it.
+
+    \b
+    Examples:
+      checkpoints turns                       # find the turn
+      checkpoints restore-turn msg_01H8
+      checkpoints restore-turn msg_01H8 --dry-run --json
+    """
+    result = desk.checkpoints().restore_turn(turn_id, dry_run=dry_run)
+    row = {
+        'turn_id': turn_id,
+        'dry_run': dry_run,
+        'before_id': None if dry_run else result.before_id,
+        'target_id': result.target_id,
+        'restored_id': None if dry_run else result.restored_id,
+        'written': list(result.written),
+        'deleted': list(result.deleted),
+    }
+    if as_json:
+        click.echo(json.dumps(row, indent=2))
+        return
+    verb = 'Would restore' if dry_run else 'Restored'
+    click.echo(
+        f'{verb} {_style(result.target_id, fg="yellow")} (before turn {turn_id}): '
+        f'{len(result.written)} written, {len(result.deleted)} deleted.'
+    )
+    for path in result.written:
+        click.echo(f'  {_style("W", fg="green")} {path}')
+    for path in result.deleted:
+        click.echo(f'  {_style("D", fg="red")} {path}')
+    if not dry_run:
+        click.echo(f'Undo with: checkpoints restore {result.before_id}')
+
+
+@cli.command('mcp')
+@click.pass_obj
+@_reports_errors
+def mcp_command(desk: Desk) -> None:
+    """Serve the workspace to an MCP-capable agent (Model Context Protocol over stdio).
+
+    Needs the optional extra: pip install 'trading-checkpoints[mcp]'. Tools: list_desks,
+    list_checkpoints, list_turns, snapshot, restore (with dry_run), restore_turn, diff,
+    show_file, undo; --desk is the default desk of every tool.
+
+    \b
+    Examples:
+      checkpoints --workspace ~/agent mcp
+      checkpoints --workspace ~/agent --desk research mcp
+    """
+    from .mcp import serve
+
+    serve(desk.workspace, desk.name)
 
 def main() -> None:
     cli(prog_name='checkpoints')

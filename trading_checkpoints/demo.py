@@ -59,7 +59,9 @@ def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
 
     def write_file(path: str, content: str) -> str | None:
         """The agent's write tool: snapshot first, then write."""
-        checkpoint_id = checkpoints.snapshot(f'before write_file {path}')
+        checkpoint_id = checkpoints.snapshot(
+            f'before write_file {path}', tool='write_file', paths=[path]
+        )
         target = desk / path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content)
@@ -78,7 +80,14 @@ def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
         echo(f'  {style(item.checkpoint_id, fg="yellow")}  {item.created_at}  {item.reason}')
 
     target = listing[0]  # "before write_file notes/plan.md": the state before the bad write
-    echo(style(f'\n3. Restore {target.checkpoint_id} ({target.reason}):', bold=True))
+    echo(style(f'\n3. What changed since {target.checkpoint_id}? diff {target.checkpoint_id}:',
+               bold=True))
+    for change in checkpoints.diff(target.checkpoint_id).changes:
+        for line in (change.patch or f'{change.kind} {change.path}\n').splitlines():
+            color = 'green' if line.startswith('+') else 'red' if line.startswith('-') else None
+            echo(f'  {style(line, fg=color) if color else line}')
+
+    echo(style(f'\n4. Restore {target.checkpoint_id} ({target.reason}):', bold=True))
     result = checkpoints.restore_with_result(target.checkpoint_id)
     for path in result.written:
         echo(f'  wrote   {path}')
@@ -88,13 +97,13 @@ def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
     echo(f'  scratch.txt untouched:  {(desk / "scratch.txt").read_text().strip()!r}')
     echo(f'  the state before the restore was saved as {style(result.before_id, fg="yellow")}\n')
 
-    echo(style(f'4. Undo the restore: restore {result.before_id}', bold=True))
-    undo = checkpoints.restore_with_result(result.before_id)
+    echo(style('5. Undo the restore: undo', bold=True))
+    undo = checkpoints.undo()
     for path in undo.written:
         echo(f'  wrote   {path}')
     echo(f'  notes/plan.md says again: {(desk / "notes/plan.md").read_text().splitlines()[-1]!r}')
-    echo(f'  (and restore {undo.before_id} would redo it: nothing is ever lost)\n')
+    echo('  (and redo would redo it: nothing is ever lost)\n')
 
-    echo(style('5. The full history, restores included:', bold=True))
+    echo(style('6. The full history, restores included:', bold=True))
     for item in checkpoints.list():
         echo(f'  {style(item.checkpoint_id, fg="yellow")}  {item.reason}')

@@ -57,7 +57,7 @@ class Allowlist:
         for raw in entries:
             if not isinstance(raw, str):
                 raise CheckpointError(f'tracked path {raw!r} is not a string')
-            entry = raw.replace('\\', '/').strip('/')
+            entry = raw.replace('\\', '/').rstrip('/')
             problem = path_problem(entry)
             if problem:
                 raise CheckpointError(f'tracked path {raw!r} is not usable: it has {problem}')

@@ -282,11 +282,48 @@ class ShadowRepo:
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
 
+    def read_ref(self, name: bytes) -> bytes | None:
+        """The sha a ref other than ``main`` points at (such as the seal), or None."""
+        if self._dulwich is None and re.fullmatch(rb'refs/[a-z0-9/_-]+', name):
+            # Read directly when the answer is certain: a loose ref holding one id, or no ref
+            # at all and no packed refs; anything else goes through dulwich.
+            try:
+                data = read_file(os.path.join(self.path, *name.decode().split('/')), 100)
+            except FileNotFoundError:
+                if not os.path.exists(os.path.join(self.path, 'packed-refs')):
+                    return None
+            except OSError:
+                pass
+            else:
+                if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
+                    return data[:40]
+        try:
+            sha = self._repo.refs.read_ref(name)
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
+        if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
+            return None
+        return sha
+
+    def set_ref(self, name: bytes, sha: bytes) -> None:
+        """Points a ref other than ``main`` (such as the seal) at ``sha``.
+
+        No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
+        """
+        try:
+            self._repo.refs.set_if_equals(name, None, sha)
+        except OSError as error:
+            raise CheckpointError(
+                f'cannot update {name.decode()} in {self.path}: {error}'
+            ) from error
+
     # -- objects ---------------------------------------------------------------------------
 
     def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
         try:
-            obj = self._repo.object_store[sha]
+            obj = self._read_loose(sha) if self._dulwich is None else None
+            if obj is None:
+                obj = self._repo.object_store[sha]
         except KeyError as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
@@ -301,6 +338,20 @@ class ShadowRepo:
                 f'not a {kind.type_name.decode()}'
             )
         return obj
+
+    def _read_loose(self, sha: bytes) -> ShaFile | None:
+        """A loose object read without opening the dulwich repository (None if not loose).
+
+        A snapshot of an unchanged desk reads the newest commit this way and never pays for
+        opening the repository; packed objects (and alternates) go through dulwich.
+        """
+        if not _HEX_SHA.fullmatch(sha):
+            return None
+        hex_id = sha.decode()
+        try:
+            return ShaFile.from_path(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
+        except FileNotFoundError:
+            return None
 
     def contains(self, sha: bytes) -> bool:
         return sha in self._repo.object_store

@@ -27,6 +27,7 @@ from .repo import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, TREE_MODE
 from .statcache import UNSTABLE, StatCache, StatKey, stat_key
 
 FileEntry = tuple[int, bytes]  # (git mode, blob id)
+UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 
 _FIELDS = 5
 _SHA = 20
@@ -74,13 +75,14 @@ class Scan:
 
     @property
     def keys(self) -> dict[str, StatKey]:
-        """The stat of each file when hashed; absent for files that moved while being read."""
+        """The stat of each file when hashed; ``UNSTABLE_KEY`` for one that moved while read."""
         if self._keys is None:
             numbers = self.numbers
             self._keys = {
-                name: tuple(numbers[i * _FIELDS : i * _FIELDS + _FIELDS])  # type: ignore[misc]
+                name: UNSTABLE_KEY
+                if numbers[i * _FIELDS] == UNSTABLE
+                else tuple(numbers[i * _FIELDS : i * _FIELDS + _FIELDS])  # type: ignore[misc]
                 for i, name in enumerate(self.names)
-                if numbers[i * _FIELDS] != UNSTABLE
             }
         return self._keys
 
@@ -477,7 +479,7 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
             full = os.path.join(root, folder)
             try:
                 st = os.lstat(full)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 continue
             if stat.S_ISDIR(st.st_mode):
                 continue
@@ -489,7 +491,7 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
         full = os.path.join(root, path)
         try:
             st = os.lstat(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             continue
         if stat.S_ISDIR(st.st_mode):
             leftover = _untracked_below(full, path, deleting, current)

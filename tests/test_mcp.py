@@ -1,0 +1,255 @@
+"""The MCP server end to end: the SDK's stdio client starts `python -m trading_checkpoints mcp`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import tree_of, write
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.workspace import Workspace
+
+mcp = pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def field(result: Any, snake: str, camel: str) -> Any:
+    """A result attribute under its mcp 2.x (snake_case) or 1.x (camelCase) name."""
+    return getattr(result, snake) if hasattr(result, snake) else getattr(result, camel)
+
+
+class Session:
+    """A connected client session with helpers that unwrap tool results."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        text = ' '.join(getattr(c, 'text', '') for c in result.content)
+        assert not field(result, 'is_error', 'isError'), f'{tool} failed: {text}'
+        structured = field(result, 'structured_content', 'structuredContent')
+        assert isinstance(structured, dict), f'{tool} returned no structured content'
+        return structured
+
+    async def error(self, tool: str, **arguments: Any) -> str:
+        result = await self.session.call_tool(tool, arguments)
+        assert field(result, 'is_error', 'isError'), f'{tool} unexpectedly succeeded'
+        return ' '.join(getattr(c, 'text', '') for c in result.content)
+
+
+def run_server(
+    workspace: Path, script: Callable[[Session], Awaitable[None]], *options: str
+) -> None:
+    """Starts the server as a subprocess over stdio and plays ``script`` against it."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'NO_COLOR': '1'}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=['-m', 'trading_checkpoints', '--workspace', str(workspace), *options, 'mcp'],
+        env=env,
+        cwd=str(workspace),
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write_stream):
+            async with ClientSession(read, write_stream) as session:
+                await session.initialize()
+                await script(Session(session))
+
+    asyncio.run(asyncio.wait_for(main(), timeout=120))
+
+
+def test_tools_are_listed_with_json_schemas(workspace: Path) -> None:
+    async def script(client: Session) -> None:
+        listed = await client.session.list_tools()
+        tools = {tool.name: tool for tool in listed.tools}
+        assert set(tools) >= {
+            'list_desks',
+            'list_checkpoints',
+            'list_turns',
+            'snapshot',
+            'restore',
+            'restore_turn',
+            'diff',
+            'show_file',
+            'undo',
+        }
+        restore = field(tools['restore'], 'input_schema', 'inputSchema')
+        assert restore['required'] == ['checkpoint_id']
+        assert restore['properties']['dry_run']['type'] == 'boolean'
+        limit = field(tools['list_checkpoints'], 'input_schema', 'inputSchema')['properties']
+        assert limit['limit']['minimum'] == 0
+        output = field(tools['list_checkpoints'], 'output_schema', 'outputSchema')
+        assert set(output['properties']) == {'desk', 'checkpoints'}
+        assert field(tools['restore'], 'annotations', 'annotations') is not None
+
+    run_server(workspace, script)
+
+
+def test_snapshot_list_restore_and_errors(workspace: Path, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v1')
+    write(desk, 'scratch.txt', 'untracked')
+
+    async def script(client: Session) -> None:
+        first = await client.ok('snapshot', reason='before the agent edits')
+        assert first['changed'] and first['desk'] == 'main'
+        again = await client.ok('snapshot', reason='nothing changed')
+        assert again == {'desk': 'main', 'checkpoint_id': None, 'changed': False}
+
+        write(desk, 'Memory.md', 'v2')
+        write(desk, 'notes/new.md', 'new')
+        listed = await client.ok('list_checkpoints')
+        [row] = listed['checkpoints']
+        assert row['id'] == first['checkpoint_id'] and row['reason'] == 'before the agent edits'
+        assert row['tool'] == 'mcp:snapshot'
+
+        restored = await client.ok('restore', checkpoint_id=first['checkpoint_id'])
+        assert restored['written'] == ['Memory.md'] and restored['deleted'] == ['notes/new.md']
+        assert restored['undo_hint'] == f'restore {restored["before_id"]}'
+        assert (desk / 'Memory.md').read_text() == 'v1' and not (desk / 'notes').exists()
+        assert (desk / 'scratch.txt').read_text() == 'untracked'
+        await client.ok('restore', checkpoint_id=restored['before_id'])
+        assert (desk / 'notes/new.md').read_text() == 'new', 'the restore was undoable'
+
+        assert 'is not a checkpoint id' in await client.error('restore', checkpoint_id='zzz')
+        assert 'no checkpoint' in await client.error('restore', checkpoint_id='abcdef1')
+        assert 'not a desk name' in await client.error('list_checkpoints', desk='../etc')
+        assert 'no desk' in await client.error('snapshot', reason='x', desk='missing')
+        assert await client.error('list_checkpoints', limit=-1)  # schema-validated
+        assert await client.error('snapshot')  # a required argument is missing
+        # The server survived every error.
+        assert len((await client.ok('list_checkpoints', limit=2))['checkpoints']) == 2
+
+    run_server(workspace, script)
+    assert (desk / 'notes/new.md').exists()
+
+
+def test_turns_and_desks_over_mcp(workspace: Path) -> None:
+    ws = Workspace(workspace)
+    research = ws.desk('research', create=True)
+    write(research.desk_directory, 'Memory.md', 'v0')
+    with research.turn('update memory', message_id='msg_1'):
+        with research.guard('write_file Memory.md'):
+            write(research.desk_directory, 'Memory.md', 'v1')
+        with research.guard('write_file notes/a.md'):
+            write(research.desk_directory, 'notes/a.md', 'a')
+
+    async def script(client: Session) -> None:
+        desks = await client.ok('list_desks')
+        assert desks['desks'] == ['main', 'research'] and desks['default_desk'] == 'research'
+        assert (await client.ok('list_checkpoints', desk='main'))['checkpoints'] == []
+        turns = (await client.ok('list_turns'))['turns']
+        assert [t['turn_id'] for t in turns] == ['msg_1']
+        assert turns[0]['label'] == 'update memory' and len(turns[0]['checkpoints']) == 2
+        assert turns[0]['checkpoints'][0]['paths'] == ['notes/a.md']
+        rewound = await client.ok('restore_turn', turn_id='msg_1')
+        assert rewound['target_id'] == turns[0]['first_checkpoint']
+        assert rewound['deleted'] == ['notes/a.md']
+        assert "no turn 'msg_2'" in await client.error('restore_turn', turn_id='msg_2')
+
+        # An MCP agent groups its own snapshots by passing its message id.
+        memory = research.desk_directory / 'Memory.md'
+        first = await client.ok(
+            'snapshot', reason='before edit', turn_id='msg_3', turn_label='two edits'
+        )
+        assert first['changed'], "a turn's first snapshot is kept even when nothing changed"
+        memory.write_text('v1 by mcp')
+        await client.ok('snapshot', reason='before second edit', turn_id='msg_3')
+        memory.write_text('v2 by mcp')
+        [turn] = [t for t in (await client.ok('list_turns'))['turns'] if t['turn_id'] == 'msg_3']
+        assert turn['label'] == 'two edits' and turn['first_checkpoint'] == first['checkpoint_id']
+        await client.ok('restore_turn', turn_id='msg_3')
+        assert memory.read_text() == 'v0'
+        assert 'one word' in await client.error('snapshot', reason='x', turn_id='a b')
+
+    run_server(workspace, script, '--desk', 'research')
+    assert tree_of(research.desk_directory) == {'Memory.md': ('-', b'v0')}
+
+
+HAS = {name: hasattr(Checkpoints, name) for name in ('diff', 'show', 'undo')}
+DRY_RUN = any(
+    'dry_run' in inspect.signature(method).parameters
+    for method in (Checkpoints.restore, Checkpoints.restore_with_result)
+)
+
+
+def test_history_tools_answer_with_a_tool_error_or_work(workspace: Path, desk: Path) -> None:
+    """diff/show_file/undo and dry_run light up when the library has them; until then they
+    must be clear tool errors, never a crash."""
+    write(desk, 'Memory.md', 'v0')
+    cps = Checkpoints(workspace / '.checkpoints' / 'main.git', desk)
+    with cps.turn('edit', message_id='msg_1'):
+        with cps.guard('write_file Memory.md'):
+            write(desk, 'Memory.md', 'v1')
+    first = cps.snapshot('v1')
+    assert first is not None
+    write(desk, 'Memory.md', 'v2')
+
+    async def script(client: Session) -> None:
+        if HAS['show']:
+            shown = await client.ok('show_file', checkpoint_id=first, path='Memory.md')
+            assert shown['content'] == 'v1' and shown['exists']
+        else:
+            text = await client.error('show_file', checkpoint_id=first, path='Memory.md')
+            assert 'show is not available' in text
+        if HAS['diff']:
+            changed = await client.ok('diff', from_id=first)
+            assert 'Memory.md' in json.dumps(changed['diff'])
+        else:
+            assert 'diff is not available' in await client.error('diff', from_id=first)
+        if DRY_RUN:
+            preview = await client.ok('restore', checkpoint_id=first, dry_run=True)
+            assert preview['dry_run'] and (desk / 'Memory.md').read_text() == 'v2'
+        else:
+            text = await client.error('restore', checkpoint_id=first, dry_run=True)
+            assert 'restore dry_run is not available' in text
+            assert (desk / 'Memory.md').read_text() == 'v2', 'a refused dry run writes nothing'
+        if DRY_RUN:
+            turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True)
+            assert turn_preview['dry_run'] and turn_preview['written'] == ['Memory.md']
+        else:
+            text = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
+            assert 'dry run of a restore is not available' in text
+        assert (desk / 'Memory.md').read_text() == 'v2'
+        if not HAS['undo']:
+            assert 'undo is not available' in await client.error('undo')
+        else:
+            undone = await client.ok('undo')
+            assert undone['result'], 'undo says what it did'
+            assert (desk / 'Memory.md').read_text() == 'v1', 'undo discards the change since v1'
+
+    run_server(workspace, script)
+
+
+def test_missing_extra_gives_a_clear_message(workspace: Path) -> None:
+    code = (
+        'import sys; sys.modules["mcp"] = None\n'  # what an environment without the SDK sees
+        'from trading_checkpoints.cli import main\n'
+        f'sys.argv = ["checkpoints", "--workspace", {str(workspace)!r}, "mcp"]\n'
+        'main()\n'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, 'PYTHONPATH': str(ROOT)},
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: the MCP server needs the optional 'mcp' extra: "
+        "pip install 'trading-checkpoints[mcp]'"
+    )

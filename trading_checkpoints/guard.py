@@ -1,0 +1,275 @@
+"""Checkpoint-before-write guards for an agent's write tools.
+
+Two spellings of one idea: snapshot the desk before a tool writes, with the tool and its target
+paths kept as the checkpoint's metadata.
+
+    @checkpoints.before_write('write_file', path_arg='path')
+    def write_file(path: str, content: str) -> None: ...
+
+    with checkpoints.guard('write_file Memory.md'):
+        Path(desk, 'Memory.md').write_text(text)
+
+Best effort by default (seed 000): a snapshot that fails is logged on the
+``trading_checkpoints.guard`` logger and the write goes ahead; ``strict=True`` raises the
+:class:`CheckpointError` instead. A write that targets a path outside the tracked paths is
+allowed but noted: a warning is logged, the checkpoint's reason says so, and when every target
+is untracked no snapshot is taken (there is nothing of the desk's tracked files to protect).
+Inside an open turn (:meth:`Checkpoints.turn`) the snapshot is tagged with the turn's id.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import os
+import posixpath
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import turns
+from .errors import CheckpointError
+from .paths import Allowlist, path_problem
+from .repo import ShadowRepo
+
+if TYPE_CHECKING:
+    from .checkpoints import Checkpoints
+
+logger = logging.getLogger('trading_checkpoints.guard')
+
+F = TypeVar('F', bound=Callable[..., Any])
+PathLike = str | os.PathLike
+
+
+class Guard:
+    """Snapshots a desk before one write; a context manager, also usable by calling :meth:`take`.
+
+    Attributes:
+        action: What is about to happen, such as ``'write_file Memory.md'``.
+        tool: The tool about to write (metadata).
+        paths: Its target paths, as given (metadata).
+        untracked: The targets that are outside the tracked paths (or outside the desk).
+        checkpoint_id: The checkpoint taken, or None (nothing changed, nothing tracked, or the
+            snapshot failed).
+        error: The exception a failed snapshot raised, when not strict.
+    """
+
+    def __init__(
+        self,
+        checkpoints: Checkpoints,
+        action: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[PathLike] | PathLike | None = None,
+        strict: bool = False,
+        turn: turns.Turn | None = None,
+    ) -> None:
+        if not isinstance(action, str) or not action.strip():
+            raise CheckpointError(f'a guard needs a description of the write, not {action!r}')
+        self.checkpoints = checkpoints
+        self.action = ' '.join(action.split())
+        # 'write_file Memory.md' -> tool write_file, path Memory.md, unless given explicitly
+        first, _, rest = self.action.partition(' ')
+        if tool is None:
+            tool = first
+        if paths is None:
+            paths = (rest,) if rest and tool == first else ()
+        elif isinstance(paths, (str, os.PathLike)):
+            paths = (paths,)
+        self.tool = tool
+        self.paths: tuple[str, ...] = tuple(os.fspath(p) for p in paths)
+        self.strict = strict
+        self.turn = turn
+        self.untracked: tuple[str, ...] = ()
+        self.checkpoint_id: str | None = None
+        self.error: BaseException | None = None
+        self._taken = False
+
+    def __repr__(self) -> str:
+        return f'Guard({self.action!r}, checkpoint_id={self.checkpoint_id!r})'
+
+    def __enter__(self) -> Guard:
+        self.take()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+    def reason(self) -> str:
+        """The checkpoint's message: ``before <action>``, noting untracked targets."""
+        action = self.action
+        reason = action if action.lower().startswith('before ') else f'before {action}'
+        if self.untracked:
+            reason += f' (untracked, not checkpointed: {", ".join(self.untracked)})'
+        return reason
+
+    def take(self) -> str | None:
+        """Takes the snapshot (once); returns its id or None."""
+        if self._taken:
+            return self.checkpoint_id
+        self._taken = True
+        try:
+            tracked, self.untracked = _split_tracked(self.checkpoints, self.paths)
+            if self.untracked:
+                logger.warning(
+                    '%s writes outside the tracked paths of %s: %s (allowed, not checkpointed)',
+                    self.tool or self.action,
+                    self.checkpoints.desk_directory,
+                    ', '.join(self.untracked),
+                )
+                if not tracked:
+                    return None
+            turn = self.turn if self.turn is not None else turns.current(self.checkpoints)
+            recorded = tuple(tracked) + self.untracked
+            if turn is not None:
+                self.checkpoint_id = turn.snapshot(self.reason(), tool=self.tool, paths=recorded)
+            else:
+                self.checkpoint_id = self.checkpoints.snapshot(
+                    self.reason(), tool=self.tool, paths=recorded
+                )
+        except Exception as error:
+            if self.strict:
+                raise
+            self.error = error
+            logger.warning(
+                'could not checkpoint %s before %s: %s (the write goes ahead)',
+                self.checkpoints.desk_directory,
+                self.action,
+                error,
+            )
+        return self.checkpoint_id
+
+
+def _split_tracked(
+    checkpoints: Checkpoints, paths: Sequence[str]
+) -> tuple[list[str], tuple[str, ...]]:
+    """Splits target paths into tracked (desk-relative) and untracked (as given)."""
+    if not paths:
+        return [], ()
+    allowlist = _allowlist(checkpoints)
+    tracked: list[str] = []
+    untracked: list[str] = []
+    for path in paths:
+        relative = desk_relative(checkpoints.desk_directory, path)
+        if relative is not None and allowlist.covers(relative):
+            tracked.append(relative)
+        else:
+            untracked.append(path)
+    return tracked, tuple(untracked)
+
+
+# The allowlist a repository remembers, by config path, valid while the config file's stat holds.
+_REMEMBERED: dict[str, tuple[tuple[int, int, int], Allowlist]] = {}
+_REMEMBERED_LOCK = threading.Lock()
+
+
+def _allowlist(checkpoints: Checkpoints) -> Allowlist:
+    """The allowlist the next snapshot will use (the repository's remembered one by default)."""
+    if checkpoints._explicit:
+        return checkpoints._allowlist(None)
+    config = os.path.join(checkpoints.repository_directory, 'config')
+    try:
+        info = os.stat(config)
+        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+    except OSError:
+        stamp = None
+    with _REMEMBERED_LOCK:
+        cached = _REMEMBERED.get(config)
+    if stamp is not None and cached is not None and cached[0] == stamp:
+        return cached[1]
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    try:
+        allowlist = checkpoints._allowlist(repo)
+    finally:
+        if repo is not None:
+            repo.close()
+    if stamp is not None and repo is not None:
+        with _REMEMBERED_LOCK:
+            _REMEMBERED[config] = (stamp, allowlist)
+    return allowlist
+
+
+def desk_relative(desk: Path, path: str) -> str | None:
+    """``path`` (relative to the desk, or absolute) as a desk-relative POSIX path, or None
+    when it lies outside the desk or cannot be a desk path."""
+    if not path:
+        return None
+    text = path.replace('\\', '/') if os.sep == '\\' else path
+    if os.path.isabs(text):
+        full = os.path.abspath(text)
+        for base in (os.path.abspath(desk), os.path.realpath(desk)):
+            if full == base or full.startswith(base.rstrip(os.sep) + os.sep):
+                text = os.path.relpath(full, base).replace(os.sep, '/')
+                break
+        else:
+            return None
+    relative = posixpath.normpath(text)
+    if relative == '.' or path_problem(relative):
+        return None
+    return relative
+
+
+def before_write(
+    checkpoints: Checkpoints,
+    tool: str | None = None,
+    *,
+    path_arg: str | Sequence[str] | None = 'path',
+    strict: bool = False,
+) -> Callable[[F], F]:
+    """A decorator that snapshots the desk before the decorated write tool runs.
+
+    Args:
+        tool: The tool's name for the reason and metadata (default: the function's name).
+        path_arg: The name of the argument (or arguments) holding the target path(s); each
+            may be a path or a list of paths. None when the tool has no path argument.
+        strict: Raise instead of writing when the snapshot fails.
+    """
+    names = (path_arg,) if isinstance(path_arg, str) else tuple(path_arg or ())
+
+    def decorate(function: F) -> F:
+        signature = inspect.signature(function)
+        missing = [name for name in names if name not in signature.parameters]
+        if missing and not any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
+        ):
+            raise CheckpointError(
+                f'{function.__name__}() has no argument {missing[0]!r} to read the path from'
+            )
+        name = tool or function.__name__
+
+        def guard_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            try:
+                bound = signature.bind_partial(*args, **kwargs)
+            except TypeError:
+                bound = None  # the call itself will fail with Python's own message
+            targets: list[str] = []
+            for arg in names:
+                value = None if bound is None else bound.arguments.get(arg)
+                if value is None and bound is not None:
+                    value = bound.arguments.get('kwargs', {}).get(arg)
+                if isinstance(value, (str, os.PathLike)):
+                    targets.append(os.fspath(value))
+                elif isinstance(value, (list, tuple)):
+                    targets.extend(os.fspath(v) for v in value)
+            action = ' '.join([name, *targets])
+            Guard(checkpoints, action, tool=name, paths=targets, strict=strict).take()
+
+        if inspect.iscoroutinefunction(function):
+
+            @functools.wraps(function)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                guard_for(args, kwargs)
+                return await function(*args, **kwargs)
+
+            return async_wrapper  # type: ignore[return-value]
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            guard_for(args, kwargs)
+            return function(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
