@@ -121,6 +121,11 @@ def timed(function: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def timed_twice(function: Callable[[], object]) -> float:
+    function()
+    return timed(function)
+
+
 # -- the floor ---------------------------------------------------------------------------------
 
 
@@ -228,13 +233,15 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     kept = Checkpoints(ours_repo, ours_desk)
     assert kept.snapshot('settle') is None
     assert not gd.snapshot('settle')
+    # Each sample is the second of two back-to-back calls, so that no contender is measured
+    # right after another one's process start or cache traffic.
     floor, noop_open, noop_fresh, noop_git = [], [], [], []
     for i in range(reps * 5):
-        floor.append(timed(lambda: stat_floor(ours_desk)))
-        noop_open.append(timed(lambda: kept.snapshot('noop')))
-        noop_fresh.append(timed(lambda: Checkpoints(ours_repo, ours_desk).snapshot('noop')))
+        floor.append(timed_twice(lambda: stat_floor(ours_desk)))
+        noop_open.append(timed_twice(lambda: kept.snapshot('noop')))
+        noop_fresh.append(timed_twice(lambda: Checkpoints(ours_repo, ours_desk).snapshot('noop')))
         if i < reps * 2:
-            noop_git.append(timed(lambda: gd.snapshot('noop')))
+            noop_git.append(timed_twice(lambda: gd.snapshot('noop')))
     results['floor'] = median_ms(floor)
     results['noop open'] = median_ms(noop_open)
     results['noop fresh'] = median_ms(noop_fresh)
@@ -296,9 +303,9 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     assert len(kept.list(20)) == 20
     list_open, list_fresh, list_git = [], [], []
     for _ in range(reps * 3):
-        list_open.append(timed(lambda: kept.list(20)))
-        list_fresh.append(timed(lambda: Checkpoints(ours_repo, ours_desk).list(20)))
-        list_git.append(timed(gd.log))
+        list_open.append(timed_twice(lambda: kept.list(20)))
+        list_fresh.append(timed_twice(lambda: Checkpoints(ours_repo, ours_desk).list(20)))
+        list_git.append(timed_twice(gd.log))
     results['list open'] = median_ms(list_open)
     results['list fresh'] = median_ms(list_fresh)
     results['list git'] = median_ms(list_git)

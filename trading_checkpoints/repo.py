@@ -433,14 +433,22 @@ class ShadowRepo:
         return [(item.path, item.mode, item.sha) for item in self.read_tree(sha).iteritems()]
 
     def write_objects(self, objects: list[ShaFile]) -> None:
-        """Stores new objects: loose when few, one pack when many."""
+        """Stores new objects: loose when few, one pack when many.
+
+        Commits always go loose (after the pack, so a commit never names a missing tree): the
+        newest commit is read by every snapshot, and a loose one is read without opening the
+        repository's packs.
+        """
         store = self._repo.object_store
+        packed = [obj for obj in objects if obj.type_num != Commit.type_num]
+        if len(packed) < PACK_THRESHOLD:
+            packed = []
+        loose = [obj for obj in objects if not packed or obj.type_num == Commit.type_num]
         try:
-            if len(objects) >= PACK_THRESHOLD:
-                store.add_objects([(obj, None) for obj in objects])
-            else:
-                for obj in objects:
-                    store.add_object(obj)
+            if packed:
+                store.add_objects([(obj, None) for obj in packed])
+            for obj in loose:
+                store.add_object(obj)
         except OSError as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
 
