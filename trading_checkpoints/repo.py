@@ -45,6 +45,7 @@ PACK_THRESHOLD = 64
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _TRACKED_BY_CONFIG: dict[bytes, tuple[str, ...] | None] = {}
+_COMMITS: dict[tuple[str, bytes], CommitInfo] = {}  # (repository, sha) -> commit, see commit_info
 
 
 @dataclass(frozen=True)
@@ -206,14 +207,32 @@ class ShadowRepo:
         return sha
 
     def commit_info(self, sha: bytes) -> CommitInfo:
+        # A commit never changes (its id is its content's hash): one read loose from this
+        # repository is remembered, and trusted again while its loose file is still there.
+        key = (os.fspath(self.path), sha)
+        known = _COMMITS.get(key)
+        if known is not None and self._loose_exists(sha):
+            return known
+        loose = self._loose_exists(sha)
         commit = self._read(sha, Commit)
-        return CommitInfo(
+        info = CommitInfo(
             sha=sha.decode(),
             tree=commit.tree,
             parents=tuple(commit.parents),
             created_at=_iso(commit.commit_time, commit.commit_timezone),
             message=commit.message.decode('utf-8', 'replace'),
         )
+        if loose:
+            if len(_COMMITS) >= 512:
+                _COMMITS.clear()
+            _COMMITS[key] = info
+        return info
+
+    def _loose_exists(self, sha: bytes) -> bool:
+        if not _HEX_SHA.fullmatch(sha):
+            return False
+        hex_id = sha.decode()
+        return os.path.isfile(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
 
     def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
         """Commits from the newest back along first parents."""
