@@ -347,7 +347,9 @@ class Checkpoints:
             target_tree = target_trees['']
         the_plan = worktree.plan(scan.files, target)
         touched = set(the_plan.write) | set(the_plan.delete)
-        attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+        attribution = external.attribute(
+            repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
+        )
         overwritten = tuple(path for path in attribution.external if path in touched)
         head = repo.head()
         assert head is not None
@@ -509,7 +511,9 @@ class Checkpoints:
                 return Status(None, changes, (), external.NONE)
             newest, _ = repo.flatten_tree(repo.commit_info(head).tree, allowlist)
             changes = history.compare(newest, scan.files)
-            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+            attribution = external.attribute(
+                repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
+            )
             return Status(
                 head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis
             )
@@ -554,7 +558,9 @@ class Checkpoints:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
             scan = worktree.scan(self.desk_directory, allowlist, cache)
-            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+            attribution = external.attribute(
+                repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
+            )
             sha = self._commit_scan(repo, scan, cache, allowlist, message)
             if sha is None:
                 external.announce(repo, message)
@@ -906,6 +912,11 @@ def _remove_stale_lock_files(path: Path) -> None:
             os.unlink(candidate)
         except OSError:
             pass
+
+
+def _known_tree(scan: worktree.Scan, cache: statcache.StatCache) -> bytes | None:
+    """The desk's root tree id when the scan found exactly the cached files, else None."""
+    return cache.trees.get('') if scan.unchanged else None
 
 
 def _home() -> str:

@@ -74,17 +74,21 @@ def attribute(
     allowlist: Allowlist,
     desk: dict[str, FileEntry],
     desk_directory: Path | None = None,
+    desk_tree: bytes | None = None,
 ) -> Attribution:
     """Compares the desk (a scan's files) with the state the agent left.
 
     Declared paths may be desk-relative (``notes/a.md``, ``./notes/a.md``) or absolute paths
-    inside ``desk_directory``.
+    inside ``desk_directory``. ``desk_tree``, the desk's tree id when known without building
+    it, lets an unchanged desk skip reading the state the agent left.
     """
     head = repo.head()
     if head is None:
         return Attribution(NONE)
     seal = current_seal(repo, head)
     if seal is not None and undo.action_of(seal) != ANNOUNCE:
+        if desk_tree is not None and desk_tree == seal.tree:
+            return Attribution(SEALED)
         left, _ = repo.flatten_tree(seal.tree, allowlist)
         return Attribution(SEALED, _differing(left, desk))
     head_info = seal or repo.commit_info(head)
@@ -97,6 +101,8 @@ def attribute(
     )
     if not declared:
         return Attribution(UNKNOWN)
+    if desk_tree is not None and desk_tree == head_info.tree:
+        return Attribution(DECLARED)
     changed = _differing(left, desk)
     return Attribution(
         DECLARED,
