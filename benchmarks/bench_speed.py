@@ -9,11 +9,12 @@ Run by hand from the project root (never as a test):
 For each desk size it builds, in temporary folders, identical desks for us and for git: ``N``
 tracked 1 KB files in folders of 100 under ``memory/``, plus ``Memory.md`` and ~200 untracked
 files. Every figure is the median of the repetitions, in milliseconds. "open" reuses one
-``Checkpoints`` object; "fresh" makes a new one for every operation (the stat cache then comes
-from disk). The git side does what the seed and today's shadow-git agents do:
-``add -A -- <tracked paths>``, ``diff --cached --quiet``, ``commit``; a restore is that snapshot,
-then ``restore --source=ID --staged --worktree -- .`` and a commit. git runs isolated from the
-user's config (no system or global config, fixed identity).
+``Checkpoints`` object; "fresh" makes a new one for every operation and first empties the
+process's memos (parsed configs, commits read), so that everything, the stat cache included,
+comes from disk as in a new process. The git side does what the seed and today's shadow-git
+agents do: ``add -A -- <tracked paths>``, ``diff --cached --quiet``, ``commit``; a restore is
+that snapshot, then ``restore --source=ID --staged --worktree -- .`` and a commit. git runs
+isolated from the user's config (no system or global config, fixed identity).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
+from trading_checkpoints import checkpoints as _checkpoints_module  # noqa: E402
+from trading_checkpoints import repo as _repo_module  # noqa: E402
 
 GIT = shutil.which('git')
 KB = 1024
@@ -55,6 +58,16 @@ TARGETS = {  # (ratio name, size) -> upper bound
     ('cli/python', 200): 8.0,
     ('cli/python', 10000): 8.0,
 }
+
+
+def fresh(repo: Path, desk: Path) -> Checkpoints:
+    """A new ``Checkpoints`` that also finds the process's memos empty (parsed configs, commits
+    read, allowlists), as a new process would after its imports: everything comes from disk."""
+    _repo_module._COMMITS.clear()
+    _repo_module._TRACKED_BY_CONFIG.clear()
+    _checkpoints_module._ALLOWLISTS.clear()
+    _checkpoints_module._HOMES.clear()
+    return Checkpoints(repo, desk)
 
 
 def git_env(home: Path) -> dict[str, str]:
@@ -221,7 +234,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     for _ in range(reps):
         if ours_repo.exists():
             shutil.rmtree(ours_repo)
-        samples.append(timed(lambda: Checkpoints(ours_repo, ours_desk).snapshot('first')))
+        samples.append(timed(lambda: fresh(ours_repo, ours_desk).snapshot('first')))
         if git_repo.exists():
             shutil.rmtree(git_repo)
         git_samples.append(timed(lambda: (gd.init(), gd.snapshot('first'))))
@@ -230,7 +243,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     settle()
 
     # No-op snapshot, against the floor and against git.
-    kept = Checkpoints(ours_repo, ours_desk)
+    kept = fresh(ours_repo, ours_desk)
     assert kept.snapshot('settle') is None
     assert not gd.snapshot('settle')
     # Each sample is the second of two back-to-back calls, so that no contender is measured
@@ -239,7 +252,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     for i in range(reps * 5):
         floor.append(timed_twice(lambda: stat_floor(ours_desk)))
         noop_open.append(timed_twice(lambda: kept.snapshot('noop')))
-        noop_fresh.append(timed_twice(lambda: Checkpoints(ours_repo, ours_desk).snapshot('noop')))
+        noop_fresh.append(timed_twice(lambda: fresh(ours_repo, ours_desk).snapshot('noop')))
         if i < reps * 2:
             noop_git.append(timed_twice(lambda: gd.snapshot('noop')))
     results['floor'] = median_ms(floor)
@@ -257,7 +270,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     change_open, change_fresh, change_git = [], [], []
     for _ in range(reps):
         for samples, make in ((change_open, lambda: kept),
-                              (change_fresh, lambda: Checkpoints(ours_repo, ours_desk))):
+                              (change_fresh, lambda: fresh(ours_repo, ours_desk))):
             rewrite_memory(ours_desk)
             settle()
             cps = make()
@@ -285,7 +298,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     restore_open, restore_fresh, restore_git = [], [], []
     for _ in range(reps):
         for samples, make in ((restore_open, lambda: kept),
-                              (restore_fresh, lambda: Checkpoints(ours_repo, ours_desk))):
+                              (restore_fresh, lambda: fresh(ours_repo, ours_desk))):
             for target, git_target in ((a_ours, a_git), (b_ours, b_git)):
                 cps = make()
                 samples.append(timed(lambda: cps.restore(target)))  # noqa: B023
@@ -304,7 +317,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     list_open, list_fresh, list_git = [], [], []
     for _ in range(reps * 3):
         list_open.append(timed_twice(lambda: kept.list(20)))
-        list_fresh.append(timed_twice(lambda: Checkpoints(ours_repo, ours_desk).list(20)))
+        list_fresh.append(timed_twice(lambda: fresh(ours_repo, ours_desk).list(20)))
         list_git.append(timed_twice(gd.log))
     results['list open'] = median_ms(list_open)
     results['list fresh'] = median_ms(list_fresh)
