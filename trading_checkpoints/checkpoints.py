@@ -8,10 +8,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import lock, metadata, statcache, worktree
+from . import guards, journal, lock, metadata, statcache, worktree
 from .errors import CheckpointError, CorruptRepositoryError
+from .journal import Recovery
 from .paths import TRACKED_PATHS, Allowlist
-from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
+from .repo import (
+    PRIVATE_DIR,
+    SHORT_ID_LENGTH,
+    SYMLINK_MODE,
+    CommitInfo,
+    ShadowRepo,
+    is_initialized,
+)
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class RestoreResult:
             already matched the target.
         written: Paths created or overwritten.
         deleted: Paths removed.
+        recovered: Set when this call first completed an earlier restore that a crash had
+            interrupted: what that completion did, in one line.
     """
 
     before_id: str
@@ -54,6 +64,23 @@ class RestoreResult:
     restored_id: str | None
     written: tuple[str, ...] = field(default=())
     deleted: tuple[str, ...] = field(default=())
+    recovered: str | None = None
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What a snapshot did.
+
+    Attributes:
+        checkpoint_id: The new checkpoint's short id, or None when nothing had changed.
+        skipped: ``(path, why)`` for each tracked file left out of the snapshot, such as a
+            file larger than the maximum file size.
+        recovered: Set when this call first completed a restore that a crash had interrupted.
+    """
+
+    checkpoint_id: str | None
+    skipped: tuple[tuple[str, str], ...] = ()
+    recovered: str | None = None
 
 
 _STAT_CACHE = 'statcache'
@@ -83,8 +110,30 @@ class Checkpoints:
         repository_directory: Path,
         desk_directory: Path,
         tracked_paths: Sequence[str] = TRACKED_PATHS,
+        *,
+        max_file_size: int | None = None,
+        durable: bool = True,
+        lock_timeout: float = lock.DEFAULT_TIMEOUT,
     ) -> None:
-        """Describes the repository without touching the disk."""
+        """Describes the repository without touching the disk.
+
+        Args:
+            repository_directory: The bare git directory that holds the snapshots.
+            desk_directory: The desk folder.
+            tracked_paths: The allowlist.
+            max_file_size: Files larger than this many bytes are left out of snapshots and
+                reported (``SnapshotResult.skipped``); 0 means no limit. None (the default)
+                uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
+            durable: Flush objects, refs and restored files to the disk in an order that
+                survives a power cut (see the README); on by default.
+            lock_timeout: Seconds to wait for another process holding the desk's lock.
+        """
+        self._max_file_size = (
+            None if max_file_size is None else guards.check_max_file_size(max_file_size)
+        )
+        self._durable = bool(durable)
+        self._lock_timeout = float(lock_timeout)
+        self.last_recovery: Recovery | None = None
         self.repository_directory = Path(repository_directory)
         self.desk_directory = Path(desk_directory)
         if isinstance(tracked_paths, str):
@@ -127,18 +176,40 @@ class Checkpoints:
         """
         if not isinstance(reason, str):
             raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
+
+    def snapshot_with_result(
+        self,
+        reason: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | None = None,
+        turn: str | None = None,
+    ) -> SnapshotResult:
+        """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
         if isinstance(paths, str):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
+        skipped: list[tuple[str, str]] = []
         with self._locked() as repo:
-            sha = self._snapshot(repo, message)
-        return sha.decode()[:SHORT_ID_LENGTH] if sha else None
+            sha = self._snapshot(repo, message, skipped)
+        return SnapshotResult(
+            checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
+            skipped=tuple(skipped),
+            recovered=str(self.last_recovery) if self.last_recovery else None,
+        )
 
     def list(self, limit: int = 20) -> list[Checkpoint]:
         """The most recent checkpoints, newest first; ``[]`` when none has been taken."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        self.last_recovery = None
+        if journal.pending(self.repository_directory):
+            with self._locked():
+                pass  # completes the interrupted restore first
         repo = ShadowRepo.open(self.repository_directory)
         if repo is None:
             return []
@@ -180,14 +251,19 @@ class Checkpoints:
             target, target_trees = repo.flatten_tree(target_info.tree, allowlist)
             self.desk_directory.mkdir(parents=True, exist_ok=True)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             before = self._commit_scan(repo, scan, cache, allowlist, f'before restoring {label}')
             head = repo.head()
             assert head is not None
             the_plan = worktree.plan(scan.files, target)
+            guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
             worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
+            read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
+            # The intent record: a crash from here on is completed by the next operation.
+            journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
             written = worktree.apply(
-                self.desk_directory, allowlist, the_plan, target, repo.read_blob
+                self.desk_directory, allowlist, the_plan, target, read_blob,
+                durable=self._durable,
             )
             restored: bytes | None = None
             head_tree = repo.commit_info(head).tree
@@ -197,6 +273,7 @@ class Checkpoints:
                 repo.update_branch(head, commit.id, f'commit: restored {label}')
                 restored = commit.id
             self._save_after_restore(repo, cache, scan, target, target_trees, written, restored or head)
+            journal.finish(repo.path)
         before_sha = before or head
         return RestoreResult(
             before_id=before_sha.decode()[:SHORT_ID_LENGTH],
@@ -204,15 +281,45 @@ class Checkpoints:
             restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
             written=tuple(the_plan.write),
             deleted=tuple(the_plan.delete),
+            recovered=str(self.last_recovery) if self.last_recovery else None,
         )
 
     # -- internals -------------------------------------------------------------------------
 
-    def _snapshot(self, repo: ShadowRepo, message: str) -> bytes | None:
+    def _snapshot(
+        self, repo: ShadowRepo, message: str, skipped: list[tuple[str, str]] | None = None
+    ) -> bytes | None:
         allowlist = self._allowlist(repo)
         cache = self._load_cache(repo, allowlist)
-        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        scan = self._scan(repo, allowlist, cache)
+        if skipped is not None:
+            skipped.extend(scan.skipped)
         return self._commit_scan(repo, scan, cache, allowlist, message)
+
+    def _scan(
+        self, repo: ShadowRepo, allowlist: Allowlist, cache: statcache.StatCache
+    ) -> worktree.Scan:
+        """Scans the desk with the size limit, refusing a desk that vanished meanwhile."""
+        identity = guards.folder_identity(self.desk_directory)
+        guards.check_desk_held_still(self.desk_directory, identity)
+        scan = worktree.scan(
+            self.desk_directory, allowlist, cache, max_file_size=self._size_limit(repo)
+        )
+        guards.check_desk_held_still(self.desk_directory, identity)
+        return scan
+
+    def _size_limit(self, repo: ShadowRepo) -> int:
+        if self._max_file_size is not None:
+            return self._max_file_size
+        configured = repo.config_string(*guards.MAX_FILE_SIZE_KEY)
+        if configured is None:
+            return guards.DEFAULT_MAX_FILE_SIZE
+        try:
+            return guards.parse_size(configured)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f'checkpoints.maxFileSize in {repo.path / "config"}: {error}'
+            ) from error
 
     def _commit_scan(
         self,
@@ -314,14 +421,19 @@ class Checkpoints:
             (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
-        with lock.exclusive(path / PRIVATE_DIR / _LOCK):
+        self.last_recovery = None
+        with lock.exclusive(path / PRIVATE_DIR / _LOCK, self._lock_timeout) as previous_died:
             _remove_stale_lock_files(path)
+            if previous_died:
+                _remove_crash_leftovers(path)
             repo = ShadowRepo.open(path)
             if repo is None:
                 repo = ShadowRepo.create(path, self._requested.entries)
             elif self._explicit and repo.tracked_paths() != self._requested.entries:
                 repo.remember_tracked_paths(self._requested.entries)
+            repo.durable = self._durable
             try:
+                self.last_recovery = journal.recover(self, repo)
                 yield repo
             finally:
                 repo.close()
@@ -386,5 +498,53 @@ def _remove_stale_lock_files(path: Path) -> None:
     for candidate in candidates:
         try:
             candidate.unlink()
+        except OSError:
+            pass
+
+
+def _remove_crash_leftovers(path: Path) -> None:
+    """Removes what a writer killed while holding the lock may have left in the repository.
+
+    Called under the lock when the previous holder died holding it: dulwich's lock files for
+    loose objects and pack indexes, temporary packs, a pack whose index was never written,
+    and our own temporary files. Objects, refs and the restore record are never touched.
+    """
+    objects = path / 'objects'
+    leftovers: list[Path] = []
+    try:
+        fanouts = [entry for entry in os.scandir(objects) if len(entry.name) == 2]
+    except OSError:
+        fanouts = []
+    for fanout in fanouts:
+        try:
+            leftovers += [Path(e.path) for e in os.scandir(fanout.path) if e.name.endswith('.lock')]
+        except OSError:
+            pass
+    try:
+        leftovers += [Path(e.path) for e in os.scandir(objects) if e.name.startswith('tmp_')]
+    except OSError:
+        pass
+    packs = objects / 'pack'
+    try:
+        names = set(os.listdir(packs))
+    except OSError:
+        names = set()
+    for name in names:
+        if name.endswith('.lock') or (name.startswith('tmp') and name.endswith('.pack')):
+            leftovers.append(packs / name)
+        elif name.startswith('pack-') and name.endswith('.pack'):
+            if name[: -len('.pack')] + '.idx' not in names:
+                leftovers.append(packs / name)  # renamed into place, index never written
+    for folder in (path, path / PRIVATE_DIR):
+        try:
+            leftovers += [
+                Path(e.path) for e in os.scandir(folder)
+                if e.name.startswith('.') and e.name.endswith('.tmp')
+            ]
+        except OSError:
+            pass
+    for leftover in leftovers:
+        try:
+            leftover.unlink()
         except OSError:
             pass

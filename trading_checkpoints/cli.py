@@ -129,7 +129,9 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
       checkpoints list
       checkpoints list -n 5 --json
     """
-    items = desk.checkpoints().list(limit)
+    checkpoints = desk.checkpoints()
+    items = checkpoints.list(limit)
+    _note_recovery(checkpoints)
     if as_json:
         rows = [{'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason} for c in items]
         click.echo(json.dumps(rows, indent=2))
@@ -159,9 +161,17 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
         raise CheckpointError(
             f'no desk {desk.name!r} in {desk.workspace} (expected the folder {desk.desk_directory})'
         )
-    checkpoint_id = desk.checkpoints().snapshot(reason)
+    result = desk.checkpoints().snapshot_with_result(reason)
+    checkpoint_id = result.checkpoint_id
+    if result.recovered:
+        click.echo(f'note: {result.recovered}', err=True)
+    for path, why in result.skipped:
+        click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        click.echo(json.dumps({'id': checkpoint_id}))
+        click.echo(json.dumps({
+            'id': checkpoint_id,
+            'skipped': [{'path': path, 'reason': why} for path, why in result.skipped],
+        }))
     elif checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
     else:
@@ -185,6 +195,8 @@ def restore(desk: Desk, checkpoint_id: str, as_json: bool) -> None:
       checkpoints restore 3f2a9c1 --json
     """
     result = desk.checkpoints().restore_with_result(checkpoint_id)
+    if result.recovered:
+        click.echo(f'note: {result.recovered}', err=True)
     if as_json:
         click.echo(json.dumps({
             'before_id': result.before_id,
@@ -227,6 +239,13 @@ def demo(directory: Path | None) -> None:
     from .demo import run_demo
 
     run_demo(directory, echo=click.echo, style=_style)
+
+
+def _note_recovery(checkpoints: Any) -> None:
+    """One stderr line when the verb first completed a restore a crash had interrupted."""
+    recovery = getattr(checkpoints, 'last_recovery', None)
+    if recovery is not None:
+        click.echo(f'note: {recovery}', err=True)
 
 
 def main() -> None:

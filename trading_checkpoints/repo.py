@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -21,6 +22,7 @@ from dulwich.errors import NotGitRepository, ObjectFormatException
 from dulwich.objects import Blob, Commit, ShaFile, Tree
 from dulwich.repo import Repo
 
+from .durability import fsync_folder, fsync_folders
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .paths import Allowlist, check_tree_path, path_problem
 
@@ -76,7 +78,14 @@ def is_initialized(path: Path) -> bool:
 
 
 class ShadowRepo:
-    """A bare repository holding one desk's checkpoints on branch ``main``."""
+    """A bare repository holding one desk's checkpoints on branch ``main``.
+
+    With ``durable`` set (the default), objects are flushed to the disk, with the folders that
+    name them, before the branch is moved to a commit that needs them; the branch file and its
+    folder are flushed after.
+    """
+
+    durable: bool = True
 
     def __init__(self, path: Path, repo: Repo) -> None:
         self.path = path
@@ -124,6 +133,7 @@ class ShadowRepo:
             path / 'description', b'trading_checkpoints: snapshots of one desk\n'
         )
         _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
 
     def close(self) -> None:
@@ -141,6 +151,16 @@ class ShadowRepo:
         except (OSError, ValueError) as error:
             raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
         return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
+
+    def config_string(self, section: bytes, name: bytes) -> str | None:
+        """One value of the repository's config (``checkpoints.maxFileSize``), or None."""
+        try:
+            config = ConfigFile.from_path(str(self.path / 'config'))
+            return config.get(section, name).decode('utf-8', 'replace')
+        except KeyError:
+            return None
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
         config_path = self.path / 'config'
@@ -244,6 +264,8 @@ class ShadowRepo:
             raise CheckpointError(
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
+        if self.durable:
+            fsync_folder(self.path / 'refs' / 'heads')
 
     # -- objects ---------------------------------------------------------------------------
 
@@ -254,7 +276,7 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
             ) from error
-        except (OSError, ValueError, ObjectFormatException, AssertionError) as error:
+        except (OSError, ValueError, ObjectFormatException, AssertionError, zlib.error) as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
@@ -322,16 +344,33 @@ class ShadowRepo:
         return files, folders
 
     def write_objects(self, objects: list[ShaFile]) -> None:
-        """Stores new objects: loose when few, one pack when many."""
+        """Stores new objects: loose when few, one pack when many.
+
+        When durable, each object file is flushed before it is renamed into place and the
+        folders that received them are flushed before this returns, so a branch moved
+        afterwards never names an object a power cut could lose.
+        """
         store = self._repo.object_store
+        durable = self.durable
+        if hasattr(store, 'fsync_object_files'):
+            store.fsync_object_files = durable
+        objects_dir = os.path.join(self.path, 'objects')
+        folders: set[str] = set()
         try:
             if len(objects) >= PACK_THRESHOLD:
                 store.add_objects([(obj, None) for obj in objects])
+                folders.add(os.path.join(objects_dir, 'pack'))
             else:
                 for obj in objects:
+                    folder = os.path.join(objects_dir, obj.id[:2].decode())
+                    if durable and not os.path.isdir(folder):
+                        folders.add(objects_dir)  # a new fan-out folder is itself a new name
                     store.add_object(obj)
-        except OSError as error:
+                    folders.add(folder)
+        except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+        if durable:
+            fsync_folders(folders)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())
@@ -366,8 +405,16 @@ def _config_bytes(config: ConfigFile) -> bytes:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    with open(temporary, 'wb') as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
+    fsync_folder(path.parent)
