@@ -19,6 +19,7 @@ from .repo import (
     CommitInfo,
     ShadowRepo,
     is_initialized,
+    repair_head,
 )
 
 
@@ -257,8 +258,9 @@ class Checkpoints:
             assert head is not None
             the_plan = worktree.plan(scan.files, target)
             guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
-            worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
             read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
+            worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
+            head_tree = repo.commit_info(head).tree  # read before the desk is touched
             # The intent record: a crash from here on is completed by the next operation.
             journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
             written = worktree.apply(
@@ -266,7 +268,6 @@ class Checkpoints:
                 durable=self._durable,
             )
             restored: bytes | None = None
-            head_tree = repo.commit_info(head).tree
             if head_tree != target_info.tree:
                 commit = repo.make_commit(target_info.tree, head, f'restored {label}\n')
                 repo.write_objects([commit])
@@ -346,6 +347,8 @@ class Checkpoints:
         if head_tree != root_tree:
             objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
             objects += [tree for tree in built if not repo.contains(tree.id)]
+            if head is not None and head_tree is cache.trees.get(''):
+                repo.commit_info(head)  # never build on a parent that cannot be read
             commit = repo.make_commit(root_tree, head, message)
             objects.append(commit)
             repo.write_objects(objects)
@@ -426,6 +429,7 @@ class Checkpoints:
             _remove_stale_lock_files(path)
             if previous_died:
                 _remove_crash_leftovers(path)
+            repair_head(path)
             repo = ShadowRepo.open(path)
             if repo is None:
                 repo = ShadowRepo.create(path, self._requested.entries)

@@ -276,8 +276,8 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
     )
     guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
     try:
-        worktree.check_plan(desk, allowlist, the_plan, scan.files)
         read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
+        worktree.check_plan(desk, allowlist, the_plan, scan.files)
     except CheckpointError as error:
         raise CheckpointError(
             f'an interrupted restore of {record.label} cannot be completed: {error} '
@@ -289,7 +289,13 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
             record.label, record.target, record.before, (*record.pids, os.getpid()),
             record.started_at, record.changes,
         ))
-    worktree.apply(desk, allowlist, the_plan, target, read_blob, durable=cps._durable)
+    try:
+        worktree.apply(desk, allowlist, the_plan, target, read_blob, durable=cps._durable)
+    except CheckpointError as error:
+        raise CheckpointError(
+            f'an interrupted restore of {record.label} cannot be completed: {error} '
+            f'(its record is {path}; fix the cause and run any command again)'
+        ) from error
     deleted = tuple(p for p in the_plan.delete if p in scan.files)
     cache = cps._load_cache(repo, allowlist)
     after = cps._scan(repo, allowlist, cache)

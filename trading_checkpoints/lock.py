@@ -95,9 +95,11 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
                 os.ftruncate(fd, 0)
                 os.write(fd, f'{os.getpid()} {socket.gethostname()} {time.time():.0f}\n'.encode())
                 yield stale
-                os.ftruncate(fd, 0)  # a clean release: the next holder finds it empty
             finally:
-                _unlock(fd)
+                try:
+                    os.ftruncate(fd, 0)  # a release by a live holder: the next finds it empty
+                finally:
+                    _unlock(fd)
         finally:
             os.close(fd)
     finally:

@@ -18,8 +18,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from dulwich.config import ConfigFile
-from dulwich.errors import NotGitRepository, ObjectFormatException
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    NotGitRepository,
+    ObjectFormatException,
+    WrongObjectException,
+)
+from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 from dulwich.repo import Repo
 
 from .durability import fsync_folder, fsync_folders
@@ -41,6 +48,12 @@ BLOB_MODES = frozenset({FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE})
 PACK_THRESHOLD = 64
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
+
+# What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
+_DAMAGE: tuple[type[BaseException], ...] = (
+    OSError, ValueError, AssertionError, IndexError, zlib.error, FileFormatException,
+    ChecksumMismatch, ApplyDeltaError, WrongObjectException,
+)
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,24 @@ def _iso(timestamp: int, offset_seconds: int) -> str:
 def is_initialized(path: Path) -> bool:
     """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
     return (path / 'HEAD').is_file()
+
+
+def repair_head(path: Path) -> None:
+    """Rewrites a damaged ``HEAD`` (our repositories always point it at ``main``).
+
+    Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
+    left to ``create``.
+    """
+    head = path / 'HEAD'
+    expected = b'ref: ' + BRANCH + b'\n'
+    try:
+        if head.read_bytes() == expected:
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    _write_atomically(head, expected)
 
 
 class ShadowRepo:
@@ -181,7 +212,16 @@ class ShadowRepo:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
-            sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            try:
+                sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            except _DAMAGE as error:
+                raise CorruptRepositoryError(
+                    f'cannot read {self.path / "packed-refs"}: {error}'
+                ) from error
+            if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
+                raise CorruptRepositoryError(
+                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged'
+                )
         if sha is not None and not re.fullmatch(rb'[0-9a-f]{40}', sha):
             raise CorruptRepositoryError(
                 f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
@@ -228,8 +268,10 @@ class ShadowRepo:
         try:
             candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
             commits = [sha for sha in sorted(candidates) if self._type_of(sha) == Commit.type_num]
-        except (OSError, ValueError, ObjectFormatException) as error:
-            raise CorruptRepositoryError(f'cannot search {self.path}: {error}') from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
+            ) from error
         if not commits:
             raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
         if len(commits) > 1:
@@ -276,7 +318,7 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
             ) from error
-        except (OSError, ValueError, ObjectFormatException, AssertionError, zlib.error) as error:
+        except _DAMAGE as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
@@ -310,8 +352,7 @@ class ShadowRepo:
             prefix, sha = pending.pop()
             folders[prefix.rstrip('/')] = sha
             seen: set[bytes] = set()
-            for item in self.read_tree(sha).iteritems():
-                name, mode, child = item.path, item.mode, item.sha
+            for name, mode, child in self._tree_entries(sha):
                 if name in seen:
                     raise CorruptRepositoryError(
                         f'the checkpoint has two entries named {prefix}{name!r}'
@@ -342,6 +383,29 @@ class ShadowRepo:
                         f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write'
                     )
         return files, folders
+
+    def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
+        try:
+            type_num, raw = self._repo.object_store.get_raw(sha)
+        except KeyError as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} is missing from {self.path}'
+            ) from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+            ) from error
+        if type_num != Tree.type_num:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is not a tree'
+            )
+        try:
+            return parse_tree(bytes(raw), 20)
+        except (ObjectFormatException, ValueError) as error:
+            raise CorruptRepositoryError(
+                f'the tree {sha.decode()} in {self.path} is malformed: {error}'
+            ) from error
 
     def write_objects(self, objects: list[ShaFile]) -> None:
         """Stores new objects: loose when few, one pack when many.

@@ -265,6 +265,8 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
                 st = os.lstat(full)
             except (FileNotFoundError, NotADirectoryError):
                 break
+            except OSError as error:
+                raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
             if stat.S_ISDIR(st.st_mode):
                 checked.add(folder)
                 continue
@@ -282,6 +284,8 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
             st = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as error:
+            raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
         if stat.S_ISDIR(st.st_mode):
             leftover = _untracked_below(full, path, deleting, current)
             if leftover:
@@ -438,12 +442,22 @@ def _write_file(full: str, mode: int, data: bytes, durable: bool = True) -> os.s
         raise
     try:
         if os.path.isdir(full) and not os.path.islink(full):
-            os.rmdir(full)  # an emptied folder becoming a file (check_plan vouched it is empty)
+            _remove_empty_folders(full)  # a folder becoming a file (check_plan vouched for it)
         os.replace(temporary, full)
     except OSError:
         _unlink_quietly(temporary)
         raise
     return os.lstat(full)
+
+
+def _remove_empty_folders(full: str) -> None:
+    """Removes a folder that holds nothing but (possibly nested) empty folders."""
+    for folder, subfolders, names in os.walk(full, topdown=False):
+        if names:
+            raise OSError(39, 'Directory not empty', folder)
+        for name in subfolders:
+            os.rmdir(os.path.join(folder, name))
+    os.rmdir(full)
 
 
 def _unlink_quietly(path: str) -> None:
