@@ -45,12 +45,17 @@ def files_of(folder: Path) -> State:
     return out
 
 
+def is_tracked(path: str, allow: Allowlist = ALLOW) -> bool:
+    """Covered by the allowlist and not inside a nested repository (never snapshotted)."""
+    return allow.covers(path) and '.git' not in path.split('/')
+
+
 def tracked(state: State, allow: Allowlist = ALLOW) -> State:
-    return {path: value for path, value in state.items() if allow.covers(path)}
+    return {path: value for path, value in state.items() if is_tracked(path, allow)}
 
 
 def untracked(state: State, allow: Allowlist = ALLOW) -> State:
-    return {path: value for path, value in state.items() if not allow.covers(path)}
+    return {path: value for path, value in state.items() if not is_tracked(path, allow)}
 
 
 def version_of(repo_dir: Path, sha: str, allow: Allowlist = ALLOW) -> State:
