@@ -32,6 +32,7 @@ from faults import (
     history,
     mutate,
     put,
+    remove,
     run_child,
     seed_desk,
     tracked,
@@ -272,3 +273,73 @@ def test_cli_killed_mid_restore_then_next_command_says_so(tmp_path: Path) -> Non
     assert 'Traceback' not in done.stderr
     assert files_of(desk) == version_of(repo_dir, old)
     fsck(repo_dir)
+
+
+def _sweep(tmp_path: Path, prepare, action, expected_states, step: int) -> int:
+    """Kills ``action`` before its 1st, 2nd, ... file-system mutation until it runs through.
+
+    ``step`` 1 tries every crash point (the slow run); the default run tries every third.
+    """
+    kills = 0
+    for kill_at in range(1 + step // 2, 500, step):
+        base = tmp_path / f'k{kill_at}'
+        desk, repo_dir = base / 'desk', base / 'repo.git'
+        prepare(desk, repo_dir)
+        before = files_of(desk)
+        outcome = run_child(lambda d=desk, r=repo_dir: action(d, r), kill_at=kill_at)
+        assert outcome.error is None, outcome.error
+        fsck(repo_dir, strict_clean=False)
+        after_cps = Checkpoints(repo_dir, desk)
+        after_cps.snapshot('next')
+        fsck(repo_dir)
+        assert files_of(desk) in expected_states(before, repo_dir), f'killed at {kill_at}'
+        assert not journal_module.pending(repo_dir)
+        if not outcome.killed:
+            return kills
+        kills += 1
+    raise AssertionError('the action never ran through')
+
+
+@pytest.mark.parametrize('step', [3, pytest.param(1, marks=pytest.mark.slow)])
+def test_every_crash_point_of_a_first_snapshot(tmp_path: Path, step: int) -> None:
+    def prepare(desk: Path, repo_dir: Path) -> None:
+        put(desk, 'Memory.md', '-', b'first')
+        put(desk, 'notes/a.md', '-', b'a')
+
+    kills = _sweep(
+        tmp_path, prepare, lambda desk, repo: Checkpoints(repo, desk).snapshot('first'),
+        lambda before, repo: [before], step,
+    )
+    assert kills >= 30 // step
+    print(f'\nfirst snapshot: {kills} crash points')
+
+
+@pytest.mark.parametrize('step', [3, pytest.param(1, marks=pytest.mark.slow)])
+def test_every_crash_point_of_a_restore(tmp_path: Path, step: int) -> None:
+    def prepare(desk: Path, repo_dir: Path) -> None:
+        put(desk, 'Memory.md', '-', b'old')
+        put(desk, 'notes/gone.md', '-', b'deleted by the restore')
+        put(desk, 'notes/type', '-', b'a file that becomes a folder')
+        put(desk, 'skills/agent/run.sh', 'x', b'#!/bin/sh\n')
+        cps = Checkpoints(repo_dir, desk)
+        cps.snapshot('old')
+        put(desk, 'Memory.md', '-', b'new')
+        remove(desk, 'notes/gone.md')
+        put(desk, 'notes/type/inner.md', '-', b'now a folder')
+        put(desk, 'notes/link', 'link', b'../Memory.md')
+        (desk / 'skills/agent/run.sh').chmod(0o644)
+        cps.snapshot('new')
+        put(desk, 'Memory.md', '-', b'unsaved')  # the pre-snapshot has work to do too
+        put(desk, 'scratch.txt', '-', b'untracked')
+
+    def expected(before, repo_dir: Path):
+        old = Checkpoints(repo_dir, repo_dir).list()[-1].checkpoint_id
+        return [before, {**untracked(before), **version_of(repo_dir, old)}]
+
+    def restore_oldest(desk: Path, repo_dir: Path) -> None:
+        cps = Checkpoints(repo_dir, desk)
+        cps.restore(cps.list()[-1].checkpoint_id)
+
+    kills = _sweep(tmp_path, prepare, restore_oldest, expected, step)
+    assert kills >= 45 // step
+    print(f'\nrestore: {kills} crash points')
