@@ -254,6 +254,8 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
     desk.mkdir(parents=True, exist_ok=True)
     root = os.fspath(desk)
     for change in record.changes:  # half-written temporary files of the killed writers
+        if not worktree._parents_are_folders(root, change.path):
+            continue  # never reach through a symlink
         full = os.path.join(root, change.path)
         for pid in record.pids:
             try:
