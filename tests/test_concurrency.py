@@ -89,3 +89,45 @@ def test_four_processes_share_a_desk(tmp_path: Path) -> None:
 def test_four_processes_share_a_desk_long(tmp_path: Path) -> None:
     figures = _stress(tmp_path, workers=4, ops=100)
     print(f'\nstress: {figures}')
+
+
+def test_threads_share_a_desk(tmp_path: Path) -> None:
+    """The same inside one process: 4 threads, some sharing one Checkpoints object."""
+    import random
+    import threading
+
+    desk = tmp_path / 'desk'
+    repo = tmp_path / 'repo.git'
+    for worker in range(4):
+        put(desk, f'notes/t{worker}.md', '-', b'start')
+    shared = Checkpoints(repo, desk)
+    shared.snapshot('start')
+    given: list[str] = []
+    errors: list[str] = []
+
+    def work(worker: int) -> None:
+        rng = random.Random(worker)
+        mine: list[str] = []
+        for i in range(15):
+            cps = shared if worker % 2 else Checkpoints(repo, desk)
+            try:
+                if rng.random() < 0.6 or not mine:
+                    (desk / 'notes' / f't{worker}.md').write_text(f'{worker} {i}')
+                    checkpoint_id = cps.snapshot(f'thread {worker} op {i}')
+                    if checkpoint_id:
+                        mine.append(checkpoint_id)
+                else:
+                    mine.append(cps.restore(rng.choice(mine)))
+            except Exception as error:  # noqa: BLE001 - collected, none expected
+                errors.append(f'{type(error).__name__}: {error}')
+        given.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    full = {sha[:7] for sha in history(repo)}
+    assert set(given) <= full
+    fsck(repo)
