@@ -82,8 +82,10 @@ def main() -> None:
     args = parser.parse_args()
     on = measure(True, args.files, args.repeat)
     off = measure(False, args.files, args.repeat)
-    print(f'desk of {args.files} files, median of {args.repeat} runs, '
-          f'folder {os.environ.get("BENCH_DIR") or tempfile.gettempdir()}')
+    print(
+        f'desk of {args.files} files, median of {args.repeat} runs, '
+        f'folder {os.environ.get("BENCH_DIR") or tempfile.gettempdir()}'
+    )
     print(f'{"operation":32} {"fsync on":>10} {"fsync off":>10} {"cost":>10}')
     for name in on:
         print(f'{name:32} {on[name]:8.1f}ms {off[name]:8.1f}ms {on[name] - off[name]:+8.1f}ms')

@@ -101,12 +101,15 @@ def fsck(repo_dir: Path, strict_clean: bool = True) -> str:
     }
     done = subprocess.run(
         [GIT, f'--git-dir={repo_dir}', 'fsck', '--strict', '--no-progress'],
-        capture_output=True, text=True, env=env,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, f'git fsck failed:\n{output}'
     bad = [
-        line for line in output.splitlines()
+        line
+        for line in output.splitlines()
         if not line.startswith(('dangling', 'notice'))
         and (strict_clean or not line.startswith('bad sha1 file'))
     ]
@@ -186,8 +189,16 @@ def mutate(desk: Path, rng: random.Random, count: int) -> None:
 
 # -- killing -------------------------------------------------------------------------------
 
-_MUTATING = {'os.rename', 'os.remove', 'os.rmdir', 'os.mkdir', 'os.symlink', 'os.chmod',
-             'os.truncate', 'os.link'}
+_MUTATING = {
+    'os.rename',
+    'os.remove',
+    'os.rmdir',
+    'os.mkdir',
+    'os.symlink',
+    'os.chmod',
+    'os.truncate',
+    'os.link',
+}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
@@ -278,8 +289,9 @@ def run_child(
         assert os.WTERMSIG(status) == signal.SIGKILL
         return ChildOutcome(killed=True, error=None, seconds=seconds)
     if report.startswith('ok'):
-        return ChildOutcome(killed=False, error=None, mutations=int(report.split()[1]),
-                            seconds=seconds)
+        return ChildOutcome(
+            killed=False, error=None, mutations=int(report.split()[1]), seconds=seconds
+        )
     return ChildOutcome(killed=False, error=report or f'exit status {status}', seconds=seconds)
 
 

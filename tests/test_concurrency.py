@@ -37,7 +37,9 @@ def _stress(tmp_path: Path, workers: int, ops: int) -> dict:
     children = [
         subprocess.Popen(
             [sys.executable, str(DRIVER), str(repo), str(desk), str(w), str(ops), str(w), str(log)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         for w in range(workers)
     ]

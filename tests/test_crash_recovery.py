@@ -66,12 +66,16 @@ def _run_trials(tmp_path: Path, trials: int, seed: int) -> Tally:
         op = rng.choice(['snapshot', 'restore'])
         target_sha = rng.choice(sorted(versions))
         if op == 'snapshot':
+
             def action(trial: int = trial) -> None:
                 Checkpoints(repo_dir, desk).snapshot(f'trial {trial}')
+
             expected = [before]
         else:
+
             def action(target_sha: str = target_sha) -> None:
                 Checkpoints(repo_dir, desk).restore(target_sha[:12])
+
             expected = [before, {**untracked(before), **versions[target_sha]}]
         if rng.random() < 0.6:
             outcome = run_child(action, kill_at=rng.randint(1, mutations[op] + 2))
@@ -112,7 +116,7 @@ def _run_trials(tmp_path: Path, trials: int, seed: int) -> Tally:
 
         # The history is linear, keeps every earlier checkpoint, and only whole states.
         current = history(repo_dir)
-        assert current[len(current) - len(known):] == known, 'an earlier checkpoint was lost'
+        assert current[len(current) - len(known) :] == known, 'an earlier checkpoint was lost'
         for sha in current[: len(current) - len(known)]:
             content = version_of(repo_dir, sha)
             assert content in expected_tracked, f'commit {sha[:7]} holds a half state'
@@ -226,15 +230,22 @@ def test_record_naming_a_path_outside_the_allowlist_is_never_followed(tmp_path: 
     cps = Checkpoints(repo_dir, desk)
     cps.snapshot('v1')
     sha = '0' * 40
-    record = {'format': 1, 'label': 'x', 'target': sha, 'before': sha, 'pids': [1],
-              'started_at': 0, 'changes': [['../outside.txt', None, [33188, sha]]]}
+    record = {
+        'format': 1,
+        'label': 'x',
+        'target': sha,
+        'before': sha,
+        'pids': [1],
+        'started_at': 0,
+        'changes': [['../outside.txt', None, [33188, sha]]],
+    }
     journal_module.record_path(repo_dir).write_text(json.dumps(record))
     before = files_of(tmp_path)
     result = cps.snapshot_with_result('next')
     assert result.recovered and 'unsafe path' in result.recovered
     assert 'restore record' in result.recovered
     assert not (tmp_path / 'outside.txt').exists()
-    desk_before = {k[len('desk/'):]: v for k, v in before.items() if k.startswith('desk/')}
+    desk_before = {k[len('desk/') :]: v for k, v in before.items() if k.startswith('desk/')}
     assert files_of(desk) == desk_before
 
 
@@ -253,8 +264,12 @@ def test_cli_killed_mid_restore_then_next_command_says_so(tmp_path: Path) -> Non
     env = {**os.environ, 'PYTHONPATH': str(ROOT)}
     command = [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace)]
     for attempt in range(20):  # kill it once the record exists, i.e. mid-way through the desk
-        child = subprocess.Popen([*command, 'restore', old], env=env,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            [*command, 'restore', old],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 10
         while not journal_module.pending(repo_dir) and child.poll() is None:
             if time.monotonic() > deadline:
@@ -307,8 +322,11 @@ def test_every_crash_point_of_a_first_snapshot(tmp_path: Path, step: int) -> Non
         put(desk, 'notes/a.md', '-', b'a')
 
     kills = _sweep(
-        tmp_path, prepare, lambda desk, repo: Checkpoints(repo, desk).snapshot('first'),
-        lambda before, repo: [before], step,
+        tmp_path,
+        prepare,
+        lambda desk, repo: Checkpoints(repo, desk).snapshot('first'),
+        lambda before, repo: [before],
+        step,
     )
     assert kills >= 30 // step
     print(f'\nfirst snapshot: {kills} crash points')

@@ -218,6 +218,7 @@ def test_file_disappearing_mid_scan_is_simply_absent(ws) -> None:
 
 def _as_nobody(action) -> str | None:
     """Runs an action in a child process with an unprivileged uid (root reads everything)."""
+
     def wrapped() -> None:
         if os.getuid() == 0:
             os.setgid(65534)

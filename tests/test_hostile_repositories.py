@@ -126,14 +126,43 @@ def _hostile_trees(repo: Path) -> dict[str, str]:
 
 
 HOSTILE = [
-    'dotdot-root', 'dotdot-nested', 'dot', 'dotgit', 'dotgit-upper', 'dotgit-trailing-dot',
-    'dotgit-trailing-space', 'dotgit-file', 'absolute', 'absolute-in-folder', 'slash',
-    'backslash', 'empty-name', 'newline', 'carriage-return', 'nul', 'not-utf8',
-    'outside-allowlist', 'outside-allowlist-prefix', 'outside-allowlist-sibling',
-    'symlink-above-allowlist', 'duplicate-names', 'duplicate-link-and-folder', 'gitlink',
-    'mode-100664', 'mode-zero', 'mode-garbage', 'mode-not-octal', 'mode-tree-as-blob',
-    'mode-blob-as-tree', 'missing-blob', 'missing-tree', 'symlink-nul-target',
-    'symlink-empty-target', 'name-too-long', 'truncated-tree', 'tree-is-a-blob',
+    'dotdot-root',
+    'dotdot-nested',
+    'dot',
+    'dotgit',
+    'dotgit-upper',
+    'dotgit-trailing-dot',
+    'dotgit-trailing-space',
+    'dotgit-file',
+    'absolute',
+    'absolute-in-folder',
+    'slash',
+    'backslash',
+    'empty-name',
+    'newline',
+    'carriage-return',
+    'nul',
+    'not-utf8',
+    'outside-allowlist',
+    'outside-allowlist-prefix',
+    'outside-allowlist-sibling',
+    'symlink-above-allowlist',
+    'duplicate-names',
+    'duplicate-link-and-folder',
+    'gitlink',
+    'mode-100664',
+    'mode-zero',
+    'mode-garbage',
+    'mode-not-octal',
+    'mode-tree-as-blob',
+    'mode-blob-as-tree',
+    'missing-blob',
+    'missing-tree',
+    'symlink-nul-target',
+    'symlink-empty-target',
+    'name-too-long',
+    'truncated-tree',
+    'tree-is-a-blob',
 ]
 
 
@@ -186,9 +215,20 @@ def test_untracked_symlink_in_the_way_is_refused(setup) -> None:
     tmp_path, desk, repo, cps = setup
     outside = tmp_path / 'outside'
     os.symlink(outside, desk / 'skills')  # untracked: only skills/agent is tracked
-    target = commit(repo, tree(repo, (TREE, b'skills', tree(
-        repo, (TREE, b'agent', tree(repo, (BLOB, b'precious.txt', blob(repo, b'x')))),
-    ))))
+    target = commit(
+        repo,
+        tree(
+            repo,
+            (
+                TREE,
+                b'skills',
+                tree(
+                    repo,
+                    (TREE, b'agent', tree(repo, (BLOB, b'precious.txt', blob(repo, b'x')))),
+                ),
+            ),
+        ),
+    )
     with pytest.raises(CheckpointError, match='in the way'):
         cps.restore(target)
     assert sorted(p.name for p in outside.iterdir()) == ['precious.txt']

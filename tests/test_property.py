@@ -157,7 +157,9 @@ def test_desk_machine_long() -> None:
     run_state_machine_as_test(
         DeskMachine,
         settings=settings(
-            max_examples=300, stateful_step_count=40, deadline=None,
+            max_examples=300,
+            stateful_step_count=40,
+            deadline=None,
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )

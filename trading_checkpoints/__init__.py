@@ -15,13 +15,14 @@ Example::
     checkpoints.restore('3f2a9c1')
 """
 
-from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult
 from .errors import (
     CheckpointError,
     CorruptRepositoryError,
     LockTimeoutError,
     UnknownCheckpointError,
 )
+from .journal import Recovery
 from .paths import TRACKED_PATHS
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     'Checkpoints',
     'CorruptRepositoryError',
     'LockTimeoutError',
+    'Recovery',
     'RestoreResult',
+    'SnapshotResult',
     'UnknownCheckpointError',
 ]

@@ -268,7 +268,10 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
     saved: bytes | None = None
     if foreign:
         saved = cps._commit_scan(
-            repo, scan, cache, allowlist,
+            repo,
+            scan,
+            cache,
+            allowlist,
             f'desk as found after an interrupted restore of {record.label}\n',
         )
     target = {c.path: c.after for c in record.changes if c.after is not None}
@@ -287,10 +290,17 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
         ) from error
     if the_plan.write or any(p in scan.files for p in the_plan.delete):
         # Name ourselves in the record, so our own leftovers are found if we are killed too.
-        _write(path, Record(
-            record.label, record.target, record.before, (*record.pids, os.getpid()),
-            record.started_at, record.changes,
-        ))
+        _write(
+            path,
+            Record(
+                record.label,
+                record.target,
+                record.before,
+                (*record.pids, os.getpid()),
+                record.started_at,
+                record.changes,
+            ),
+        )
     try:
         worktree.apply(desk, allowlist, the_plan, target, read_blob, durable=cps._durable)
     except CheckpointError as error:
@@ -338,7 +348,12 @@ def _salvage(cps: Checkpoints, repo: ShadowRepo, allowlist: Allowlist, problem: 
     message = f'{problem}; the desk was left as found and recorded as {head_id}'
     log.warning('%s', message)
     return Recovery(
-        label='', target_id='', before_id=head_id, restored_id=None,
+        label='',
+        target_id='',
+        before_id=head_id,
+        restored_id=None,
         saved_id=saved.decode()[:SHORT_ID_LENGTH] if saved else None,
-        written=(), deleted=(), message=message,
+        written=(),
+        deleted=(),
+        message=message,
     )
