@@ -67,8 +67,16 @@ def _stress(tmp_path: Path, workers: int, ops: int) -> dict:
     finally:
         shadow.close()
     assert commits == {sha.encode() for sha in full}, 'a commit is not on the branch'
+    kept: set[bytes] = set()
     for sha in full:
-        version_of(repo, sha)
+        content = version_of(repo, sha)
+        kept.update(data for path, (_, data) in content.items() if path.startswith('notes/p'))
+    # Every write a worker made before its snapshot is in some checkpoint, even when another
+    # worker's restore ran over that file meanwhile (the restore saves it first).
+    written = {
+        f'worker {r["worker"]} op {r["i"]}\n'.encode() for r in records if r['op'] == 'snapshot'
+    }
+    assert sorted(written - kept) == [], 'a write was lost'
     fsck(repo)
     assert (desk / 'scratch.txt').read_bytes() == b'untracked'
     return {

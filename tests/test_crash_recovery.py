@@ -361,3 +361,41 @@ def test_every_crash_point_of_a_restore(tmp_path: Path, step: int) -> None:
     kills = _sweep(tmp_path, prepare, restore_oldest, expected, step)
     assert kills >= 45 // step
     print(f'\nrestore: {kills} crash points')
+
+
+def test_a_write_landing_during_a_restore_is_saved_not_lost(tmp_path: Path) -> None:
+    """Another writer changes a planned file mid-restore (a real write, timed by an audit hook
+    at the restore's first rename): its bytes are committed before the restore finishes."""
+    desk = tmp_path / 'desk'
+    repo_dir = tmp_path / 'repo.git'
+    for i in range(10):
+        put(desk, f'notes/f{i}.md', '-', b'old')
+    cps = Checkpoints(repo_dir, desk)
+    old = cps.snapshot('old')
+    for i in range(10):
+        put(desk, f'notes/f{i}.md', '-', b'new')
+    cps.snapshot('new')
+
+    def restore_with_a_concurrent_writer() -> None:
+        fired = []
+
+        def hook(event: str, args: tuple) -> None:
+            if event == 'os.rename' and not fired and '.checkpoint-' in str(args[0]):
+                fired.append(True)
+                with open(desk / 'notes' / 'f9.md', 'wb') as handle:
+                    handle.write(b'written by another agent during the restore')
+
+        sys.addaudithook(hook)
+        result = Checkpoints(repo_dir, desk).restore_with_result(old)
+        assert result.recovered and 'f9.md was changed by another writer' in result.recovered
+        assert 'saved first' in result.recovered
+
+    outcome = run_child(restore_with_a_concurrent_writer)
+    assert outcome.error is None, outcome.error
+    assert tracked(files_of(desk)) == version_of(repo_dir, old)
+    saved = [c for c in cps.list() if c.reason.startswith('desk as found')]
+    assert len(saved) == 1
+    content = version_of(repo_dir, saved[0].checkpoint_id)
+    assert content['notes/f9.md'][1] == b'written by another agent during the restore'
+    assert not journal_module.pending(repo_dir)
+    fsck(repo_dir)

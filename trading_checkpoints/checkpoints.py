@@ -263,10 +263,17 @@ class Checkpoints:
             head_tree = repo.commit_info(head).tree  # read before the desk is touched
             # The intent record: a crash from here on is completed by the next operation.
             journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
-            written = worktree.apply(
-                self.desk_directory, allowlist, the_plan, target, read_blob,
-                durable=self._durable,
-            )
+            try:
+                written = worktree.apply(
+                    self.desk_directory, allowlist, the_plan, target, read_blob,
+                    durable=self._durable, guard=guards.unchanged_since(scan),
+                )
+            except guards.DeskChangedError as change:
+                # Someone wrote a planned path meanwhile: the journal saves the desk as found
+                # (their bytes included) and then finishes the restore.
+                return self._finish_after_change(
+                    repo, change, before or head, target_sha, the_plan
+                )
             restored: bytes | None = None
             if head_tree != target_info.tree:
                 commit = repo.make_commit(target_info.tree, head, f'restored {label}\n')
@@ -286,6 +293,26 @@ class Checkpoints:
         )
 
     # -- internals -------------------------------------------------------------------------
+
+    def _finish_after_change(
+        self,
+        repo: ShadowRepo,
+        change: guards.DeskChangedError,
+        before: bytes,
+        target: bytes,
+        the_plan: worktree.Plan,
+    ) -> RestoreResult:
+        cause = f'a restore during which {change.path} was changed by another writer'
+        recovery = journal.recover(self, repo, cause=cause)
+        self.last_recovery = recovery
+        return RestoreResult(
+            before_id=before.decode()[:SHORT_ID_LENGTH],
+            target_id=target.decode()[:SHORT_ID_LENGTH],
+            restored_id=recovery.restored_id if recovery else None,
+            written=tuple(the_plan.write),
+            deleted=tuple(the_plan.delete),
+            recovered=str(recovery) if recovery else None,
+        )
 
     def _snapshot(
         self, repo: ShadowRepo, message: str, skipped: list[tuple[str, str]] | None = None

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import CheckpointError, CorruptRepositoryError
+from .statcache import stat_key
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .worktree import Scan
 
 # Files larger than this are left out of snapshots (and reported) unless configured otherwise.
 DEFAULT_MAX_FILE_SIZE = 100 * 1024 * 1024
@@ -116,3 +122,36 @@ def check_desk_held_still(desk: os.PathLike[str] | str, before: tuple[int, int] 
             f'the desk folder {os.fspath(desk)} vanished or was replaced while it was being '
             'read; nothing was recorded'
         )
+
+
+class DeskChangedError(CheckpointError):
+    """A file a restore was about to replace or delete changed after the restore read it."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f'{path} changed while it was being restored')
+        self.path = path
+
+
+def unchanged_since(scan: Scan) -> Callable[[str, str], None]:
+    """A guard for ``worktree.apply``: refuses to clobber a file written after the scan.
+
+    A tracked file whose stat differs from the one the scan hashed, or a file that appeared
+    where the scan saw nothing, was written by someone else during the restore; replacing it
+    would lose those bytes. The restore then saves the desk as found before finishing.
+    """
+    keys, files = scan.keys, scan.files
+
+    def check(path: str, full: str) -> None:
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return  # absent (or unreachable): nothing there to lose
+        if stat.S_ISDIR(st.st_mode):
+            return  # folders in the way were vetted by check_plan
+        if path not in files:
+            raise DeskChangedError(path)
+        key = keys.get(path)
+        if key is not None and stat_key(st) != key:
+            raise DeskChangedError(path)
+
+    return check

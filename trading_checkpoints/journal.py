@@ -238,8 +238,13 @@ def read(repository: Path, allowlist: Allowlist) -> Record | None:
     return record
 
 
-def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
-    """Completes the restore a crash interrupted, if any; the caller holds the lock."""
+def recover(cps: Checkpoints, repo: ShadowRepo, *, cause: str | None = None) -> Recovery | None:
+    """Completes the restore a crash interrupted, if any; the caller holds the lock.
+
+    ``cause`` names why the restore stopped when it was not a crash (another writer changed
+    a planned file during it); it only changes the messages.
+    """
+    what = cause or 'an interrupted restore'
     path = record_path(repo.path)
     if not path.is_file():
         return None
@@ -272,7 +277,7 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
             scan,
             cache,
             allowlist,
-            f'desk as found after an interrupted restore of {record.label}\n',
+            f'desk as found after {what} of {record.label}\n',
         )
     target = {c.path: c.after for c in record.changes if c.after is not None}
     the_plan = worktree.Plan(
@@ -285,8 +290,7 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
         worktree.check_plan(desk, allowlist, the_plan, scan.files)
     except CheckpointError as error:
         raise CheckpointError(
-            f'an interrupted restore of {record.label} cannot be completed: {error} '
-            f'(its record is {path})'
+            f'{what} of {record.label} cannot be completed: {error} (its record is {path})'
         ) from error
     if the_plan.write or any(p in scan.files for p in the_plan.delete):
         # Name ourselves in the record, so our own leftovers are found if we are killed too.
@@ -305,7 +309,7 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
         worktree.apply(desk, allowlist, the_plan, target, read_blob, durable=cps._durable)
     except CheckpointError as error:
         raise CheckpointError(
-            f'an interrupted restore of {record.label} cannot be completed: {error} '
+            f'{what} of {record.label} cannot be completed: {error} '
             f'(its record is {path}; fix the cause and run any command again)'
         ) from error
     deleted = tuple(p for p in the_plan.delete if p in scan.files)
@@ -316,7 +320,7 @@ def recover(cps: Checkpoints, repo: ShadowRepo) -> Recovery | None:
     short = record.target[:SHORT_ID_LENGTH]
     before_short = record.before[:SHORT_ID_LENGTH]
     message = (
-        f'completed an interrupted restore of {short} '
+        f'completed {what} of {short} '
         f'({len(the_plan.write)} written, {len(deleted)} deleted); '
         f'undo with: checkpoints restore {before_short}'
     )

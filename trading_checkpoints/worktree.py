@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -323,12 +324,15 @@ def apply(
     read_blob,
     *,
     durable: bool = True,
+    guard: Callable[[str, str], None] | None = None,
 ) -> dict[str, StatKey]:
     """Makes the desk match ``target`` for the planned paths; returns the stat of what it wrote.
 
     Every file is written to a temporary file in its folder and renamed into place, so no
     reader (and no crash) ever sees half a file. With ``durable``, each file is flushed before
-    its rename and every folder that changed is flushed before this returns.
+    its rename and every folder that changed is flushed before this returns. ``guard(path,
+    full)``, when given, is called just before a file is deleted or replaced, and may raise to
+    stop (it checks the file still is what the plan was made from).
     """
     root = os.fspath(desk)
     touched: set[str] = set()  # folders whose entries changed, flushed at the end when durable
@@ -337,6 +341,8 @@ def apply(
         full = os.path.join(root, path)
         if not _parents_are_folders(root, path):
             continue  # a folder above became a file or a symlink: the path is gone already
+        if guard is not None:
+            guard(path, full)
         try:
             os.unlink(full)
         except (FileNotFoundError, NotADirectoryError):
@@ -363,11 +369,12 @@ def apply(
         mode, sha = target[path]
         parent = os.path.dirname(os.path.join(root, path))
         if parent not in made:
-            touched.update(_make_folders(root, path))
+            touched.update(_make_folders(root, path, guard))
             made.add(parent)
         full = os.path.join(root, path)
+        check = None if guard is None else (lambda p=path, f=full: guard(p, f))
         try:
-            st = _write_file(full, mode, read_blob(sha), durable)
+            st = _write_file(full, mode, read_blob(sha), durable, check)
         except OSError as error:
             raise CheckpointError(f'cannot write {full}: {error.strerror}') from error
         written[path] = stat_key(st)
@@ -377,11 +384,14 @@ def apply(
     return written
 
 
-def _make_folders(root: str, path: str) -> list[str]:
+def _make_folders(
+    root: str, path: str, guard: Callable[[str, str], None] | None = None
+) -> list[str]:
     """Creates the folders above ``path``; returns the folders whose entries changed."""
     current = root
     changed: list[str] = []
-    for part in path.split('/')[:-1]:
+    parts = path.split('/')
+    for depth, part in enumerate(parts[:-1], 1):
         parent, current = current, os.path.join(current, part)
         try:
             st = os.lstat(current)
@@ -396,6 +406,8 @@ def _make_folders(root: str, path: str) -> list[str]:
             continue
         if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode):
             # Only reached for a tracked file or link that check_plan cleared for removal.
+            if guard is not None:
+                guard('/'.join(parts[:depth]), current)
             try:
                 os.unlink(current)
                 os.mkdir(current)
@@ -413,8 +425,17 @@ def temporary_name(full: str, pid: int | None = None) -> str:
     return os.path.join(folder, f'.{name}.checkpoint-{os.getpid() if pid is None else pid}.tmp')
 
 
-def _write_file(full: str, mode: int, data: bytes, durable: bool = True) -> os.stat_result:
-    """Writes through a temporary file and a rename: a reader never sees half a file."""
+def _write_file(
+    full: str,
+    mode: int,
+    data: bytes,
+    durable: bool = True,
+    check: Callable[[], None] | None = None,
+) -> os.stat_result:
+    """Writes through a temporary file and a rename: a reader never sees half a file.
+
+    ``check``, when given, runs just before the rename and may raise to keep what is there.
+    """
     temporary = temporary_name(full)
     _unlink_quietly(temporary)  # a leftover (or anything planted there) is never written through
     try:
@@ -441,10 +462,12 @@ def _write_file(full: str, mode: int, data: bytes, durable: bool = True) -> os.s
         _unlink_quietly(temporary)
         raise
     try:
+        if check is not None:
+            check()
         if os.path.isdir(full) and not os.path.islink(full):
             _remove_empty_folders(full)  # a folder becoming a file (check_plan vouched for it)
         os.replace(temporary, full)
-    except OSError:
+    except BaseException:
         _unlink_quietly(temporary)
         raise
     return os.lstat(full)
