@@ -56,8 +56,9 @@ class RestoreResult:
             already matched the target.
         written: Paths created or overwritten.
         deleted: Paths removed.
-        recovered: Set when this call first completed an earlier restore that a crash had
-            interrupted: what that completion did, in one line.
+        recovered: Set when this call finished a restore through its intent record: an
+            earlier restore a crash had interrupted, or this one after another writer changed
+            a file it was about to replace (the desk is then saved as found first). One line.
     """
 
     before_id: str
