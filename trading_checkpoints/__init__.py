@@ -24,6 +24,7 @@ from .errors import (
 )
 from .external import ExternalChangesError
 from .history import Diff, FileChange, LogEntry
+from .journal import Recovery
 from .paths import TRACKED_PATHS
 from .workspace import Workspace
 from .undo import NothingToUndoError
@@ -40,6 +41,7 @@ __all__ = [
     'LockTimeoutError',
     'LogEntry',
     'NothingToUndoError',
+    'Recovery',
     'RestoreResult',
     'SnapshotResult',
     'Status',

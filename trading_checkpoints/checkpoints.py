@@ -9,11 +9,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import external, history, lock, metadata, statcache, undo, worktree
+from . import external, guards, history, journal, lock, metadata, statcache, undo, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .history import Diff, FileChange, LogEntry
+from .journal import Recovery
 from .paths import TRACKED_PATHS, Allowlist
-from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
+from .repo import (
+    PRIVATE_DIR,
+    SHORT_ID_LENGTH,
+    SYMLINK_MODE,
+    CommitInfo,
+    ShadowRepo,
+    is_initialized,
+    repair_head,
+)
 
 if TYPE_CHECKING:  # the agent-integration methods' types (guard.py, turns.py)
     import builtins
@@ -66,6 +75,9 @@ class RestoreResult:
         dry_run: True when nothing was done and this is the plan (``before_id`` is then the
             newest checkpoint, and ``restored_id`` None).
         action: ``restore``, ``undo`` or ``redo``.
+        recovered: Set when this call finished a restore through its intent record: an
+            earlier restore a crash had interrupted, or this one after another writer changed
+            a file it was about to replace (the desk is then saved as found first). One line.
     """
 
     before_id: str
@@ -77,6 +89,7 @@ class RestoreResult:
     external: tuple[str, ...] = field(default=())
     dry_run: bool = False
     action: str = 'restore'
+    recovered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,11 +100,16 @@ class SnapshotResult:
         checkpoint_id: The new checkpoint, or None when nothing had changed.
         external: Paths changed outside the agent since the state it left (see ``seal``).
         basis: How that was decided: ``sealed``, ``declared``, ``unknown`` or ``none``.
+        skipped: ``(path, why)`` for each tracked file left out of the snapshot, such as a
+            file larger than the maximum file size.
+        recovered: Set when this call first completed a restore that a crash had interrupted.
     """
 
     checkpoint_id: str | None
     external: tuple[str, ...] = ()
     basis: str = 'unknown'
+    skipped: tuple[tuple[str, str], ...] = ()
+    recovered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,8 +168,30 @@ class Checkpoints:
         repository_directory: Path,
         desk_directory: Path,
         tracked_paths: Sequence[str] = TRACKED_PATHS,
+        *,
+        max_file_size: int | None = None,
+        durable: bool = True,
+        lock_timeout: float = lock.DEFAULT_TIMEOUT,
     ) -> None:
-        """Describes the repository without touching the disk."""
+        """Describes the repository without touching the disk.
+
+        Args:
+            repository_directory: The bare git directory that holds the snapshots.
+            desk_directory: The desk folder.
+            tracked_paths: The allowlist.
+            max_file_size: Files larger than this many bytes are left out of snapshots and
+                reported (``SnapshotResult.skipped``); 0 means no limit. None (the default)
+                uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
+            durable: Flush objects, refs and restored files to the disk in an order that
+                survives a power cut (see the README); on by default.
+            lock_timeout: Seconds to wait for another process holding the desk's lock.
+        """
+        self._max_file_size = (
+            None if max_file_size is None else guards.check_max_file_size(max_file_size)
+        )
+        self._durable = bool(durable)
+        self._lock_timeout = float(lock_timeout)
+        self.last_recovery: Recovery | None = None
         self.repository_directory = Path(repository_directory)
         self.desk_directory = Path(desk_directory)
         if isinstance(tracked_paths, str):
@@ -194,20 +234,48 @@ class Checkpoints:
         """
         if not isinstance(reason, str):
             raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
+
+    def snapshot_with_result(
+        self,
+        reason: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | None = None,
+        turn: str | None = None,
+    ) -> SnapshotResult:
+        """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
         if isinstance(paths, str):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
+        skipped: list[tuple[str, str]] = []
         with self._locked() as repo:
-            sha = self._snapshot(repo, message)
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = self._scan(repo, allowlist, cache)
+            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
+            sha = self._commit_scan(repo, scan, cache, allowlist, message)
             if sha is None:
                 external.announce(repo, message)
-        return sha.decode()[:SHORT_ID_LENGTH] if sha else None
+        return SnapshotResult(
+            checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
+            external=attribution.external,
+            basis=attribution.basis,
+            skipped=tuple(scan.skipped),
+            recovered=str(self.last_recovery) if self.last_recovery else None,
+        )
 
     def list(self, limit: int = 20) -> list[Checkpoint]:
         """The most recent checkpoints, newest first; ``[]`` when none has been taken."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        self.last_recovery = None
+        if journal.pending(self.repository_directory):
+            with self._locked():
+                pass  # completes the interrupted restore first
         repo = ShadowRepo.open(self.repository_directory)
         if repo is None:
             return []
@@ -322,7 +390,9 @@ class Checkpoints:
         target, target_trees = repo.flatten_tree(target_info.tree, allowlist)
         target_tree = target_info.tree
         cache = self._load_cache(repo, allowlist)
-        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        if not dry_run:
+            self.desk_directory.mkdir(parents=True, exist_ok=True)
+        scan = self._scan(repo, allowlist, cache)
         selection: tuple[str, ...] = ()
         if paths is not None:
             if isinstance(paths, str):
@@ -367,7 +437,6 @@ class Checkpoints:
                 'are kept in the pre-snapshot)',
                 overwritten,
             )
-        self.desk_directory.mkdir(parents=True, exist_ok=True)
         before_message = undo.compose(
             f'before {action}' if action != undo.RESTORE else f'before restoring {label}',
             [(undo.ACTION, f'before-{action}')],
@@ -375,12 +444,22 @@ class Checkpoints:
         before = self._commit_scan(repo, scan, cache, allowlist, before_message)
         head = repo.head()
         assert head is not None
+        guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
+        read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
         worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
-        written = worktree.apply(
-            self.desk_directory, allowlist, the_plan, target, repo.read_blob
-        )
+        head_tree = repo.commit_info(head).tree  # read before the desk is touched
+        # The intent record: a crash from here on is completed by the next operation.
+        journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
+        try:
+            written = worktree.apply(
+                self.desk_directory, allowlist, the_plan, target, read_blob,
+                durable=self._durable, guard=guards.unchanged_since(scan),
+            )
+        except guards.DeskChangedError as change:
+            # Someone wrote a planned path meanwhile: the journal saves the desk as found
+            # (their bytes included) and then finishes the restore.
+            return self._finish_after_change(repo, change, before or head, target_sha, the_plan)
         restored: bytes | None = None
-        head_tree = repo.commit_info(head).tree
         if head_tree != target_tree:
             pairs = [(undo.ACTION, action), (undo.TARGET, target_sha.decode())]
             pairs += [(metadata.PATH, path) for path in selection]
@@ -396,6 +475,7 @@ class Checkpoints:
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             restored = commit.id
         self._save_after_restore(repo, cache, scan, target, target_trees, written, restored or head)
+        journal.finish(repo.path)
         external.mark_sealed(repo)
         before_sha = before or head
         return RestoreResult(
@@ -407,6 +487,7 @@ class Checkpoints:
             created=tuple(path for path in the_plan.write if path not in scan.files),
             external=overwritten,
             action=action,
+            recovered=str(self.last_recovery) if self.last_recovery else None,
         )
 
     # -- looking back (history.py), external edits (external.py), undo/redo (undo.py) ------
@@ -430,7 +511,7 @@ class Checkpoints:
             read_old = history.repo_reader(repo)
             if to_id is None:
                 cache = self._load_cache(repo, allowlist)
-                scan = worktree.scan(self.desk_directory, allowlist, cache)
+                scan = self._scan(repo, allowlist, cache)
                 new, read_new = scan.files, history.desk_reader(self.desk_directory, scan, repo)
                 new_label = None
             else:
@@ -527,37 +608,9 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             sha = external.seal(repo, scan, cache)
         return sha.decode()[:SHORT_ID_LENGTH]
-
-    def snapshot_with_result(
-        self,
-        reason: str,
-        *,
-        tool: str | None = None,
-        paths: Sequence[str] | None = None,
-        turn: str | None = None,
-    ) -> SnapshotResult:
-        """Like :meth:`snapshot`, and also says which files changed outside the agent."""
-        if not isinstance(reason, str):
-            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
-        if isinstance(paths, str):
-            paths = (paths,)
-        message = metadata.compose(reason, tool, paths, turn)
-        self._check_desk(must_exist=True)
-        with self._locked() as repo:
-            allowlist = self._allowlist(repo)
-            cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
-            attribution = external.attribute(repo, allowlist, scan.files, self.desk_directory)
-            sha = self._commit_scan(repo, scan, cache, allowlist, message)
-            if sha is None:
-                external.announce(repo, message)
-        return SnapshotResult(
-            sha.decode()[:SHORT_ID_LENGTH] if sha else None, attribution.external,
-            attribution.basis,
-        )
 
     def undo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
         """Rewinds one step, like an editor's undo.
@@ -575,7 +628,7 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             step = undo.undo_target(repo, history.desk_tree_id(scan, cache))
             return self._restore_locked(
                 repo, step.sha, dry_run=dry_run, force=force, action=undo.UNDO,
@@ -589,7 +642,7 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             undone, state = undo.redo_source(repo, history.desk_tree_id(scan, cache), force)
             return self._restore_locked(
                 repo, state.decode(), dry_run=dry_run, force=force, action=undo.REDO,
@@ -599,11 +652,60 @@ class Checkpoints:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _snapshot(self, repo: ShadowRepo, message: str) -> bytes | None:
+    def _finish_after_change(
+        self,
+        repo: ShadowRepo,
+        change: guards.DeskChangedError,
+        before: bytes,
+        target: bytes,
+        the_plan: worktree.Plan,
+    ) -> RestoreResult:
+        cause = f'a restore during which {change.path} was changed by another writer'
+        recovery = journal.recover(self, repo, cause=cause)
+        self.last_recovery = recovery
+        return RestoreResult(
+            before_id=before.decode()[:SHORT_ID_LENGTH],
+            target_id=target.decode()[:SHORT_ID_LENGTH],
+            restored_id=recovery.restored_id if recovery else None,
+            written=tuple(the_plan.write),
+            deleted=tuple(the_plan.delete),
+            recovered=str(recovery) if recovery else None,
+        )
+
+    def _snapshot(
+        self, repo: ShadowRepo, message: str, skipped: list[tuple[str, str]] | None = None
+    ) -> bytes | None:
         allowlist = self._allowlist(repo)
         cache = self._load_cache(repo, allowlist)
-        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        scan = self._scan(repo, allowlist, cache)
+        if skipped is not None:
+            skipped.extend(scan.skipped)
         return self._commit_scan(repo, scan, cache, allowlist, message)
+
+    def _scan(
+        self, repo: ShadowRepo, allowlist: Allowlist, cache: statcache.StatCache
+    ) -> worktree.Scan:
+        """Scans the desk with the size limit, refusing a desk that vanished meanwhile."""
+        identity = guards.folder_identity(self.desk_directory)
+        guards.check_desk_held_still(self.desk_directory, identity)
+        scan = worktree.scan(
+            self.desk_directory, allowlist, cache, max_file_size=self._size_limit(repo)
+        )
+        guards.check_desk_held_still(self.desk_directory, identity)
+        return scan
+
+    def _size_limit(self, repo: ShadowRepo) -> int:
+        if self._max_file_size is not None:
+            return self._max_file_size
+        configured = repo.config_string(*guards.MAX_FILE_SIZE_KEY)
+        if configured is None:
+            return guards.DEFAULT_MAX_FILE_SIZE
+        try:
+            return guards.parse_size(configured)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f'checkpoints.maxFileSize in {repo.path / "config"}: {error}'
+            ) from error
 
     def _commit_scan(
         self,
@@ -630,6 +732,8 @@ class Checkpoints:
         if head_tree != root_tree:
             objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
             objects += [tree for tree in built if not repo.contains(tree.id)]
+            if head is not None and head_tree is cache.trees.get(''):
+                repo.commit_info(head)  # never build on a parent that cannot be read
             commit = repo.make_commit(root_tree, head, message)
             objects.append(commit)
             repo.write_objects(objects)
@@ -705,14 +809,20 @@ class Checkpoints:
             (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
-        with lock.exclusive(path / PRIVATE_DIR / _LOCK):
+        self.last_recovery = None
+        with lock.exclusive(path / PRIVATE_DIR / _LOCK, self._lock_timeout) as previous_died:
             _remove_stale_lock_files(path)
+            if previous_died:
+                _remove_crash_leftovers(path)
+            repair_head(path)
             repo = ShadowRepo.open(path)
             if repo is None:
                 repo = ShadowRepo.create(path, self._requested.entries)
             elif self._explicit and repo.tracked_paths() != self._requested.entries:
                 repo.remember_tracked_paths(self._requested.entries)
+            repo.durable = self._durable
             try:
+                self.last_recovery = journal.recover(self, repo)
                 yield repo
             finally:
                 repo.close()
@@ -853,5 +963,53 @@ def _remove_stale_lock_files(path: Path) -> None:
     for candidate in candidates:
         try:
             candidate.unlink()
+        except OSError:
+            pass
+
+
+def _remove_crash_leftovers(path: Path) -> None:
+    """Removes what a writer killed while holding the lock may have left in the repository.
+
+    Called under the lock when the previous holder died holding it: dulwich's lock files for
+    loose objects and pack indexes, temporary packs, a pack whose index was never written,
+    and our own temporary files. Objects, refs and the restore record are never touched.
+    """
+    objects = path / 'objects'
+    leftovers: list[Path] = []
+    try:
+        fanouts = [entry for entry in os.scandir(objects) if len(entry.name) == 2]
+    except OSError:
+        fanouts = []
+    for fanout in fanouts:
+        try:
+            leftovers += [Path(e.path) for e in os.scandir(fanout.path) if e.name.endswith('.lock')]
+        except OSError:
+            pass
+    try:
+        leftovers += [Path(e.path) for e in os.scandir(objects) if e.name.startswith('tmp_')]
+    except OSError:
+        pass
+    packs = objects / 'pack'
+    try:
+        names = set(os.listdir(packs))
+    except OSError:
+        names = set()
+    for name in names:
+        if name.endswith('.lock') or (name.startswith('tmp') and name.endswith('.pack')):
+            leftovers.append(packs / name)
+        elif name.startswith('pack-') and name.endswith('.pack'):
+            if name[: -len('.pack')] + '.idx' not in names:
+                leftovers.append(packs / name)  # renamed into place, index never written
+    for folder in (path, path / PRIVATE_DIR):
+        try:
+            leftovers += [
+                Path(e.path) for e in os.scandir(folder)
+                if e.name.startswith('.') and e.name.endswith('.tmp')
+            ]
+        except OSError:
+            pass
+    for leftover in leftovers:
+        try:
+            leftover.unlink()
         except OSError:
             pass

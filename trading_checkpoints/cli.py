@@ -133,7 +133,9 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
       checkpoints list
       checkpoints list -n 5 --json
     """
-    items = desk.checkpoints().list(limit)
+    checkpoints = desk.checkpoints()
+    items = checkpoints.list(limit)
+    _note_recovery(checkpoints)
     if as_json:
         rows = [{'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
                  'tool': c.tool, 'paths': list(c.paths), 'turn': c.turn} for c in items]
@@ -167,8 +169,16 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
         )
     taken = desk.checkpoints().snapshot_with_result(reason)
     checkpoint_id = taken.checkpoint_id
+    if taken.recovered:
+        click.echo(f'note: {taken.recovered}', err=True)
+    for path, why in taken.skipped:
+        click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        click.echo(json.dumps({'id': checkpoint_id, 'external': list(taken.external)}))
+        click.echo(json.dumps({
+            'id': checkpoint_id,
+            'external': list(taken.external),
+            'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
+        }))
     elif checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
     else:
@@ -216,6 +226,8 @@ def restore(desk: Desk, args: tuple[str, ...], dry_run: bool, as_json: bool) -> 
                 f'`checkpoints list`) nor a tracked path: {error}'
             ) from error
         raise
+    if result.recovered:
+        click.echo(f'note: {result.recovered}', err=True)
     _print_restore(result, as_json)
 
 
@@ -674,6 +686,13 @@ def mcp_command(desk: Desk) -> None:
     from .mcp import serve
 
     serve(desk.workspace, desk.name)
+
+def _note_recovery(checkpoints: Any) -> None:
+    """One stderr line when the verb first completed a restore a crash had interrupted."""
+    recovery = getattr(checkpoints, 'last_recovery', None)
+    if recovery is not None:
+        click.echo(f'note: {recovery}', err=True)
+
 
 def main() -> None:
     cli(prog_name='checkpoints')

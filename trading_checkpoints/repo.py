@@ -11,16 +11,25 @@ from __future__ import annotations
 import os
 import re
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from dulwich.config import ConfigFile
-from dulwich.errors import NotGitRepository, ObjectFormatException
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    NotGitRepository,
+    ObjectFormatException,
+    WrongObjectException,
+)
+from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 from dulwich.repo import Repo
 
+from .durability import fsync_folder, fsync_folders
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .paths import Allowlist, check_tree_path, path_problem
 
@@ -39,6 +48,12 @@ BLOB_MODES = frozenset({FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE})
 PACK_THRESHOLD = 64
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
+
+# What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
+_DAMAGE: tuple[type[BaseException], ...] = (
+    OSError, ValueError, AssertionError, IndexError, zlib.error, FileFormatException,
+    ChecksumMismatch, ApplyDeltaError, WrongObjectException,
+)
 
 
 @dataclass(frozen=True)
@@ -75,8 +90,33 @@ def is_initialized(path: Path) -> bool:
     return (path / 'HEAD').is_file()
 
 
+def repair_head(path: Path) -> None:
+    """Rewrites a damaged ``HEAD`` (our repositories always point it at ``main``).
+
+    Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
+    left to ``create``.
+    """
+    head = path / 'HEAD'
+    expected = b'ref: ' + BRANCH + b'\n'
+    try:
+        if head.read_bytes() == expected:
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    _write_atomically(head, expected)
+
+
 class ShadowRepo:
-    """A bare repository holding one desk's checkpoints on branch ``main``."""
+    """A bare repository holding one desk's checkpoints on branch ``main``.
+
+    With ``durable`` set (the default), objects are flushed to the disk, with the folders that
+    name them, before the branch is moved to a commit that needs them; the branch file and its
+    folder are flushed after.
+    """
+
+    durable: bool = True
 
     def __init__(self, path: Path, repo: Repo) -> None:
         self.path = path
@@ -124,6 +164,7 @@ class ShadowRepo:
             path / 'description', b'trading_checkpoints: snapshots of one desk\n'
         )
         _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
 
     def close(self) -> None:
@@ -141,6 +182,16 @@ class ShadowRepo:
         except (OSError, ValueError) as error:
             raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
         return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
+
+    def config_string(self, section: bytes, name: bytes) -> str | None:
+        """One value of the repository's config (``checkpoints.maxFileSize``), or None."""
+        try:
+            config = ConfigFile.from_path(str(self.path / 'config'))
+            return config.get(section, name).decode('utf-8', 'replace')
+        except KeyError:
+            return None
+        except (OSError, ValueError) as error:
+            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
         config_path = self.path / 'config'
@@ -161,7 +212,16 @@ class ShadowRepo:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
-            sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            try:
+                sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            except _DAMAGE as error:
+                raise CorruptRepositoryError(
+                    f'cannot read {self.path / "packed-refs"}: {error}'
+                ) from error
+            if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
+                raise CorruptRepositoryError(
+                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged'
+                )
         if sha is not None and not re.fullmatch(rb'[0-9a-f]{40}', sha):
             raise CorruptRepositoryError(
                 f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
@@ -208,8 +268,10 @@ class ShadowRepo:
         try:
             candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
             commits = [sha for sha in sorted(candidates) if self._type_of(sha) == Commit.type_num]
-        except (OSError, ValueError, ObjectFormatException) as error:
-            raise CorruptRepositoryError(f'cannot search {self.path}: {error}') from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
+            ) from error
         if not commits:
             raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
         if len(commits) > 1:
@@ -244,6 +306,8 @@ class ShadowRepo:
             raise CheckpointError(
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
+        if self.durable:
+            fsync_folder(self.path / 'refs' / 'heads')
 
     def read_ref(self, name: bytes) -> bytes | None:
         """The sha a ref other than ``main`` points at (such as the seal), or None."""
@@ -276,7 +340,7 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
             ) from error
-        except (OSError, ValueError, ObjectFormatException, AssertionError) as error:
+        except _DAMAGE as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
@@ -310,8 +374,7 @@ class ShadowRepo:
             prefix, sha = pending.pop()
             folders[prefix.rstrip('/')] = sha
             seen: set[bytes] = set()
-            for item in self.read_tree(sha).iteritems():
-                name, mode, child = item.path, item.mode, item.sha
+            for name, mode, child in self._tree_entries(sha):
                 if name in seen:
                     raise CorruptRepositoryError(
                         f'the checkpoint has two entries named {prefix}{name!r}'
@@ -343,17 +406,57 @@ class ShadowRepo:
                     )
         return files, folders
 
+    def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
+        try:
+            type_num, raw = self._repo.object_store.get_raw(sha)
+        except KeyError as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} is missing from {self.path}'
+            ) from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+            ) from error
+        if type_num != Tree.type_num:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is not a tree'
+            )
+        try:
+            return parse_tree(bytes(raw), 20)
+        except (ObjectFormatException, ValueError) as error:
+            raise CorruptRepositoryError(
+                f'the tree {sha.decode()} in {self.path} is malformed: {error}'
+            ) from error
+
     def write_objects(self, objects: list[ShaFile]) -> None:
-        """Stores new objects: loose when few, one pack when many."""
+        """Stores new objects: loose when few, one pack when many.
+
+        When durable, each object file is flushed before it is renamed into place and the
+        folders that received them are flushed before this returns, so a branch moved
+        afterwards never names an object a power cut could lose.
+        """
         store = self._repo.object_store
+        durable = self.durable
+        if hasattr(store, 'fsync_object_files'):
+            store.fsync_object_files = durable
+        objects_dir = os.path.join(self.path, 'objects')
+        folders: set[str] = set()
         try:
             if len(objects) >= PACK_THRESHOLD:
                 store.add_objects([(obj, None) for obj in objects])
+                folders.add(os.path.join(objects_dir, 'pack'))
             else:
                 for obj in objects:
+                    folder = os.path.join(objects_dir, obj.id[:2].decode())
+                    if durable and not os.path.isdir(folder):
+                        folders.add(objects_dir)  # a new fan-out folder is itself a new name
                     store.add_object(obj)
-        except OSError as error:
+                    folders.add(folder)
+        except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+        if durable:
+            fsync_folders(folders)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())
@@ -388,8 +491,16 @@ def _config_bytes(config: ConfigFile) -> bytes:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    with open(temporary, 'wb') as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
+    fsync_folder(path.parent)
