@@ -371,3 +371,46 @@ def test_cli_remote_push_clone_pull(
     wrong = _cli(workspace, 'clone', _with_credentials(url, password='nope'), '--desk', 'w')
     assert wrong.returncode == 1 and 'refused the credentials' in wrong.stderr
     assert 'nope' not in wrong.stderr
+
+
+# -- ssh:// (through a stand-in for the ssh binary that runs the server side locally) ------------
+
+# dulwich's own upload-pack serves fetches; for pushes the server side is git's receive-pack
+# (dulwich's receive-pack reads the pack until end of input, which never comes over ssh).
+_FAKE_SSH = """\
+import os, shlex, subprocess, sys
+command, path = shlex.split(sys.argv[-1])
+if command == 'git-upload-pack':
+    from dulwich.porcelain import upload_pack
+    sys.exit(upload_pack(path))
+sys.exit(subprocess.call([os.environ['FAKE_SSH_GIT'], 'receive-pack', path]))
+"""
+
+
+def test_ssh_push_and_clone_through_the_ssh_transport(
+    cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dulwich.repo import Repo
+
+    fake = tmp_path / 'fake_ssh.py'
+    fake.write_text(_FAKE_SSH)
+    monkeypatch.setenv('CHECKPOINTS_SSH_COMMAND', f'{sys.executable} {fake}')
+    monkeypatch.setenv('FAKE_SSH_GIT', GIT or 'git')
+    served = tmp_path / 'served.git'
+    url = f'ssh://desk-bot@backup.invalid{served}'
+    ids = _session(cps, desk, 3)
+    if GIT:
+        served.mkdir()
+        Repo.init_bare(str(served)).close()
+        cps.add_remote('nas', url)
+        assert cps.push('nas').new == ids[-1]
+        more = _session(cps, desk, 1, start=3)
+        assert cps.push('nas').old == ids[-1]
+        git(served, 'fsck', '--strict')
+    else:  # no server for pushes: seed the served repository through a path remote instead
+        more = _session(cps, desk, 1, start=3)
+        cps.add_remote('disk', str(served))
+        cps.push('disk')
+    desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
+    _, cloned, _ = Checkpoints.clone(url, repo2, desk2)
+    assert cloned.new == more[-1] and tree_of(desk2) == tree_of(desk)

@@ -244,7 +244,7 @@ class Checkpoints:
             repo.write_objects(objects)
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             new_sha = commit.id
-            storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 16
+            storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head
         changed_cache = (
             new_sha is not None

@@ -34,6 +34,7 @@ from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes, _write_ato
 ZERO = b'0' * 40
 USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
 PASSWORD_ENV = 'CHECKPOINTS_REMOTE_PASSWORD'
+SSH_COMMAND_ENV = 'CHECKPOINTS_SSH_COMMAND'  # else $GIT_SSH_COMMAND, else ssh
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
 
 Progress = Callable[[str], None]
@@ -209,8 +210,11 @@ def _client_for(url: str):  # -> (GitClient, path)
     if _is_local(url):
         path = _local_path(url)
         return None, str(path)
+    ssh_command = os.environ.get(SSH_COMMAND_ENV) or os.environ.get('GIT_SSH_COMMAND') or None
     try:
-        return get_transport_and_path(url, username=username, password=password)
+        return get_transport_and_path(
+            url, username=username, password=password, ssh_command=ssh_command
+        )
     except (ValueError, KeyError) as error:
         raise CheckpointError(f'unsupported remote URL {redact(url)}: {error}') from error
 

@@ -15,7 +15,7 @@ Two operations, both run under the repository's lock:
   and loose objects, and so also removes what nothing references any more.
 
 :func:`maybe_pack` is the cheap hook called after each commit: it looks at the loose objects
-only for about one commit in sixteen (chosen by the commit's own id, so it costs no I/O).
+only for about one commit in eight (chosen by the commit's own id, so it costs no I/O).
 """
 
 from __future__ import annotations
@@ -26,17 +26,17 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.objects import Commit, ShaFile, Tag, Tree
+from dulwich.objects import Commit, ShaFile, Tag, Tree, sha_to_hex
 from dulwich.pack import UnpackedObject, create_delta
 
 from .errors import CheckpointError
 
 # Pack the loose objects once there are this many (a snapshot usually writes 3 to 6).
-LOOSE_LIMIT = 256
-# Once there are this many packs, the next packing consolidates them all into one.
-PACK_LIMIT = 6
-# How often the hook looks: when the commit id starts with one of these hex digits (1 in 16).
-CHECK_PREFIXES = (b'0',)
+LOOSE_LIMIT = 64
+# Loose objects (each zlib'd whole) shrink about this much once packed with deltas.
+LOOSE_TO_PACKED = 4
+# How often the hook looks: when the commit id starts with one of these hex digits (1 in 8).
+CHECK_PREFIXES = (b'0', b'8')
 # Delta search: how many previous objects to try, and the longest delta chain.
 WINDOW = 24
 MAX_DEPTH = 50
@@ -106,7 +106,7 @@ def pack_count(repository: Path) -> int:
 
 
 def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
-    """The hook after a commit: cheap unless this commit's id is one of the 1-in-16 that look.
+    """The hook after a commit: cheap unless this commit's id is one of the 1-in-8 that look.
 
     Packing only saves space, so a failure here never fails the snapshot that triggered it
     (the objects stay loose and the next check tries again).
@@ -116,8 +116,6 @@ def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
     try:
         if loose_count(repo.path) < LOOSE_LIMIT:
             return None
-        if pack_count(repo.path) + 1 >= PACK_LIMIT:
-            return consolidate(repo)
         return pack_loose(repo)
     except (CheckpointError, OSError, KeyError, ValueError):
         return None
@@ -316,35 +314,70 @@ def _fsync_pack(basename: Path) -> None:
             os.close(fd)
 
 
-def pack_loose(repo, progress: ProgressFn | None = None) -> StorageStats:
-    """Packs every loose object into one new pack (with deltas) and deletes the loose copies."""
+def pack_loose(repo, progress: ProgressFn | None = None, *, roll_up: bool = True) -> StorageStats:
+    """Packs the loose objects into one new pack (with deltas) and deletes the loose copies.
+
+    With ``roll_up`` the new pack also absorbs the small packs before it, geometric-style: a
+    pack is merged while it is smaller than twice everything merged so far. So each pack is
+    at least twice the size of all younger ones together, there are O(log n) packs, and an
+    object is rewritten O(log n) times over the repository's life.
+    """
     store = object_store(repo)
     loose = set(store._iter_loose_objects())
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
     if not loose:
         return StorageStats(0, 0, packs_before, packs_before, 0, before, before)
-    # Paths for delta grouping: walk only the commits that are themselves loose.
+    merged_packs = _packs_to_roll_up(repo.path, store, loose) if roll_up else []
+    candidates = set(loose)
+    for pack in merged_packs:
+        candidates.update(sha_to_hex(sha) for sha, _, _ in pack.index.iterentries())
+    # Paths for delta grouping: walk only the commits that are themselves being packed.
     hints = reachable(
-        store, ref_heads(repo), read_shallow(repo.path), enter_commit=lambda sha: sha in loose
+        store, ref_heads(repo), read_shallow(repo.path), enter_commit=lambda sha: sha in candidates
     )
     objects = []
     # In walk order (newest history first), so neighbouring versions meet in the delta window.
-    for sha in [*(s for s in hints if s in loose), *(s for s in loose if s not in hints)]:
-        obj = store._get_loose_object(sha)
+    for sha in [*(s for s in hints if s in candidates), *(s for s in candidates if s not in hints)]:
+        obj = store._get_loose_object(sha) if sha in loose else store[sha]
         if obj is not None:
             objects.append((obj, hints.get(sha)))
-    _, deltas = write_pack(store, objects, progress=progress)
-    for obj, _ in objects:
+    new_pack, deltas = write_pack(store, objects, progress=progress)
+    new_name = new_pack.name() if new_pack is not None else None
+    for pack in merged_packs:
+        if pack.name() != new_name:
+            _remove_pack(store, pack)
+    for sha in loose:
         try:
-            store.delete_loose_object(obj.id)
+            store.delete_loose_object(sha)
         except OSError:
             pass
     _drop_empty_fanout(repo.path)
+    store._update_pack_cache()
     return StorageStats(
         len(objects), deltas, packs_before, pack_count(repo.path), len(loose), before,
         objects_size(repo.path),
     )
+
+
+def _packs_to_roll_up(repository: Path, store, loose: set[bytes]) -> list:
+    objects = Path(repository) / 'objects'
+    total = 0
+    for sha in loose:
+        try:
+            total += os.path.getsize(objects / sha[:2].decode() / sha[2:].decode())
+        except OSError:
+            pass
+    total //= LOOSE_TO_PACKED  # what the loose objects will take once delta-compressed
+    merged = []
+    for size, pack in sorted(
+        ((os.path.getsize(pack._data_path), pack) for pack in store.packs), key=lambda e: e[0]
+    ):
+        if size >= 2 * total:
+            break
+        merged.append(pack)
+        total += size
+    return merged
 
 
 def consolidate(
