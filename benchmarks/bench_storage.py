@@ -17,6 +17,8 @@ reports) and in file bytes. The ratio target is <= 1.2x git's.
     python benchmarks/bench_storage.py                    # 1,000 snapshots, 1,000 notes
     python benchmarks/bench_storage.py -n 300 -f 200      # quicker
     python benchmarks/bench_storage.py --json
+
+Finally it prunes to ``--prune-keep`` checkpoints (default 100) and reports the prune figures.
 """
 
 from __future__ import annotations
@@ -100,6 +102,8 @@ def main() -> None:
     parser.add_argument('--seed', type=int, default=7)
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--keep', type=Path, help='keep the workspace in this folder')
+    parser.add_argument('--prune-keep', type=int, default=100,
+                        help='finally prune to this many checkpoints and report it (0: skip)')
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -135,6 +139,21 @@ def main() -> None:
             for unit in ('du_bytes', 'file_bytes'):
                 ratio = result[name][unit] / result['git_gc_aggressive'][unit]  # type: ignore[index]
                 result[f'ratio_{name}_{unit}'] = round(ratio, 3)
+    if args.prune_keep:
+        started = time.perf_counter()
+        pruned = cps.prune(keep=args.prune_keep)
+        result['prune'] = {
+            'keep': args.prune_keep,
+            'seconds': round(time.perf_counter() - started, 2),
+            'checkpoints_before': pruned.checkpoints_before,
+            'checkpoints_after': pruned.checkpoints_after,
+            'bytes_before': pruned.bytes_before,
+            'bytes_after': pruned.bytes_after,
+        }
+        if git:
+            subprocess.run([git, '--git-dir', str(repository), 'fsck', '--strict'], check=True,
+                           capture_output=True)
+            result['prune']['git_fsck'] = 'clean'  # type: ignore[index]
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
     if args.json:
@@ -157,6 +176,12 @@ def main() -> None:
               f"{result['ratio_consolidated_du_bytes']}x (du), "
               f"{result['ratio_consolidated_file_bytes']}x (file)")
         print(f"consolidate {result['consolidate_seconds']} s; git gc {result['git_gc_seconds']} s")
+    if 'prune' in result:
+        p = result['prune']
+        print(f"prune --keep {p['keep']}: checkpoints {p['checkpoints_before']} -> "  # type: ignore[index]
+              f"{p['checkpoints_after']}, objects {p['bytes_before']:,} -> "  # type: ignore[index]
+              f"{p['bytes_after']:,} bytes in {p['seconds']} s"  # type: ignore[index]
+              f"{' (git fsck --strict clean)' if p.get('git_fsck') else ''}")  # type: ignore[union-attr]
 
 
 if __name__ == '__main__':

@@ -414,3 +414,27 @@ def test_ssh_push_and_clone_through_the_ssh_transport(
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
     _, cloned, _ = Checkpoints.clone(url, repo2, desk2)
     assert cloned.new == more[-1] and tree_of(desk2) == tree_of(desk)
+
+
+def test_http_pull_into_a_pruned_desk_and_push_it_further(
+    http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, repo_dir: Path, workspace: Path
+) -> None:
+    url, served = http_remote
+    _session(cps, desk, 6)
+    cps.add_remote('web', _with_credentials(url))
+    cps.push('web')
+    desk2, repo2 = workspace / 'desks' / 'second', workspace / '.checkpoints' / 'second.git'
+    cps2, _, _ = Checkpoints.clone(_with_credentials(url), repo2, desk2)
+    cps.prune(keep=2)
+    newer = _session(cps2, desk2, 2, start=6)
+    cps2.push()
+    pulled = cps.pull('web')
+    assert (pulled.new, pulled.up_to_date) == (newer[-1], False)
+    assert len(cps.list(100)) == 4  # the two kept, then the two pulled
+    cps.restore(newer[-1])
+    assert tree_of(desk) == tree_of(desk2)
+    later = _session(cps, desk, 1, start=8)
+    assert cps.push('web').new == later[-1]
+    if GIT:
+        git(repo_dir, 'fsck', '--strict')
+        git(served, 'fsck', '--strict')

@@ -349,7 +349,7 @@ def push(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
     client, path = _client_for(remote.url)
     local = client is None
     if local:
-        return _push_local(repo, remote, head)
+        return _push_local(repo, remote, head, progress)
     try:
         remote_head = _remote_refs(client, path).get(BRANCH)
     except CheckpointError:
@@ -447,7 +447,9 @@ def _point_head_at_main(target) -> None:
         target.refs.set_symbolic_ref(b'HEAD', BRANCH)
 
 
-def _push_local(repo: ShadowRepo, remote: Remote, head: bytes) -> TransferResult:
+def _push_local(
+    repo: ShadowRepo, remote: Remote, head: bytes, progress: Progress | None = None
+) -> TransferResult:
     """Push to a repository on a path: objects copied directly, ref moved by compare-and-swap."""
     target = _open_local_remote(remote, create=True)
     try:
@@ -457,7 +459,7 @@ def _push_local(repo: ShadowRepo, remote: Remote, head: bytes) -> TransferResult
                 remote.name, remote.display_url, _short(head), _short(head), True
             )
         _check_push(repo, remote, head, remote_head, local=True)
-        _copy_objects(repo._repo, repo.path, target, head)
+        _copy_objects(repo._repo, repo.path, target, head, progress)
         marked = repair_shallow(target, _local_path(remote.url), head)
         if remote_head is None:
             done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
@@ -503,7 +505,7 @@ def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = Non
     try:
         client.fetch(
             path.encode(),
-            repo._repo,
+            _QuietShallow(repo._repo, repo.path),
             determine_wants=determine_wants,
             progress=_progress_bytes(progress),
         )
@@ -512,6 +514,37 @@ def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = Non
     except Exception as error:  # noqa: BLE001
         raise _transport_error(error, remote, 'fetch from') from error
     return wanted[0] if wanted else None
+
+
+class _QuietShallow:
+    """The fetch target, minus announcing our shallow boundaries to the server.
+
+    dulwich's client sends ``shallow`` lines for a pruned repository, which dulwich's server
+    rejects unless a ``deepen`` follows. Our boundaries only hide history older than what
+    we have, so the server need not know: the walker simply stops at them.
+    """
+
+    def __init__(self, repo, path: Path) -> None:
+        self._repo = repo
+        self._path = path
+
+    def __getattr__(self, name: str):
+        return getattr(self._repo, name)
+
+    def get_graph_walker(self, heads=None):
+        from dulwich.object_store import ObjectStoreGraphWalker
+
+        from .storage import read_shallow
+
+        shallow = read_shallow(self._path)
+        store = self._repo.object_store
+        if heads is None:
+            heads = [sha for sha in self._repo.refs.as_dict(b'refs/heads').values() if sha in store]
+
+        def parents(sha: bytes) -> list[bytes]:
+            return [] if sha in shallow else list(store[sha].parents)
+
+        return ObjectStoreGraphWalker(heads, parents)
 
 
 def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:

@@ -347,11 +347,12 @@ def pack_loose(repo, progress: ProgressFn | None = None, *, roll_up: bool = True
     for pack in merged_packs:
         if pack.name() != new_name:
             _remove_pack(store, pack)
-    for sha in loose:
-        try:
-            store.delete_loose_object(sha)
-        except OSError:
-            pass
+    for obj, _ in objects:  # only what is now in the new pack
+        if obj.id in loose:
+            try:
+                store.delete_loose_object(obj.id)
+            except OSError:
+                pass
     _drop_empty_fanout(repo.path)
     store._update_pack_cache()
     return StorageStats(
