@@ -212,3 +212,11 @@ def test_prune_then_desk_state_is_intact(cps: Checkpoints, desk: Path) -> None:
     cps.prune(keep=2)
     assert tree_of(desk) == before
     assert cps.snapshot('nothing changed') is None
+
+
+def test_open_does_not_prune_while_a_restore_journal_exists(repo_dir: Path, desk: Path) -> None:
+    cps = Checkpoints(repo_dir, desk)
+    ids = _turns(cps, desk, 4)
+    (repo_dir / 'checkpoints' / 'restore-journal').write_text('unfinished')
+    opened = Checkpoints.open(repo_dir, desk, keep=1)
+    assert _ids(opened) == ids[::-1]

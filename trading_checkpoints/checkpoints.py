@@ -385,8 +385,11 @@ class Checkpoints:
         keep = stored.keep if keep is None else keep
         retention = stored.older_than if retention is None else retention
         max_bytes = stored.max_size if max_bytes is None else max_bytes
-        if is_initialized(checkpoints.repository_directory) and (
-            keep is not None or retention is not None or max_bytes is not None
+        if (
+            is_initialized(checkpoints.repository_directory)
+            and (keep is not None or retention is not None or max_bytes is not None)
+            # An unfinished restore may need any checkpoint: prune later, never block start-up.
+            and _retention.journal_present(checkpoints.repository_directory) is None
         ):
             checkpoints.prune(keep=keep, older_than=retention, max_bytes=max_bytes)
         return checkpoints
