@@ -438,3 +438,41 @@ def test_http_pull_into_a_pruned_desk_and_push_it_further(
     if GIT:
         git(repo_dir, 'fsck', '--strict')
         git(served, 'fsck', '--strict')
+
+
+def test_cli_shows_progress_on_a_terminal_only(
+    cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
+) -> None:
+    import pty
+
+    _session(cps, desk, 2)
+    assert _cli(workspace, 'remote', 'add', 'disk', str(tmp_path / 'a.git')).returncode == 0
+    assert _cli(workspace, 'remote', 'add', 'disk2', str(tmp_path / 'b.git')).returncode == 0
+    quiet = _cli(workspace, 'push', 'disk')
+    assert quiet.returncode == 0 and 'compressing' not in quiet.stderr
+    leader, follower = pty.openpty()
+    try:
+        environment = {**os.environ, 'PYTHONPATH': str(ROOT)}
+        environment.pop('CHECKPOINTS_DESK', None)
+        done = subprocess.run(
+            [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace),
+             'push', 'disk2'],
+            stdout=subprocess.PIPE, stderr=follower, env=environment, text=True,
+        )
+        os.close(follower)
+        follower = -1
+        shown = b''
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower != -1:
+            os.close(follower)
+        os.close(leader)
+    assert done.returncode == 0 and 'Pushed to disk2' in done.stdout
+    assert b'compressing objects' in shown and b'\r' in shown

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import git, needs_git, write
+from conftest import GIT, git, needs_git, write
 
 from trading_checkpoints import Checkpoints, storage
 from trading_checkpoints.repo import ShadowRepo
@@ -107,6 +107,8 @@ def test_snapshots_pack_loose_objects_automatically(
     assert len(cps.list(200)) == 120
     cps.restore(cps.list(200)[-1].checkpoint_id)
     assert (desk / 'Memory.md').read_text().count('turn') == 1
+    if GIT:
+        git(repo_dir, 'fsck', '--strict', '--no-dangling')
 
 
 def test_the_hook_looks_only_for_some_commits(repo_dir: Path, desk: Path) -> None:
