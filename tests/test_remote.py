@@ -476,3 +476,22 @@ def test_cli_shows_progress_on_a_terminal_only(
         os.close(leader)
     assert done.returncode == 0 and 'Pushed to disk2' in done.stdout
     assert b'compressing objects' in shown and b'\r' in shown
+
+
+def test_clone_of_a_desk_with_its_own_tracked_paths(workspace: Path, tmp_path: Path) -> None:
+    desk = workspace / 'desks' / 'custom'
+    write(desk, 'Memory.md', 'memory\n')
+    write(desk, 'research/idea.md', 'idea\n')
+    tracked = ('Memory.md', 'research')
+    cps = Checkpoints(workspace / '.checkpoints' / 'custom.git', desk, tracked)
+    cps.snapshot('custom')
+    cps.add_remote('disk', str(tmp_path / 'custom.git'))
+    cps.push()
+    with pytest.raises(CheckpointError, match='research'):
+        Checkpoints.clone(str(tmp_path / 'custom.git'), tmp_path / 'a.git', tmp_path / 'a')
+    assert not (tmp_path / 'a.git').exists()
+    _, _, written = Checkpoints.clone(
+        str(tmp_path / 'custom.git'), tmp_path / 'b.git', tmp_path / 'b', tracked_paths=tracked
+    )
+    assert set(written or ()) == {'Memory.md', 'research/idea.md'}
+    assert tree_of(tmp_path / 'b') == tree_of(desk)

@@ -473,12 +473,16 @@ def pull(desk: Desk, name: str | None, as_json: bool) -> None:
 @click.argument('url')
 @click.option('--desk', 'desk_name', callback=lambda c, p, v: v and _validate_desk_name(c, p, v),
               help='The new desk to clone into (default: the group option --desk).')
+@click.option('--track', 'tracked', multiple=True, metavar='PATH',
+              help='A tracked path of the cloned desk, if it was not created with the default '
+                   'ones (repeat for each).')
 @click.option('--no-restore', is_flag=True,
               help='Only copy the history; do not write the newest checkpoint into the desk.')
 @click.option('--json', 'as_json', is_flag=True, help='Print what was cloned as JSON.')
 @click.pass_obj
 @_reports_errors
-def clone(desk: Desk, url: str, desk_name: str | None, no_restore: bool, as_json: bool) -> None:
+def clone(desk: Desk, url: str, desk_name: str | None, tracked: tuple[str, ...],
+          no_restore: bool, as_json: bool) -> None:
     """Copy a desk's checkpoints from URL onto a new desk, and restore the newest.
 
     The desk is named by --desk after the verb (or before it: `checkpoints --desk NAME clone
@@ -495,9 +499,11 @@ def clone(desk: Desk, url: str, desk_name: str | None, no_restore: bool, as_json
     target = Desk(desk.workspace, desk_name) if desk_name else desk
     progress = None if as_json else _progress_reporter()
     try:
+        from .paths import TRACKED_PATHS
+
         _, result, written = Checkpoints.clone(
             url, target.repository_directory, target.desk_directory,
-            restore=not no_restore, progress=progress,
+            restore=not no_restore, progress=progress, tracked_paths=tracked or TRACKED_PATHS,
         )
     finally:
         _finish(progress)

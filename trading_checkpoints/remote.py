@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.config import ConfigFile
 
-from .errors import CheckpointError
+from .errors import CheckpointError, CorruptRepositoryError
 from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes, _write_atomically
 
 ZERO = b'0' * 40
@@ -625,7 +625,13 @@ def clone(checkpoints, url: str, *, name: str = 'origin', restore: bool = True,
             add_remote(repo.path, name, remote.url)
             written = None
             if restore:
-                written = _checkout_into_empty_desk(checkpoints, repo)
+                try:
+                    written = _checkout_into_empty_desk(checkpoints, repo)
+                except CorruptRepositoryError as error:
+                    raise CorruptRepositoryError(
+                        f'{error}; if the desk was created with other tracked paths, clone '
+                        'with them (`clone --track PATH ...` or tracked_paths=...)'
+                    ) from error
     except BaseException:
         if created:
             import shutil

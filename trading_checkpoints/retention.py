@@ -143,7 +143,13 @@ def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) ->
     total = 0
     for sha in objects:
         total += sizes.get(sha, 0) or _loose_size(repo.path, sha)
-    return total
+    # As one pack and its index would take on disk (whole 4 KiB blocks, like objects_size).
+    index = 1072 + 28 * len(objects) + 40
+    return _blocks(total + 32) + _blocks(index)
+
+
+def _blocks(size: int, block: int = 4096) -> int:
+    return -(-size // block) * block
 
 
 def _packed_sizes(store) -> dict[bytes, int]:
