@@ -14,8 +14,9 @@ Two operations, both run under the repository's lock:
 - :func:`consolidate` rewrites everything reachable into a single pack, drops the old packs
   and loose objects, and so also removes what nothing references any more.
 
-:func:`maybe_pack` is the cheap hook called after each commit: it looks at the loose objects
-only for about one commit in eight (chosen by the commit's own id, so it costs no I/O).
+:func:`maybe_pack` is the cheap hook called after each commit: it counts the loose objects only
+on every eighth commit of a process, or when the commit's id starts with 0 or 8 (so a process
+that takes one snapshot and exits still looks about one time in eight), never otherwise.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ from .errors import CheckpointError
 LOOSE_LIMIT = 64
 # Loose objects (each zlib'd whole) shrink about this much once packed with deltas.
 LOOSE_TO_PACKED = 4
-# How often the hook looks: when the commit id starts with one of these hex digits (1 in 8).
+# How often the hook looks: every CHECK_EVERY commits made by this process, and also when a
+# commit id starts with one of these hex digits (1 in 8), which covers short-lived processes
+# (one snapshot per command) at no I/O cost.
+CHECK_EVERY = 8
 CHECK_PREFIXES = (b'0', b'8')
+_commits_since_check: dict[str, int] = {}
 # Delta search: how many previous objects to try, and the longest delta chain.
 WINDOW = 24
 MAX_DEPTH = 50
@@ -106,18 +111,24 @@ def pack_count(repository: Path) -> int:
 
 
 def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
-    """The hook after a commit: cheap unless this commit's id is one of the 1-in-8 that look.
+    """The hook after a commit: cheap except on the 1 commit in 8 that looks at the loose objects.
 
     Packing only saves space, so a failure here never fails the snapshot that triggered it
     (the objects stay loose and the next check tries again).
     """
-    if not new_commit.startswith(CHECK_PREFIXES):
+    key = str(repo.path)
+    count = _commits_since_check.get(key, 0) + 1
+    if count < CHECK_EVERY and not new_commit.startswith(CHECK_PREFIXES):
+        _commits_since_check[key] = count
         return None
+    _commits_since_check[key] = 0
     try:
         if loose_count(repo.path) < LOOSE_LIMIT:
             return None
         return pack_loose(repo)
     except (CheckpointError, OSError, KeyError, ValueError):
+        if os.environ.get('CHECKPOINTS_DEBUG'):
+            raise
         return None
 
 
