@@ -48,8 +48,31 @@ def _with_basic_auth(app, user: str, password: str):
     return guarded
 
 
+class _Gate:
+    """Holds receive-pack requests until opened, to catch a push in the middle of its upload."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self.opened = threading.Event()
+        self.opened.set()
+
+    def wrap(self, app):
+        def gated(environ, start_response):
+            if environ.get('PATH_INFO', '').endswith('/git-receive-pack'):
+                self.reached.set()
+                self.opened.wait(30)
+            return app(environ, start_response)
+
+        return gated
+
+
 @pytest.fixture
-def http_remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+def gate() -> _Gate:
+    return _Gate()
+
+
+@pytest.fixture
+def http_remote(tmp_path: Path, gate: _Gate) -> Iterator[tuple[str, Path]]:
     """A bare repository served over smart HTTP; yields (base URL without credentials, path)."""
     from dulwich.repo import Repo
     from dulwich.server import DictBackend
@@ -59,7 +82,9 @@ def http_remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     bare.mkdir()
     repo = Repo.init_bare(str(bare))
     repo.refs.set_symbolic_ref(b'HEAD', b'refs/heads/main')
-    app = _with_basic_auth(make_wsgi_chain(DictBackend({'/desk.git': repo})), USER, PASSWORD)
+    app = _with_basic_auth(
+        gate.wrap(make_wsgi_chain(DictBackend({'/desk.git': repo}))), USER, PASSWORD
+    )
     server = make_server(
         '127.0.0.1', 0, app, server_class=_ThreadedServer, handler_class=_QuietHandler
     )
@@ -495,3 +520,28 @@ def test_clone_of_a_desk_with_its_own_tracked_paths(workspace: Path, tmp_path: P
     )
     assert set(written or ()) == {'Memory.md', 'research/idea.md'}
     assert tree_of(tmp_path / 'b') == tree_of(desk)
+
+
+def test_snapshots_go_on_while_a_push_uploads(
+    http_remote: tuple[str, Path], gate: _Gate, cps: Checkpoints, desk: Path
+) -> None:
+    url, _ = http_remote
+    ids = _session(cps, desk, 3)
+    cps.add_remote('web', _with_credentials(url))
+    gate.opened.clear()
+    outcome: list[object] = []
+    pusher = threading.Thread(target=lambda: outcome.append(cps.push('web')))
+    pusher.start()
+    try:
+        assert gate.reached.wait(30), 'the push never reached the server'
+        during: list[str] = []
+        writer = threading.Thread(target=lambda: during.extend(_session(cps, desk, 1, start=3)))
+        writer.start()
+        writer.join(15)
+        assert not writer.is_alive() and during, 'a snapshot waited for the push to finish'
+    finally:
+        gate.opened.set()
+        pusher.join(30)
+    [result] = outcome
+    assert result.new == ids[-1]  # what was checked and packed is what got pushed
+    assert cps.push('web').new == during[-1]

@@ -455,8 +455,7 @@ class Checkpoints:
 
         if ShadowRepo.open(self.repository_directory) is None:
             raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
-        with self._locked() as repo:
-            return _remote.push(repo, _remote.get_remote(repo.path, remote), progress)
+        return _remote.push(self, remote, progress)  # locks only while reading the repository
 
     def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
         """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""

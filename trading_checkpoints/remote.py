@@ -341,28 +341,41 @@ def _progress_text(progress: Progress | None) -> Callable[..., None] | None:
 # -- push ----------------------------------------------------------------------------------
 
 
-def push(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:
-    """Pushes ``main`` to the remote's ``main``, fast-forward only. Runs under the lock."""
-    head = repo.head()
-    if head is None:
-        raise CheckpointError('nothing to push: this desk has no checkpoints yet')
+def push(checkpoints, name: str | None, progress: Progress | None = None) -> TransferResult:
+    """Pushes ``main`` to the remote's ``main``, fast-forward only.
+
+    The desk's lock is held only while reading the repository: the remote's refs are asked
+    for first, then (locked) the push is checked and its pack built in memory, then
+    (unlocked, so snapshots go on) the pack is sent. The remote's branch moves only if it
+    still is where it was when checked.
+    """
+    from .storage import read_shallow
+
+    remote = get_remote(checkpoints.repository_directory, name)
     client, path = _client_for(remote.url)
-    local = client is None
-    if local:
-        return _push_local(repo, remote, head, progress)
+    if client is None:
+        with checkpoints._locked() as repo:
+            head = _head_to_push(repo)
+            return _push_local(repo, remote, head, progress)
     try:
         remote_head = _remote_refs(client, path).get(BRANCH)
     except CheckpointError:
         raise
     except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
         raise _transport_error(error, remote, 'push to') from error
-    _check_push(repo, remote, head, remote_head, local=False)
-    if remote_head == head:
-        return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
-    from .storage import read_shallow
-
-    dulwich_repo = repo._repo
-    have = {sha for sha in ([remote_head] if remote_head else []) if repo.contains(sha)}
+    with checkpoints._locked() as repo:
+        head = _head_to_push(repo)
+        _check_push(repo, remote, head, remote_head, local=False)
+        if remote_head == head:
+            return TransferResult(
+                remote.name, remote.display_url, _short(head), _short(head), True
+            )
+        have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
+        count, records = repo._repo.object_store.generate_pack_data(
+            have, {head}, shallow=read_shallow(repo.path),
+            progress=_progress_text(progress), ofs_delta=True,
+        )
+        records = list(records)  # read now, while no packing can remove what they come from
 
     def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
         current = refs.get(BRANCH)
@@ -376,13 +389,7 @@ def push(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
         return new
 
     def generate(have_ids, want_ids, *, ofs_delta=False, progress=None):
-        return dulwich_repo.object_store.generate_pack_data(
-            set(have_ids) & (have | {s for s in have_ids if repo.contains(s)}),
-            set(want_ids),
-            shallow=read_shallow(repo.path),
-            progress=progress,
-            ofs_delta=ofs_delta,
-        )
+        return count, iter(records)
 
     try:
         result = client.send_pack(
@@ -398,6 +405,13 @@ def push(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
             f'the remote {remote.name} refused the push: {_scrub(str(status), remote.url)}'
         )
     return TransferResult(remote.name, remote.display_url, _short(remote_head), _short(head), False)
+
+
+def _head_to_push(repo: ShadowRepo) -> bytes:
+    head = repo.head()
+    if head is None:
+        raise CheckpointError('nothing to push: this desk has no checkpoints yet')
+    return head
 
 
 def _check_push(
