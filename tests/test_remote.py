@@ -465,6 +465,7 @@ def test_http_pull_into_a_pruned_desk_and_push_it_further(
         git(served, 'fsck', '--strict')
 
 
+@pytest.mark.skipif(sys.platform == 'win32', reason='needs a pseudo-terminal')
 def test_cli_shows_progress_on_a_terminal_only(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
 ) -> None:
