@@ -75,8 +75,10 @@ def play(cps: Checkpoints, desk: Path, snapshots: int, rng: random.Random) -> fl
     started = time.perf_counter()
     for turn in range(snapshots):
         with open(desk / 'Memory.md', 'a') as handle:
-            handle.write(f'- turn {turn}: checked {rng.choice(["AAPL", "MSFT", "ES", "NQ"])} '
-                         f'at {rng.uniform(10, 500):.2f}; {rng.choice(["hold", "trim", "add"])}\n')
+            handle.write(
+                f'- turn {turn}: checked {rng.choice(["AAPL", "MSFT", "ES", "NQ"])} '
+                f'at {rng.uniform(10, 500):.2f}; {rng.choice(["hold", "trim", "add"])}\n'
+            )
         roll = rng.random()
         if roll < 0.5:
             note = rng.choice(notes)
@@ -102,8 +104,12 @@ def main() -> None:
     parser.add_argument('--seed', type=int, default=7)
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--keep', type=Path, help='keep the workspace in this folder')
-    parser.add_argument('--prune-keep', type=int, default=100,
-                        help='finally prune to this many checkpoints and report it (0: skip)')
+    parser.add_argument(
+        '--prune-keep',
+        type=int,
+        default=100,
+        help='finally prune to this many checkpoints and report it (0: skip)',
+    )
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -130,9 +136,11 @@ def main() -> None:
     git = shutil.which('git')
     if git:
         started = time.perf_counter()
-        subprocess.run([git, '--git-dir', str(reference), 'gc', '--aggressive', '--prune=now',
-                        '-q'], check=True, env={**os.environ, 'GIT_CONFIG_NOSYSTEM': '1',
-                                                'GIT_CONFIG_GLOBAL': os.devnull})
+        subprocess.run(
+            [git, '--git-dir', str(reference), 'gc', '--aggressive', '--prune=now', '-q'],
+            check=True,
+            env={**os.environ, 'GIT_CONFIG_NOSYSTEM': '1', 'GIT_CONFIG_GLOBAL': os.devnull},
+        )
         result['git_gc_seconds'] = round(time.perf_counter() - started, 2)
         result['git_gc_aggressive'] = measure(reference)
         for name in ('auto', 'consolidated'):
@@ -151,37 +159,51 @@ def main() -> None:
             'bytes_after': pruned.bytes_after,
         }
         if git:
-            subprocess.run([git, '--git-dir', str(repository), 'fsck', '--strict'], check=True,
-                           capture_output=True)
+            subprocess.run(
+                [git, '--git-dir', str(repository), 'fsck', '--strict'],
+                check=True,
+                capture_output=True,
+            )
             result['prune']['git_fsck'] = 'clean'  # type: ignore[index]
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=2))
         return
-    print(f"{args.snapshots} snapshots of a {args.files}-note desk in {seconds:.1f} s "
-          f"(Memory.md grew to {result['memory_md_bytes']:,} bytes; "
-          f"tracked files {result['tracked_bytes']:,} bytes)")
-    print(f"{'':24}{'du bytes':>12}{'file bytes':>12}{'packs':>7}{'loose':>7}")
-    rows = [('shadow repo (auto)', 'auto'), ('after prune() (1 pack)', 'consolidated'),
-            ('git gc --aggressive', 'git_gc_aggressive')]
+    print(
+        f'{args.snapshots} snapshots of a {args.files}-note desk in {seconds:.1f} s '
+        f'(Memory.md grew to {result["memory_md_bytes"]:,} bytes; '
+        f'tracked files {result["tracked_bytes"]:,} bytes)'
+    )
+    print(f'{"":24}{"du bytes":>12}{"file bytes":>12}{"packs":>7}{"loose":>7}')
+    rows = [
+        ('shadow repo (auto)', 'auto'),
+        ('after prune() (1 pack)', 'consolidated'),
+        ('git gc --aggressive', 'git_gc_aggressive'),
+    ]
     for label, key in rows:
         if key in result:
             m = result[key]
-            print(f"{label:24}{m['du_bytes']:>12,}{m['file_bytes']:>12,}{m['packs']:>7}"  # type: ignore[index]
-                  f"{m['loose']:>7}")  # type: ignore[index]
+            print(
+                f'{label:24}{m["du_bytes"]:>12,}{m["file_bytes"]:>12,}{m["packs"]:>7}'  # type: ignore[index]
+                f'{m["loose"]:>7}'
+            )  # type: ignore[index]
     if 'git_gc_aggressive' in result:
-        print(f"ratio to git gc --aggressive: auto {result['ratio_auto_du_bytes']}x (du), "
-              f"{result['ratio_auto_file_bytes']}x (file); consolidated "
-              f"{result['ratio_consolidated_du_bytes']}x (du), "
-              f"{result['ratio_consolidated_file_bytes']}x (file)")
-        print(f"consolidate {result['consolidate_seconds']} s; git gc {result['git_gc_seconds']} s")
+        print(
+            f'ratio to git gc --aggressive: auto {result["ratio_auto_du_bytes"]}x (du), '
+            f'{result["ratio_auto_file_bytes"]}x (file); consolidated '
+            f'{result["ratio_consolidated_du_bytes"]}x (du), '
+            f'{result["ratio_consolidated_file_bytes"]}x (file)'
+        )
+        print(f'consolidate {result["consolidate_seconds"]} s; git gc {result["git_gc_seconds"]} s')
     if 'prune' in result:
         p = result['prune']
-        print(f"prune --keep {p['keep']}: checkpoints {p['checkpoints_before']} -> "  # type: ignore[index]
-              f"{p['checkpoints_after']}, objects {p['bytes_before']:,} -> "  # type: ignore[index]
-              f"{p['bytes_after']:,} bytes in {p['seconds']} s"  # type: ignore[index]
-              f"{' (git fsck --strict clean)' if p.get('git_fsck') else ''}")  # type: ignore[union-attr]
+        print(
+            f'prune --keep {p["keep"]}: checkpoints {p["checkpoints_before"]} -> '  # type: ignore[index]
+            f'{p["checkpoints_after"]}, objects {p["bytes_before"]:,} -> '  # type: ignore[index]
+            f'{p["bytes_after"]:,} bytes in {p["seconds"]} s'  # type: ignore[index]
+            f'{" (git fsck --strict clean)" if p.get("git_fsck") else ""}'
+        )  # type: ignore[union-attr]
 
 
 if __name__ == '__main__':

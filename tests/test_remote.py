@@ -481,9 +481,19 @@ def test_cli_shows_progress_on_a_terminal_only(
         environment = {**os.environ, 'PYTHONPATH': str(ROOT)}
         environment.pop('CHECKPOINTS_DESK', None)
         done = subprocess.run(
-            [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace),
-             'push', 'disk2'],
-            stdout=subprocess.PIPE, stderr=follower, env=environment, text=True,
+            [
+                sys.executable,
+                '-m',
+                'trading_checkpoints',
+                '--workspace',
+                str(workspace),
+                'push',
+                'disk2',
+            ],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            env=environment,
+            text=True,
         )
         os.close(follower)
         follower = -1

@@ -161,9 +161,7 @@ def test_parse_limits() -> None:
     assert retention.parse_size('800k') == 800 * 1024
 
 
-def test_open_prunes_to_arguments_and_to_stored_limits(
-    repo_dir: Path, desk: Path
-) -> None:
+def test_open_prunes_to_arguments_and_to_stored_limits(repo_dir: Path, desk: Path) -> None:
     cps = Checkpoints(repo_dir, desk)
     ids = _turns(cps, desk, 9)
     opened = Checkpoints.open(repo_dir, desk, keep=5)
@@ -180,7 +178,9 @@ def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env.pop('CHECKPOINTS_DESK', None)
     return subprocess.run(
         [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), *args],
-        capture_output=True, text=True, env=env,
+        capture_output=True,
+        text=True,
+        env=env,
     )
 
 

@@ -35,8 +35,10 @@ def _pack_stats(repo_dir: Path) -> tuple[int, int, int]:
     for idx in (repo_dir / 'objects' / 'pack').glob('*.idx'):
         for line in git(repo_dir, 'verify-pack', '-v', str(idx)).splitlines():
             fields = line.split()
-            if len(fields) >= 5 and len(fields[0]) == 40 and fields[1] in (
-                'blob', 'tree', 'commit', 'tag'
+            if (
+                len(fields) >= 5
+                and len(fields[0]) == 40
+                and fields[1] in ('blob', 'tree', 'commit', 'tag')
             ):
                 objects += 1
                 if len(fields) >= 7:
@@ -78,7 +80,8 @@ def test_every_checkpoint_reads_back_after_packing(
     for checkpoint_id in ids[::7] + ids[-2:]:
         cps.restore(checkpoint_id)
         expected[checkpoint_id] = {
-            p: (desk / p).read_bytes() for p in ('Memory.md', 'notes/random.bin')
+            p: (desk / p).read_bytes()
+            for p in ('Memory.md', 'notes/random.bin')
             if (desk / p).exists()
         }
     repo = _open(repo_dir)
@@ -95,8 +98,9 @@ def test_every_checkpoint_reads_back_after_packing(
 def test_snapshots_pack_loose_objects_automatically(
     cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i:i + 1]
-                                                         for i in range(16)))
+    monkeypatch.setattr(
+        storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i : i + 1] for i in range(16))
+    )
     monkeypatch.setattr(storage, 'LOOSE_LIMIT', 20)
     _grow_memory(cps, desk, 120)
     assert storage.loose_count(repo_dir) < 20
@@ -136,8 +140,9 @@ def test_a_failing_pack_never_fails_the_snapshot(
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError(28, 'No space left on device')
 
-    monkeypatch.setattr(storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i:i + 1]
-                                                         for i in range(16)))
+    monkeypatch.setattr(
+        storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i : i + 1] for i in range(16))
+    )
     monkeypatch.setattr(storage, 'LOOSE_LIMIT', 1)
     monkeypatch.setattr(storage, 'pack_loose', broken)
     ids = _grow_memory(cps, desk, 3)

@@ -367,13 +367,14 @@ def push(checkpoints, name: str | None, progress: Progress | None = None) -> Tra
         head = _head_to_push(repo)
         _check_push(repo, remote, head, remote_head, local=False)
         if remote_head == head:
-            return TransferResult(
-                remote.name, remote.display_url, _short(head), _short(head), True
-            )
+            return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
         have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
         count, records = repo._repo.object_store.generate_pack_data(
-            have, {head}, shallow=read_shallow(repo.path),
-            progress=_progress_text(progress), ofs_delta=True,
+            have,
+            {head},
+            shallow=read_shallow(repo.path),
+            progress=_progress_text(progress),
+            ofs_delta=True,
         )
         records = list(records)  # read now, while no packing can remove what they come from
 
@@ -423,7 +424,7 @@ def _check_push(
     if remote_head is None or remote_head == head:
         if remote_head is None and read_shallow(repo.path) and not local:
             raise CheckpointError(
-                f'this desk\'s history was pruned, and the remote {remote.name} '
+                f"this desk's history was pruned, and the remote {remote.name} "
                 f'({remote.display_url}) is empty: it would receive checkpoints whose parents '
                 'it lacks, which git cannot read. Push to a path or file:// remote (it is then '
                 'marked shallow like this desk), or push before pruning'
@@ -433,20 +434,23 @@ def _check_push(
         return
     raise CheckpointError(
         f'the remote {remote.name} ({remote.display_url}) is at {_short(remote_head)}, which '
-        'is not in this desk\'s history: the histories diverged (or the remote is older than '
+        "is not in this desk's history: the histories diverged (or the remote is older than "
         'the oldest kept checkpoint); nothing was pushed. Pull first, or push to a new remote'
     )
 
 
-def _copy_objects(source_repo, source_path: Path, target_repo, head: bytes,
-                  progress: Progress | None = None) -> int:
+def _copy_objects(
+    source_repo, source_path: Path, target_repo, head: bytes, progress: Progress | None = None
+) -> int:
     """Copies what ``target`` lacks of the history below ``head`` as one pack with deltas."""
     from . import storage
 
     source = source_repo.object_store
     target = target_repo.object_store
     missing = storage.reachable(
-        source, [head], storage.read_shallow(source_path),
+        source,
+        [head],
+        storage.read_shallow(source_path),
         enter_commit=lambda sha: sha not in target,
     )
     objects = [(source[sha], path) for sha, path in missing.items() if sha not in target]
@@ -469,9 +473,7 @@ def _push_local(
     try:
         remote_head = target.refs.read_ref(BRANCH)
         if remote_head == head:
-            return TransferResult(
-                remote.name, remote.display_url, _short(head), _short(head), True
-            )
+            return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
         _check_push(repo, remote, head, remote_head, local=True)
         _copy_objects(repo._repo, repo.path, target, head, progress)
         marked = repair_shallow(target, _local_path(remote.url), head)
@@ -487,7 +489,11 @@ def _push_local(
     finally:
         target.close()
     return TransferResult(
-        remote.name, remote.display_url, _short(remote_head), _short(head), False,
+        remote.name,
+        remote.display_url,
+        _short(remote_head),
+        _short(head),
+        False,
         tuple(_short(s) or '' for s in marked),
     )
 
@@ -584,7 +590,11 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
             )
     repo.update_branch(head, remote_head, f'pull: fast-forward from {remote.name}')
     return TransferResult(
-        remote.name, remote.display_url, _short(head), _short(remote_head), False,
+        remote.name,
+        remote.display_url,
+        _short(head),
+        _short(remote_head),
+        False,
         tuple(_short(s) or '' for s in marked),
     )
 
@@ -608,8 +618,14 @@ def _walk_to(repo: ShadowRepo, start: bytes, goal: bytes) -> bool:
 # -- clone ---------------------------------------------------------------------------------
 
 
-def clone(checkpoints, url: str, *, name: str = 'origin', restore: bool = True,
-          progress: Progress | None = None):  # -> (TransferResult, restored paths or None)
+def clone(
+    checkpoints,
+    url: str,
+    *,
+    name: str = 'origin',
+    restore: bool = True,
+    progress: Progress | None = None,
+):  # -> (TransferResult, restored paths or None)
     """Brings a remote's checkpoints into a new repository for ``checkpoints``' desk.
 
     The repository must not exist yet (or be empty). When ``restore`` is true and the desk
@@ -653,7 +669,11 @@ def clone(checkpoints, url: str, *, name: str = 'origin', restore: bool = True,
             shutil.rmtree(repository, ignore_errors=True)
         raise
     result = TransferResult(
-        name, remote.display_url, None, _short(remote_head), False,
+        name,
+        remote.display_url,
+        None,
+        _short(remote_head),
+        False,
         tuple(_short(s) or '' for s in marked),
     )
     return result, written

@@ -72,9 +72,7 @@ def parse_duration(text: str | float | int) -> float:
         return float(text)
     match = _DURATION.fullmatch(str(text))
     if not match:
-        raise CheckpointError(
-            f'{text!r} is not a period; write it like 30d, 12h, 90m, 45s or 2w'
-        )
+        raise CheckpointError(f'{text!r} is not a period; write it like 30d, 12h, 90m, 45s or 2w')
     return float(match.group(1)) * _SECONDS[match.group(2).lower()]
 
 
@@ -205,8 +203,13 @@ def prune(
     if dry_run or not dropped:
         estimate = _estimated_bytes(repo, history, count) if dropped else bytes_before
         return PruneResult(
-            len(history), count, bytes_before, estimate if dry_run else bytes_before,
-            tuple(info.short_id for info in dropped), oldest, dry_run,
+            len(history),
+            count,
+            bytes_before,
+            estimate if dry_run else bytes_before,
+            tuple(info.short_id for info in dropped),
+            oldest,
+            dry_run,
         )
     _cut(repo, kept)
     storage.consolidate(repo)
@@ -215,8 +218,13 @@ def prune(
     if [info.sha for info in after] != [info.sha for info in kept]:
         raise CheckpointError(f'pruning {repo.path} kept the wrong checkpoints; please report')
     return PruneResult(
-        len(history), len(after), bytes_before, storage.objects_size(repo.path),
-        tuple(info.short_id for info in dropped), oldest, False,
+        len(history),
+        len(after),
+        bytes_before,
+        storage.objects_size(repo.path),
+        tuple(info.short_id for info in dropped),
+        oldest,
+        False,
     )
 
 

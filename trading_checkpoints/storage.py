@@ -287,7 +287,7 @@ def _alike(base: bytes, target: bytes, samples: int = 8, width: int = 24) -> boo
     if len(target) < samples * width * 2 or len(base) < width:
         return True
     step = (len(target) - width) // (samples - 1)
-    found = sum(1 for i in range(samples) if target[i * step:i * step + width] in base)
+    found = sum(1 for i in range(samples) if target[i * step : i * step + width] in base)
     return found >= 2
 
 
@@ -367,7 +367,12 @@ def pack_loose(repo, progress: ProgressFn | None = None, *, roll_up: bool = True
     _drop_empty_fanout(repo.path)
     store._update_pack_cache()
     return StorageStats(
-        len(objects), deltas, packs_before, pack_count(repo.path), len(loose), before,
+        len(objects),
+        deltas,
+        packs_before,
+        pack_count(repo.path),
+        len(loose),
+        before,
         objects_size(repo.path),
     )
 
@@ -433,7 +438,12 @@ def consolidate(
     _drop_empty_fanout(repo.path)
     store._update_pack_cache()
     return StorageStats(
-        len(objects), deltas, packs_before, pack_count(repo.path), len(loose_before), before,
+        len(objects),
+        deltas,
+        packs_before,
+        pack_count(repo.path),
+        len(loose_before),
+        before,
         objects_size(repo.path),
     )
 
