@@ -220,3 +220,26 @@ def test_open_does_not_prune_while_a_restore_journal_exists(repo_dir: Path, desk
     (repo_dir / 'checkpoints' / 'restore-journal').write_text('unfinished')
     opened = Checkpoints.open(repo_dir, desk, keep=1)
     assert _ids(opened) == ids[::-1]
+
+
+@needs_git
+def test_a_prune_interrupted_before_repacking_leaves_a_readable_repository(
+    cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _turns(cps, desk, 10)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # as if the process died between the cut and the repack
+
+    with monkeypatch.context() as patch:
+        patch.setattr(storage, 'consolidate', killed)
+        with pytest.raises(KeyboardInterrupt):
+            cps.prune(keep=4)
+    assert _ids(cps) == ids[6:][::-1]  # the cut is already in effect
+    git(repo_dir, 'fsck', '--strict')
+    result = cps.prune(keep=4)  # nothing more to drop; the leftovers go with the next repack
+    assert (result.checkpoints_before, result.checkpoints_after) == (4, 4)
+    assert 'unreachable' in git(repo_dir, 'fsck', '--unreachable', '--strict')
+    cps.prune()
+    git(repo_dir, 'fsck', '--strict', '--no-dangling')
+    assert 'unreachable' not in git(repo_dir, 'fsck', '--unreachable', '--strict')
