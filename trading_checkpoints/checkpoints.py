@@ -354,7 +354,6 @@ class Checkpoints:
                     f'tracked files of the desk {self.desk_directory}'
                 )
 
-
     # -- retention (issue 6: see retention.py and storage.py) --------------------------------
 
     @classmethod
