@@ -181,3 +181,34 @@ def test_delta_guard_skips_unrelated_content() -> None:
     assert storage._alike(text, text + b'one more line\n')
     assert not storage._alike(os.urandom(8000), os.urandom(8000))
     assert storage._alike(b'short', b'tiny')
+
+
+@needs_git
+def test_a_roll_up_keeps_the_deltas_it_merges(
+    cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage, 'LOOSE_LIMIT', 10**9)  # only the packing this test asks for
+    ids = _grow_memory(cps, desk, 30)
+    repo = _open(repo_dir)
+    try:
+        first = storage.pack_loose(repo, roll_up=False)
+        assert first.deltas >= 25
+        old_pack = next((repo_dir / 'objects' / 'pack').glob('*.pack')).name
+        reused = storage._reusable_deltas(list(storage.object_store(repo).packs), set())
+        assert reused == {}  # no base among the candidates: nothing reusable
+        packs = list(storage.object_store(repo).packs)
+        everything = {s.hex().encode() for s, _, _ in packs[0].index.iterentries()}
+        assert len(storage._reusable_deltas(packs, everything)) == first.deltas
+        ids += _grow_memory(cps, desk, 5, start=30)
+        monkeypatch.setattr(storage, '_packs_to_roll_up', lambda path, store, loose: store.packs)
+        merged = storage.pack_loose(repo)  # the first pack rolls up into the new one
+    finally:
+        repo.close()
+    packs = [p.name for p in (repo_dir / 'objects' / 'pack').glob('*.pack')]
+    assert len(packs) == 1 and packs != [old_pack]
+    assert merged.deltas >= first.deltas + 4
+    objects, deltas, longest = _pack_stats(repo_dir)
+    assert objects == merged.objects and deltas == merged.deltas and longest <= storage.MAX_DEPTH
+    git(repo_dir, 'fsck', '--strict', '--no-dangling')
+    cps.restore(ids[0])
+    assert (desk / 'Memory.md').read_text().count('turn') == 1
