@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import external, guards, history, journal, lock, metadata, statcache, undo, worktree
+from . import external, guards, history, journal, lock, metadata, statcache, storage, undo, worktree
 from .errors import CheckpointError, CorruptRepositoryError
 from .history import Diff, FileChange, LogEntry
 from .journal import Recovery
@@ -739,6 +739,7 @@ class Checkpoints:
             repo.write_objects(objects)
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             new_sha = commit.id
+            storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head
         changed_cache = (
             new_sha is not None
@@ -865,6 +866,141 @@ class Checkpoints:
                     f'the checkpoint repository {self.repository_directory} lies inside the '
                     f'tracked files of the desk {self.desk_directory}'
                 )
+
+    # -- retention (issue 6: see retention.py and storage.py) --------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        keep: int | None = None,
+        retention: str | float | None = None,
+        max_bytes: int | str | None = None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ) -> Checkpoints:
+        """A ``Checkpoints`` pruned to its limits before anything new is written.
+
+        Limits not given here are read from the repository's config (``checkpoints.keep``,
+        ``checkpoints.retention``, ``checkpoints.maxsize``, as written by
+        ``checkpoints prune --save``), so every entry point applies the same ones.
+
+        Example::
+
+            checkpoints = Checkpoints.open(repo, desk, keep=200, retention='30d')
+        """
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        from . import retention as _retention
+
+        stored = _retention.read_limits(checkpoints.repository_directory)
+        keep = stored.keep if keep is None else keep
+        retention = stored.older_than if retention is None else retention
+        max_bytes = stored.max_size if max_bytes is None else max_bytes
+        if (
+            is_initialized(checkpoints.repository_directory)
+            and (keep is not None or retention is not None or max_bytes is not None)
+            # An unfinished restore may need any checkpoint: prune later, never block start-up.
+            and _retention.journal_present(checkpoints.repository_directory) is None
+        ):
+            checkpoints.prune(keep=keep, older_than=retention, max_bytes=max_bytes)
+        return checkpoints
+
+    def prune(
+        self,
+        keep: int | None = None,
+        older_than: str | float | None = None,
+        max_bytes: int | str | None = None,
+        *,
+        dry_run: bool = False,
+    ):  # -> retention.PruneResult
+        """Drops old checkpoints; the ids of the kept ones never change.
+
+        Args:
+            keep: Keep at most this many of the newest checkpoints (at least 1 is always kept).
+            older_than: Drop checkpoints older than this: seconds, or text like ``'30d'``.
+            max_bytes: Drop the oldest until the objects fit: bytes, or text like ``'500M'``.
+            dry_run: Only say what would be dropped.
+
+        With no limit at all it only compacts the storage (one pack, with deltas). Refuses
+        while a restore journal says a restore is unfinished.
+        """
+        from . import retention as _retention
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            return _retention.PruneResult(0, 0, 0, 0)
+        with self._locked() as repo:
+            if keep is None and older_than is None and max_bytes is None and not dry_run:
+                before = len(list(repo.history()))
+                stats = storage.consolidate(repo)
+                return _retention.PruneResult(before, before, stats.bytes_before, stats.bytes_after)
+            return _retention.prune(
+                repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
+            )
+
+
+    # -- remotes (issue 6: see remote.py) ----------------------------------------------------
+
+    def add_remote(self, name: str, url: str):  # -> remote.Remote
+        """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
+        from . import remote as _remote
+
+        with self._locked() as repo:
+            return _remote.add_remote(repo.path, name, url)
+
+    def remove_remote(self, name: str) -> None:
+        from . import remote as _remote
+
+        with self._locked() as repo:
+            _remote.remove_remote(repo.path, name)
+
+    def remotes(self) -> list:  # -> list[remote.Remote]
+        from . import remote as _remote
+
+        if not is_initialized(self.repository_directory):
+            return []
+        return _remote.list_remotes(self.repository_directory)
+
+    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
+        from . import remote as _remote
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+        return _remote.push(self, remote, progress)  # locks only while reading the repository
+
+    def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
+        from . import remote as _remote
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            raise CheckpointError(
+                f'no checkpoint repository at {self.repository_directory}; use clone instead'
+            )
+        with self._locked() as repo:
+            return _remote.pull(repo, _remote.get_remote(repo.path, remote), progress)
+
+    @classmethod
+    def clone(
+        cls,
+        url: str,
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        restore: bool = True,
+        progress=None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ):  # -> (Checkpoints, remote.TransferResult, tuple of restored paths or None)
+        """Copies a remote's checkpoints into a new repository for a desk.
+
+        With ``restore`` (the default) the newest checkpoint is written into the desk when it
+        holds no tracked files yet; the remote is remembered as ``origin``.
+        """
+        from . import remote as _remote
+
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        result, written = _remote.clone(checkpoints, url, restore=restore, progress=progress)
+        return checkpoints, result, written
 
 
     # -- agent integration (guard.py, turns.py) -------------------------------------------
