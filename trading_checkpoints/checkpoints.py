@@ -9,7 +9,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import external, guards, history, journal, lock, metadata, statcache, storage, undo, worktree
+from . import (
+    external,
+    history,
+    journal,
+    lock,
+    metadata,
+    safety,
+    statcache,
+    storage,
+    undo,
+    worktree,
+)
 from .errors import CheckpointError, CorruptRepositoryError
 from .history import Diff, FileChange, LogEntry
 from .journal import Recovery
@@ -187,7 +198,7 @@ class Checkpoints:
             lock_timeout: Seconds to wait for another process holding the desk's lock.
         """
         self._max_file_size = (
-            None if max_file_size is None else guards.check_max_file_size(max_file_size)
+            None if max_file_size is None else safety.check_max_file_size(max_file_size)
         )
         self._durable = bool(durable)
         self._lock_timeout = float(lock_timeout)
@@ -444,8 +455,8 @@ class Checkpoints:
         before = self._commit_scan(repo, scan, cache, allowlist, before_message)
         head = repo.head()
         assert head is not None
-        guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
-        read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
+        safety.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
+        read_blob = safety.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
         worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
         head_tree = repo.commit_info(head).tree  # read before the desk is touched
         # The intent record: a crash from here on is completed by the next operation.
@@ -453,9 +464,9 @@ class Checkpoints:
         try:
             written = worktree.apply(
                 self.desk_directory, allowlist, the_plan, target, read_blob,
-                durable=self._durable, guard=guards.unchanged_since(scan),
+                durable=self._durable, guard=safety.unchanged_since(scan),
             )
-        except guards.DeskChangedError as change:
+        except safety.DeskChangedError as change:
             # Someone wrote a planned path meanwhile: the journal saves the desk as found
             # (their bytes included) and then finishes the restore.
             return self._finish_after_change(repo, change, before or head, target_sha, the_plan)
@@ -655,7 +666,7 @@ class Checkpoints:
     def _finish_after_change(
         self,
         repo: ShadowRepo,
-        change: guards.DeskChangedError,
+        change: safety.DeskChangedError,
         before: bytes,
         target: bytes,
         the_plan: worktree.Plan,
@@ -686,22 +697,22 @@ class Checkpoints:
         self, repo: ShadowRepo, allowlist: Allowlist, cache: statcache.StatCache
     ) -> worktree.Scan:
         """Scans the desk with the size limit, refusing a desk that vanished meanwhile."""
-        identity = guards.folder_identity(self.desk_directory)
-        guards.check_desk_held_still(self.desk_directory, identity)
+        identity = safety.folder_identity(self.desk_directory)
+        safety.check_desk_held_still(self.desk_directory, identity)
         scan = worktree.scan(
             self.desk_directory, allowlist, cache, max_file_size=self._size_limit(repo)
         )
-        guards.check_desk_held_still(self.desk_directory, identity)
+        safety.check_desk_held_still(self.desk_directory, identity)
         return scan
 
     def _size_limit(self, repo: ShadowRepo) -> int:
         if self._max_file_size is not None:
             return self._max_file_size
-        configured = repo.config_string(*guards.MAX_FILE_SIZE_KEY)
+        configured = repo.config_string(*safety.MAX_FILE_SIZE_KEY)
         if configured is None:
-            return guards.DEFAULT_MAX_FILE_SIZE
+            return safety.DEFAULT_MAX_FILE_SIZE
         try:
-            return guards.parse_size(configured)
+            return safety.parse_size(configured)
         except CheckpointError as error:
             raise CheckpointError(
                 f'checkpoints.maxFileSize in {repo.path / "config"}: {error}'

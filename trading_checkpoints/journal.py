@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import guards, worktree
+from . import safety, worktree
 from .durability import fsync_folder
 from .errors import CheckpointError, CorruptRepositoryError
 from .paths import Allowlist, check_tree_path
@@ -284,9 +284,9 @@ def recover(cps: Checkpoints, repo: ShadowRepo, *, cause: str | None = None) -> 
         write=sorted(p for p, entry in target.items() if scan.files.get(p) != entry),
         delete=sorted(c.path for c in record.changes if c.after is None),
     )
-    guards.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
+    safety.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
     try:
-        read_blob = guards.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
+        read_blob = safety.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
         worktree.check_plan(desk, allowlist, the_plan, scan.files)
     except CheckpointError as error:
         raise CheckpointError(
