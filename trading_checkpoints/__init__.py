@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult, Status
     from .external import ExternalChangesError
     from .history import Diff, FileChange, LogEntry
+    from .journal import Recovery
     from .undo import NothingToUndoError
     from .workspace import Workspace
 
@@ -44,6 +45,7 @@ _LAZY = {
     'Diff': 'history',
     'FileChange': 'history',
     'LogEntry': 'history',
+    'Recovery': 'journal',
     'NothingToUndoError': 'undo',
     'Workspace': 'workspace',
 }
@@ -72,6 +74,7 @@ __all__ = [
     'LockTimeoutError',
     'LogEntry',
     'NothingToUndoError',
+    'Recovery',
     'RestoreResult',
     'SnapshotResult',
     'Status',

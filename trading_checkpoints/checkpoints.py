@@ -11,12 +11,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import external, history, lock, metadata, statcache, undo, worktree
+from . import (
+    external,
+    history,
+    journal,
+    lock,
+    metadata,
+    safety,
+    statcache,
+    storage,
+    undo,
+    worktree,
+)
 from .errors import CheckpointError, CorruptRepositoryError
 from .fs import realpath
 from .history import Diff, FileChange, LogEntry
+from .journal import Recovery
 from .paths import TRACKED_PATHS, Allowlist
-from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo, is_initialized
+from .repo import (
+    PRIVATE_DIR,
+    SHORT_ID_LENGTH,
+    SYMLINK_MODE,
+    CommitInfo,
+    ShadowRepo,
+    is_initialized,
+    repair_head,
+)
 
 if TYPE_CHECKING:  # the agent-integration methods' types (guard.py, turns.py)
     import builtins
@@ -69,6 +89,9 @@ class RestoreResult:
         dry_run: True when nothing was done and this is the plan (``before_id`` is then the
             newest checkpoint, and ``restored_id`` None).
         action: ``restore``, ``undo`` or ``redo``.
+        recovered: Set when this call finished a restore through its intent record: an
+            earlier restore a crash had interrupted, or this one after another writer changed
+            a file it was about to replace (the desk is then saved as found first). One line.
     """
 
     before_id: str
@@ -80,6 +103,7 @@ class RestoreResult:
     external: tuple[str, ...] = field(default=())
     dry_run: bool = False
     action: str = 'restore'
+    recovered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,11 +114,16 @@ class SnapshotResult:
         checkpoint_id: The new checkpoint, or None when nothing had changed.
         external: Paths changed outside the agent since the state it left (see ``seal``).
         basis: How that was decided: ``sealed``, ``declared``, ``unknown`` or ``none``.
+        skipped: ``(path, why)`` for each tracked file left out of the snapshot, such as a
+            file larger than the maximum file size.
+        recovered: Set when this call first completed a restore that a crash had interrupted.
     """
 
     checkpoint_id: str | None
     external: tuple[str, ...] = ()
     basis: str = 'unknown'
+    skipped: tuple[tuple[str, str], ...] = ()
+    recovered: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,8 +182,30 @@ class Checkpoints:
         repository_directory: Path,
         desk_directory: Path,
         tracked_paths: Sequence[str] = TRACKED_PATHS,
+        *,
+        max_file_size: int | None = None,
+        durable: bool = True,
+        lock_timeout: float = lock.DEFAULT_TIMEOUT,
     ) -> None:
-        """Describes the repository without touching the disk."""
+        """Describes the repository without touching the disk.
+
+        Args:
+            repository_directory: The bare git directory that holds the snapshots.
+            desk_directory: The desk folder.
+            tracked_paths: The allowlist.
+            max_file_size: Files larger than this many bytes are left out of snapshots and
+                reported (``SnapshotResult.skipped``); 0 means no limit. None (the default)
+                uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
+            durable: Flush objects, refs and restored files to the disk in an order that
+                survives a power cut (see the README); on by default.
+            lock_timeout: Seconds to wait for another process holding the desk's lock.
+        """
+        self._max_file_size = (
+            None if max_file_size is None else safety.check_max_file_size(max_file_size)
+        )
+        self._durable = bool(durable)
+        self._lock_timeout = float(lock_timeout)
+        self.last_recovery: Recovery | None = None
         self.repository_directory = Path(repository_directory)
         self.desk_directory = Path(desk_directory)
         if isinstance(tracked_paths, str):
@@ -198,20 +249,50 @@ class Checkpoints:
         """
         if not isinstance(reason, str):
             raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
+
+    def snapshot_with_result(
+        self,
+        reason: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | None = None,
+        turn: str | None = None,
+    ) -> SnapshotResult:
+        """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
         if isinstance(paths, str):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
+        skipped: list[tuple[str, str]] = []
         with self._locked() as repo:
-            sha = self._snapshot(repo, message)
+            allowlist = self._allowlist(repo)
+            cache = self._load_cache(repo, allowlist)
+            scan = self._scan(repo, allowlist, cache)
+            attribution = external.attribute(
+                repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
+            )
+            sha = self._commit_scan(repo, scan, cache, allowlist, message)
             if sha is None:
                 external.announce(repo, message)
-        return sha.decode()[:SHORT_ID_LENGTH] if sha else None
+        return SnapshotResult(
+            checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
+            external=attribution.external,
+            basis=attribution.basis,
+            skipped=tuple(scan.skipped),
+            recovered=str(self.last_recovery) if self.last_recovery else None,
+        )
 
     def list(self, limit: int = 20) -> list[Checkpoint]:
         """The most recent checkpoints, newest first; ``[]`` when none has been taken."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        self.last_recovery = None
+        if journal.pending(self.repository_directory):
+            with self._locked():
+                pass  # completes the interrupted restore first
         repo = ShadowRepo.open(self.repository_directory)
         if repo is None:
             return []
@@ -326,7 +407,9 @@ class Checkpoints:
         target, target_trees = repo.flatten_tree(target_info.tree, allowlist)
         target_tree = target_info.tree
         cache = self._load_cache(repo, allowlist)
-        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        if not dry_run:
+            self.desk_directory.mkdir(parents=True, exist_ok=True)
+        scan = self._scan(repo, allowlist, cache)
         selection: tuple[str, ...] = ()
         if paths is not None:
             if isinstance(paths, str):
@@ -373,7 +456,6 @@ class Checkpoints:
                 'are kept in the pre-snapshot)',
                 overwritten,
             )
-        self.desk_directory.mkdir(parents=True, exist_ok=True)
         before_message = undo.compose(
             f'before {action}' if action != undo.RESTORE else f'before restoring {label}',
             [(undo.ACTION, f'before-{action}')],
@@ -381,12 +463,22 @@ class Checkpoints:
         before = self._commit_scan(repo, scan, cache, allowlist, before_message)
         head = repo.head()
         assert head is not None
+        safety.refuse_skipped_in_the_way(the_plan.write, scan.skipped)
+        read_blob = safety.vet_blobs(the_plan.write, target, repo.read_blob, SYMLINK_MODE)
         worktree.check_plan(self.desk_directory, allowlist, the_plan, scan.files)
-        written = worktree.apply(
-            self.desk_directory, allowlist, the_plan, target, repo.read_blob
-        )
+        head_tree = repo.commit_info(head).tree  # read before the desk is touched
+        # The intent record: a crash from here on is completed by the next operation.
+        journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
+        try:
+            written = worktree.apply(
+                self.desk_directory, allowlist, the_plan, target, read_blob,
+                durable=self._durable, guard=safety.unchanged_since(scan),
+            )
+        except safety.DeskChangedError as change:
+            # Someone wrote a planned path meanwhile: the journal saves the desk as found
+            # (their bytes included) and then finishes the restore.
+            return self._finish_after_change(repo, change, before or head, target_sha, the_plan)
         restored: bytes | None = None
-        head_tree = repo.commit_info(head).tree
         if head_tree != target_tree:
             pairs = [(undo.ACTION, action), (undo.TARGET, target_sha.decode())]
             pairs += [(metadata.PATH, path) for path in selection]
@@ -402,6 +494,7 @@ class Checkpoints:
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             restored = commit.id
         self._save_after_restore(repo, cache, scan, target, target_trees, written, restored or head)
+        journal.finish(repo.path)
         external.mark_sealed(repo)
         before_sha = before or head
         return RestoreResult(
@@ -413,6 +506,7 @@ class Checkpoints:
             created=tuple(path for path in the_plan.write if path not in scan.files),
             external=overwritten,
             action=action,
+            recovered=str(self.last_recovery) if self.last_recovery else None,
         )
 
     # -- looking back (history.py), external edits (external.py), undo/redo (undo.py) ------
@@ -436,7 +530,7 @@ class Checkpoints:
             read_old = history.repo_reader(repo)
             if to_id is None:
                 cache = self._load_cache(repo, allowlist)
-                scan = worktree.scan(self.desk_directory, allowlist, cache)
+                scan = self._scan(repo, allowlist, cache)
                 new, read_new = scan.files, history.desk_reader(self.desk_directory, scan, repo)
                 new_label = None
             else:
@@ -535,39 +629,9 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             sha = external.seal(repo, scan, cache)
         return sha.decode()[:SHORT_ID_LENGTH]
-
-    def snapshot_with_result(
-        self,
-        reason: str,
-        *,
-        tool: str | None = None,
-        paths: Sequence[str] | None = None,
-        turn: str | None = None,
-    ) -> SnapshotResult:
-        """Like :meth:`snapshot`, and also says which files changed outside the agent."""
-        if not isinstance(reason, str):
-            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
-        if isinstance(paths, str):
-            paths = (paths,)
-        message = metadata.compose(reason, tool, paths, turn)
-        self._check_desk(must_exist=True)
-        with self._locked() as repo:
-            allowlist = self._allowlist(repo)
-            cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
-            attribution = external.attribute(
-                repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
-            )
-            sha = self._commit_scan(repo, scan, cache, allowlist, message)
-            if sha is None:
-                external.announce(repo, message)
-        return SnapshotResult(
-            sha.decode()[:SHORT_ID_LENGTH] if sha else None, attribution.external,
-            attribution.basis,
-        )
 
     def undo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
         """Rewinds one step, like an editor's undo.
@@ -585,7 +649,7 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             step = undo.undo_target(repo, history.desk_tree_id(scan, cache))
             return self._restore_locked(
                 repo, step.sha, dry_run=dry_run, force=force, action=undo.UNDO,
@@ -599,7 +663,7 @@ class Checkpoints:
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
-            scan = worktree.scan(self.desk_directory, allowlist, cache)
+            scan = self._scan(repo, allowlist, cache)
             undone, state = undo.redo_source(repo, history.desk_tree_id(scan, cache), force)
             return self._restore_locked(
                 repo, state.decode(), dry_run=dry_run, force=force, action=undo.REDO,
@@ -609,11 +673,60 @@ class Checkpoints:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _snapshot(self, repo: ShadowRepo, message: str) -> bytes | None:
+    def _finish_after_change(
+        self,
+        repo: ShadowRepo,
+        change: safety.DeskChangedError,
+        before: bytes,
+        target: bytes,
+        the_plan: worktree.Plan,
+    ) -> RestoreResult:
+        cause = f'a restore during which {change.path} was changed by another writer'
+        recovery = journal.recover(self, repo, cause=cause)
+        self.last_recovery = recovery
+        return RestoreResult(
+            before_id=before.decode()[:SHORT_ID_LENGTH],
+            target_id=target.decode()[:SHORT_ID_LENGTH],
+            restored_id=recovery.restored_id if recovery else None,
+            written=tuple(the_plan.write),
+            deleted=tuple(the_plan.delete),
+            recovered=str(recovery) if recovery else None,
+        )
+
+    def _snapshot(
+        self, repo: ShadowRepo, message: str, skipped: list[tuple[str, str]] | None = None
+    ) -> bytes | None:
         allowlist = self._allowlist(repo)
         cache = self._load_cache(repo, allowlist)
-        scan = worktree.scan(self.desk_directory, allowlist, cache)
+        scan = self._scan(repo, allowlist, cache)
+        if skipped is not None:
+            skipped.extend(scan.skipped)
         return self._commit_scan(repo, scan, cache, allowlist, message)
+
+    def _scan(
+        self, repo: ShadowRepo, allowlist: Allowlist, cache: statcache.StatCache
+    ) -> worktree.Scan:
+        """Scans the desk with the size limit, refusing a desk that vanished meanwhile."""
+        identity = safety.folder_identity(self.desk_directory)
+        safety.check_desk_held_still(self.desk_directory, identity)
+        scan = worktree.scan(
+            self.desk_directory, allowlist, cache, max_file_size=self._size_limit(repo)
+        )
+        safety.check_desk_held_still(self.desk_directory, identity)
+        return scan
+
+    def _size_limit(self, repo: ShadowRepo) -> int:
+        if self._max_file_size is not None:
+            return self._max_file_size
+        configured = repo.config_string(*safety.MAX_FILE_SIZE_KEY)
+        if configured is None:
+            return safety.DEFAULT_MAX_FILE_SIZE
+        try:
+            return safety.parse_size(configured)
+        except CheckpointError as error:
+            raise CheckpointError(
+                f'checkpoints.maxFileSize in {repo.path / "config"}: {error}'
+            ) from error
 
     def _commit_scan(
         self,
@@ -647,11 +760,14 @@ class Checkpoints:
         if head_tree != root_tree:
             objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
             objects += [tree for tree in built if not repo.contains(tree.id)]
+            if head is not None and head_tree is cache.trees.get(''):
+                repo.commit_info(head)  # never build on a parent that cannot be read
             commit = repo.make_commit(root_tree, head, message)
             objects.append(commit)
             repo.write_objects(objects)
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             new_sha = commit.id
+            storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head
         changed_cache = (
             new_sha is not None
@@ -746,14 +862,20 @@ class Checkpoints:
                 (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
-        with lock.exclusive(path / PRIVATE_DIR / _LOCK):
+        self.last_recovery = None
+        with lock.exclusive(path / PRIVATE_DIR / _LOCK, self._lock_timeout) as previous_died:
             _remove_stale_lock_files(path)
+            if previous_died:
+                _remove_crash_leftovers(path)
+            repair_head(path)
             repo = ShadowRepo.open(path)
             if repo is None:
                 repo = ShadowRepo.create(path, self._requested.entries)
             elif self._explicit and repo.tracked_paths() != self._requested.entries:
                 repo.remember_tracked_paths(self._requested.entries)
+            repo.durable = self._durable
             try:
+                self.last_recovery = journal.recover(self, repo)
                 yield repo
             finally:
                 repo.close()
@@ -805,6 +927,141 @@ class Checkpoints:
                     f'the checkpoint repository {self.repository_directory} lies inside the '
                     f'tracked files of the desk {self.desk_directory}'
                 )
+
+    # -- retention (issue 6: see retention.py and storage.py) --------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        keep: int | None = None,
+        retention: str | float | None = None,
+        max_bytes: int | str | None = None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ) -> Checkpoints:
+        """A ``Checkpoints`` pruned to its limits before anything new is written.
+
+        Limits not given here are read from the repository's config (``checkpoints.keep``,
+        ``checkpoints.retention``, ``checkpoints.maxsize``, as written by
+        ``checkpoints prune --save``), so every entry point applies the same ones.
+
+        Example::
+
+            checkpoints = Checkpoints.open(repo, desk, keep=200, retention='30d')
+        """
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        from . import retention as _retention
+
+        stored = _retention.read_limits(checkpoints.repository_directory)
+        keep = stored.keep if keep is None else keep
+        retention = stored.older_than if retention is None else retention
+        max_bytes = stored.max_size if max_bytes is None else max_bytes
+        if (
+            is_initialized(checkpoints.repository_directory)
+            and (keep is not None or retention is not None or max_bytes is not None)
+            # An unfinished restore may need any checkpoint: prune later, never block start-up.
+            and _retention.journal_present(checkpoints.repository_directory) is None
+        ):
+            checkpoints.prune(keep=keep, older_than=retention, max_bytes=max_bytes)
+        return checkpoints
+
+    def prune(
+        self,
+        keep: int | None = None,
+        older_than: str | float | None = None,
+        max_bytes: int | str | None = None,
+        *,
+        dry_run: bool = False,
+    ):  # -> retention.PruneResult
+        """Drops old checkpoints; the ids of the kept ones never change.
+
+        Args:
+            keep: Keep at most this many of the newest checkpoints (at least 1 is always kept).
+            older_than: Drop checkpoints older than this: seconds, or text like ``'30d'``.
+            max_bytes: Drop the oldest until the objects fit: bytes, or text like ``'500M'``.
+            dry_run: Only say what would be dropped.
+
+        With no limit at all it only compacts the storage (one pack, with deltas). Refuses
+        while a restore journal says a restore is unfinished.
+        """
+        from . import retention as _retention
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            return _retention.PruneResult(0, 0, 0, 0)
+        with self._locked() as repo:
+            if keep is None and older_than is None and max_bytes is None and not dry_run:
+                before = len(list(repo.history()))
+                stats = storage.consolidate(repo)
+                return _retention.PruneResult(before, before, stats.bytes_before, stats.bytes_after)
+            return _retention.prune(
+                repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
+            )
+
+
+    # -- remotes (issue 6: see remote.py) ----------------------------------------------------
+
+    def add_remote(self, name: str, url: str):  # -> remote.Remote
+        """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
+        from . import remote as _remote
+
+        with self._locked() as repo:
+            return _remote.add_remote(repo.path, name, url)
+
+    def remove_remote(self, name: str) -> None:
+        from . import remote as _remote
+
+        with self._locked() as repo:
+            _remote.remove_remote(repo.path, name)
+
+    def remotes(self) -> list:  # -> list[remote.Remote]
+        from . import remote as _remote
+
+        if not is_initialized(self.repository_directory):
+            return []
+        return _remote.list_remotes(self.repository_directory)
+
+    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
+        from . import remote as _remote
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            raise CheckpointError(f'no checkpoints yet in {self.repository_directory}')
+        return _remote.push(self, remote, progress)  # locks only while reading the repository
+
+    def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
+        from . import remote as _remote
+
+        if ShadowRepo.open(self.repository_directory) is None:
+            raise CheckpointError(
+                f'no checkpoint repository at {self.repository_directory}; use clone instead'
+            )
+        with self._locked() as repo:
+            return _remote.pull(repo, _remote.get_remote(repo.path, remote), progress)
+
+    @classmethod
+    def clone(
+        cls,
+        url: str,
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        restore: bool = True,
+        progress=None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ):  # -> (Checkpoints, remote.TransferResult, tuple of restored paths or None)
+        """Copies a remote's checkpoints into a new repository for a desk.
+
+        With ``restore`` (the default) the newest checkpoint is written into the desk when it
+        holds no tracked files yet; the remote is remembered as ``origin``.
+        """
+        from . import remote as _remote
+
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        result, written = _remote.clone(checkpoints, url, restore=restore, progress=progress)
+        return checkpoints, result, written
 
 
     # -- agent integration (guard.py, turns.py) -------------------------------------------
@@ -939,3 +1196,51 @@ def _allowlist_of(entries: tuple[str, ...]) -> Allowlist:
         if len(_ALLOWLISTS) < 64:
             _ALLOWLISTS[entries] = allowlist
     return allowlist
+
+
+def _remove_crash_leftovers(path: Path) -> None:
+    """Removes what a writer killed while holding the lock may have left in the repository.
+
+    Called under the lock when the previous holder died holding it: dulwich's lock files for
+    loose objects and pack indexes, temporary packs, a pack whose index was never written,
+    and our own temporary files. Objects, refs and the restore record are never touched.
+    """
+    objects = path / 'objects'
+    leftovers: list[Path] = []
+    try:
+        fanouts = [entry for entry in os.scandir(objects) if len(entry.name) == 2]
+    except OSError:
+        fanouts = []
+    for fanout in fanouts:
+        try:
+            leftovers += [Path(e.path) for e in os.scandir(fanout.path) if e.name.endswith('.lock')]
+        except OSError:
+            pass
+    try:
+        leftovers += [Path(e.path) for e in os.scandir(objects) if e.name.startswith('tmp_')]
+    except OSError:
+        pass
+    packs = objects / 'pack'
+    try:
+        names = set(os.listdir(packs))
+    except OSError:
+        names = set()
+    for name in names:
+        if name.endswith('.lock') or (name.startswith('tmp') and name.endswith('.pack')):
+            leftovers.append(packs / name)
+        elif name.startswith('pack-') and name.endswith('.pack'):
+            if name[: -len('.pack')] + '.idx' not in names:
+                leftovers.append(packs / name)  # renamed into place, index never written
+    for folder in (path, path / PRIVATE_DIR):
+        try:
+            leftovers += [
+                Path(e.path) for e in os.scandir(folder)
+                if e.name.startswith('.') and e.name.endswith('.tmp')
+            ]
+        except OSError:
+            pass
+    for leftover in leftovers:
+        try:
+            leftover.unlink()
+        except OSError:
+            pass

@@ -2,11 +2,17 @@
 
 The cross-process lock is an advisory ``flock`` on ``<repo>/checkpoints/lock``. The kernel
 releases it when its holder dies, so a crash never leaves a lock behind that blocks later writes.
+
+The holder writes who it is (pid, host, since when) into the lock file and empties it when it
+lets go normally. A new holder that finds the file non-empty therefore knows its predecessor
+was killed while holding the lock, and ``exclusive`` says so, so the caller can clear what a
+killed writer may have left behind (dulwich's ``*.lock`` files, temporary packs).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -61,8 +67,15 @@ def _thread_lock_for(path: Path) -> threading.Lock:
 
 
 @contextmanager
-def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[None]:
-    """Holds the repository's lock, waiting up to ``timeout`` seconds for another holder."""
+def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[bool]:
+    """Holds the repository's lock, waiting up to ``timeout`` seconds for another holder.
+
+    Yields whether the previous holder died while holding the lock (it left its name in it).
+
+    Raises:
+        LockTimeoutError: Another holder kept the lock longer than ``timeout``; the message
+            names the lock file and the holder.
+    """
     deadline = time.monotonic() + timeout
     thread_lock = _thread_lock_for(lock_path)
     if not thread_lock.acquire(timeout=max(timeout, 0.0)):
@@ -86,17 +99,16 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Non
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)
             try:
-                # Overwritten in place at a fixed width: truncating a file with data makes
-                # ext4 flush it on close, which costs more than the whole no-op snapshot.
-                holder = f'{os.getpid():<20}\n'.encode()
-                if hasattr(os, 'pwrite'):
-                    os.pwrite(fd, holder, 0)
-                else:  # pragma: no cover - Windows
-                    os.lseek(fd, 0, os.SEEK_SET)
-                    os.write(fd, holder)
-                yield
+                stale = bool(os.read(fd, 1))
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, f'{os.getpid()} {socket.gethostname()} {time.time():.0f}\n'.encode())
+                yield stale
             finally:
-                _unlock(fd)
+                try:
+                    os.ftruncate(fd, 0)  # a release by a live holder: the next finds it empty
+                finally:
+                    _unlock(fd)
         finally:
             os.close(fd)
     finally:
@@ -105,7 +117,14 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[Non
 
 def _holder(lock_path: Path) -> str:
     try:
-        pid = lock_path.read_text().strip()
+        fields = lock_path.read_text().split()
     except OSError:
-        pid = ''
-    return f'pid {pid}' if pid.isdigit() else 'holder unknown'
+        fields = []
+    if not fields or not fields[0].isdigit():
+        return 'holder unknown'
+    described = f'pid {fields[0]}'
+    if len(fields) > 1:
+        described += f' on {fields[1]}'
+    if len(fields) > 2 and fields[2].isdigit():
+        described += f', holding it for {max(time.time() - int(fields[2]), 0):.0f} s'
+    return described

@@ -11,15 +11,24 @@ from __future__ import annotations
 import os
 import re
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dulwich.errors import NotGitRepository, ObjectFormatException
-from dulwich.objects import Blob, Commit, ShaFile, Tree
+from dulwich.errors import (
+    ApplyDeltaError,
+    ChecksumMismatch,
+    FileFormatException,
+    NotGitRepository,
+    ObjectFormatException,
+    WrongObjectException,
+)
+from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
+from .durability import fsync_folder, fsync_folders
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
@@ -45,7 +54,14 @@ PACK_THRESHOLD = 64
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _TRACKED_BY_CONFIG: dict[bytes, tuple[str, ...] | None] = {}
+_CONFIG_VALUES: dict[tuple[bytes, bytes, bytes], str | None] = {}  # (config, section, name)
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}  # (repository, sha) -> commit, see commit_info
+
+# What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
+_DAMAGE: tuple[type[BaseException], ...] = (
+    OSError, ValueError, AssertionError, IndexError, zlib.error, FileFormatException,
+    ChecksumMismatch, ApplyDeltaError, WrongObjectException,
+)
 
 
 @dataclass(frozen=True)
@@ -82,8 +98,33 @@ def is_initialized(path: Path) -> bool:
     return (path / 'HEAD').is_file()
 
 
+def repair_head(path: Path) -> None:
+    """Rewrites a damaged ``HEAD`` (our repositories always point it at ``main``).
+
+    Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
+    left to ``create``.
+    """
+    head = path / 'HEAD'
+    expected = b'ref: ' + BRANCH + b'\n'
+    try:
+        if head.read_bytes() == expected:
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    _write_atomically(head, expected)
+
+
 class ShadowRepo:
-    """A bare repository holding one desk's checkpoints on branch ``main``."""
+    """A bare repository holding one desk's checkpoints on branch ``main``.
+
+    With ``durable`` set (the default), objects are flushed to the disk, with the folders that
+    name them, before the branch is moved to a commit that needs them; the branch file and its
+    folder are flushed after.
+    """
+
+    durable: bool = True
 
     def __init__(self, path: Path, repo: Repo | None = None) -> None:
         self.path = path
@@ -148,6 +189,7 @@ class ShadowRepo:
             path / 'description', b'trading_checkpoints: snapshots of one desk\n'
         )
         _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
 
     def close(self) -> None:
@@ -170,6 +212,19 @@ class ShadowRepo:
                 _TRACKED_BY_CONFIG.clear()
             _TRACKED_BY_CONFIG[data] = _parse_tracked(data, self.path / 'config')
         return _TRACKED_BY_CONFIG[data]
+
+    def config_string(self, section: bytes, name: bytes) -> str | None:
+        """One value of the repository's config (``checkpoints.maxFileSize``), or None."""
+        try:
+            data = read_file(os.path.join(self.path, 'config'))
+        except OSError as error:
+            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
+        key = (data, section, name)
+        if key not in _CONFIG_VALUES:
+            if len(_CONFIG_VALUES) > 64:
+                _CONFIG_VALUES.clear()
+            _CONFIG_VALUES[key] = _parse_value(data, section, name, self.path / 'config')
+        return _CONFIG_VALUES[key]
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
         from dulwich.config import ConfigFile
@@ -199,7 +254,16 @@ class ShadowRepo:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
-            sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            try:
+                sha = self._repo.refs.get_packed_refs().get(BRANCH)
+            except _DAMAGE as error:
+                raise CorruptRepositoryError(
+                    f'cannot read {self.path / "packed-refs"}: {error}'
+                ) from error
+            if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
+                raise CorruptRepositoryError(
+                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged'
+                )
         if sha is not None and not re.fullmatch(rb'[0-9a-f]{40}', sha):
             raise CorruptRepositoryError(
                 f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
@@ -264,8 +328,10 @@ class ShadowRepo:
         try:
             candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
             commits = [sha for sha in sorted(candidates) if self._type_of(sha) == Commit.type_num]
-        except (OSError, ValueError, ObjectFormatException) as error:
-            raise CorruptRepositoryError(f'cannot search {self.path}: {error}') from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
+            ) from error
         if not commits:
             raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
         if len(commits) > 1:
@@ -300,6 +366,8 @@ class ShadowRepo:
             raise CheckpointError(
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
+        if self.durable:
+            fsync_folder(self.path / 'refs' / 'heads')
 
     def read_ref(self, name: bytes) -> bytes | None:
         """The sha a ref other than ``main`` points at (such as the seal), or None."""
@@ -347,7 +415,7 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
             ) from error
-        except (OSError, ValueError, ObjectFormatException, AssertionError) as error:
+        except _DAMAGE as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
@@ -449,27 +517,56 @@ class ShadowRepo:
         return files, folders
 
     def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
-        return [(item.path, item.mode, item.sha) for item in self.read_tree(sha).iteritems()]
+        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
+        try:
+            type_num, raw = self._repo.object_store.get_raw(sha)
+        except KeyError as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} is missing from {self.path}'
+            ) from error
+        except _DAMAGE as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+            ) from error
+        if type_num != Tree.type_num:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is not a tree'
+            )
+        try:
+            return parse_tree(bytes(raw), 20)
+        except (ObjectFormatException, ValueError) as error:
+            raise CorruptRepositoryError(
+                f'the tree {sha.decode()} in {self.path} is malformed: {error}'
+            ) from error
 
     def write_objects(self, objects: list[ShaFile]) -> None:
         """Stores new objects: loose when few, one pack when many.
 
-        Commits always go loose (after the pack, so a commit never names a missing tree): the
-        newest commit is read by every snapshot, and a loose one is read without opening the
-        repository's packs.
+        When durable, each object file is flushed before it is renamed into place and the
+        folders that received them are flushed before this returns, so a branch moved
+        afterwards never names an object a power cut could lose.
         """
         store = self._repo.object_store
-        packed = [obj for obj in objects if obj.type_num != Commit.type_num]
-        if len(packed) < PACK_THRESHOLD:
-            packed = []
-        loose = [obj for obj in objects if not packed or obj.type_num == Commit.type_num]
+        durable = self.durable
+        if hasattr(store, 'fsync_object_files'):
+            store.fsync_object_files = durable
+        objects_dir = os.path.join(self.path, 'objects')
+        folders: set[str] = set()
+        packed = objects if len(objects) >= PACK_THRESHOLD else []
         try:
             if packed:
                 store.add_objects([(obj, None) for obj in packed])
-            for obj in loose:
+                folders.add(os.path.join(objects_dir, 'pack'))
+            for obj in objects if not packed else []:
+                folder = os.path.join(objects_dir, obj.id[:2].decode())
+                if durable and not os.path.isdir(folder):
+                    folders.add(objects_dir)  # a new fan-out folder is itself a new name
                 store.add_object(obj)
-        except OSError as error:
+                folders.add(folder)
+        except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+        if durable:
+            fsync_folders(folders)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())
@@ -504,6 +601,23 @@ def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
     return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
 
 
+def _parse_value(data: bytes, section: bytes, name: bytes, path: Path) -> str | None:
+    from io import BytesIO
+
+    from dulwich.config import ConfigFile
+
+    try:
+        try:
+            config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
+        except TypeError:  # pragma: no cover - dulwich without expand_includes
+            config = ConfigFile.from_file(BytesIO(data))
+        return config.get(section, name).decode('utf-8', 'replace')
+    except KeyError:
+        return None
+    except ValueError as error:
+        raise CorruptRepositoryError(f'cannot read {path}: {error}') from error
+
+
 def _set_tracked(config: ConfigFile, tracked: Iterable[str]) -> None:
     try:
         config.remove(b'checkpoints', b'tracked')
@@ -523,8 +637,16 @@ def _config_bytes(config: ConfigFile) -> bytes:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    with open(temporary, 'wb') as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
+    fsync_folder(path.parent)

@@ -16,11 +16,13 @@ import os
 import stat
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.objects import Blob, Tree
 
+from .durability import fsync_folders
 from .errors import CheckpointError
 from .paths import Allowlist, path_problem
 from .repo import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, TREE_MODE
@@ -53,6 +55,7 @@ class Scan:
         self.removed: set[str] = set()  # in the cache, gone now
         self.skipped: list[tuple[str, str]] = []  # (path, why)
         self.started_ns = started_ns
+        self.max_file_size = 0  # files larger than this are skipped; 0: no limit
         # Every name, stat and id equals the cache's (so nothing needs to be saved or built).
         self.unchanged = False
         # Racy cache entries were read again and found unchanged: saving the cache with a newer
@@ -93,15 +96,21 @@ def git_mode(st_mode: int) -> int:
     return EXECUTABLE_MODE if st_mode & stat.S_IXUSR else FILE_MODE
 
 
-def scan(desk: Path, allowlist: Allowlist, cache: StatCache) -> Scan:
+def scan(desk: Path, allowlist: Allowlist, cache: StatCache, *, max_file_size: int = 0) -> Scan:
     """Walks the tracked paths, hashing only files whose stat differs from the cache.
 
     The walk only collects names and stat numbers. When it finds exactly the cache's names,
     the stat columns are compared in bulk and only the entries that differ (or were racy when
     cached) are read; otherwise each file is looked up in the cache by name.
+
+    Regular files larger than ``max_file_size`` bytes (when not 0) are left out and listed in
+    ``Scan.skipped``.
     """
     result = Scan(started_ns=time.time_ns())
+    result.max_file_size = max_file_size
     names, numbers = _walk(os.fspath(desk), allowlist, result.skipped)
+    if max_file_size and names and max(numbers[0::_FIELDS]) > max_file_size:
+        names, numbers = _without_large(names, numbers, max_file_size, result.skipped)
     if names == cache.names:
         _compare_in_place(desk, names, numbers, cache, result)
     else:
@@ -204,6 +213,26 @@ def _walk_folder(
         pending.extend(reversed(subfolders))
 
 
+def _too_large(limit: int) -> str:
+    return f'it is larger than the maximum file size ({limit} bytes)'
+
+
+def _without_large(
+    names: list[str], numbers: array, limit: int, skipped: list[tuple[str, str]]
+) -> tuple[list[str], array]:
+    """The walk without the regular files larger than ``limit`` (listed in ``skipped``)."""
+    kept_names: list[str] = []
+    kept = array('q')
+    for i, name in enumerate(names):
+        record = numbers[i * _FIELDS : (i + 1) * _FIELDS]
+        if record[0] > limit and stat.S_ISREG(record[4]):
+            skipped.append((name, _too_large(limit)))
+            continue
+        kept_names.append(name)
+        kept.extend(record)
+    return kept_names, kept
+
+
 def _compare_in_place(
     desk: Path, names: list[str], numbers: array, cache: StatCache, result: Scan
 ) -> None:
@@ -224,7 +253,7 @@ def _compare_in_place(
         path = names[i]
         start = i * _FIELDS
         old_mode = cache.numbers[start + 4]
-        sha, stable = _hash(os.path.join(root, path), numbers[start : start + _FIELDS], result)
+        sha, stable = _hash(os.path.join(root, path), path, numbers[start : start + _FIELDS], result)
         if sha is None:  # vanished mid-scan
             result.removed.add(path)
             any_difference = True
@@ -269,7 +298,7 @@ def _compare_by_name(
                 cached_sha = cached_shas[position * _SHA : (position + 1) * _SHA]
                 shas[i * _SHA : (i + 1) * _SHA] = cached_sha
                 continue
-        sha, stable = _hash(os.path.join(root, path), numbers[start : start + _FIELDS], result)
+        sha, stable = _hash(os.path.join(root, path), path, numbers[start : start + _FIELDS], result)
         if sha is None:
             gone.append(i)
             continue
@@ -323,10 +352,14 @@ def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
     return out
 
 
-def _hash(full: str, key: array, result: Scan) -> tuple[bytes | None, bool]:
+def _hash(full: str, path: str, key: array, result: Scan) -> tuple[bytes | None, bool]:
     """Reads and hashes one file into ``result.new_blobs``: its hex id, whether it held still."""
     data, stable = _read(full, key)
     if data is None:
+        return None, False
+    limit = result.max_file_size
+    if limit and len(data) > limit:  # grew past the limit while we read it: left out
+        result.skipped.append((path, _too_large(limit)))
         return None, False
     blob = Blob.from_string(data)
     sha = blob.id
@@ -472,27 +505,36 @@ def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[s
     deleting = set(the_plan.delete)
     checked: set[str] = set()
     for path in the_plan.write:
+        replaced = False  # a tracked file or link above the path is removed: nothing below it
         for folder in reversed(folders_of(path)[:-1]):
             if folder in checked:
                 continue
-            checked.add(folder)
             full = os.path.join(root, folder)
             try:
                 st = os.lstat(full)
             except (FileNotFoundError, NotADirectoryError):
-                continue
+                break
+            except OSError as error:
+                raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
             if stat.S_ISDIR(st.st_mode):
+                checked.add(folder)
                 continue
             if folder not in deleting:
                 raise CheckpointError(
                     f'cannot restore {path}: {full} is in the way and is not tracked '
                     '(it is a file or a symlink, and restoring never writes through one)'
                 )
+            replaced = True
+            break
+        if replaced:
+            continue
         full = os.path.join(root, path)
         try:
             st = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as error:
+            raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
         if stat.S_ISDIR(st.st_mode):
             leftover = _untracked_below(full, path, deleting, current)
             if leftover:
@@ -528,15 +570,30 @@ def apply(
     the_plan: Plan,
     target: dict[str, FileEntry],
     read_blob,
+    *,
+    durable: bool = True,
+    guard: Callable[[str, str], None] | None = None,
 ) -> dict[str, StatKey]:
-    """Makes the desk match ``target`` for the planned paths; returns the stat of what it wrote."""
+    """Makes the desk match ``target`` for the planned paths; returns the stat of what it wrote.
+
+    Every file is written to a temporary file in its folder and renamed into place, so no
+    reader (and no crash) ever sees half a file. With ``durable``, each file is flushed before
+    its rename and every folder that changed is flushed before this returns. ``guard(path,
+    full)``, when given, is called just before a file is deleted or replaced, and may raise to
+    stop (it checks the file still is what the plan was made from).
+    """
     root = os.fspath(desk)
+    touched: set[str] = set()  # folders whose entries changed, flushed at the end when durable
     emptied: set[str] = set()
     for path in reversed(the_plan.delete):
         full = os.path.join(root, path)
+        if not _parents_are_folders(root, path):
+            continue  # a folder above became a file or a symlink: the path is gone already
+        if guard is not None:
+            guard(path, full)
         try:
             os.unlink(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
         except IsADirectoryError:
             # A tracked file became a folder since the scan: leave it, it is newer work.
@@ -544,6 +601,7 @@ def apply(
         except OSError as error:
             raise CheckpointError(f'cannot delete {full}: {error.strerror}') from error
         emptied.update(folders_of(path)[:-1])
+        touched.add(os.path.dirname(full))
     for folder in sorted(emptied, key=lambda f: f.count('/'), reverse=True):
         if not allowlist.covers(folder):
             continue  # folders above the tracked paths (``skills``) are not ours to remove
@@ -551,27 +609,38 @@ def apply(
             os.rmdir(os.path.join(root, folder))
         except OSError:
             pass  # not empty: it holds other files, keep it
+        else:
+            touched.add(os.path.dirname(os.path.join(root, folder)))
     written: dict[str, StatKey] = {}
     made: set[str] = set()
     for path in the_plan.write:
         mode, sha = target[path]
         parent = os.path.dirname(os.path.join(root, path))
         if parent not in made:
-            _make_folders(root, path)
+            touched.update(_make_folders(root, path, guard))
             made.add(parent)
         full = os.path.join(root, path)
+        check = None if guard is None else (lambda p=path, f=full: guard(p, f))
         try:
-            st = _write_file(full, mode, read_blob(sha))
+            st = _write_file(full, mode, read_blob(sha), durable, check)
         except OSError as error:
             raise CheckpointError(f'cannot write {full}: {error.strerror}') from error
         written[path] = stat_key(st)
+        touched.add(parent)
+    if durable:
+        fsync_folders(touched)
     return written
 
 
-def _make_folders(root: str, path: str) -> None:
+def _make_folders(
+    root: str, path: str, guard: Callable[[str, str], None] | None = None
+) -> list[str]:
+    """Creates the folders above ``path``; returns the folders whose entries changed."""
     current = root
-    for part in path.split('/')[:-1]:
-        current = os.path.join(current, part)
+    changed: list[str] = []
+    parts = path.split('/')
+    for depth, part in enumerate(parts[:-1], 1):
+        parent, current = current, os.path.join(current, part)
         try:
             st = os.lstat(current)
         except FileNotFoundError:
@@ -579,44 +648,87 @@ def _make_folders(root: str, path: str) -> None:
                 os.mkdir(current)
             except OSError as error:
                 raise CheckpointError(f'cannot create {current}: {error.strerror}') from error
+            changed.append(parent)
             continue
         if stat.S_ISDIR(st.st_mode):
             continue
         if stat.S_ISLNK(st.st_mode) or stat.S_ISREG(st.st_mode):
             # Only reached for a tracked file or link that check_plan cleared for removal.
-            os.unlink(current)
-            os.mkdir(current)
+            if guard is not None:
+                guard('/'.join(parts[:depth]), current)
+            try:
+                os.unlink(current)
+                os.mkdir(current)
+            except OSError as error:
+                raise CheckpointError(f'cannot create {current}: {error.strerror}') from error
+            changed.append(parent)
             continue
         raise CheckpointError(f'cannot create {current}: something else is in the way')
+    return changed
 
 
-def _write_file(full: str, mode: int, data: bytes) -> os.stat_result:
-    """Writes through a temporary file and a rename: a reader never sees half a file."""
+def temporary_name(full: str, pid: int | None = None) -> str:
+    """The temporary file a restore writes before renaming it to ``full``."""
     folder, name = os.path.split(full)
-    temporary = os.path.join(folder, f'.{name}.checkpoint-{os.getpid()}.tmp')
-    if mode == SYMLINK_MODE:
-        _unlink_quietly(temporary)
-        os.symlink(os.fsdecode(data), temporary)
-    else:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), 0o666)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            current = os.fstat(fd).st_mode & 0o777
-            wanted = current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
-            if wanted != current:
-                os.fchmod(fd, wanted)
-        finally:
-            os.close(fd)
+    return os.path.join(folder, f'.{name}.checkpoint-{os.getpid() if pid is None else pid}.tmp')
+
+
+def _write_file(
+    full: str,
+    mode: int,
+    data: bytes,
+    durable: bool = True,
+    check: Callable[[], None] | None = None,
+) -> os.stat_result:
+    """Writes through a temporary file and a rename: a reader never sees half a file.
+
+    ``check``, when given, runs just before the rename and may raise to keep what is there.
+    """
+    temporary = temporary_name(full)
+    _unlink_quietly(temporary)  # a leftover (or anything planted there) is never written through
     try:
-        if os.path.isdir(full) and not os.path.islink(full):
-            os.rmdir(full)  # an emptied folder becoming a file (check_plan vouched it is empty)
-        os.replace(temporary, full)
+        if mode == SYMLINK_MODE:
+            os.symlink(os.fsdecode(data), temporary)
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0)
+            fd = os.open(temporary, flags, 0o666)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                current = os.fstat(fd).st_mode & 0o777
+                wanted = (
+                    current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
+                )
+                if wanted != current:
+                    os.fchmod(fd, wanted)
+                if durable:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
     except OSError:
         _unlink_quietly(temporary)
         raise
+    try:
+        if check is not None:
+            check()
+        if os.path.isdir(full) and not os.path.islink(full):
+            _remove_empty_folders(full)  # a folder becoming a file (check_plan vouched for it)
+        os.replace(temporary, full)
+    except BaseException:
+        _unlink_quietly(temporary)
+        raise
     return os.lstat(full)
+
+
+def _remove_empty_folders(full: str) -> None:
+    """Removes a folder that holds nothing but (possibly nested) empty folders."""
+    for folder, subfolders, names in os.walk(full, topdown=False):
+        if names:
+            raise OSError(39, 'Directory not empty', folder)
+        for name in subfolders:
+            os.rmdir(os.path.join(folder, name))
+    os.rmdir(full)
 
 
 def _unlink_quietly(path: str) -> None:

@@ -1,0 +1,210 @@
+"""Storage benchmark: how big a desk's shadow repository gets, next to ``git gc --aggressive``.
+
+Plays an agent session of N snapshots (default 1,000) on a desk of F notes (default 1,000):
+every turn appends a line to Memory.md; about half the turns also rewrite a line of one note,
+one in ten adds a note, one in twenty edits a file under memory/. Each turn is one
+``Checkpoints.snapshot``, so the automatic packing runs exactly as it does for an agent.
+
+Then it measures, side by side:
+
+- the shadow repository as the snapshots left it (auto-packed),
+- the same after ``Checkpoints.prune()`` with no limits (which only consolidates),
+- a copy of the original history after ``git gc --aggressive --prune=now`` (needs git).
+
+Sizes are of ``objects/`` (packs, indexes and loose objects), in allocated bytes (what ``du``
+reports) and in file bytes. The ratio target is <= 1.2x git's.
+
+    python benchmarks/bench_storage.py                    # 1,000 snapshots, 1,000 notes
+    python benchmarks/bench_storage.py -n 300 -f 200      # quicker
+    python benchmarks/bench_storage.py --json
+
+Finally it prunes to ``--prune-keep`` checkpoints (default 100) and reports the prune figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from trading_checkpoints import Checkpoints, storage  # noqa: E402
+
+
+def file_bytes(repository: Path) -> int:
+    total = 0
+    for folder, _, names in os.walk(repository / 'objects'):
+        total += sum(os.lstat(os.path.join(folder, name)).st_size for name in names)
+    return total
+
+
+def measure(repository: Path) -> dict[str, int]:
+    return {
+        'du_bytes': storage.objects_size(repository),
+        'file_bytes': file_bytes(repository),
+        'packs': storage.pack_count(repository),
+        'loose': storage.loose_count(repository),
+    }
+
+
+def make_desk(desk: Path, files: int, rng: random.Random) -> None:
+    (desk / 'notes').mkdir(parents=True)
+    (desk / 'memory').mkdir()
+    for index in range(files):
+        lines = [f'# Note {index}\n', '\n']
+        lines += [
+            f'- observation {j}: price {rng.uniform(10, 500):.2f} on venue {rng.randint(1, 9)}\n'
+            for j in range(rng.randint(8, 30))
+        ]
+        (desk / 'notes' / f'note-{index:04d}.md').write_text(''.join(lines))
+    for name in ('positions.md', 'strategy.md', 'risk.md'):
+        (desk / 'memory' / name).write_text(f'# {name}\n' + 'initial line\n' * 20)
+    (desk / 'Memory.md').write_text('# Memory\n\n')
+
+
+def play(cps: Checkpoints, desk: Path, snapshots: int, rng: random.Random) -> float:
+    notes = sorted((desk / 'notes').iterdir())
+    started = time.perf_counter()
+    for turn in range(snapshots):
+        with open(desk / 'Memory.md', 'a') as handle:
+            handle.write(
+                f'- turn {turn}: checked {rng.choice(["AAPL", "MSFT", "ES", "NQ"])} '
+                f'at {rng.uniform(10, 500):.2f}; {rng.choice(["hold", "trim", "add"])}\n'
+            )
+        roll = rng.random()
+        if roll < 0.5:
+            note = rng.choice(notes)
+            lines = note.read_text().splitlines(keepends=True)
+            lines[rng.randrange(2, len(lines))] = f'- revised at turn {turn}: {rng.random():.4f}\n'
+            note.write_text(''.join(lines))
+        elif roll < 0.6:
+            note = desk / 'notes' / f'new-{turn:05d}.md'
+            note.write_text(f'# New note {turn}\n' + f'- fact {rng.random():.6f}\n' * 12)
+            notes.append(note)
+        elif roll < 0.65:
+            memory = desk / 'memory' / rng.choice(['positions.md', 'strategy.md', 'risk.md'])
+            with open(memory, 'a') as handle:
+                handle.write(f'turn {turn}: {rng.random():.6f}\n')
+        cps.snapshot(f'turn {turn}')
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('-n', '--snapshots', type=int, default=1000)
+    parser.add_argument('-f', '--files', type=int, default=1000)
+    parser.add_argument('--seed', type=int, default=7)
+    parser.add_argument('--json', action='store_true')
+    parser.add_argument('--keep', type=Path, help='keep the workspace in this folder')
+    parser.add_argument(
+        '--prune-keep',
+        type=int,
+        default=100,
+        help='finally prune to this many checkpoints and report it (0: skip)',
+    )
+    args = parser.parse_args()
+
+    rng = random.Random(args.seed)
+    root = Path(tempfile.mkdtemp(prefix='bench-storage-')) if args.keep is None else args.keep
+    root.mkdir(parents=True, exist_ok=True)
+    desk, repository = root / 'desks' / 'main', root / '.checkpoints' / 'main.git'
+    make_desk(desk, args.files, rng)
+    cps = Checkpoints(repository, desk)
+    seconds = play(cps, desk, args.snapshots, rng)
+    result: dict[str, object] = {
+        'snapshots': args.snapshots,
+        'files': args.files,
+        'memory_md_bytes': (desk / 'Memory.md').stat().st_size,
+        'tracked_bytes': sum(p.stat().st_size for p in desk.rglob('*') if p.is_file()),
+        'snapshot_seconds': round(seconds, 2),
+        'auto': measure(repository),
+    }
+    reference = root / 'git-gc.git'
+    shutil.copytree(repository, reference)
+    started = time.perf_counter()
+    cps.prune()
+    result['consolidate_seconds'] = round(time.perf_counter() - started, 2)
+    result['consolidated'] = measure(repository)
+    git = shutil.which('git')
+    if git:
+        started = time.perf_counter()
+        subprocess.run(
+            [git, '--git-dir', str(reference), 'gc', '--aggressive', '--prune=now', '-q'],
+            check=True,
+            env={**os.environ, 'GIT_CONFIG_NOSYSTEM': '1', 'GIT_CONFIG_GLOBAL': os.devnull},
+        )
+        result['git_gc_seconds'] = round(time.perf_counter() - started, 2)
+        result['git_gc_aggressive'] = measure(reference)
+        for name in ('auto', 'consolidated'):
+            for unit in ('du_bytes', 'file_bytes'):
+                ratio = result[name][unit] / result['git_gc_aggressive'][unit]  # type: ignore[index]
+                result[f'ratio_{name}_{unit}'] = round(ratio, 3)
+    if args.prune_keep:
+        started = time.perf_counter()
+        pruned = cps.prune(keep=args.prune_keep)
+        result['prune'] = {
+            'keep': args.prune_keep,
+            'seconds': round(time.perf_counter() - started, 2),
+            'checkpoints_before': pruned.checkpoints_before,
+            'checkpoints_after': pruned.checkpoints_after,
+            'bytes_before': pruned.bytes_before,
+            'bytes_after': pruned.bytes_after,
+        }
+        if git:
+            subprocess.run(
+                [git, '--git-dir', str(repository), 'fsck', '--strict'],
+                check=True,
+                capture_output=True,
+            )
+            result['prune']['git_fsck'] = 'clean'  # type: ignore[index]
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    print(
+        f'{args.snapshots} snapshots of a {args.files}-note desk in {seconds:.1f} s '
+        f'(Memory.md grew to {result["memory_md_bytes"]:,} bytes; '
+        f'tracked files {result["tracked_bytes"]:,} bytes)'
+    )
+    print(f'{"":24}{"du bytes":>12}{"file bytes":>12}{"packs":>7}{"loose":>7}')
+    rows = [
+        ('shadow repo (auto)', 'auto'),
+        ('after prune() (1 pack)', 'consolidated'),
+        ('git gc --aggressive', 'git_gc_aggressive'),
+    ]
+    for label, key in rows:
+        if key in result:
+            m = result[key]
+            print(
+                f'{label:24}{m["du_bytes"]:>12,}{m["file_bytes"]:>12,}{m["packs"]:>7}'  # type: ignore[index]
+                f'{m["loose"]:>7}'
+            )  # type: ignore[index]
+    if 'git_gc_aggressive' in result:
+        print(
+            f'ratio to git gc --aggressive: auto {result["ratio_auto_du_bytes"]}x (du), '
+            f'{result["ratio_auto_file_bytes"]}x (file); consolidated '
+            f'{result["ratio_consolidated_du_bytes"]}x (du), '
+            f'{result["ratio_consolidated_file_bytes"]}x (file)'
+        )
+        print(f'consolidate {result["consolidate_seconds"]} s; git gc {result["git_gc_seconds"]} s')
+    if 'prune' in result:
+        p = result['prune']
+        print(
+            f'prune --keep {p["keep"]}: checkpoints {p["checkpoints_before"]} -> '  # type: ignore[index]
+            f'{p["checkpoints_after"]}, objects {p["bytes_before"]:,} -> '  # type: ignore[index]
+            f'{p["bytes_after"]:,} bytes in {p["seconds"]} s'  # type: ignore[index]
+            f'{" (git fsck --strict clean)" if p.get("git_fsck") else ""}'
+        )  # type: ignore[union-attr]
+
+
+if __name__ == '__main__':
+    main()

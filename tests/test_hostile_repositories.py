@@ -1,0 +1,265 @@
+"""Hostile repositories: objects written byte by byte, bypassing every check a writer would make.
+
+A shadow repository is data someone else may have written (a copied desk, a tampered folder,
+a bug in another tool). Restoring from one must never write outside the desk's tracked paths:
+each hostile tree is refused with a CheckpointError naming the problem, before anything is
+written, and the same through the command line, as one line without a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from faults import files_of, version_of
+
+from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints.cli import cli
+
+BLOB = b'100644'
+EXEC = b'100755'
+LINK = b'120000'
+TREE = b'40000'
+
+
+def write_object(repo: Path, kind: bytes, body: bytes) -> str:
+    """Stores a loose object exactly as given, with no validation at all."""
+    import hashlib
+
+    raw = kind + b' ' + str(len(body)).encode() + b'\0' + body
+    sha = hashlib.sha1(raw).hexdigest()
+    folder = repo / 'objects' / sha[:2]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / sha[2:]).write_bytes(zlib.compress(raw))
+    return sha
+
+
+def blob(repo: Path, data: bytes) -> str:
+    return write_object(repo, b'blob', data)
+
+
+def tree(repo: Path, *entries: tuple[bytes, bytes, str]) -> str:
+    body = b''.join(mode + b' ' + name + b'\0' + bytes.fromhex(sha) for mode, name, sha in entries)
+    return write_object(repo, b'tree', body)
+
+
+def commit(repo: Path, tree_sha: str, message: bytes = b'hostile\n') -> str:
+    head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
+    body = (
+        b'tree ' + tree_sha.encode() + b'\nparent ' + head.encode() + b'\n'
+        b'author x <x@x> 1700000000 +0000\ncommitter x <x@x> 1700000000 +0000\n\n' + message
+    )
+    return write_object(repo, b'commit', body)
+
+
+def in_notes(repo: Path, *entries: tuple[bytes, bytes, str]) -> str:
+    """A root tree whose notes/ folder holds the given entries."""
+    return tree(repo, (TREE, b'notes', tree(repo, *entries)))
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    desk = tmp_path / 'desks' / 'main'
+    repo = tmp_path / '.checkpoints' / 'main.git'
+    (desk / 'notes').mkdir(parents=True)
+    (desk / 'notes' / 'mine.md').write_text('mine')
+    (desk / 'Memory.md').write_text('memory')
+    (desk / 'scratch.txt').write_text('untracked')
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    (outside / 'precious.txt').write_text('never touched')
+    cps = Checkpoints(repo, desk)
+    cps.snapshot('honest start')
+    (desk / 'notes' / 'mine.md').write_text('unsaved work')
+    return tmp_path, desk, repo, cps
+
+
+def _hostile_trees(repo: Path) -> dict[str, str]:
+    ok = blob(repo, b'payload')
+    sub = tree(repo, (BLOB, b'evil.md', ok))
+    return {
+        'dotdot-root': tree(repo, (BLOB, b'..', ok)),
+        'dotdot-nested': in_notes(repo, (TREE, b'..', tree(repo, (TREE, b'..', sub)))),
+        'dot': in_notes(repo, (TREE, b'.', sub)),
+        'dotgit': in_notes(repo, (TREE, b'.git', tree(repo, (BLOB, b'config', ok)))),
+        'dotgit-upper': in_notes(repo, (TREE, b'.GIT', sub)),
+        'dotgit-trailing-dot': in_notes(repo, (TREE, b'.git.', sub)),
+        'dotgit-trailing-space': in_notes(repo, (BLOB, b'.git ', ok)),
+        'dotgit-file': tree(repo, (BLOB, b'.git', ok)),
+        'absolute': tree(repo, (BLOB, b'/etc/evil', ok)),
+        'absolute-in-folder': in_notes(repo, (BLOB, b'/tmp/evil', ok)),
+        'slash': in_notes(repo, (BLOB, b'a/../../b', ok)),
+        'backslash': in_notes(repo, (BLOB, b'..\\..\\evil', ok)),
+        'empty-name': in_notes(repo, (BLOB, b'', ok)),
+        'newline': in_notes(repo, (BLOB, b'a\nb', ok)),
+        'carriage-return': in_notes(repo, (BLOB, b'a\rb', ok)),
+        'nul': in_notes(repo, (BLOB, b'a\0b', ok)),
+        'not-utf8': in_notes(repo, (BLOB, b'\xff\xfe', ok)),
+        'outside-allowlist': tree(repo, (BLOB, b'scratch.txt', ok)),
+        'outside-allowlist-prefix': tree(repo, (TREE, b'memory_extra', sub)),
+        'outside-allowlist-sibling': tree(
+            repo, (TREE, b'skills', tree(repo, (TREE, b'other', sub)))
+        ),
+        'symlink-above-allowlist': tree(repo, (LINK, b'skills', blob(repo, b'/tmp'))),
+        'duplicate-names': in_notes(repo, (BLOB, b'a.md', ok), (BLOB, b'a.md', ok)),
+        'duplicate-link-and-folder': in_notes(
+            repo, (LINK, b'link', blob(repo, b'../../outside')), (TREE, b'link', sub)
+        ),
+        'gitlink': in_notes(repo, (b'160000', b'sub', ok)),
+        'mode-100664': in_notes(repo, (b'100664', b'a.md', ok)),
+        'mode-zero': in_notes(repo, (b'0', b'a.md', ok)),
+        'mode-garbage': in_notes(repo, (b'99999', b'a.md', ok)),
+        'mode-not-octal': in_notes(repo, (b'10x644', b'a.md', ok)),
+        'mode-tree-as-blob': in_notes(repo, (BLOB, b'a.md', sub)),
+        'mode-blob-as-tree': in_notes(repo, (TREE, b'a', ok)),
+        'missing-blob': in_notes(repo, (BLOB, b'a.md', 'ab' * 20)),
+        'missing-tree': in_notes(repo, (TREE, b'a', 'cd' * 20)),
+        'symlink-nul-target': in_notes(repo, (LINK, b'l', blob(repo, b'a\0b'))),
+        'symlink-empty-target': in_notes(repo, (LINK, b'l', blob(repo, b''))),
+        'name-too-long': in_notes(repo, (BLOB, b'n' * 300, ok)),
+        'truncated-tree': write_object(repo, b'tree', b'100644 a.md\0' + b'\x01' * 7),
+        'tree-is-a-blob': ok,
+    }
+
+
+HOSTILE = [
+    'dotdot-root',
+    'dotdot-nested',
+    'dot',
+    'dotgit',
+    'dotgit-upper',
+    'dotgit-trailing-dot',
+    'dotgit-trailing-space',
+    'dotgit-file',
+    'absolute',
+    'absolute-in-folder',
+    'slash',
+    'backslash',
+    'empty-name',
+    'newline',
+    'carriage-return',
+    'nul',
+    'not-utf8',
+    'outside-allowlist',
+    'outside-allowlist-prefix',
+    'outside-allowlist-sibling',
+    'symlink-above-allowlist',
+    'duplicate-names',
+    'duplicate-link-and-folder',
+    'gitlink',
+    'mode-100664',
+    'mode-zero',
+    'mode-garbage',
+    'mode-not-octal',
+    'mode-tree-as-blob',
+    'mode-blob-as-tree',
+    'missing-blob',
+    'missing-tree',
+    'symlink-nul-target',
+    'symlink-empty-target',
+    'name-too-long',
+    'truncated-tree',
+    'tree-is-a-blob',
+]
+
+
+@pytest.mark.parametrize('case', HOSTILE)
+def test_hostile_tree_is_refused_before_any_write(setup, case: str) -> None:
+    tmp_path, desk, repo, cps = setup
+    target = commit(repo, _hostile_trees(repo)[case])
+    before = files_of(tmp_path)
+    desk_before = files_of(desk)
+    with pytest.raises(CheckpointError) as caught:
+        cps.restore(target)
+    message = str(caught.value)
+    assert message and 'Traceback' not in message
+    after = files_of(tmp_path)
+    # The only changes anywhere are inside the repository (the snapshot of unsaved work).
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert all(p.startswith('.checkpoints/') for p in changed), sorted(changed)
+    assert files_of(desk) == desk_before
+    assert (tmp_path / 'outside' / 'precious.txt').read_text() == 'never touched'
+    # The same through the command line: one line, no traceback, non-zero exit.
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'restore', target])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('error: '), result.output
+    assert 'Traceback' not in result.output and 'unexpected' not in result.output
+    assert files_of(desk) == desk_before
+    # And the repository still works.
+    cps.snapshot('after the hostile restore')
+    assert version_of(repo, cps.list()[0].checkpoint_id)['notes/mine.md'][1] == b'unsaved work'
+
+
+def test_symlink_then_a_path_through_it_writes_inside_the_desk(setup) -> None:
+    tmp_path, desk, repo, cps = setup
+    outside = tmp_path / 'outside'
+    link_target = blob(repo, os.fsencode(outside))
+    first = commit(repo, in_notes(repo, (LINK, b'link', link_target)))
+    (repo / 'refs' / 'heads' / 'main').write_text(first + '\n')
+    cps.restore(first)  # a symlink is written as a symlink, never followed
+    assert os.readlink(desk / 'notes' / 'link') == str(outside)
+    evil = tree(repo, (BLOB, b'precious.txt', blob(repo, b'overwritten!')))
+    second = commit(repo, in_notes(repo, (TREE, b'link', evil)))
+    cps.restore(second)
+    assert (outside / 'precious.txt').read_text() == 'never touched'
+    assert not (desk / 'notes' / 'link').is_symlink()
+    assert (desk / 'notes' / 'link' / 'precious.txt').read_bytes() == b'overwritten!'
+    assert sorted(p.name for p in outside.iterdir()) == ['precious.txt']
+
+
+def test_untracked_symlink_in_the_way_is_refused(setup) -> None:
+    tmp_path, desk, repo, cps = setup
+    outside = tmp_path / 'outside'
+    os.symlink(outside, desk / 'skills')  # untracked: only skills/agent is tracked
+    target = commit(
+        repo,
+        tree(
+            repo,
+            (
+                TREE,
+                b'skills',
+                tree(
+                    repo,
+                    (TREE, b'agent', tree(repo, (BLOB, b'precious.txt', blob(repo, b'x')))),
+                ),
+            ),
+        ),
+    )
+    with pytest.raises(CheckpointError, match='in the way'):
+        cps.restore(target)
+    assert sorted(p.name for p in outside.iterdir()) == ['precious.txt']
+    assert (outside / 'precious.txt').read_text() == 'never touched'
+
+
+def test_planted_temporary_symlink_is_not_written_through(setup) -> None:
+    tmp_path, desk, repo, cps = setup
+    outside = tmp_path / 'outside' / 'precious.txt'
+    target = commit(repo, in_notes(repo, (BLOB, b'mine.md', blob(repo, b'restored'))))
+    for pid in range(os.getpid() - 2, os.getpid() + 3):
+        try:
+            os.symlink(outside, desk / 'notes' / f'.mine.md.checkpoint-{pid}.tmp')
+        except FileExistsError:
+            pass
+    cps.restore(target)
+    assert (desk / 'notes' / 'mine.md').read_bytes() == b'restored'
+    assert outside.read_text() == 'never touched'
+
+
+@pytest.mark.parametrize('tracked', ['..', '../..', '/', 'notes/./x', '.git', 'notes/../..', ''])
+def test_hostile_tracked_paths_in_the_config_are_refused(setup, tracked: str) -> None:
+    tmp_path, desk, repo, cps = setup
+    config = (repo / 'config').read_text()
+    (repo / 'config').write_text(config + f'[checkpoints]\n\ttracked = "{tracked}"\n')
+    before = files_of(tmp_path)
+    with pytest.raises(CheckpointError):
+        Checkpoints(repo, desk).snapshot('x')
+    assert files_of(tmp_path) == before
+
+
+def test_hostile_inputs_count() -> None:
+    """The number of distinct hostile inputs tried here (reported in the closing note)."""
+    assert len(HOSTILE) == len(set(HOSTILE)) >= 35

@@ -1,0 +1,700 @@
+"""Off-machine backup: push a desk's checkpoints to any git server, pull and clone them back.
+
+Remotes live in the shadow repository's config (``[remote "NAME"] url = ...``). Transfers go
+through dulwich's clients, so local paths, ``file://``, ``http(s)://`` (smart HTTP) and
+``ssh://`` all work without a git binary. The remote's branch ``main`` mirrors the desk's.
+
+- Push and pull are fast-forward only; a history that diverged is an error naming both ends.
+- Credentials come from the URL (``https://user:secret@host/...``) or from
+  ``$CHECKPOINTS_REMOTE_USERNAME`` / ``$CHECKPOINTS_REMOTE_PASSWORD``; they are never printed:
+  every URL shown, and every error message, has the password masked.
+- A pruned (shallow) history pushed to an empty remote would leave it holding commits whose
+  parents it lacks: git cannot read such a repository, although dulwich reports success. For
+  a remote on a path or ``file://`` the push marks the remote shallow too, so it stays
+  readable; over http or ssh (where the remote's ``shallow`` file cannot be written) the push
+  is refused before anything is sent, with an explanation.
+- After a fetch, any commit whose parent did not arrive (the remote was itself pruned) is
+  recorded as a shallow boundary, so the local repository stays readable as well.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from dulwich.config import ConfigFile
+
+from .errors import CheckpointError, CorruptRepositoryError
+from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes, _write_atomically
+
+ZERO = b'0' * 40
+USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
+PASSWORD_ENV = 'CHECKPOINTS_REMOTE_PASSWORD'
+SSH_COMMAND_ENV = 'CHECKPOINTS_SSH_COMMAND'  # else $GIT_SSH_COMMAND, else ssh
+_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Remote:
+    name: str
+    url: str
+
+    @property
+    def display_url(self) -> str:
+        return redact(self.url)
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """What a push, pull or clone did."""
+
+    remote: str
+    url: str  # with any password masked
+    old: str | None  # the branch before (remote's for push, local's for pull), short id
+    new: str | None  # the branch after
+    up_to_date: bool
+    marked_shallow: tuple[str, ...] = ()
+
+
+# -- URLs and secrets ----------------------------------------------------------------------
+
+
+def redact(url: str) -> str:
+    """The URL with its password (if any) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    host = parts.hostname or ''
+    if parts.port is not None:
+        host = f'{host}:{parts.port}'
+    user = parts.username or ''
+    return urlunsplit(parts._replace(netloc=f'{user}:***@{host}'))
+
+
+def _secrets(url: str) -> list[str]:
+    found = []
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    for secret in (password, os.environ.get(PASSWORD_ENV)):
+        if secret:
+            found.append(secret)
+    return found
+
+
+def _scrub(text: str, url: str) -> str:
+    for secret in _secrets(url):
+        text = text.replace(secret, '***')
+    return text
+
+
+def _is_local(url: str) -> bool:
+    return '://' not in url or url.startswith('file://')
+
+
+def _local_path(url: str) -> Path:
+    if url.startswith('file://'):
+        return Path(urlsplit(url).path)
+    return Path(url)
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise CheckpointError(
+            f'{name!r} is not a remote name (letters, digits, ".", "_" and "-", like "backup")'
+        )
+    return name
+
+
+# -- the config ----------------------------------------------------------------------------
+
+
+def _read_config(repository: Path) -> ConfigFile:
+    try:
+        return ConfigFile.from_path(str(Path(repository) / 'config'))
+    except (OSError, ValueError) as error:
+        raise CheckpointError(f'cannot read {repository}/config: {error}') from error
+
+
+def list_remotes(repository: Path) -> list[Remote]:
+    config = _read_config(repository)
+    remotes = []
+    for section in config.sections():
+        if len(section) == 2 and section[0] == b'remote':
+            try:
+                url = config.get(section, b'url').decode('utf-8', 'surrogateescape')
+            except KeyError:
+                continue
+            remotes.append(Remote(section[1].decode('utf-8', 'surrogateescape'), url))
+    return sorted(remotes, key=lambda remote: remote.name)
+
+
+def get_remote(repository: Path, name: str | None) -> Remote:
+    remotes = list_remotes(repository)
+    if name is None:
+        if len(remotes) == 1:
+            return remotes[0]
+        for remote in remotes:
+            if remote.name == 'origin':
+                return remote
+        if not remotes:
+            raise CheckpointError(
+                f'no remote configured in {repository}; add one with '
+                '`checkpoints remote add NAME URL`'
+            )
+        raise CheckpointError(
+            'several remotes are configured ('
+            + ', '.join(r.name for r in remotes)
+            + '); name the one to use'
+        )
+    for remote in remotes:
+        if remote.name == name:
+            return remote
+    raise CheckpointError(f'no remote named {name!r} in {repository}')
+
+
+def add_remote(repository: Path, name: str, url: str) -> Remote:
+    check_name(name)
+    if not isinstance(url, str) or not url.strip() or '\n' in url:
+        raise CheckpointError(f'{redact(str(url))!r} is not a remote URL or path')
+    url = url.strip()
+    if _is_local(url) and not url.startswith('file://'):
+        url = os.path.abspath(url)  # relative to where the command ran, not to the repository
+    _client_for(url)  # fails early on an unsupported URL
+    config = _read_config(repository)
+    if any(remote.name == name for remote in list_remotes(repository)):
+        raise CheckpointError(f'a remote named {name!r} already exists; remove it first')
+    config.set((b'remote', name.encode()), b'url', url.encode('utf-8', 'surrogateescape'))
+    _write_atomically(Path(repository) / 'config', _config_bytes(config))
+    return Remote(name, url)
+
+
+def remove_remote(repository: Path, name: str) -> None:
+    get_remote(repository, name)
+    path = Path(repository) / 'config'
+    lines = path.read_bytes().splitlines(keepends=True)
+    out, skipping = [], False
+    header = re.compile(rb'\s*\[remote\s+"' + re.escape(name.encode()) + rb'"\s*\]\s*$')
+    for line in lines:
+        if line.lstrip().startswith(b'['):
+            skipping = bool(header.match(line))
+        if not skipping:
+            out.append(line)
+    _write_atomically(path, b''.join(out))
+
+
+# -- clients -------------------------------------------------------------------------------
+
+
+def _client_for(url: str):  # -> (GitClient, path)
+    from dulwich.client import get_transport_and_path
+
+    username = os.environ.get(USERNAME_ENV) or None
+    password = os.environ.get(PASSWORD_ENV) or None
+    try:
+        parts = urlsplit(url)
+        if parts.username or parts.password:
+            username, password = parts.username, parts.password
+    except ValueError:
+        pass
+    if _is_local(url):
+        path = _local_path(url)
+        return None, str(path)
+    ssh_command = os.environ.get(SSH_COMMAND_ENV) or os.environ.get('GIT_SSH_COMMAND') or None
+    try:
+        return get_transport_and_path(
+            url, username=username, password=password, ssh_command=ssh_command
+        )
+    except (ValueError, KeyError) as error:
+        raise CheckpointError(f'unsupported remote URL {redact(url)}: {error}') from error
+
+
+def _transport_error(error: BaseException, remote: Remote, action: str) -> CheckpointError:
+    from dulwich.client import HTTPProxyUnauthorized, HTTPUnauthorized
+    from dulwich.errors import HangupException, NotGitRepository
+
+    where = remote.display_url
+    if isinstance(error, (HTTPUnauthorized, HTTPProxyUnauthorized)):
+        return CheckpointError(
+            f'{action} {remote.name} ({where}) failed: the server refused the credentials '
+            f'(check the user name and password in the URL or ${USERNAME_ENV}/${PASSWORD_ENV})'
+        )
+    if isinstance(error, NotGitRepository):
+        return CheckpointError(f'{action} {remote.name} failed: {where} is not a git repository')
+    if isinstance(error, HangupException):
+        return CheckpointError(f'{action} {remote.name} ({where}) failed: the server hung up')
+    message = _scrub(str(error) or type(error).__name__, remote.url)
+    return CheckpointError(f'{action} {remote.name} ({where}) failed: {message}')
+
+
+def _remote_refs(client, path: str) -> dict[bytes, bytes]:
+    result = client.get_refs(path.encode() if isinstance(path, str) else path)
+    refs = getattr(result, 'refs', result)
+    return {name: sha for name, sha in refs.items() if sha is not None}
+
+
+def _open_local_remote(remote: Remote, create: bool):  # -> dulwich Repo
+    from dulwich.repo import Repo
+
+    path = _local_path(remote.url)
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        if not create:
+            raise CheckpointError(f'{remote.name}: no repository at {path}')
+        path.mkdir(parents=True, exist_ok=True)
+        return Repo.init_bare(str(path))
+    try:
+        return Repo(str(path))
+    except Exception as error:  # noqa: BLE001 - dulwich raises several kinds here
+        raise CheckpointError(f'{remote.name}: {path} is not a git repository ({error})') from error
+
+
+# -- history helpers -----------------------------------------------------------------------
+
+
+def _ancestors(repo: ShadowRepo, head: bytes | None) -> list[bytes]:
+    return [info.sha.encode() for info in repo.history()] if head else []
+
+
+def _short(sha: bytes | None) -> str | None:
+    return sha.decode()[:SHORT_ID_LENGTH] if sha else None
+
+
+def _shallow_parents(repo: ShadowRepo) -> set[bytes]:
+    """Parents of the shallow boundary commits: what a pruned history leaves out."""
+    from .storage import read_shallow
+
+    parents: set[bytes] = set()
+    for sha in read_shallow(repo.path):
+        if repo.contains(sha):
+            parents.update(repo.commit_info(sha).parents)
+    return parents
+
+
+def repair_shallow(dulwich_repo, path: Path, head: bytes) -> list[bytes]:
+    """Marks as shallow every commit (from ``head`` down) whose parents are missing."""
+    from dulwich.objects import Commit
+
+    from .storage import read_shallow
+
+    store = dulwich_repo.object_store
+    shallow = read_shallow(path)
+    marked: list[bytes] = []
+    sha: bytes | None = head
+    seen: set[bytes] = set()
+    pending = [head]
+    while pending:
+        sha = pending.pop()
+        if sha in seen or sha in shallow:
+            continue
+        seen.add(sha)
+        commit = store[sha]
+        if not isinstance(commit, Commit):
+            break
+        missing = [parent for parent in commit.parents if parent not in store]
+        if missing:
+            marked.append(sha)
+            continue
+        pending.extend(commit.parents)
+    if marked:
+        data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
+        _write_atomically(Path(path) / 'shallow', data)
+    return marked
+
+
+def _progress_bytes(progress: Progress | None) -> Callable[[bytes], None] | None:
+    if progress is None:
+        return None
+
+    def report(data: bytes) -> None:
+        for piece in re.split(rb'[\r\n]+', data):
+            text = piece.decode('utf-8', 'replace').strip()
+            if text:
+                progress(text)
+
+    return report
+
+
+def _progress_text(progress: Progress | None) -> Callable[..., None] | None:
+    if progress is None:
+        return None
+
+    def report(message: str | bytes) -> None:
+        if isinstance(message, bytes):
+            message = message.decode('utf-8', 'replace')
+        text = message.strip()
+        if text:
+            progress(text)
+
+    return report
+
+
+# -- push ----------------------------------------------------------------------------------
+
+
+def push(checkpoints, name: str | None, progress: Progress | None = None) -> TransferResult:
+    """Pushes ``main`` to the remote's ``main``, fast-forward only.
+
+    The desk's lock is held only while reading the repository: the remote's refs are asked
+    for first, then (locked) the push is checked and its pack built in memory, then
+    (unlocked, so snapshots go on) the pack is sent. The remote's branch moves only if it
+    still is where it was when checked.
+    """
+    from .storage import read_shallow
+
+    remote = get_remote(checkpoints.repository_directory, name)
+    client, path = _client_for(remote.url)
+    if client is None:
+        with checkpoints._locked() as repo:
+            head = _head_to_push(repo)
+            return _push_local(repo, remote, head, progress)
+    try:
+        remote_head = _remote_refs(client, path).get(BRANCH)
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
+        raise _transport_error(error, remote, 'push to') from error
+    with checkpoints._locked() as repo:
+        head = _head_to_push(repo)
+        _check_push(repo, remote, head, remote_head, local=False)
+        if remote_head == head:
+            return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
+        have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
+        count, records = repo._repo.object_store.generate_pack_data(
+            have,
+            {head},
+            shallow=read_shallow(repo.path),
+            progress=_progress_text(progress),
+            ofs_delta=True,
+        )
+        records = list(records)  # read now, while no packing can remove what they come from
+
+    def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        current = refs.get(BRANCH)
+        if current not in (None, ZERO) and current != remote_head:
+            raise CheckpointError(
+                f'the remote {remote.name} moved while pushing (now {_short(current)}); '
+                'pull and push again'
+            )
+        new = dict(refs)
+        new[BRANCH] = head
+        return new
+
+    def generate(have_ids, want_ids, *, ofs_delta=False, progress=None):
+        return count, iter(records)
+
+    try:
+        result = client.send_pack(
+            path.encode(), update_refs, generate, progress=_progress_bytes(progress)
+        )
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise _transport_error(error, remote, 'push to') from error
+    status = (getattr(result, 'ref_status', None) or {}).get(BRANCH)
+    if status:
+        raise CheckpointError(
+            f'the remote {remote.name} refused the push: {_scrub(str(status), remote.url)}'
+        )
+    return TransferResult(remote.name, remote.display_url, _short(remote_head), _short(head), False)
+
+
+def _head_to_push(repo: ShadowRepo) -> bytes:
+    head = repo.head()
+    if head is None:
+        raise CheckpointError('nothing to push: this desk has no checkpoints yet')
+    return head
+
+
+def _check_push(
+    repo: ShadowRepo, remote: Remote, head: bytes, remote_head: bytes | None, local: bool
+) -> None:
+    """Refuses a push that is not a fast-forward or would leave the remote unreadable."""
+    from .storage import read_shallow
+
+    if remote_head is None or remote_head == head:
+        if remote_head is None and read_shallow(repo.path) and not local:
+            raise CheckpointError(
+                f"this desk's history was pruned, and the remote {remote.name} "
+                f'({remote.display_url}) is empty: it would receive checkpoints whose parents '
+                'it lacks, which git cannot read. Push to a path or file:// remote (it is then '
+                'marked shallow like this desk), or push before pruning'
+            )
+        return
+    if remote_head in set(_ancestors(repo, head)) or remote_head in _shallow_parents(repo):
+        return
+    raise CheckpointError(
+        f'the remote {remote.name} ({remote.display_url}) is at {_short(remote_head)}, which '
+        "is not in this desk's history: the histories diverged (or the remote is older than "
+        'the oldest kept checkpoint); nothing was pushed. Pull first, or push to a new remote'
+    )
+
+
+def _copy_objects(
+    source_repo, source_path: Path, target_repo, head: bytes, progress: Progress | None = None
+) -> int:
+    """Copies what ``target`` lacks of the history below ``head`` as one pack with deltas."""
+    from . import storage
+
+    source = source_repo.object_store
+    target = target_repo.object_store
+    missing = storage.reachable(
+        source,
+        [head],
+        storage.read_shallow(source_path),
+        enter_commit=lambda sha: sha not in target,
+    )
+    objects = [(source[sha], path) for sha, path in missing.items() if sha not in target]
+    storage.write_pack(target, objects, progress=_progress_text(progress))
+    return len(objects)
+
+
+def _point_head_at_main(target) -> None:
+    """A remote whose HEAD names a branch that does not exist (``master``) gets ``main``."""
+    value = target.refs.read_ref(b'HEAD') or b''
+    if value.startswith(b'ref: ') and value[5:].strip() not in set(target.refs.allkeys()):
+        target.refs.set_symbolic_ref(b'HEAD', BRANCH)
+
+
+def _push_local(
+    repo: ShadowRepo, remote: Remote, head: bytes, progress: Progress | None = None
+) -> TransferResult:
+    """Push to a repository on a path: objects copied directly, ref moved by compare-and-swap."""
+    target = _open_local_remote(remote, create=True)
+    try:
+        remote_head = target.refs.read_ref(BRANCH)
+        if remote_head == head:
+            return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
+        _check_push(repo, remote, head, remote_head, local=True)
+        _copy_objects(repo._repo, repo.path, target, head, progress)
+        marked = repair_shallow(target, _local_path(remote.url), head)
+        if remote_head is None:
+            done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
+        else:
+            done = target.refs.set_if_equals(
+                BRANCH, remote_head, head, message=b'push: from trading_checkpoints'
+            )
+        if not done:
+            raise CheckpointError(f'the remote {remote.name} moved while pushing; try again')
+        _point_head_at_main(target)
+    finally:
+        target.close()
+    return TransferResult(
+        remote.name,
+        remote.display_url,
+        _short(remote_head),
+        _short(head),
+        False,
+        tuple(_short(s) or '' for s in marked),
+    )
+
+
+# -- pull ----------------------------------------------------------------------------------
+
+
+def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> bytes | None:
+    """Fetches the remote's ``main`` (objects only) and returns its sha, or None if empty."""
+    client, path = _client_for(remote.url)
+    if client is None:
+        source = _open_local_remote(remote, create=False)
+        try:
+            remote_head = source.refs.read_ref(BRANCH)
+            if remote_head is not None and not repo.contains(remote_head):
+                _copy_objects(source, _local_path(remote.url), repo._repo, remote_head, progress)
+        finally:
+            source.close()
+        return remote_head
+    wanted: list[bytes] = []
+
+    def determine_wants(refs, depth=None):
+        sha = refs.get(BRANCH)
+        if sha is None or sha == ZERO:
+            return []
+        wanted.append(sha)
+        return [] if repo.contains(sha) else [sha]
+
+    try:
+        client.fetch(
+            path.encode(),
+            _QuietShallow(repo._repo, repo.path),
+            determine_wants=determine_wants,
+            progress=_progress_bytes(progress),
+        )
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise _transport_error(error, remote, 'fetch from') from error
+    return wanted[0] if wanted else None
+
+
+class _QuietShallow:
+    """The fetch target, minus announcing our shallow boundaries to the server.
+
+    dulwich's client sends ``shallow`` lines for a pruned repository, which dulwich's server
+    rejects unless a ``deepen`` follows. Our boundaries only hide history older than what
+    we have, so the server need not know: the walker simply stops at them.
+    """
+
+    def __init__(self, repo, path: Path) -> None:
+        self._repo = repo
+        self._path = path
+
+    def __getattr__(self, name: str):
+        return getattr(self._repo, name)
+
+    def get_graph_walker(self, heads=None):
+        from dulwich.object_store import ObjectStoreGraphWalker
+
+        from .storage import read_shallow
+
+        shallow = read_shallow(self._path)
+        store = self._repo.object_store
+        if heads is None:
+            heads = [sha for sha in self._repo.refs.as_dict(b'refs/heads').values() if sha in store]
+
+        def parents(sha: bytes) -> list[bytes]:
+            return [] if sha in shallow else list(store[sha].parents)
+
+        return ObjectStoreGraphWalker(heads, parents)
+
+
+def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:
+    """Fast-forwards ``main`` to the remote's. Runs under the lock. The desk is not touched."""
+    head = repo.head()
+    remote_head = fetch_head(repo, remote, progress)
+    if remote_head is None:
+        raise CheckpointError(f'the remote {remote.name} ({remote.display_url}) has no checkpoints')
+    if remote_head == head:
+        return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
+    marked = repair_shallow(repo._repo, repo.path, remote_head)
+    if head is not None:
+        incoming = _walk_to(repo, remote_head, head)
+        if not incoming:
+            if head is not None and remote_head in set(_ancestors(repo, head)):
+                return TransferResult(
+                    remote.name, remote.display_url, _short(head), _short(head), True
+                )
+            raise CheckpointError(
+                f'the remote {remote.name} ({remote.display_url}) is at {_short(remote_head)} '
+                f'and this desk at {_short(head)}: the histories diverged; nothing was changed '
+                '(push to a new remote, or clone the remote onto another desk)'
+            )
+    repo.update_branch(head, remote_head, f'pull: fast-forward from {remote.name}')
+    return TransferResult(
+        remote.name,
+        remote.display_url,
+        _short(head),
+        _short(remote_head),
+        False,
+        tuple(_short(s) or '' for s in marked),
+    )
+
+
+def _walk_to(repo: ShadowRepo, start: bytes, goal: bytes) -> bool:
+    """Whether ``goal`` is a first-parent ancestor of ``start`` (within what we have)."""
+    from .storage import read_shallow
+
+    shallow = read_shallow(repo.path)
+    sha: bytes | None = start
+    while sha is not None:
+        if sha == goal:
+            return True
+        if sha in shallow or not repo.contains(sha):
+            return False
+        parents = repo.commit_info(sha).parents
+        sha = parents[0] if parents else None
+    return False
+
+
+# -- clone ---------------------------------------------------------------------------------
+
+
+def clone(
+    checkpoints,
+    url: str,
+    *,
+    name: str = 'origin',
+    restore: bool = True,
+    progress: Progress | None = None,
+):  # -> (TransferResult, restored paths or None)
+    """Brings a remote's checkpoints into a new repository for ``checkpoints``' desk.
+
+    The repository must not exist yet (or be empty). When ``restore`` is true and the desk
+    has no tracked files, the newest checkpoint is written into it, without adding commits.
+    """
+    from .repo import is_initialized
+
+    repository = Path(checkpoints.repository_directory)
+    if is_initialized(repository):
+        raise CheckpointError(
+            f'the desk already has a checkpoint repository ({repository}); clone onto a new '
+            'desk, or add the URL as a remote and pull'
+        )
+    remote = Remote(name, url.strip())
+    check_name(name)
+    _client_for(remote.url)
+    created = not repository.exists()
+    try:
+        with checkpoints._locked() as repo:
+            remote_head = fetch_head(repo, remote, progress)
+            if remote_head is None:
+                raise CheckpointError(
+                    f'the remote {remote.display_url} has no checkpoints (no branch main)'
+                )
+            marked = repair_shallow(repo._repo, repo.path, remote_head)
+            repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
+            add_remote(repo.path, name, remote.url)
+            written = None
+            if restore:
+                try:
+                    written = _checkout_into_empty_desk(checkpoints, repo)
+                except CorruptRepositoryError as error:
+                    raise CorruptRepositoryError(
+                        f'{error}; if the desk was created with other tracked paths, clone '
+                        'with them (`clone --track PATH ...` or tracked_paths=...)'
+                    ) from error
+    except BaseException:
+        if created:
+            import shutil
+
+            shutil.rmtree(repository, ignore_errors=True)
+        raise
+    result = TransferResult(
+        name,
+        remote.display_url,
+        None,
+        _short(remote_head),
+        False,
+        tuple(_short(s) or '' for s in marked),
+    )
+    return result, written
+
+
+def _checkout_into_empty_desk(checkpoints, repo: ShadowRepo) -> tuple[str, ...] | None:
+    """Writes the newest checkpoint into a desk with no tracked files; None if it has some."""
+    from . import worktree
+
+    head = repo.head()
+    assert head is not None
+    allowlist = checkpoints._allowlist(repo)
+    target, target_trees = repo.flatten_tree(repo.commit_info(head).tree, allowlist)
+    desk = Path(checkpoints.desk_directory)
+    desk.mkdir(parents=True, exist_ok=True)
+    cache = checkpoints._load_cache(repo, allowlist)
+    scan = worktree.scan(desk, allowlist, cache)
+    if scan.files:
+        return None
+    the_plan = worktree.plan(scan.files, target)
+    worktree.check_plan(desk, allowlist, the_plan, scan.files)
+    written = worktree.apply(desk, allowlist, the_plan, target, repo.read_blob)
+    checkpoints._save_after_restore(repo, cache, scan, target, target_trees, written, head)
+    return tuple(the_plan.write)

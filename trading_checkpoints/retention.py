@@ -1,0 +1,359 @@
+"""Retention: drop old checkpoints without changing the id of any checkpoint that is kept.
+
+History is never rewritten. The oldest kept checkpoint becomes a *shallow boundary* (listed in
+the repository's ``shallow`` file, exactly as ``git clone --depth`` records one), so git and
+this library stop walking there; then the reflog is rewritten to mention only kept
+checkpoints, and everything no longer reachable is dropped by repacking what is (see
+:mod:`storage`). dulwich's own ``gc``/``prune`` are not used for this: they follow neither the
+shallow boundary nor the reflog the way git does, so they would keep the old history.
+
+What is never pruned:
+
+- the newest checkpoint (at least one is always kept);
+- the snapshot a restore took just before restoring, when the restore is kept (a kept
+  ``restored <id>`` commit keeps its parent, so the restore stays undoable);
+- anything at all while a restore journal (``checkpoints/restore-journal*``) exists: an
+  interrupted restore may still need any checkpoint, so prune refuses until it is finished.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from . import storage
+from .errors import CheckpointError
+from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo
+
+ZERO = b'0' * 40
+RESTORED_PREFIX = 'restored '
+JOURNAL_GLOB = 'restore-journal*'
+
+# Config keys (``git config checkpoints.keep 200``) applied by Checkpoints.open and the CLI.
+CONFIG_KEEP = b'keep'
+CONFIG_OLDER_THAN = b'retention'
+CONFIG_MAX_SIZE = b'maxsize'
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """What a prune did (or, with ``dry_run``, would do)."""
+
+    checkpoints_before: int
+    checkpoints_after: int
+    bytes_before: int
+    bytes_after: int
+    pruned: tuple[str, ...] = field(default=())
+    oldest_kept: str | None = None
+    dry_run: bool = False
+
+    @property
+    def pruned_count(self) -> int:
+        return self.checkpoints_before - self.checkpoints_after
+
+
+# -- parsing limits ------------------------------------------------------------------------
+
+_DURATION = re.compile(r'\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*', re.IGNORECASE)
+_SIZE = re.compile(r'\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*', re.IGNORECASE)
+_SECONDS = {'': 86400, 's': 1, 'm': 60, 'h': 3600, 'd': 86400, 'w': 7 * 86400}
+_BYTES = {'': 1, 'k': 1024, 'm': 1024**2, 'g': 1024**3, 't': 1024**4}
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds in ``30d``, ``12h``, ``90m``, ``2w`` or a plain number of days."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise CheckpointError(f'a retention period cannot be negative: {text!r}')
+        return float(text)
+    match = _DURATION.fullmatch(str(text))
+    if not match:
+        raise CheckpointError(f'{text!r} is not a period; write it like 30d, 12h, 90m, 45s or 2w')
+    return float(match.group(1)) * _SECONDS[match.group(2).lower()]
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes in ``500M``, ``2G``, ``800k``, ``1.5GiB`` or a plain number of bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise CheckpointError(f'a size cannot be negative: {text!r}')
+        return text
+    match = _SIZE.fullmatch(str(text))
+    if not match:
+        raise CheckpointError(f'{text!r} is not a size; write it like 500M, 2G or 800k')
+    return int(float(match.group(1)) * _BYTES[match.group(2).lower()])
+
+
+# -- choosing what to keep -----------------------------------------------------------------
+
+
+def _timestamp(info: CommitInfo) -> float:
+    return datetime.fromisoformat(info.created_at).timestamp()
+
+
+def journal_present(repository: Path) -> Path | None:
+    private = Path(repository) / PRIVATE_DIR
+    try:
+        return next(iter(sorted(private.glob(JOURNAL_GLOB))), None)
+    except OSError:
+        return None
+
+
+def choose_kept(
+    history: list[CommitInfo],
+    keep: int | None,
+    older_than: float | None,
+    now: float,
+) -> int:
+    """How many of ``history`` (newest first) to keep for the count and age limits."""
+    count = len(history)
+    if keep is not None:
+        count = min(count, max(keep, 1))
+    if older_than is not None:
+        cutoff = now - older_than
+        young = 0
+        for info in history:
+            if _timestamp(info) < cutoff:
+                break
+            young += 1
+        count = min(count, max(young, 1))
+    return max(min(count, len(history)), 1) if history else 0
+
+
+def _protect_restores(history: list[CommitInfo], count: int) -> int:
+    """Extends the kept range so a kept restore keeps the snapshot taken just before it."""
+    while count < len(history) and history[count - 1].subject.startswith(RESTORED_PREFIX):
+        count += 1
+    return count
+
+
+def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) -> int:
+    """A quick estimate of the packed size of the newest ``count`` checkpoints."""
+    store = storage.object_store(repo)
+    kept_heads = [info.sha.encode() for info in history[:count]]
+    boundary = {history[count - 1].sha.encode()}
+    objects = storage.reachable(store, kept_heads[:1], boundary | storage.read_shallow(repo.path))
+    sizes = _packed_sizes(store)
+    total = 0
+    for sha in objects:
+        total += sizes.get(sha, 0) or _loose_size(repo.path, sha)
+    # As one pack and its index would take on disk (whole 4 KiB blocks, like objects_size).
+    index = 1072 + 28 * len(objects) + 40
+    return _blocks(total + 32) + _blocks(index)
+
+
+def _blocks(size: int, block: int = 4096) -> int:
+    return -(-size // block) * block
+
+
+def _packed_sizes(store) -> dict[bytes, int]:
+    sizes: dict[bytes, int] = {}
+    for pack in store.packs:
+        entries = sorted((offset, sha) for sha, offset, _ in pack.index.iterentries())
+        end = os.path.getsize(pack._data_path) - 20
+        for (offset, sha), following in zip(entries, entries[1:] + [(end, b'')], strict=True):
+            sizes[sha.hex().encode()] = following[0] - offset
+    return sizes
+
+
+def _loose_size(repository: Path, sha: bytes) -> int:
+    text = sha.decode()
+    try:
+        return os.path.getsize(Path(repository) / 'objects' / text[:2] / text[2:])
+    except OSError:
+        return 0
+
+
+# -- pruning -------------------------------------------------------------------------------
+
+
+def prune(
+    repo: ShadowRepo,
+    *,
+    keep: int | None = None,
+    older_than: float | str | None = None,
+    max_bytes: int | str | None = None,
+    dry_run: bool = False,
+    now: float | None = None,
+) -> PruneResult:
+    """Drops the checkpoints beyond the limits. Must run under the repository's lock."""
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
+    age = parse_duration(older_than) if older_than is not None else None
+    budget = parse_size(max_bytes) if max_bytes is not None else None
+    journal = journal_present(repo.path)
+    if journal is not None:
+        raise CheckpointError(
+            f'a restore is in progress or was interrupted ({journal}); finish it (run the '
+            'restore again) before pruning, so the checkpoints it needs stay'
+        )
+    now = time.time() if now is None else now
+    history = list(repo.history())
+    bytes_before = storage.objects_size(repo.path)
+    count = _protect_restores(history, choose_kept(history, keep, age, now))
+    if budget is not None and count > 1:
+        count = _fit_budget(repo, history, count, budget)
+    count = _protect_restores(history, count)
+    kept, dropped = history[:count], history[count:]
+    oldest = kept[-1].sha[:SHORT_ID_LENGTH] if kept else None
+    if dry_run or not dropped:
+        estimate = _estimated_bytes(repo, history, count) if dropped else bytes_before
+        return PruneResult(
+            len(history),
+            count,
+            bytes_before,
+            estimate if dry_run else bytes_before,
+            tuple(info.short_id for info in dropped),
+            oldest,
+            dry_run,
+        )
+    _cut(repo, kept)
+    storage.consolidate(repo)
+    _forget_stat_cache(repo)
+    after = list(repo.history())
+    if [info.sha for info in after] != [info.sha for info in kept]:
+        raise CheckpointError(f'pruning {repo.path} kept the wrong checkpoints; please report')
+    return PruneResult(
+        len(history),
+        len(after),
+        bytes_before,
+        storage.objects_size(repo.path),
+        tuple(info.short_id for info in dropped),
+        oldest,
+        False,
+    )
+
+
+def _fit_budget(repo: ShadowRepo, history: list[CommitInfo], count: int, budget: int) -> int:
+    """The largest count (at least 1) whose estimated size fits ``budget``; binary search."""
+    if _estimated_bytes(repo, history, count) <= budget:
+        return count
+    low, high = 1, count  # invariant: high does not fit
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _estimated_bytes(repo, history, middle) <= budget:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _cut(repo: ShadowRepo, kept: list[CommitInfo]) -> None:
+    """Makes the oldest kept checkpoint a shallow boundary and rewrites the reflogs to match."""
+    kept_shas = {info.sha.encode() for info in kept}
+    boundary = kept[-1]
+    shallow = {sha for sha in storage.read_shallow(repo.path) if sha in kept_shas}
+    if boundary.parents:
+        shallow.add(boundary.sha.encode())
+    shallow_path = repo.path / 'shallow'
+    if shallow:
+        _write_atomically(shallow_path, b''.join(sha + b'\n' for sha in sorted(shallow)))
+    else:
+        try:
+            shallow_path.unlink()
+        except FileNotFoundError:
+            pass
+    logs = repo.path / 'logs'
+    if logs.is_dir():
+        for folder, _, names in os.walk(logs):
+            for name in names:
+                _rewrite_reflog(Path(folder) / name, kept_shas)
+
+
+def _rewrite_reflog(path: Path, kept: set[bytes]) -> None:
+    """Keeps the entries that moved a ref to a kept commit; the first one starts from zero."""
+    try:
+        lines = path.read_bytes().splitlines(keepends=True)
+    except OSError:
+        return
+    out = []
+    for line in lines:
+        parts = line.split(b' ', 2)
+        if len(parts) < 3 or len(parts[0]) != 40 or len(parts[1]) != 40:
+            continue
+        old, new, rest = parts
+        if new not in kept and new != ZERO:
+            continue
+        if old not in kept:
+            old = ZERO
+        out.append(b' '.join((old, new, rest)))
+    if out != lines:
+        _write_atomically(path, b''.join(out))
+
+
+def _forget_stat_cache(repo: ShadowRepo) -> None:
+    """The stat cache may name trees that are gone now; the next snapshot rebuilds it."""
+    private = repo.path / PRIVATE_DIR
+    for candidate in private.glob('statcache*'):
+        try:
+            candidate.unlink()
+        except OSError:
+            pass
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    with open(temporary, 'wb') as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+# -- configured limits ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limits:
+    keep: int | None = None
+    older_than: str | None = None
+    max_size: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.keep is None and self.older_than is None and self.max_size is None
+
+
+def read_limits(repository: Path) -> Limits:
+    """The limits stored in the repository's config (``checkpoints.keep`` and friends)."""
+    from dulwich.config import ConfigFile
+
+    try:
+        config = ConfigFile.from_path(str(Path(repository) / 'config'))
+    except (OSError, ValueError):
+        return Limits()
+
+    def get(key: bytes) -> str | None:
+        try:
+            return config.get(b'checkpoints', key).decode()
+        except KeyError:
+            return None
+
+    keep = get(CONFIG_KEEP)
+    try:
+        keep_number = int(keep) if keep is not None else None
+    except ValueError as error:
+        raise CheckpointError(f'checkpoints.keep in {repository}/config is not a number') from error
+    return Limits(keep_number, get(CONFIG_OLDER_THAN), get(CONFIG_MAX_SIZE))
+
+
+def write_limits(repository: Path, limits: Limits) -> None:
+    from dulwich.config import ConfigFile
+
+    from .repo import _config_bytes
+
+    path = Path(repository) / 'config'
+    config = ConfigFile.from_path(str(path))
+    for key, value in (
+        (CONFIG_KEEP, limits.keep),
+        (CONFIG_OLDER_THAN, limits.older_than),
+        (CONFIG_MAX_SIZE, limits.max_size),
+    ):
+        if value is None:
+            continue
+        config.set(b'checkpoints', key, str(value).encode())
+    _write_atomically(path, _config_bytes(config))
