@@ -253,7 +253,8 @@ def _compare_in_place(
         path = names[i]
         start = i * _FIELDS
         old_mode = cache.numbers[start + 4]
-        sha, stable = _hash(os.path.join(root, path), path, numbers[start : start + _FIELDS], result)
+        record = numbers[start : start + _FIELDS]
+        sha, stable = _hash(os.path.join(root, path), path, record, result)
         if sha is None:  # vanished mid-scan
             result.removed.add(path)
             any_difference = True
@@ -298,7 +299,8 @@ def _compare_by_name(
                 cached_sha = cached_shas[position * _SHA : (position + 1) * _SHA]
                 shas[i * _SHA : (i + 1) * _SHA] = cached_sha
                 continue
-        sha, stable = _hash(os.path.join(root, path), path, numbers[start : start + _FIELDS], result)
+        record = numbers[start : start + _FIELDS]
+        sha, stable = _hash(os.path.join(root, path), path, record, result)
         if sha is None:
             gone.append(i)
             continue
