@@ -55,7 +55,8 @@ _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _TRACKED_BY_CONFIG: dict[bytes, tuple[str, ...] | None] = {}
 _CONFIG_VALUES: dict[tuple[bytes, bytes, bytes], str | None] = {}  # (config, section, name)
-_COMMITS: dict[tuple[str, bytes], CommitInfo] = {}  # (repository, sha) -> commit, see commit_info
+# (repository, sha) -> (commit, pack signature or None when read loose), see commit_info
+_COMMITS: dict[tuple[str, bytes], tuple[CommitInfo, tuple | None]] = {}
 
 # What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
 _DAMAGE: tuple[type[BaseException], ...] = (
@@ -271,13 +272,16 @@ class ShadowRepo:
         return sha
 
     def commit_info(self, sha: bytes) -> CommitInfo:
-        # A commit never changes (its id is its content's hash): one read loose from this
-        # repository is remembered, and trusted again while its loose file is still there.
+        # A commit never changes (its id is its content's hash): one read from this repository
+        # is remembered, and trusted again while its loose file is still there or, for a
+        # packed one, while the packs are the same files (names, sizes, mtimes, inodes).
         key = (os.fspath(self.path), sha)
         known = _COMMITS.get(key)
-        if known is not None and self._loose_exists(sha):
-            return known
-        loose = self._loose_exists(sha)
+        if known is not None:
+            info, packs = known
+            if self._loose_exists(sha) if packs is None else packs == self._pack_signature():
+                return info
+        packs = None if self._loose_exists(sha) else self._pack_signature()
         commit = self._read(sha, Commit)
         info = CommitInfo(
             sha=sha.decode(),
@@ -286,11 +290,22 @@ class ShadowRepo:
             created_at=_iso(commit.commit_time, commit.commit_timezone),
             message=commit.message.decode('utf-8', 'replace'),
         )
-        if loose:
-            if len(_COMMITS) >= 512:
-                _COMMITS.clear()
-            _COMMITS[key] = info
+        if len(_COMMITS) >= 512:
+            _COMMITS.clear()
+        _COMMITS[key] = (info, packs)
         return info
+
+    def _pack_signature(self) -> tuple[tuple[str, int, int, int], ...]:
+        try:
+            with os.scandir(os.path.join(self.path, 'objects', 'pack')) as entries:
+                found = []
+                for entry in entries:
+                    if entry.name.endswith('.pack'):
+                        st = entry.stat(follow_symlinks=False)
+                        found.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
+        except OSError:
+            return ()
+        return tuple(sorted(found))
 
     def _loose_exists(self, sha: bytes) -> bool:
         if not _HEX_SHA.fullmatch(sha):
