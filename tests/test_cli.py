@@ -30,7 +30,8 @@ def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
     assert 'first' in first.stdout
     write(desk, 'Memory.md', 'v2')
     write(desk, 'notes/new.md', 'n')
-    assert run('--workspace', str(workspace), 'snapshot', '-m', 'second', cwd=workspace).returncode == 0
+    second = run('--workspace', str(workspace), 'snapshot', '-m', 'second', cwd=workspace)
+    assert second.returncode == 0
     again = run('--workspace', str(workspace), 'snapshot', cwd=workspace)
     assert again.returncode == 0 and 'Nothing changed' in again.stdout
     listed = run('--workspace', str(workspace), 'list', '--json', cwd=workspace)

@@ -98,7 +98,8 @@ def test_works_without_git_and_ignores_user_git_environment(tmp_path: Path) -> N
     script = (
         'from pathlib import Path\n'
         'from trading_checkpoints import Checkpoints\n'
-        f'c = Checkpoints(Path({str(workspace / ".checkpoints/main.git")!r}), Path({str(desk)!r}))\n'
+        f'c = Checkpoints(Path({str(workspace / ".checkpoints/main.git")!r}),'
+        f' Path({str(desk)!r}))\n'
         'first = c.snapshot("one")\n'
         f'Path({str(desk / "Memory.md")!r}).write_text("m2")\n'
         'c.snapshot("two")\n'

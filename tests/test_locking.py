@@ -11,8 +11,8 @@ from pathlib import Path
 from conftest import GIT, git, write
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.lock import exclusive
 from trading_checkpoints.errors import LockTimeoutError
+from trading_checkpoints.lock import exclusive
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -113,7 +113,8 @@ def test_restore_snapshots_unsaved_changes_first_and_can_be_undone(
     write(desk, 'notes/n.md', 'unsaved note')
     unsaved = tree_of(desk)
     before = cps.restore(target)
-    assert [c.reason for c in cps.list()][:2] == [f'restored {target}', f'before restoring {target}']
+    reasons = [c.reason for c in cps.list()][:2]
+    assert reasons == [f'restored {target}', f'before restoring {target}']
     assert cps.list()[1].checkpoint_id == before
     assert (desk / 'Memory.md').read_text() == 'v1'
     cps.restore(before)
@@ -141,7 +142,9 @@ def test_restore_accepts_full_sha(cps: Checkpoints, desk: Path, repo_dir: Path) 
 
 
 @pytest.mark.parametrize('bad', ['zzzzzzz', '', '12', 'abc def', '0' * 41, '../etc'])
-def test_malformed_id_is_refused_and_nothing_changes(cps: Checkpoints, desk: Path, bad: str) -> None:
+def test_malformed_id_is_refused_and_nothing_changes(
+    cps: Checkpoints, desk: Path, bad: str
+) -> None:
     write(desk, 'Memory.md', 'v1')
     cps.snapshot('v1')
     write(desk, 'Memory.md', 'unsaved')
@@ -210,4 +213,5 @@ def test_metadata_is_kept_as_trailers_and_listed(cps: Checkpoints, desk: Path) -
     assert (item.tool, item.paths, item.turn) == ('write_file', ('Memory.md', 'notes/a'), 'turn-7')
     write(desk, 'Memory.md', 'v2')
     cps.snapshot('plain')
-    assert cps.list()[0] == Checkpoint(cps.list()[0].checkpoint_id, cps.list()[0].created_at, 'plain')
+    newest = cps.list()[0]
+    assert newest == Checkpoint(newest.checkpoint_id, newest.created_at, 'plain')

@@ -32,7 +32,10 @@ def test_files_outside_allowlist_are_never_touched(cps: Checkpoints, desk: Path)
     write(desk, 'Memory.md', 'v1')
     target = cps.snapshot('v1')
     outside = {
-        'memory_extra/a.md': 'x', 'scratch.txt': 'y', 'skills/other/s.md': 'z', 'Memory.md.bak': 'w',
+        'memory_extra/a.md': 'x',
+        'scratch.txt': 'y',
+        'skills/other/s.md': 'z',
+        'Memory.md.bak': 'w',
     }
     for path, content in outside.items():
         write(desk, path, content)

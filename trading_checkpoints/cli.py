@@ -75,7 +75,10 @@ def _reports_errors(function: F) -> F:
         except Exception as error:  # noqa: BLE001 - the command line never shows a traceback
             if os.environ.get('CHECKPOINTS_DEBUG'):
                 raise
-            _fail(f'unexpected {type(error).__name__}: {error} (set CHECKPOINTS_DEBUG=1 for details)')
+            _fail(
+                f'unexpected {type(error).__name__}: {error} '
+                '(set CHECKPOINTS_DEBUG=1 for details)'
+            )
 
     return wrapper  # type: ignore[return-value]
 

@@ -32,7 +32,11 @@ def build_workspace(root: Path) -> Checkpoints:
     return Checkpoints(root / '.checkpoints' / 'main.git', desk)
 
 
-def run_demo(directory: Path | None, echo: Echo = print, style: Callable[..., str] = lambda t, **_: t) -> None:
+def run_demo(
+    directory: Path | None,
+    echo: Echo = print,
+    style: Callable[..., str] = lambda t, **_: t,
+) -> None:
     if directory is not None:
         if directory.exists() and any(directory.iterdir()):
             raise CheckpointError(
