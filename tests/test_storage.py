@@ -212,3 +212,29 @@ def test_a_roll_up_keeps_the_deltas_it_merges(
     git(repo_dir, 'fsck', '--strict', '--no-dangling')
     cps.restore(ids[0])
     assert (desk / 'Memory.md').read_text().count('turn') == 1
+
+
+def test_reused_deltas_that_form_a_loop_are_broken() -> None:
+    """Two packs may hold A as a delta of B and B as a delta of A: never copy both."""
+    from dulwich.pack import REF_DELTA, UnpackedObject
+
+    from trading_checkpoints.storage import _break_cycles, _in_dependency_order
+
+    a, b, c, d = (bytes([n]) * 20 for n in (1, 2, 3, 4))
+
+    def delta(sha: bytes, base: bytes) -> UnpackedObject:
+        unpacked = UnpackedObject(REF_DELTA, delta_base=base, sha=sha)
+        return unpacked
+
+    hexed = {x: x.hex().encode() for x in (a, b, c, d)}
+    reused = {
+        hexed[a]: delta(a, b),
+        hexed[b]: delta(b, a),  # the loop
+        hexed[c]: delta(c, a),  # hangs off it
+        hexed[d]: delta(d, d),  # a delta of itself
+    }
+    _break_cycles(reused)
+    assert (hexed[a] in reused) != (hexed[b] in reused), 'exactly one of the loop is dropped'
+    assert hexed[d] not in reused and hexed[c] in reused
+    ordered = _in_dependency_order(reused)  # terminates, and bases come first
+    assert len(ordered) == len(reused)

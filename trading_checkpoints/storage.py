@@ -302,7 +302,29 @@ def _reusable_deltas(packs: list, candidates: set[bytes]) -> dict[bytes, Unpacke
             base = unpacked.delta_base
             if isinstance(base, bytes) and sha_to_hex(base) in candidates:
                 reused[sha_to_hex(unpacked.sha())] = unpacked
+    _break_cycles(reused)
     return reused
+
+
+def _break_cycles(reused: dict[bytes, UnpackedObject]) -> None:
+    """Drops one delta of each loop (A based on B in one pack, B on A in another).
+
+    Two rolled-up packs may store the same pair of objects as deltas of each other; copying both
+    would write a pack no reader can resolve. A dropped one is packed whole, or deltified anew.
+    """
+    done: set[bytes] = set()
+    for start in list(reused):
+        path: list[bytes] = []
+        on_path: set[bytes] = set()
+        sha = start
+        while sha in reused and sha not in done:
+            if sha in on_path:
+                del reused[sha]  # closes a loop: written as a plain object instead
+                break
+            path.append(sha)
+            on_path.add(sha)
+            sha = sha_to_hex(reused[sha].delta_base)
+        done.update(path)
 
 
 def _in_dependency_order(reused: dict[bytes, UnpackedObject]) -> list[UnpackedObject]:
