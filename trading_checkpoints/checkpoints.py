@@ -877,6 +877,7 @@ class Checkpoints:
             try:
                 self.last_recovery = journal.recover(self, repo)
                 yield repo
+                repo.remember_packed_commits()
             finally:
                 repo.close()
 

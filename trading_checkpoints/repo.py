@@ -132,6 +132,9 @@ class ShadowRepo:
         # The dulwich repository is opened on first use: a snapshot of an unchanged desk only
         # reads the branch file and never needs it.
         self._dulwich = repo
+        # Packed commits read from the packs by this object (see remember_packed_commits).
+        self.packed_read: list[CommitInfo] = []
+        self.packed_signature: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def _repo(self) -> Repo:
@@ -192,6 +195,16 @@ class ShadowRepo:
         _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
+
+    def remember_packed_commits(self) -> None:
+        """Keeps the packed commits read so far in the on-disk memo (call under the lock)."""
+        if self.packed_read and self.packed_signature == self._pack_signature():
+            from . import commitmemo
+
+            commitmemo.remember(
+                self.path / PRIVATE_DIR, self.packed_read[-8:], self.packed_signature
+            )
+        self.packed_read = []
 
     def close(self) -> None:
         if self._dulwich is not None:
@@ -282,14 +295,27 @@ class ShadowRepo:
             if self._loose_exists(sha) if packs is None else packs == self._pack_signature():
                 return info
         packs = None if self._loose_exists(sha) else self._pack_signature()
-        commit = self._read(sha, Commit)
-        info = CommitInfo(
-            sha=sha.decode(),
-            tree=commit.tree,
-            parents=tuple(commit.parents),
-            created_at=_iso(commit.commit_time, commit.commit_timezone),
-            message=commit.message.decode('utf-8', 'replace'),
-        )
+        remembered = None
+        if packs is not None and packs:
+            # A packed commit: a new process finds it in the on-disk memo while the packs
+            # are the same files, without opening dulwich's repository and the pack index.
+            from . import commitmemo
+
+            remembered = commitmemo.find(self.path / PRIVATE_DIR, sha, packs)
+        if remembered is not None:
+            info = remembered
+        else:
+            commit = self._read(sha, Commit)
+            info = CommitInfo(
+                sha=sha.decode(),
+                tree=commit.tree,
+                parents=tuple(commit.parents),
+                created_at=_iso(commit.commit_time, commit.commit_timezone),
+                message=commit.message.decode('utf-8', 'replace'),
+            )
+            if packs:
+                self.packed_read.append(info)
+                self.packed_signature = packs
         if len(_COMMITS) >= 512:
             _COMMITS.clear()
         _COMMITS[key] = (info, packs)
