@@ -623,17 +623,31 @@ class ShadowRepo:
         return commit
 
 
-def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
-    from io import BytesIO
+def _parsed_config(data: bytes) -> ConfigFile:
+    """The config file of these bytes, parsed once per content (both readers share it)."""
+    config = _PARSED_CONFIGS.get(data)
+    if config is None:
+        from io import BytesIO
 
-    from dulwich.config import ConfigFile
+        from dulwich.config import ConfigFile
 
-    try:
         try:
             # Only the repository's own config counts: includes are not followed.
             config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
         except TypeError:  # pragma: no cover - dulwich without expand_includes
             config = ConfigFile.from_file(BytesIO(data))
+        if len(_PARSED_CONFIGS) > 8:
+            _PARSED_CONFIGS.clear()
+        _PARSED_CONFIGS[data] = config
+    return config
+
+
+_PARSED_CONFIGS: dict[bytes, ConfigFile] = {}
+
+
+def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
+    try:
+        config = _parsed_config(data)
         values = list(config.get_multivar(b'checkpoints', b'tracked'))
     except KeyError:
         return None
@@ -643,16 +657,8 @@ def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
 
 
 def _parse_value(data: bytes, section: bytes, name: bytes, path: Path) -> str | None:
-    from io import BytesIO
-
-    from dulwich.config import ConfigFile
-
     try:
-        try:
-            config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
-        except TypeError:  # pragma: no cover - dulwich without expand_includes
-            config = ConfigFile.from_file(BytesIO(data))
-        return config.get(section, name).decode('utf-8', 'replace')
+        return _parsed_config(data).get(section, name).decode('utf-8', 'replace')
     except KeyError:
         return None
     except ValueError as error:
