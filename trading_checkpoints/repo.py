@@ -645,7 +645,43 @@ def _parsed_config(data: bytes) -> ConfigFile:
 _PARSED_CONFIGS: dict[bytes, ConfigFile] = {}
 
 
+_SIMPLE_SECTION = re.compile(rb'\[([A-Za-z0-9-]+)\]')
+_SIMPLE_ENTRY = re.compile(
+    rb'[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([ !$-:<-\[\]-~\x80-\xff]+)'
+)
+
+
+def _simple_config(data: bytes) -> dict[tuple[bytes, bytes], list[bytes]] | None:
+    """The values of a config in the plain form we write, or None for anything else.
+
+    Only ``[section]`` headers, ``key = value`` lines whose value has no quote, backslash,
+    comment sign, control character, leading/trailing or doubled space, and blank lines; any
+    other config goes to dulwich's parser. Names are case-insensitive, as in git.
+    """
+    values: dict[tuple[bytes, bytes], list[bytes]] = {}
+    section = None
+    for line in data.split(b'\n'):
+        if not line.strip(b' \t'):
+            continue
+        match = _SIMPLE_SECTION.fullmatch(line)
+        if match:
+            section = match.group(1).lower()
+            continue
+        match = _SIMPLE_ENTRY.fullmatch(line)
+        if match is None or section is None:
+            return None
+        value = match.group(2)
+        if value.startswith(b' ') or value.endswith(b' ') or b'  ' in value:
+            return None
+        values.setdefault((section, match.group(1).lower()), []).append(value)
+    return values
+
+
 def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
+    simple = _simple_config(data)
+    if simple is not None:
+        found = simple.get((b'checkpoints', b'tracked'), ())
+        return tuple(value.decode('utf-8', 'surrogateescape') for value in found) or None
     try:
         config = _parsed_config(data)
         values = list(config.get_multivar(b'checkpoints', b'tracked'))
@@ -657,6 +693,10 @@ def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
 
 
 def _parse_value(data: bytes, section: bytes, name: bytes, path: Path) -> str | None:
+    simple = _simple_config(data)
+    if simple is not None:
+        found = simple.get((section.lower(), name.lower()))
+        return found[-1].decode('utf-8', 'replace') if found else None
     try:
         return _parsed_config(data).get(section, name).decode('utf-8', 'replace')
     except KeyError:
