@@ -65,6 +65,8 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
     read, allowlists), as a new process would after its imports: everything comes from disk."""
     _repo_module._COMMITS.clear()
     _repo_module._TRACKED_BY_CONFIG.clear()
+    getattr(_repo_module, '_CONFIG_VALUES', {}).clear()
+    getattr(_repo_module, '_PARSED_CONFIGS', {}).clear()
     _checkpoints_module._ALLOWLISTS.clear()
     _checkpoints_module._HOMES.clear()
     return Checkpoints(repo, desk)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -272,7 +272,7 @@ class Checkpoints:
             cache = self._load_cache(repo, allowlist)
             scan = self._scan(repo, allowlist, cache)
             attribution = external.attribute(
-                repo, allowlist, scan.files, self.desk_directory, _known_tree(scan, cache)
+                repo, allowlist, _LazyFiles(scan), self.desk_directory, _known_tree(scan, cache)
             )
             sha = self._commit_scan(repo, scan, cache, allowlist, message)
             if sha is None:
@@ -877,6 +877,7 @@ class Checkpoints:
             try:
                 self.last_recovery = journal.recover(self, repo)
                 yield repo
+                repo.remember_packed_commits()
             finally:
                 repo.close()
 
@@ -1169,6 +1170,22 @@ def _remove_stale_lock_files(path: Path) -> None:
             os.unlink(candidate)
         except OSError:
             pass
+
+
+class _LazyFiles(Mapping):
+    """A scan's files, built only if asked for (an unchanged desk's attribution never does)."""
+
+    def __init__(self, scan: worktree.Scan) -> None:
+        self._scan = scan
+
+    def __getitem__(self, path: str) -> worktree.FileEntry:
+        return self._scan.files[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._scan.files)
+
+    def __len__(self) -> int:
+        return len(self._scan.files)
 
 
 def _known_tree(scan: worktree.Scan, cache: statcache.StatCache) -> bytes | None:

@@ -95,7 +95,6 @@ def attribute(
     declared = metadata.parse(head_info.message).paths
     if not declared:
         return Attribution(UNKNOWN)
-    left, _ = repo.flatten_tree(head_info.tree, allowlist)
     declared = tuple(
         path for path in (_relative(item, desk_directory) for item in declared) if path
     )
@@ -103,6 +102,7 @@ def attribute(
         return Attribution(UNKNOWN)
     if desk_tree is not None and desk_tree == head_info.tree:
         return Attribution(DECLARED)
+    left, _ = repo.flatten_tree(head_info.tree, allowlist)
     changed = _differing(left, desk)
     return Attribution(
         DECLARED,

@@ -132,6 +132,9 @@ class ShadowRepo:
         # The dulwich repository is opened on first use: a snapshot of an unchanged desk only
         # reads the branch file and never needs it.
         self._dulwich = repo
+        # Packed commits read from the packs by this object (see remember_packed_commits).
+        self.packed_read: list[CommitInfo] = []
+        self.packed_signature: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
     def _repo(self) -> Repo:
@@ -192,6 +195,16 @@ class ShadowRepo:
         _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
+
+    def remember_packed_commits(self) -> None:
+        """Keeps the packed commits read so far in the on-disk memo (call under the lock)."""
+        if self.packed_read and self.packed_signature == self._pack_signature():
+            from . import commitmemo
+
+            commitmemo.remember(
+                self.path / PRIVATE_DIR, self.packed_read[-8:], self.packed_signature
+            )
+        self.packed_read = []
 
     def close(self) -> None:
         if self._dulwich is not None:
@@ -282,14 +295,27 @@ class ShadowRepo:
             if self._loose_exists(sha) if packs is None else packs == self._pack_signature():
                 return info
         packs = None if self._loose_exists(sha) else self._pack_signature()
-        commit = self._read(sha, Commit)
-        info = CommitInfo(
-            sha=sha.decode(),
-            tree=commit.tree,
-            parents=tuple(commit.parents),
-            created_at=_iso(commit.commit_time, commit.commit_timezone),
-            message=commit.message.decode('utf-8', 'replace'),
-        )
+        remembered = None
+        if packs is not None and packs:
+            # A packed commit: a new process finds it in the on-disk memo while the packs
+            # are the same files, without opening dulwich's repository and the pack index.
+            from . import commitmemo
+
+            remembered = commitmemo.find(self.path / PRIVATE_DIR, sha, packs)
+        if remembered is not None:
+            info = remembered
+        else:
+            commit = self._read(sha, Commit)
+            info = CommitInfo(
+                sha=sha.decode(),
+                tree=commit.tree,
+                parents=tuple(commit.parents),
+                created_at=_iso(commit.commit_time, commit.commit_timezone),
+                message=commit.message.decode('utf-8', 'replace'),
+            )
+            if packs:
+                self.packed_read.append(info)
+                self.packed_signature = packs
         if len(_COMMITS) >= 512:
             _COMMITS.clear()
         _COMMITS[key] = (info, packs)
@@ -597,17 +623,67 @@ class ShadowRepo:
         return commit
 
 
-def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
-    from io import BytesIO
+def _parsed_config(data: bytes) -> ConfigFile:
+    """The config file of these bytes, parsed once per content (both readers share it)."""
+    config = _PARSED_CONFIGS.get(data)
+    if config is None:
+        from io import BytesIO
 
-    from dulwich.config import ConfigFile
+        from dulwich.config import ConfigFile
 
-    try:
         try:
             # Only the repository's own config counts: includes are not followed.
             config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
         except TypeError:  # pragma: no cover - dulwich without expand_includes
             config = ConfigFile.from_file(BytesIO(data))
+        if len(_PARSED_CONFIGS) > 8:
+            _PARSED_CONFIGS.clear()
+        _PARSED_CONFIGS[data] = config
+    return config
+
+
+_PARSED_CONFIGS: dict[bytes, ConfigFile] = {}
+
+
+_SIMPLE_SECTION = re.compile(rb'\[([A-Za-z0-9-]+)\]')
+_SIMPLE_ENTRY = re.compile(
+    rb'[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([ !$-:<-\[\]-~\x80-\xff]+)'
+)
+
+
+def _simple_config(data: bytes) -> dict[tuple[bytes, bytes], list[bytes]] | None:
+    """The values of a config in the plain form we write, or None for anything else.
+
+    Only ``[section]`` headers, ``key = value`` lines whose value has no quote, backslash,
+    comment sign, control character, leading/trailing or doubled space, and blank lines; any
+    other config goes to dulwich's parser. Names are case-insensitive, as in git.
+    """
+    values: dict[tuple[bytes, bytes], list[bytes]] = {}
+    section = None
+    for line in data.split(b'\n'):
+        if not line.strip(b' \t'):
+            continue
+        match = _SIMPLE_SECTION.fullmatch(line)
+        if match:
+            section = match.group(1).lower()
+            continue
+        match = _SIMPLE_ENTRY.fullmatch(line)
+        if match is None or section is None:
+            return None
+        value = match.group(2)
+        if value.startswith(b' ') or value.endswith(b' ') or b'  ' in value:
+            return None
+        values.setdefault((section, match.group(1).lower()), []).append(value)
+    return values
+
+
+def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
+    simple = _simple_config(data)
+    if simple is not None:
+        found = simple.get((b'checkpoints', b'tracked'), ())
+        return tuple(value.decode('utf-8', 'surrogateescape') for value in found) or None
+    try:
+        config = _parsed_config(data)
         values = list(config.get_multivar(b'checkpoints', b'tracked'))
     except KeyError:
         return None
@@ -617,16 +693,12 @@ def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
 
 
 def _parse_value(data: bytes, section: bytes, name: bytes, path: Path) -> str | None:
-    from io import BytesIO
-
-    from dulwich.config import ConfigFile
-
+    simple = _simple_config(data)
+    if simple is not None:
+        found = simple.get((section.lower(), name.lower()))
+        return found[-1].decode('utf-8', 'replace') if found else None
     try:
-        try:
-            config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
-        except TypeError:  # pragma: no cover - dulwich without expand_includes
-            config = ConfigFile.from_file(BytesIO(data))
-        return config.get(section, name).decode('utf-8', 'replace')
+        return _parsed_config(data).get(section, name).decode('utf-8', 'replace')
     except KeyError:
         return None
     except ValueError as error:

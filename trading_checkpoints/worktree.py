@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dulwich.objects import Blob, Tree
 
-from .durability import fsync_folders
+from .durability import fsync_fds, fsync_folders_at_once
 from .errors import CheckpointError
 from .paths import Allowlist, path_problem
 from .repo import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, TREE_MODE
@@ -615,23 +615,97 @@ def apply(
             touched.add(os.path.dirname(os.path.join(root, folder)))
     written: dict[str, StatKey] = {}
     made: set[str] = set()
-    for path in the_plan.write:
-        mode, sha = target[path]
-        parent = os.path.dirname(os.path.join(root, path))
-        if parent not in made:
-            touched.update(_make_folders(root, path, guard))
-            made.add(parent)
-        full = os.path.join(root, path)
-        check = None if guard is None else (lambda p=path, f=full: guard(p, f))
+    # Written in batches: each batch's temporary files are all written, then flushed together
+    # (durable), then renamed into place one by one, each after its guard check.
+    batch: list[tuple[str, str, int]] = []  # (path, full, open descriptor or -1)
+    try:
+        for path in the_plan.write:
+            mode, sha = target[path]
+            parent = os.path.dirname(os.path.join(root, path))
+            if parent not in made:
+                touched.update(_make_folders(root, path, guard))
+                made.add(parent)
+            full = os.path.join(root, path)
+            try:
+                fd = _write_temporary(full, mode, read_blob(sha))
+            except OSError as error:
+                raise CheckpointError(f'cannot write {full}: {error.strerror}') from error
+            batch.append((path, full, fd))
+            touched.add(parent)
+            if len(batch) >= _BATCH:
+                _finish_batch(batch, durable, guard, written)
+        _finish_batch(batch, durable, guard, written)
+    finally:
+        for _, full, fd in batch:  # only after an error: what was not renamed is removed
+            if fd >= 0:
+                os.close(fd)
+            _unlink_quietly(temporary_name(full))
+    if durable:
+        fsync_folders_at_once(touched)
+    return written
+
+
+_BATCH = 128  # temporary files held open at once
+
+
+def _write_temporary(full: str, mode: int, data: bytes) -> int:
+    """Writes ``full``'s temporary file; returns its open descriptor (-1 for a symlink)."""
+    temporary = temporary_name(full)
+    _unlink_quietly(temporary)  # a leftover (or anything planted there) is never written through
+    try:
+        if mode == SYMLINK_MODE:
+            os.symlink(os.fsdecode(data), temporary)
+            return -1
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0)
+        fd = os.open(temporary, flags, 0o666)
         try:
-            st = _write_file(full, mode, read_blob(sha), durable, check)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            current = os.fstat(fd).st_mode & 0o777
+            wanted = current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
+            if wanted != current:
+                os.fchmod(fd, wanted)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+    except OSError:
+        _unlink_quietly(temporary)
+        raise
+
+
+def _finish_batch(
+    batch: list[tuple[str, str, int]],
+    durable: bool,
+    guard: Callable[[str, str], None] | None,
+    written: dict[str, StatKey],
+) -> None:
+    """Flushes (durable) and closes a batch's temporary files, then renames each into place."""
+    fds = [fd for _, _, fd in batch if fd >= 0]
+    try:
+        if durable:
+            fsync_fds(fds)
+    except OSError as error:
+        raise CheckpointError(f'cannot write {batch[0][1]}: {error.strerror}') from error
+    for index, (path, full, fd) in enumerate(batch):
+        if fd >= 0:
+            os.close(fd)
+            batch[index] = (path, full, -1)
+    while batch:
+        path, full, _ = batch[0]
+        temporary = temporary_name(full)
+        try:
+            if guard is not None:
+                guard(path, full)
+            if os.path.isdir(full) and not os.path.islink(full):
+                _remove_empty_folders(full)  # a folder becoming a file (check_plan vouched for it)
+            os.replace(temporary, full)
+            st = os.lstat(full)
         except OSError as error:
             raise CheckpointError(f'cannot write {full}: {error.strerror}') from error
+        del batch[0]
         written[path] = stat_key(st)
-        touched.add(parent)
-    if durable:
-        fsync_folders(touched)
-    return written
 
 
 def _make_folders(

@@ -1,0 +1,117 @@
+"""The no-op snapshot's memos: the packed-commit memo on disk and the plain-config reader."""
+
+from __future__ import annotations
+
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+from conftest import write
+from dulwich.config import ConfigFile
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints import repo as repo_module
+from trading_checkpoints.commitmemo import NAME
+
+
+def _forget() -> None:
+    repo_module._COMMITS.clear()
+
+
+def test_packed_head_is_remembered_on_disk(repo_dir: Path, desk: Path, monkeypatch) -> None:
+    for i in range(80):
+        write(desk, f'memory/m{i}.md', f'n{i}')
+    first = Checkpoints(repo_dir, desk).snapshot('many objects, one pack')
+    assert first and list((repo_dir / 'objects' / 'pack').glob('*.pack'))
+    memo = repo_dir / 'checkpoints' / NAME
+    _forget()
+    assert Checkpoints(repo_dir, desk).snapshot('no-op') is None
+    assert memo.is_file()  # the packed newest commit was read once and kept
+    _forget()
+    opened = []
+    original = repo_module.ShadowRepo._read
+    monkeypatch.setattr(
+        repo_module.ShadowRepo, '_read', lambda self, *a: opened.append(a) or original(self, *a)
+    )
+    assert Checkpoints(repo_dir, desk).snapshot('no-op again') is None
+    assert opened == []  # a new process's no-op reads no git object
+    assert [c.checkpoint_id for c in Checkpoints(repo_dir, desk).list()] == [first]
+
+
+def test_damaged_pack_voids_the_memo(repo_dir: Path, desk: Path) -> None:
+    for i in range(80):
+        write(desk, f'memory/m{i}.md', f'n{i}')
+    Checkpoints(repo_dir, desk).snapshot('packed')
+    _forget()
+    Checkpoints(repo_dir, desk).snapshot('no-op')
+    assert (repo_dir / 'checkpoints' / NAME).is_file()
+    pack = next((repo_dir / 'objects' / 'pack').glob('*.pack'))
+    pack.chmod(0o644)
+    data = pack.read_bytes()
+    pack.write_bytes(data[: len(data) // 3])
+    _forget()
+    with pytest.raises(CheckpointError):
+        Checkpoints(repo_dir, desk).list()
+
+
+def test_torn_memo_is_ignored(repo_dir: Path, desk: Path) -> None:
+    for i in range(80):
+        write(desk, f'memory/m{i}.md', f'n{i}')
+    first = Checkpoints(repo_dir, desk).snapshot('packed')
+    _forget()
+    Checkpoints(repo_dir, desk).snapshot('no-op')
+    memo = repo_dir / 'checkpoints' / NAME
+    memo.write_bytes(memo.read_bytes().replace(b'packed', b'forged'))
+    _forget()
+    assert Checkpoints(repo_dir, desk).list()[0].reason == 'packed'
+    assert Checkpoints(repo_dir, desk).list()[0].checkpoint_id == first
+
+
+def _reference(data: bytes) -> tuple[object, object]:
+    config = ConfigFile.from_file(BytesIO(data))
+    try:
+        tracked = tuple(
+            v.decode('utf-8', 'surrogateescape')
+            for v in config.get_multivar(b'checkpoints', b'tracked')
+        ) or None
+    except KeyError:
+        tracked = None
+    try:
+        limit = config.get(b'checkpoints', b'maxFileSize').decode('utf-8', 'replace')
+    except KeyError:
+        limit = None
+    return tracked, limit
+
+
+_LINES = st.one_of(
+    st.sampled_from(
+        [b'[checkpoints]', b'[Checkpoints]', b'[core]', b'', b'  ', b'\tbare = true',
+         b'\ttracked = a b', b'tracked=x', b'\tmaxFileSize = 10M', b'[remote "o"]']
+    ),
+    st.builds(
+        lambda key, value: b'\t' + key + b' = ' + value,
+        st.sampled_from([b'tracked', b'maxFileSize', b'TRACKED']),
+        st.binary(max_size=8).filter(lambda b: b'\n' not in b),
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_LINES, max_size=8))
+def test_plain_config_reader_agrees_with_dulwich(lines: list[bytes]) -> None:
+    data = b'\n'.join(lines) + b'\n'
+    if repo_module._simple_config(data) is None:
+        return  # dulwich's parser reads it
+    got = (
+        repo_module._parse_tracked(data, Path('config')),
+        repo_module._parse_value(data, b'checkpoints', b'maxFileSize', Path('config')),
+    )
+    assert got == _reference(data)
+
+
+def test_our_own_config_takes_the_plain_reader(repo_dir: Path, desk: Path) -> None:
+    write(desk, 'Memory.md', 'x')
+    Checkpoints(repo_dir, desk).snapshot('first')
+    assert repo_module._simple_config((repo_dir / 'config').read_bytes()) is not None
