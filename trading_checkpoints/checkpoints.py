@@ -266,7 +266,6 @@ class Checkpoints:
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
-        skipped: list[tuple[str, str]] = []
         with self._locked() as repo:
             allowlist = self._allowlist(repo)
             cache = self._load_cache(repo, allowlist)
@@ -861,7 +860,9 @@ class Checkpoints:
             if not os.path.isdir(path / PRIVATE_DIR):
                 (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
         except OSError as error:
-            raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
+            raise CheckpointError(
+                f'cannot create the checkpoint repository {path}: {error}'
+            ) from error
         self.last_recovery = None
         with lock.exclusive(path / PRIVATE_DIR / _LOCK, self._lock_timeout) as previous_died:
             _remove_stale_lock_files(path)

@@ -501,7 +501,9 @@ def plan(current: dict[str, FileEntry], target: dict[str, FileEntry]) -> Plan:
     return Plan(write=write, delete=delete)
 
 
-def check_plan(desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[str, FileEntry]) -> None:
+def check_plan(
+    desk: Path, allowlist: Allowlist, the_plan: Plan, current: dict[str, FileEntry]
+) -> None:
     """Refuses, before anything is written, a plan that would need to touch untracked files."""
     root = os.fspath(desk)
     deleting = set(the_plan.delete)
@@ -747,54 +749,6 @@ def temporary_name(full: str, pid: int | None = None) -> str:
     """The temporary file a restore writes before renaming it to ``full``."""
     folder, name = os.path.split(full)
     return os.path.join(folder, f'.{name}.checkpoint-{os.getpid() if pid is None else pid}.tmp')
-
-
-def _write_file(
-    full: str,
-    mode: int,
-    data: bytes,
-    durable: bool = True,
-    check: Callable[[], None] | None = None,
-) -> os.stat_result:
-    """Writes through a temporary file and a rename: a reader never sees half a file.
-
-    ``check``, when given, runs just before the rename and may raise to keep what is there.
-    """
-    temporary = temporary_name(full)
-    _unlink_quietly(temporary)  # a leftover (or anything planted there) is never written through
-    try:
-        if mode == SYMLINK_MODE:
-            os.symlink(os.fsdecode(data), temporary)
-        else:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0)
-            fd = os.open(temporary, flags, 0o666)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                current = os.fstat(fd).st_mode & 0o777
-                wanted = (
-                    current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
-                )
-                if wanted != current:
-                    os.fchmod(fd, wanted)
-                if durable:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-    except OSError:
-        _unlink_quietly(temporary)
-        raise
-    try:
-        if check is not None:
-            check()
-        if os.path.isdir(full) and not os.path.islink(full):
-            _remove_empty_folders(full)  # a folder becoming a file (check_plan vouched for it)
-        os.replace(temporary, full)
-    except BaseException:
-        _unlink_quietly(temporary)
-        raise
-    return os.lstat(full)
 
 
 def _remove_empty_folders(full: str) -> None:
