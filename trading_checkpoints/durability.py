@@ -11,8 +11,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 
-__all__ = ['fsync_fds', 'fsync_folder', 'fsync_folders', 'fsync_folders_at_once', 'fsync_path']
+from .errors import CheckpointError
+
+__all__ = [
+    'fsync_fds',
+    'fsync_folder',
+    'fsync_folders',
+    'fsync_folders_at_once',
+    'fsync_path',
+    'write_atomically',
+]
 
 
 def fsync_folder(path: str | os.PathLike[str]) -> None:
@@ -83,3 +93,21 @@ def fsync_folders_at_once(paths: Iterable[str | os.PathLike[str]]) -> None:
         return
     for _ in _pool().map(fsync_folder, seen):
         pass
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replaces ``path`` with ``data`` through a flushed temporary file and a flushed folder."""
+    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    try:
+        with open(temporary, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except OSError as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
+    fsync_folder(path.parent)

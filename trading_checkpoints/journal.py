@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import safety, worktree
-from .durability import fsync_folder
+from .durability import write_atomically
 from .errors import CheckpointError, CorruptRepositoryError
 from .paths import Allowlist, check_tree_path
 from .repo import BLOB_MODES, PRIVATE_DIR, SHORT_ID_LENGTH, SYMLINK_MODE, ShadowRepo
@@ -166,22 +166,11 @@ def _write(path: Path, record: Record) -> None:
         },
         separators=(',', ':'),
     ).encode()
-    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    # Flushed, with its folder, before the desk is touched.
     try:
-        with open(temporary, 'wb') as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise CheckpointError(
-            f'cannot write the restore record {path}: {error.strerror}'
-        ) from error
-    fsync_folder(path.parent)  # the record must be on the disk before the desk is touched
+        write_atomically(path, data)
+    except CheckpointError as error:
+        raise CheckpointError(f'cannot write the restore record: {error}') from error
 
 
 def _entry(value: Any) -> Entry | None:

@@ -28,8 +28,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.config import ConfigFile
 
+from .durability import write_atomically
 from .errors import CheckpointError, CorruptRepositoryError
-from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes, _write_atomically
+from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes
 
 ZERO = b'0' * 40
 USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
@@ -175,7 +176,7 @@ def add_remote(repository: Path, name: str, url: str) -> Remote:
     if any(remote.name == name for remote in list_remotes(repository)):
         raise CheckpointError(f'a remote named {name!r} already exists; remove it first')
     config.set((b'remote', name.encode()), b'url', url.encode('utf-8', 'surrogateescape'))
-    _write_atomically(Path(repository) / 'config', _config_bytes(config))
+    write_atomically(Path(repository) / 'config', _config_bytes(config))
     return Remote(name, url)
 
 
@@ -190,7 +191,7 @@ def remove_remote(repository: Path, name: str) -> None:
             skipping = bool(header.match(line))
         if not skipping:
             out.append(line)
-    _write_atomically(path, b''.join(out))
+    write_atomically(path, b''.join(out))
 
 
 # -- clients -------------------------------------------------------------------------------
@@ -307,7 +308,7 @@ def repair_shallow(dulwich_repo, path: Path, head: bytes) -> list[bytes]:
         pending.extend(commit.parents)
     if marked:
         data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
-        _write_atomically(Path(path) / 'shallow', data)
+        write_atomically(Path(path) / 'shallow', data)
     return marked
 
 

@@ -28,7 +28,7 @@ from dulwich.errors import (
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
-from .durability import fsync_folder, fsync_folders
+from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
@@ -114,7 +114,7 @@ def repair_head(path: Path) -> None:
         return
     except OSError:
         pass
-    _write_atomically(head, expected)
+    write_atomically(head, expected)
 
 
 class ShadowRepo:
@@ -188,11 +188,11 @@ class ShadowRepo:
         # A git CLI run inside the shadow repo must not repack or prune on its own.
         config.set(b'gc', b'auto', b'0')
         _set_tracked(config, tracked)
-        _write_atomically(path / 'config', _config_bytes(config))
-        _write_atomically(
+        write_atomically(path / 'config', _config_bytes(config))
+        write_atomically(
             path / 'description', b'trading_checkpoints: snapshots of one desk\n'
         )
-        _write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
 
@@ -249,7 +249,7 @@ class ShadowRepo:
         except (OSError, ValueError) as error:
             raise CorruptRepositoryError(f'cannot read {config_path}: {error}') from error
         _set_tracked(config, tracked)
-        _write_atomically(config_path, _config_bytes(config))
+        write_atomically(config_path, _config_bytes(config))
 
     # -- refs and history ------------------------------------------------------------------
 
@@ -721,19 +721,3 @@ def _config_bytes(config: ConfigFile) -> bytes:
     config.write_to_file(buffer)
     return buffer.getvalue()
 
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    try:
-        with open(temporary, 'wb') as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except OSError as error:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
-    fsync_folder(path.parent)

@@ -26,6 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import storage
+from .durability import write_atomically
 from .errors import CheckpointError
 from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo
 
@@ -251,7 +252,7 @@ def _cut(repo: ShadowRepo, kept: list[CommitInfo]) -> None:
         shallow.add(boundary.sha.encode())
     shallow_path = repo.path / 'shallow'
     if shallow:
-        _write_atomically(shallow_path, b''.join(sha + b'\n' for sha in sorted(shallow)))
+        write_atomically(shallow_path, b''.join(sha + b'\n' for sha in sorted(shallow)))
     else:
         try:
             shallow_path.unlink()
@@ -282,7 +283,7 @@ def _rewrite_reflog(path: Path, kept: set[bytes]) -> None:
             old = ZERO
         out.append(b' '.join((old, new, rest)))
     if out != lines:
-        _write_atomically(path, b''.join(out))
+        write_atomically(path, b''.join(out))
 
 
 def _forget_stat_cache(repo: ShadowRepo) -> None:
@@ -294,14 +295,6 @@ def _forget_stat_cache(repo: ShadowRepo) -> None:
         except OSError:
             pass
 
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    with open(temporary, 'wb') as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 # -- configured limits ---------------------------------------------------------------------
@@ -356,4 +349,4 @@ def write_limits(repository: Path, limits: Limits) -> None:
         if value is None:
             continue
         config.set(b'checkpoints', key, str(value).encode())
-    _write_atomically(path, _config_bytes(config))
+    write_atomically(path, _config_bytes(config))
