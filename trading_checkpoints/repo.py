@@ -13,6 +13,7 @@ import re
 import time
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -447,11 +448,11 @@ class ShadowRepo:
 
     # -- objects ---------------------------------------------------------------------------
 
-    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+    @contextmanager
+    def _object_errors(self, sha: bytes) -> Iterator[None]:
+        """Turns a missing or damaged object into a CorruptRepositoryError naming it."""
         try:
-            obj = self._read_loose(sha) if self._dulwich is None else None
-            if obj is None:
-                obj = self._repo.object_store[sha]
+            yield
         except KeyError as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
@@ -460,6 +461,12 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
+
+    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+        with self._object_errors(sha):
+            obj = self._read_loose(sha) if self._dulwich is None else None
+            if obj is None:
+                obj = self._repo.object_store[sha]
         if not isinstance(obj, kind):
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
@@ -486,16 +493,8 @@ class ShadowRepo:
 
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.
-        try:
+        with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
-        except KeyError as error:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} is missing from {self.path}'
-            ) from error
-        except (OSError, ValueError, ObjectFormatException, AssertionError) as error:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
-            ) from error
         if type_num != Blob.type_num:
             return self._read(sha, Blob).as_raw_string()  # raises, naming what it is instead
         return raw
@@ -559,16 +558,8 @@ class ShadowRepo:
 
     def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
-        try:
+        with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
-        except KeyError as error:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} is missing from {self.path}'
-            ) from error
-        except _DAMAGE as error:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
-            ) from error
         if type_num != Tree.type_num:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is not a tree'
