@@ -247,8 +247,6 @@ class Checkpoints:
         Raises:
             CheckpointError: The desk or repository cannot be read or written.
         """
-        if not isinstance(reason, str):
-            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
         return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
 
     def snapshot_with_result(
