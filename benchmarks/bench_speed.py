@@ -188,7 +188,9 @@ class GitDesk:
 
     def init(self) -> None:
         subprocess.run(
-            [GIT or 'git', 'init', '-q', '--bare', str(self.repo)], env=self.env, check=True,
+            [GIT or 'git', 'init', '-q', '--bare', str(self.repo)],
+            env=self.env,
+            check=True,
             capture_output=True,
         )
 
@@ -271,8 +273,10 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
 
     change_open, change_fresh, change_git = [], [], []
     for _ in range(reps):
-        for samples, make in ((change_open, lambda: kept),
-                              (change_fresh, lambda: fresh(ours_repo, ours_desk))):
+        for samples, make in (
+            (change_open, lambda: kept),
+            (change_fresh, lambda: fresh(ours_repo, ours_desk)),
+        ):
             rewrite_memory(ours_desk)
             settle()
             cps = make()
@@ -299,8 +303,10 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     b_git = gd.head()
     restore_open, restore_fresh, restore_git = [], [], []
     for _ in range(reps):
-        for samples, make in ((restore_open, lambda: kept),
-                              (restore_fresh, lambda: fresh(ours_repo, ours_desk))):
+        for samples, make in (
+            (restore_open, lambda: kept),
+            (restore_fresh, lambda: fresh(ours_repo, ours_desk)),
+        ):
             for target, git_target in ((a_ours, a_git), (b_ours, b_git)):
                 cps = make()
                 samples.append(timed(lambda: cps.restore(target)))  # noqa: B023
@@ -350,11 +356,21 @@ ROWS = [
     ('no-op snapshot vs git', 'noop open', 'noop fresh', 'noop git', 'noop/git'),
     ('no-op snapshot vs stat floor', 'noop open', 'noop fresh', 'floor', 'noop/floor'),
     ('one-change snapshot', 'change open', 'change fresh', 'change git', 'change/git'),
-    ('restore 100 files (+pre-snapshot)', 'restore open', 'restore fresh', 'restore git',
-     'restore/git'),
+    (
+        'restore 100 files (+pre-snapshot)',
+        'restore open',
+        'restore fresh',
+        'restore git',
+        'restore/git',
+    ),
     ('list(20) vs git log -20', 'list open', 'list fresh', 'list git', 'list/git'),
-    ('cold `checkpoints list` vs `python -c pass`', 'cli list', 'cli list', 'python pass',
-     'cli/python'),
+    (
+        'cold `checkpoints list` vs `python -c pass`',
+        'cli list',
+        'cli list',
+        'python pass',
+        'cli/python',
+    ),
 ]
 
 

@@ -49,12 +49,16 @@ def main(workspace: Path) -> None:
 
     mistake = history[0]  # taken just before the deletion
     before = checkpoints.restore(mistake.checkpoint_id)
-    print(f'restored {mistake.checkpoint_id}: notes/ideas.md is back: '
-          f'{(desk / "notes/ideas.md").read_text().strip()!r}')
+    print(
+        f'restored {mistake.checkpoint_id}: notes/ideas.md is back: '
+        f'{(desk / "notes/ideas.md").read_text().strip()!r}'
+    )
 
     checkpoints.restore(before)  # undo the restore
-    print(f'undid the restore (restored {before}): notes/ideas.md exists again? '
-          f'{(desk / "notes/ideas.md").exists()}')
+    print(
+        f'undid the restore (restored {before}): notes/ideas.md exists again? '
+        f'{(desk / "notes/ideas.md").exists()}'
+    )
 
 
 if __name__ == '__main__':

@@ -18,14 +18,24 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
     full_env = {'PATH': os.environ.get('PATH', ''), 'PYTHONPATH': str(ROOT), **(env or {})}
     return subprocess.run(
         [sys.executable, '-m', 'trading_checkpoints', *args],
-        cwd=cwd, env=full_env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
 def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
     write(desk, 'Memory.md', 'v1')
-    first = run('snapshot', '-m', 'first', cwd=workspace.parent,
-                env={'CHECKPOINTS_WORKSPACE': str(workspace)})
+    first = run(
+        'snapshot',
+        '-m',
+        'first',
+        cwd=workspace.parent,
+        env={'CHECKPOINTS_WORKSPACE': str(workspace)},
+    )
     assert first.returncode == 0, first.stderr
     assert 'first' in first.stdout
     write(desk, 'Memory.md', 'v2')

@@ -82,8 +82,9 @@ def test_show_prints_raw_bytes_or_json(workspace: Path, history: tuple[str, str]
     first, _ = history
     code, out, _ = run(workspace, 'show', first, 'Memory.md')
     assert (code, out) == (0, 'one\ntwo\n')
-    result = CliRunner().invoke(cli, ['--workspace', str(workspace), 'show', first,
-                                      'memory/chart.png'])
+    result = CliRunner().invoke(
+        cli, ['--workspace', str(workspace), 'show', first, 'memory/chart.png']
+    )
     assert result.stdout_bytes == PNG
     code, out, _ = run(workspace, 'show', first, 'memory/chart.png', '--json')
     data = json.loads(out)
@@ -110,8 +111,12 @@ def test_list_json_gains_metadata(workspace: Path, history: tuple[str, str]) -> 
     first, _ = history
     rows = json.loads(run(workspace, 'list', '--json')[1])
     assert rows[1] == {
-        'id': first, 'created_at': rows[1]['created_at'], 'reason': 'first',
-        'tool': 'write_file', 'paths': ['notes/plan.md'], 'turn': 't1',
+        'id': first,
+        'created_at': rows[1]['created_at'],
+        'reason': 'first',
+        'tool': 'write_file',
+        'paths': ['notes/plan.md'],
+        'turn': 't1',
     }
     assert rows[0]['tool'] is None and rows[0]['paths'] == []
 
@@ -189,9 +194,19 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
         env.update({'PYTHONPATH': str(ROOT), 'TERM': 'xterm'}, **extra_env)
         primary, secondary = pty.openpty()
         process = subprocess.Popen(
-            [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace),
-             'diff', first, second],
-            stdout=secondary, stderr=subprocess.PIPE, env=env,
+            [
+                sys.executable,
+                '-m',
+                'trading_checkpoints',
+                '--workspace',
+                str(workspace),
+                'diff',
+                first,
+                second,
+            ],
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            env=env,
         )
         os.close(secondary)
         chunks = []
@@ -218,8 +233,10 @@ def test_demo_shows_a_diff_and_an_undo(tmp_path: Path) -> None:
     assert 'Undo the restore: undo' in out
     desk = tmp_path / 'demo' / 'desks' / 'main'
     assert (desk / 'notes/plan.md').read_text().endswith('SELL EVERYTHING NOW!!!\n')
-    assert Checkpoints(tmp_path / 'demo/.checkpoints/main.git', desk).list()[0].reason.startswith(
-        'undo: back to'
+    assert (
+        Checkpoints(tmp_path / 'demo/.checkpoints/main.git', desk)
+        .list()[0]
+        .reason.startswith('undo: back to')
     )
 
 

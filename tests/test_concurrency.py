@@ -67,7 +67,8 @@ def _stress(tmp_path: Path, workers: int, ops: int) -> dict:
         # Seals and announcements (external.py) are documented side commits off the branch,
         # referenced by refs/checkpoints/sealed; every other commit must be on the branch.
         side = {
-            sha for sha in commits
+            sha
+            for sha in commits
             if store[sha].message.startswith(b'sealed: ')
             or b'Checkpoint-Action: announce' in store[sha].message
         }

@@ -98,9 +98,7 @@ def test_unchanged_snapshot_still_announces_the_declared_paths(
     assert cps.list()[0].checkpoint_id == first  # no checkpoint was added
 
 
-def test_restore_reports_and_keeps_overwritten_external_edits(
-    cps: Checkpoints, desk: Path
-) -> None:
+def test_restore_reports_and_keeps_overwritten_external_edits(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'a')
     write(desk, 'notes/x.md', 'x1')
     first = cps.snapshot('first')

@@ -72,10 +72,13 @@ def test_torn_memo_is_ignored(repo_dir: Path, desk: Path) -> None:
 def _reference(data: bytes) -> tuple[object, object]:
     config = ConfigFile.from_file(BytesIO(data))
     try:
-        tracked = tuple(
-            v.decode('utf-8', 'surrogateescape')
-            for v in config.get_multivar(b'checkpoints', b'tracked')
-        ) or None
+        tracked = (
+            tuple(
+                v.decode('utf-8', 'surrogateescape')
+                for v in config.get_multivar(b'checkpoints', b'tracked')
+            )
+            or None
+        )
     except KeyError:
         tracked = None
     try:
@@ -87,8 +90,18 @@ def _reference(data: bytes) -> tuple[object, object]:
 
 _LINES = st.one_of(
     st.sampled_from(
-        [b'[checkpoints]', b'[Checkpoints]', b'[core]', b'', b'  ', b'\tbare = true',
-         b'\ttracked = a b', b'tracked=x', b'\tmaxFileSize = 10M', b'[remote "o"]']
+        [
+            b'[checkpoints]',
+            b'[Checkpoints]',
+            b'[core]',
+            b'',
+            b'  ',
+            b'\tbare = true',
+            b'\ttracked = a b',
+            b'tracked=x',
+            b'\tmaxFileSize = 10M',
+            b'[remote "o"]',
+        ]
     ),
     st.builds(
         lambda key, value: b'\t' + key + b' = ' + value,

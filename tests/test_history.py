@@ -196,3 +196,25 @@ def test_git_reads_the_trailers_of_restore_commits(cps: Checkpoints, desk: Path)
     parsed = git(cps.repository_directory, 'log', '-1', '--format=%(trailers)')
     assert 'Checkpoint-Action: restore' in parsed
     assert 'Checkpoint-Target: ' in parsed
+
+
+def test_diff_limited_to_paths(cps, desk) -> None:
+    write(desk, 'notes/a.md', 'a\n')
+    write(desk, 'memory/b.md', 'b\n')
+    first = cps.snapshot('first')
+    write(desk, 'notes/a.md', 'a2\n')
+    write(desk, 'memory/b.md', 'b2\n')
+    assert cps.diff(first).paths == ('memory/b.md', 'notes/a.md')
+    assert cps.diff(first, paths=['notes']).paths == ('notes/a.md',)
+    assert cps.diff(first, paths='memory/b.md').paths == ('memory/b.md',)
+    with pytest.raises(CheckpointError, match='not tracked'):
+        cps.diff(first, paths=['elsewhere'])
+
+
+def test_list_shows_the_action_of_restore_bookkeeping(cps, desk) -> None:
+    write(desk, 'notes/a.md', 'a\n')
+    first = cps.snapshot('first')
+    write(desk, 'notes/a.md', 'b\n')
+    cps.restore(first)
+    actions = [item.action for item in cps.list()]
+    assert actions == ['restore', 'before-restore', None]

@@ -16,7 +16,7 @@ from trading_checkpoints.lock import exclusive
 
 ROOT = Path(__file__).resolve().parents[1]
 
-WORKER = '''
+WORKER = """
 import json, sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
@@ -31,7 +31,7 @@ for i in range(rounds):
     if i % 5 == 4:
         cps.list(5)
 print(json.dumps(ids))
-'''
+"""
 
 
 def _linear(cps: Checkpoints) -> list[str]:

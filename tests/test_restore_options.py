@@ -49,7 +49,9 @@ def test_dry_run_changes_nothing_and_returns_the_plan(cps: Checkpoints, desk: Pa
     # The real restore then does exactly what the plan said.
     result = cps.restore_with_result(one)
     assert (result.written, result.deleted, result.created) == (
-        plan.written, plan.deleted, plan.created
+        plan.written,
+        plan.deleted,
+        plan.created,
     )
 
 
@@ -100,7 +102,9 @@ def test_partial_restore_of_a_folder_deletes_files_created_since(
     assert result.deleted == ('notes/new.md',)
     assert (desk / 'Memory.md').read_text() == 'm2'
     assert {p for p in tree_of(desk) if p.startswith('notes/')} == {
-        'notes/a.md', 'notes/sub', 'notes/sub/b.md'
+        'notes/a.md',
+        'notes/sub',
+        'notes/sub/b.md',
     }
 
 

@@ -206,8 +206,12 @@ def test_executable_bit_is_snapshotted_and_restored(cps: Checkpoints, desk: Path
 
 def test_metadata_is_kept_as_trailers_and_listed(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'v1')
-    cps.snapshot('before write_file Memory.md', tool='write_file', paths=['Memory.md', 'notes/a'],
-                 turn='turn-7')
+    cps.snapshot(
+        'before write_file Memory.md',
+        tool='write_file',
+        paths=['Memory.md', 'notes/a'],
+        turn='turn-7',
+    )
     [item] = cps.list()
     assert item.reason == 'before write_file Memory.md'
     assert (item.tool, item.paths, item.turn) == ('write_file', ('Memory.md', 'notes/a'), 'turn-7')

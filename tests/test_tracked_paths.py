@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import tree_of, write
 
-from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
 from trading_checkpoints.paths import Allowlist
 
 
@@ -55,9 +55,7 @@ def test_missing_tracked_paths_are_fine(cps: Checkpoints, desk: Path) -> None:
     assert cps.snapshot('again') is None
 
 
-def test_custom_tracked_paths_are_remembered_by_the_repository(
-    repo_dir: Path, desk: Path
-) -> None:
+def test_custom_tracked_paths_are_remembered_by_the_repository(repo_dir: Path, desk: Path) -> None:
     custom = Checkpoints(repo_dir, desk, tracked_paths=['journal', 'plan.md'])
     write(desk, 'journal/day1.md', 'd1')
     write(desk, 'plan.md', 'p1')
@@ -227,3 +225,23 @@ def test_root_or_home_as_desk_is_refused(tmp_path: Path, where: str) -> None:
     cps = Checkpoints(tmp_path / 'r.git', Path(where).expanduser())
     with pytest.raises(CheckpointError, match='root or home'):
         cps.snapshot('x')
+
+
+def test_set_tracked_paths_is_remembered_and_effective(repo_dir, desk) -> None:
+    cps = Checkpoints(repo_dir, desk)
+    assert cps.effective_tracked_paths() == TRACKED_PATHS
+    assert Checkpoints(repo_dir, desk).set_tracked_paths(['notes', 'plans/']) == ('notes', 'plans')
+    assert Checkpoints(repo_dir, desk).effective_tracked_paths() == ('notes', 'plans')
+    (desk / 'plans').mkdir()
+    (desk / 'plans' / 'a.md').write_text('a')
+    (desk / 'Memory.md').write_text('m')
+    assert Checkpoints(repo_dir, desk).snapshot('s') is not None
+    assert (
+        Checkpoints(repo_dir, desk)
+        .diff(Checkpoints(repo_dir, desk).list()[0].checkpoint_id)
+        .changes
+        == ()
+    )
+    with pytest.raises(CheckpointError, match='not usable'):
+        Checkpoints(repo_dir, desk).set_tracked_paths(['../x'])
+    assert Checkpoints(repo_dir, desk).effective_tracked_paths() == ('notes', 'plans')

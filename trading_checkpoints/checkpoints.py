@@ -61,6 +61,9 @@ class Checkpoint:
         tool: The tool that was about to write, when the snapshot recorded one.
         paths: The paths it was about to write, when recorded.
         turn: The agent turn the snapshot belongs to, when recorded.
+        action: What made it when the library did: ``restore``, ``undo``, ``redo``, or
+            ``before-restore``/``before-undo``/``before-redo`` for the snapshot a restore
+            takes first; None for an ordinary snapshot.
     """
 
     checkpoint_id: str
@@ -69,6 +72,7 @@ class Checkpoint:
     tool: str | None = None
     paths: tuple[str, ...] = ()
     turn: str | None = None
+    action: str | None = None
 
 
 @dataclass(frozen=True)
@@ -468,8 +472,13 @@ class Checkpoints:
         journal.begin(repo.path, label, target_sha, head, the_plan, scan.files, target)
         try:
             written = worktree.apply(
-                self.desk_directory, allowlist, the_plan, target, read_blob,
-                durable=self._durable, guard=safety.unchanged_since(scan),
+                self.desk_directory,
+                allowlist,
+                the_plan,
+                target,
+                read_blob,
+                durable=self._durable,
+                guard=safety.unchanged_since(scan),
             )
         except safety.DeskChangedError as change:
             # Someone wrote a planned path meanwhile: the journal saves the desk as found
@@ -508,11 +517,19 @@ class Checkpoints:
 
     # -- looking back (history.py), external edits (external.py), undo/redo (undo.py) ------
 
-    def diff(self, from_id: str, to_id: str | None = None, *, patches: bool = True) -> Diff:
+    def diff(
+        self,
+        from_id: str,
+        to_id: str | None = None,
+        *,
+        patches: bool = True,
+        paths: Sequence[str] | None = None,
+    ) -> Diff:
         """The changes from checkpoint ``from_id`` to ``to_id``, or to the desk as it is now.
 
         Each change names its path and kind (added, modified, deleted, type-changed,
         mode-changed) and, for text files, carries a unified diff; binary files are flagged.
+        ``paths`` (files or folders, desk-relative) limits the diff to those.
 
         Example::
 
@@ -522,6 +539,11 @@ class Checkpoints:
         repo = self._open_repository()
         try:
             allowlist = self._allowlist(repo)
+            if isinstance(paths, str):
+                paths = (paths,)
+            only = (
+                tuple(history.normalize_path(path, allowlist) for path in paths) if paths else None
+            )
             old_sha = repo.resolve(from_id)
             old, _ = repo.flatten_tree(repo.commit_info(old_sha).tree, allowlist)
             read_old = history.repo_reader(repo)
@@ -535,7 +557,7 @@ class Checkpoints:
                 new, _ = repo.flatten_tree(repo.commit_info(new_sha).tree, allowlist)
                 read_new, new_label = read_old, new_sha.decode()[:SHORT_ID_LENGTH]
             changes = history.compare(
-                old, new, read_old if patches else None, read_new if patches else None
+                old, new, read_old if patches else None, read_new if patches else None, only
             )
             return Diff(old_sha.decode()[:SHORT_ID_LENGTH], new_label, changes)
         finally:
@@ -574,7 +596,8 @@ class Checkpoints:
                 parent = info.parents[0] if info.parents else None
                 parent_tree = (
                     repo.commit_info(parent).tree
-                    if parent is not None and repo.contains(parent) else None
+                    if parent is not None and repo.contains(parent)
+                    else None
                 )
                 changed = history.changed_paths(repo, parent_tree, info.tree)
                 if wanted is not None:
@@ -592,9 +615,7 @@ class Checkpoints:
         repo = ShadowRepo.open(self.repository_directory)
         allowlist = self._allowlist(repo)
         try:
-            cache = (
-                self._load_cache(repo, allowlist) if repo is not None else statcache.StatCache()
-            )
+            cache = self._load_cache(repo, allowlist) if repo is not None else statcache.StatCache()
             scan = worktree.scan(self.desk_directory, allowlist, cache)
             head = repo.head() if repo is not None else None
             if repo is None or head is None:
@@ -611,6 +632,33 @@ class Checkpoints:
         finally:
             if repo is not None:
                 repo.close()
+
+    def effective_tracked_paths(self) -> tuple[str, ...]:
+        """The tracked paths the next snapshot will use: the ones given to this object, else
+        the ones the repository remembers, else the default."""
+        repo = ShadowRepo.open(self.repository_directory)
+        try:
+            return self._allowlist(repo).entries
+        finally:
+            if repo is not None:
+                repo.close()
+
+    def set_tracked_paths(self, tracked_paths: Sequence[str]) -> tuple[str, ...]:
+        """Records new tracked paths in the repository (creating it if needed); returns them.
+
+        Files outside the new list are no longer snapshotted or restored; checkpoints taken
+        before keep what they hold. Nothing in the desk is changed.
+        """
+        if isinstance(tracked_paths, str):
+            tracked_paths = (tracked_paths,)
+        allowlist = Allowlist(tuple(tracked_paths))
+        self._check_desk(must_exist=False)
+        self.tracked_paths = allowlist.entries
+        self._requested = allowlist
+        self._explicit = True
+        with self._locked():
+            pass  # the lock records an explicit list in the repository's config
+        return allowlist.entries
 
     def seal(self) -> str:
         """Records the desk as the state the agent left, once its write tool has run.
@@ -649,7 +697,11 @@ class Checkpoints:
             scan = self._scan(repo, allowlist, cache)
             step = undo.undo_target(repo, history.desk_tree_id(scan, cache))
             return self._restore_locked(
-                repo, step.sha, dry_run=dry_run, force=force, action=undo.UNDO,
+                repo,
+                step.sha,
+                dry_run=dry_run,
+                force=force,
+                action=undo.UNDO,
                 subject=f'undo: back to {step.short_id} ({step.subject})',
             )
 
@@ -663,7 +715,11 @@ class Checkpoints:
             scan = self._scan(repo, allowlist, cache)
             undone, state = undo.redo_source(repo, history.desk_tree_id(scan, cache), force)
             return self._restore_locked(
-                repo, state.decode(), dry_run=dry_run, force=force, action=undo.REDO,
+                repo,
+                state.decode(),
+                dry_run=dry_run,
+                force=force,
+                action=undo.REDO,
                 subject=f'redo: reverse undo {undone.short_id}',
                 trailers=[(undo.REDO_OF, undone.sha)],
             )
@@ -918,10 +974,15 @@ class Checkpoints:
         repo, desk = Path(real_repo), Path(real_desk)
         if repo == desk or desk in repo.parents:
             relative = repo.relative_to(desk).as_posix() if repo != desk else ''
-            if not relative or self._requested.covers(relative) or any(
-                relative.startswith(entry + '/') or entry.startswith(relative + '/')
-                or entry == relative
-                for entry in self._requested.entries
+            if (
+                not relative
+                or self._requested.covers(relative)
+                or any(
+                    relative.startswith(entry + '/')
+                    or entry.startswith(relative + '/')
+                    or entry == relative
+                    for entry in self._requested.entries
+                )
             ):
                 raise CheckpointError(
                     f'the checkpoint repository {self.repository_directory} lies inside the '
@@ -999,7 +1060,6 @@ class Checkpoints:
                 repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
             )
 
-
     # -- remotes (issue 6: see remote.py) ----------------------------------------------------
 
     def add_remote(self, name: str, url: str):  # -> remote.Remote
@@ -1062,7 +1122,6 @@ class Checkpoints:
         checkpoints = cls(repository_directory, desk_directory, tracked_paths)
         result, written = _remote.clone(checkpoints, url, restore=restore, progress=progress)
         return checkpoints, result, written
-
 
     # -- agent integration (guard.py, turns.py) -------------------------------------------
 
@@ -1128,10 +1187,17 @@ class Checkpoints:
 
         return turns(self, limit)
 
+
 def _checkpoint(info: CommitInfo) -> Checkpoint:
     meta = metadata.parse(info.message)
     return Checkpoint(
-        info.short_id, info.created_at, info.subject, meta.tool, meta.paths, meta.turn
+        info.short_id,
+        info.created_at,
+        info.subject,
+        meta.tool,
+        meta.paths,
+        meta.turn,
+        undo.action_of(info),
     )
 
 
@@ -1250,7 +1316,8 @@ def _remove_crash_leftovers(path: Path) -> None:
     for folder in (path, path / PRIVATE_DIR):
         try:
             leftovers += [
-                Path(e.path) for e in os.scandir(folder)
+                Path(e.path)
+                for e in os.scandir(folder)
                 if e.name.startswith('.') and e.name.endswith('.tmp')
             ]
         except OSError:

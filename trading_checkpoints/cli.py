@@ -76,8 +76,7 @@ def _reports_errors(function: F) -> F:
             if os.environ.get('CHECKPOINTS_DEBUG'):
                 raise
             _fail(
-                f'unexpected {type(error).__name__}: {error} '
-                '(set CHECKPOINTS_DEBUG=1 for details)'
+                f'unexpected {type(error).__name__}: {error} (set CHECKPOINTS_DEBUG=1 for details)'
             )
 
     return wrapper  # type: ignore[return-value]
@@ -128,8 +127,14 @@ def cli(ctx: click.Context, workspace: Path, desk: str) -> None:
 
 
 @cli.command('list')
-@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
-              help='Show at most this many checkpoints.')
+@click.option(
+    '--limit',
+    '-n',
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help='Show at most this many checkpoints.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print a JSON array instead of a table.')
 @click.pass_obj
 @_reports_errors
@@ -145,8 +150,17 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
     items = checkpoints.list(limit)
     _note_recovery(checkpoints)
     if as_json:
-        rows = [{'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
-                 'tool': c.tool, 'paths': list(c.paths), 'turn': c.turn} for c in items]
+        rows = [
+            {
+                'id': c.checkpoint_id,
+                'created_at': c.created_at,
+                'reason': c.reason,
+                'tool': c.tool,
+                'paths': list(c.paths),
+                'turn': c.turn,
+            }
+            for c in items
+        ]
         click.echo(json.dumps(rows, indent=2))
         return
     if not items:
@@ -157,10 +171,20 @@ def list_command(desk: Desk, limit: int, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option('-m', '--message', 'reason', default='manual snapshot', show_default=True,
-              help='Why the snapshot is taken; kept as its message.')
-@click.option('--json', 'as_json', is_flag=True,
-              help='Print {"id": ..., "external": [...]} (id null when unchanged).')
+@click.option(
+    '-m',
+    '--message',
+    'reason',
+    default='manual snapshot',
+    show_default=True,
+    help='Why the snapshot is taken; kept as its message.',
+)
+@click.option(
+    '--json',
+    'as_json',
+    is_flag=True,
+    help='Print {"id": ..., "external": [...]} (id null when unchanged).',
+)
 @click.pass_obj
 @_reports_errors
 def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
@@ -182,24 +206,30 @@ def snapshot(desk: Desk, reason: str, as_json: bool) -> None:
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        click.echo(json.dumps({
-            'id': checkpoint_id,
-            'external': list(taken.external),
-            'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
-        }))
+        click.echo(
+            json.dumps(
+                {
+                    'id': checkpoint_id,
+                    'external': list(taken.external),
+                    'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
+                }
+            )
+        )
     elif checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
     else:
         click.echo(f'Snapshot {_style(checkpoint_id, fg="yellow")} taken: {reason}')
     if taken.external and not as_json:
-        click.echo(f'note: changed outside the agent since the state it left: '
-                   f'{", ".join(taken.external)}')
+        click.echo(
+            f'note: changed outside the agent since the state it left: {", ".join(taken.external)}'
+        )
 
 
 @cli.command()
 @click.argument('args', nargs=-1, metavar='[ID] [PATH]...')
-@click.option('--dry-run', is_flag=True,
-              help='Show what would be written and deleted; change nothing.')
+@click.option(
+    '--dry-run', is_flag=True, help='Show what would be written and deleted; change nothing.'
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
 @click.pass_obj
 @_reports_errors
@@ -240,9 +270,13 @@ def restore(desk: Desk, args: tuple[str, ...], dry_run: bool, as_json: bool) -> 
 
 
 @cli.command()
-@click.option('--dir', 'directory', type=click.Path(file_okay=False, path_type=Path),
-              help='Build the example workspace here (an empty or new folder) and keep it; '
-                   'by default a temporary folder is used and removed.')
+@click.option(
+    '--dir',
+    'directory',
+    type=click.Path(file_okay=False, path_type=Path),
+    help='Build the example workspace here (an empty or new folder) and keep it; '
+    'by default a temporary folder is used and removed.',
+)
 @_reports_errors
 def demo(directory: Path | None) -> None:
     """Play a short scripted agent session on an example workspace.
@@ -264,7 +298,11 @@ def demo(directory: Path | None) -> None:
 
 _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
 _NAME_STATUS = {
-    'added': 'A', 'modified': 'M', 'deleted': 'D', 'type-changed': 'T', 'mode-changed': 'M',
+    'added': 'A',
+    'modified': 'M',
+    'deleted': 'D',
+    'type-changed': 'T',
+    'mode-changed': 'M',
 }
 
 
@@ -369,9 +407,11 @@ def _print_stat(changes: Any) -> None:
         if change.binary:
             counts = 'Bin'
         else:
-            counts = f'{change.added_lines + change.removed_lines} ' + _style(
-                '+' * min(change.added_lines, 40), fg='green'
-            ) + _style('-' * min(change.removed_lines, 40), fg='red')
+            counts = (
+                f'{change.added_lines + change.removed_lines} '
+                + _style('+' * min(change.added_lines, 40), fg='green')
+                + _style('-' * min(change.removed_lines, 40), fg='red')
+            )
         added += change.added_lines
         removed += change.removed_lines
         click.echo(f' {change.path.ljust(width)} | {counts}')
@@ -384,8 +424,12 @@ def _print_stat(changes: Any) -> None:
 @click.argument('from_id', metavar='ID')
 @click.argument('to_id', metavar='[ID2]', required=False)
 @click.option('--stat', 'mode', flag_value='stat', help='Per-file counts of changed lines.')
-@click.option('--name-status', 'mode', flag_value='name-status',
-              help='One line per file: A, M, D or T and the path.')
+@click.option(
+    '--name-status',
+    'mode',
+    flag_value='name-status',
+    help='One line per file: A, M, D or T and the path.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print the changes (with patches) as JSON.')
 @click.pass_obj
 @_reports_errors
@@ -417,8 +461,12 @@ def diff(desk: Desk, from_id: str, to_id: str | None, mode: str | None, as_json:
 @cli.command()
 @click.argument('checkpoint_id', metavar='ID')
 @click.argument('path', metavar='PATH')
-@click.option('--json', 'as_json', is_flag=True,
-              help='Print {"id", "path", "size", "encoding", "content"}; binary as base64.')
+@click.option(
+    '--json',
+    'as_json',
+    is_flag=True,
+    help='Print {"id", "path", "size", "encoding", "content"}; binary as base64.',
+)
 @click.pass_obj
 @_reports_errors
 def show(desk: Desk, checkpoint_id: str, path: str, as_json: bool) -> None:
@@ -438,14 +486,30 @@ def show(desk: Desk, checkpoint_id: str, path: str, as_json: bool) -> None:
         content, encoding = data.decode('utf-8'), 'utf-8'
     except UnicodeDecodeError:
         content, encoding = base64.b64encode(data).decode('ascii'), 'base64'
-    click.echo(json.dumps({'id': checkpoint_id, 'path': path, 'size': len(data),
-                           'encoding': encoding, 'content': content}, indent=2))
+    click.echo(
+        json.dumps(
+            {
+                'id': checkpoint_id,
+                'path': path,
+                'size': len(data),
+                'encoding': encoding,
+                'content': content,
+            },
+            indent=2,
+        )
+    )
 
 
 @cli.command()
 @click.argument('path', metavar='[PATH]', required=False)
-@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
-              help='Show at most this many checkpoints.')
+@click.option(
+    '--limit',
+    '-n',
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help='Show at most this many checkpoints.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print a JSON array.')
 @click.pass_obj
 @_reports_errors
@@ -469,8 +533,11 @@ def log(desk: Desk, path: str | None, limit: int, as_json: bool) -> None:
         return
     for entry in entries:
         c = entry.checkpoint
-        extra = [f'{key}={value}' for key, value in
-                 (('action', entry.action), ('tool', c.tool), ('turn', c.turn)) if value]
+        extra = [
+            f'{key}={value}'
+            for key, value in (('action', entry.action), ('tool', c.tool), ('turn', c.turn))
+            if value
+        ]
         suffix = f'  [{" ".join(extra)}]' if extra else ''
         click.echo(f'{_style(c.checkpoint_id, fg="yellow")}  {c.created_at}  {c.reason}{suffix}')
         for changed in entry.changed[:20]:
@@ -504,8 +571,10 @@ def status(desk: Desk, as_json: bool) -> None:
     if result.clean:
         click.echo(f'No changes since checkpoint {_style(result.newest_id, fg="yellow")}.')
     else:
-        click.echo(f'{len(result.changes)} file(s) changed since checkpoint '
-                   f'{_style(result.newest_id, fg="yellow")}:')
+        click.echo(
+            f'{len(result.changes)} file(s) changed since checkpoint '
+            f'{_style(result.newest_id, fg="yellow")}:'
+        )
         for change in result.changes:
             mark = _style(' (external)', fg='red') if change.path in result.external else ''
             click.echo(f'  {_NAME_STATUS[change.kind]} {change.path}{mark}')
@@ -514,8 +583,10 @@ def status(desk: Desk, as_json: bool) -> None:
         note = _style(' (external: differs from the state the agent left)', fg='red')
         click.echo(f'  {path}{note}')
     if result.basis == 'unknown' and not result.clean:
-        click.echo('Cannot tell which changes were external: nothing was sealed and the newest '
-                   'checkpoint declared no paths.')
+        click.echo(
+            'Cannot tell which changes were external: nothing was sealed and the newest '
+            'checkpoint declared no paths.'
+        )
     elif result.external:
         click.echo(f'{len(result.external)} changed outside the agent.')
 
@@ -528,8 +599,11 @@ def _undo_or_redo(desk: Desk, which: str, force: bool, dry_run: bool, as_json: b
 
 
 @cli.command()
-@click.option('--force', is_flag=True,
-              help='Overwrite files changed outside the agent (kept in the pre-snapshot).')
+@click.option(
+    '--force',
+    is_flag=True,
+    help='Overwrite files changed outside the agent (kept in the pre-snapshot).',
+)
 @click.option('--dry-run', is_flag=True, help='Show what would change; change nothing.')
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
 @click.pass_obj
@@ -551,8 +625,11 @@ def undo(desk: Desk, force: bool, dry_run: bool, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option('--force', is_flag=True,
-              help='Redo even though the desk changed since the undo (changes are kept).')
+@click.option(
+    '--force',
+    is_flag=True,
+    help='Redo even though the desk changed since the undo (changes are kept).',
+)
 @click.option('--dry-run', is_flag=True, help='Show what would change; change nothing.')
 @click.option('--json', 'as_json', is_flag=True, help='Print what was done as JSON.')
 @click.pass_obj
@@ -591,8 +668,14 @@ def seal(desk: Desk, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option('--limit', '-n', type=click.IntRange(min=0), default=20, show_default=True,
-              help='Show at most this many turns.')
+@click.option(
+    '--limit',
+    '-n',
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help='Show at most this many turns.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print a JSON array instead of a list.')
 @click.pass_obj
 @_reports_errors
@@ -609,17 +692,25 @@ def turns(desk: Desk, limit: int, as_json: bool) -> None:
     """
     items = desk.checkpoints().turns(limit)
     if as_json:
-        rows = [{
-            'turn_id': t.turn_id,
-            'label': t.label,
-            'started_at': t.started_at,
-            'first_checkpoint': t.first.checkpoint_id,
-            'checkpoints': [
-                {'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
-                 'tool': c.tool, 'paths': list(c.paths)}
-                for c in t.checkpoints
-            ],
-        } for t in items]
+        rows = [
+            {
+                'turn_id': t.turn_id,
+                'label': t.label,
+                'started_at': t.started_at,
+                'first_checkpoint': t.first.checkpoint_id,
+                'checkpoints': [
+                    {
+                        'id': c.checkpoint_id,
+                        'created_at': c.created_at,
+                        'reason': c.reason,
+                        'tool': c.tool,
+                        'paths': list(c.paths),
+                    }
+                    for c in t.checkpoints
+                ],
+            }
+            for t in items
+        ]
         click.echo(json.dumps(rows, indent=2))
         return
     if not items:
@@ -695,11 +786,14 @@ def mcp_command(desk: Desk) -> None:
 
     serve(desk.workspace, desk.name)
 
+
 def _note_recovery(checkpoints: Any) -> None:
     """One stderr line when the verb first completed a restore a crash had interrupted."""
     recovery = getattr(checkpoints, 'last_recovery', None)
     if recovery is not None:
         click.echo(f'note: {recovery}', err=True)
+
+
 # -- retention and remotes (issue 6) ----------------------------------------------------------
 
 
@@ -736,19 +830,37 @@ def _transfer_json(result) -> dict[str, Any]:
 
 @cli.command()
 @click.option('--keep', type=click.IntRange(min=1), help='Keep at most N newest checkpoints.')
-@click.option('--older-than', 'older_than', metavar='AGE',
-              help='Drop checkpoints older than AGE (30d, 12h, 90m, 2w).')
-@click.option('--max-size', 'max_size', metavar='SIZE',
-              help='Drop the oldest checkpoints until the objects fit in SIZE (500M, 2G).')
+@click.option(
+    '--older-than',
+    'older_than',
+    metavar='AGE',
+    help='Drop checkpoints older than AGE (30d, 12h, 90m, 2w).',
+)
+@click.option(
+    '--max-size',
+    'max_size',
+    metavar='SIZE',
+    help='Drop the oldest checkpoints until the objects fit in SIZE (500M, 2G).',
+)
 @click.option('--dry-run', is_flag=True, help='Only say what would be dropped.')
-@click.option('--save', is_flag=True,
-              help='Also store these limits in the repository, so every later snapshot '
-                   '(library or command line) applies them.')
+@click.option(
+    '--save',
+    is_flag=True,
+    help='Also store these limits in the repository, so every later snapshot '
+    '(library or command line) applies them.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print the figures as JSON.')
 @click.pass_obj
 @_reports_errors
-def prune(desk: Desk, keep: int | None, older_than: str | None, max_size: str | None,
-          dry_run: bool, save: bool, as_json: bool) -> None:
+def prune(
+    desk: Desk,
+    keep: int | None,
+    older_than: str | None,
+    max_size: str | None,
+    dry_run: bool,
+    save: bool,
+    as_json: bool,
+) -> None:
     """Drop old checkpoints; the ids of those kept never change.
 
     The newest checkpoint, and the snapshot a kept restore took before restoring, are always
@@ -779,15 +891,20 @@ def prune(desk: Desk, keep: int | None, older_than: str | None, max_size: str | 
         keep, older_than, max_size = stored.keep, stored.older_than, stored.max_size
     result = checkpoints.prune(keep, older_than, max_size, dry_run=dry_run)
     if as_json:
-        click.echo(json.dumps({
-            'dry_run': result.dry_run,
-            'checkpoints_before': result.checkpoints_before,
-            'checkpoints_after': result.checkpoints_after,
-            'bytes_before': result.bytes_before,
-            'bytes_after': result.bytes_after,
-            'pruned': list(result.pruned),
-            'oldest_kept': result.oldest_kept,
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    'dry_run': result.dry_run,
+                    'checkpoints_before': result.checkpoints_before,
+                    'checkpoints_after': result.checkpoints_after,
+                    'bytes_before': result.bytes_before,
+                    'bytes_after': result.bytes_after,
+                    'pruned': list(result.pruned),
+                    'oldest_kept': result.oldest_kept,
+                },
+                indent=2,
+            )
+        )
         return
     verb = 'Would prune' if result.dry_run else 'Pruned'
     size = 'estimated ' if result.dry_run else ''
@@ -898,11 +1015,15 @@ def push(desk: Desk, name: str | None, as_json: bool) -> None:
     elif result.up_to_date:
         click.echo(f'{result.remote} ({result.url}) is already up to date at {result.new}.')
     else:
-        click.echo(f'Pushed to {result.remote} ({result.url}): {result.old or "(empty)"} -> '
-                   f'{_style(result.new or "", fg="yellow")}')
+        click.echo(
+            f'Pushed to {result.remote} ({result.url}): {result.old or "(empty)"} -> '
+            f'{_style(result.new or "", fg="yellow")}'
+        )
         if result.marked_shallow:
-            click.echo('The remote starts at the oldest kept checkpoint '
-                       f'{", ".join(result.marked_shallow)} (history was pruned).')
+            click.echo(
+                'The remote starts at the oldest kept checkpoint '
+                f'{", ".join(result.marked_shallow)} (history was pruned).'
+            )
 
 
 @cli.command()
@@ -930,25 +1051,45 @@ def pull(desk: Desk, name: str | None, as_json: bool) -> None:
     elif result.up_to_date:
         click.echo(f'Already up to date with {result.remote} at {result.new}.')
     else:
-        click.echo(f'Pulled from {result.remote} ({result.url}): {result.old or "(none)"} -> '
-                   f'{_style(result.new or "", fg="yellow")}')
+        click.echo(
+            f'Pulled from {result.remote} ({result.url}): {result.old or "(none)"} -> '
+            f'{_style(result.new or "", fg="yellow")}'
+        )
         click.echo(f'Bring the desk to it with: checkpoints restore {result.new}')
 
 
 @cli.command()
 @click.argument('url')
-@click.option('--desk', 'desk_name', callback=lambda c, p, v: v and _validate_desk_name(c, p, v),
-              help='The new desk to clone into (default: the group option --desk).')
-@click.option('--track', 'tracked', multiple=True, metavar='PATH',
-              help='A tracked path of the cloned desk, if it was not created with the default '
-                   'ones (repeat for each).')
-@click.option('--no-restore', is_flag=True,
-              help='Only copy the history; do not write the newest checkpoint into the desk.')
+@click.option(
+    '--desk',
+    'desk_name',
+    callback=lambda c, p, v: v and _validate_desk_name(c, p, v),
+    help='The new desk to clone into (default: the group option --desk).',
+)
+@click.option(
+    '--track',
+    'tracked',
+    multiple=True,
+    metavar='PATH',
+    help='A tracked path of the cloned desk, if it was not created with the default '
+    'ones (repeat for each).',
+)
+@click.option(
+    '--no-restore',
+    is_flag=True,
+    help='Only copy the history; do not write the newest checkpoint into the desk.',
+)
 @click.option('--json', 'as_json', is_flag=True, help='Print what was cloned as JSON.')
 @click.pass_obj
 @_reports_errors
-def clone(desk: Desk, url: str, desk_name: str | None, tracked: tuple[str, ...],
-          no_restore: bool, as_json: bool) -> None:
+def clone(
+    desk: Desk,
+    url: str,
+    desk_name: str | None,
+    tracked: tuple[str, ...],
+    no_restore: bool,
+    as_json: bool,
+) -> None:
     """Copy a desk's checkpoints from URL onto a new desk, and restore the newest.
 
     The desk is named by --desk after the verb (or before it: `checkpoints --desk NAME clone
@@ -968,22 +1109,37 @@ def clone(desk: Desk, url: str, desk_name: str | None, tracked: tuple[str, ...],
         from .paths import TRACKED_PATHS
 
         _, result, written = Checkpoints.clone(
-            url, target.repository_directory, target.desk_directory,
-            restore=not no_restore, progress=progress, tracked_paths=tracked or TRACKED_PATHS,
+            url,
+            target.repository_directory,
+            target.desk_directory,
+            restore=not no_restore,
+            progress=progress,
+            tracked_paths=tracked or TRACKED_PATHS,
         )
     finally:
         _finish(progress)
     if as_json:
-        click.echo(json.dumps({**_transfer_json(result), 'desk': target.name,
-                               'restored': None if written is None else list(written)}, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    **_transfer_json(result),
+                    'desk': target.name,
+                    'restored': None if written is None else list(written),
+                },
+                indent=2,
+            )
+        )
         return
-    click.echo(f'Cloned {result.url} onto desk {target.name!r} at '
-               f'{_style(result.new or "", fg="yellow")}.')
+    click.echo(
+        f'Cloned {result.url} onto desk {target.name!r} at {_style(result.new or "", fg="yellow")}.'
+    )
     if written is not None:
         click.echo(f'Restored the newest checkpoint: {len(written)} files written.')
     elif not no_restore:
-        click.echo('The desk already had tracked files; they were left alone. '
-                   f'Restore with: checkpoints --desk {target.name} restore {result.new}')
+        click.echo(
+            'The desk already had tracked files; they were left alone. '
+            f'Restore with: checkpoints --desk {target.name} restore {result.new}'
+        )
 
 
 def main() -> None:

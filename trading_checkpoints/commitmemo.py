@@ -98,8 +98,13 @@ def remember(path: Path, infos: list[CommitInfo], packs: Signature) -> None:
         parents = b','.join(info.parents) or b'-'
         chunks.append(
             b' '.join(
-                (info.sha.encode(), info.tree, parents, info.created_at.encode(),
-                 str(len(message)).encode())
+                (
+                    info.sha.encode(),
+                    info.tree,
+                    parents,
+                    info.created_at.encode(),
+                    str(len(message)).encode(),
+                )
             )
             + b'\n'
         )

@@ -58,8 +58,10 @@ def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
     checkpoints = build_workspace(root)
     desk = checkpoints.desk_directory
     echo(style(f'Example workspace: {root}', bold=True))
-    echo(f'  desk {desk.relative_to(root)}, checkpoints in '
-         f'{checkpoints.repository_directory.relative_to(root)}\n')
+    echo(
+        f'  desk {desk.relative_to(root)}, checkpoints in '
+        f'{checkpoints.repository_directory.relative_to(root)}\n'
+    )
 
     def write_file(path: str, content: str) -> str | None:
         """The agent's write tool: snapshot first, then write."""
@@ -84,8 +86,12 @@ def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
         echo(f'  {style(item.checkpoint_id, fg="yellow")}  {item.created_at}  {item.reason}')
 
     target = listing[0]  # "before write_file notes/plan.md": the state before the bad write
-    echo(style(f'\n3. What changed since {target.checkpoint_id}? diff {target.checkpoint_id}:',
-               bold=True))
+    echo(
+        style(
+            f'\n3. What changed since {target.checkpoint_id}? diff {target.checkpoint_id}:',
+            bold=True,
+        )
+    )
     for change in checkpoints.diff(target.checkpoint_id).changes:
         for line in (change.patch or f'{change.kind} {change.path}\n').splitlines():
             color = 'green' if line.startswith('+') else 'red' if line.startswith('-') else None

@@ -107,7 +107,8 @@ def attribute(
     return Attribution(
         DECLARED,
         tuple(
-            path for path in changed
+            path
+            for path in changed
             if not any(path == item or path.startswith(item + '/') for item in declared)
         ),
     )

@@ -115,9 +115,14 @@ class LogEntry:
     def to_dict(self) -> dict[str, Any]:
         c = self.checkpoint
         return {
-            'id': c.checkpoint_id, 'created_at': c.created_at, 'reason': c.reason,
-            'tool': c.tool, 'paths': list(c.paths), 'turn': c.turn,
-            'action': self.action, 'changed': list(self.changed),
+            'id': c.checkpoint_id,
+            'created_at': c.created_at,
+            'reason': c.reason,
+            'tool': c.tool,
+            'paths': list(c.paths),
+            'turn': c.turn,
+            'action': self.action,
+            'changed': list(self.changed),
         }
 
 

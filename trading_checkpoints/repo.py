@@ -61,8 +61,15 @@ _COMMITS: dict[tuple[str, bytes], tuple[CommitInfo, tuple | None]] = {}
 
 # What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
 _DAMAGE: tuple[type[BaseException], ...] = (
-    OSError, ValueError, AssertionError, IndexError, zlib.error, FileFormatException,
-    ChecksumMismatch, ApplyDeltaError, WrongObjectException,
+    OSError,
+    ValueError,
+    AssertionError,
+    IndexError,
+    zlib.error,
+    FileFormatException,
+    ChecksumMismatch,
+    ApplyDeltaError,
+    WrongObjectException,
 )
 
 
@@ -190,9 +197,7 @@ class ShadowRepo:
         config.set(b'gc', b'auto', b'0')
         _set_tracked(config, tracked)
         write_atomically(path / 'config', _config_bytes(config))
-        write_atomically(
-            path / 'description', b'trading_checkpoints: snapshots of one desk\n'
-        )
+        write_atomically(path / 'description', b'trading_checkpoints: snapshots of one desk\n')
         write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         return cls(path, Repo(str(path)))
@@ -561,9 +566,7 @@ class ShadowRepo:
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
         if type_num != Tree.type_num:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is not a tree'
-            )
+            raise CorruptRepositoryError(f'the object {sha.decode()} in {self.path} is not a tree')
         try:
             return parse_tree(bytes(raw), 20)
         except (ObjectFormatException, ValueError) as error:
@@ -711,4 +714,3 @@ def _config_bytes(config: ConfigFile) -> bytes:
     buffer = BytesIO()
     config.write_to_file(buffer)
     return buffer.getvalue()
-

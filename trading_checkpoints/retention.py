@@ -296,7 +296,6 @@ def _forget_stat_cache(repo: ShadowRepo) -> None:
             pass
 
 
-
 # -- configured limits ---------------------------------------------------------------------
 
 

@@ -292,9 +292,10 @@ def _compare_by_name(
         position = index.get(path)
         if position is not None:
             cached_start = position * _FIELDS
-            same = numbers[start : start + _FIELDS] == cached_numbers[
-                cached_start : cached_start + _FIELDS
-            ]
+            same = (
+                numbers[start : start + _FIELDS]
+                == cached_numbers[cached_start : cached_start + _FIELDS]
+            )
             if same and position not in racy:
                 cached_sha = cached_shas[position * _SHA : (position + 1) * _SHA]
                 shas[i * _SHA : (i + 1) * _SHA] = cached_sha
@@ -777,4 +778,3 @@ def _umask() -> int:
         _UMASK = os.umask(0)
         os.umask(_UMASK)
     return _UMASK
-
