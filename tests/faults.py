@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.repo import SYMLINK_MODE, ShadowRepo
+from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints.trees import SYMLINK_MODE
 
 ROOT = Path(__file__).resolve().parent.parent
 GIT = shutil.which('git')

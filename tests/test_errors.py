@@ -207,8 +207,9 @@ def test_file_disappearing_mid_scan_is_simply_absent(ws) -> None:
 
     def action() -> None:
         def hook(event: str, args: tuple) -> None:
-            if event == 'open' and str(args[0]).endswith('notes/b.md'):
-                os.unlink(args[0])
+            # Files are opened by name, relative to their folder's descriptor.
+            if event == 'open' and str(args[0]) == 'b.md' and (desk / 'notes/b.md').exists():
+                os.unlink(desk / 'notes/b.md')
 
         sys.addaudithook(hook)
         Checkpoints(repo, desk).snapshot('b vanishes while read')
@@ -392,14 +393,21 @@ def test_files_above_the_size_limit_are_left_out_and_reported(ws) -> None:
     assert 'larger than the maximum file size' in result.skipped[0][1]
     content = version_of(repo, result.checkpoint_id)
     assert 'notes/big.bin' not in content and 'notes/small.md' in content
-    # A restore never overwrites what the snapshot could not keep.
+    # A restore reverts a file that grew past the limit when the checkpoint holds a version
+    # of it, and keeps the bytes it overwrites in the pre-snapshot, over the limit or not.
     put(desk, 'notes/big.bin', '-', b'small enough')
     having = limited.snapshot('big.bin small')
     put(desk, 'notes/big.bin', '-', b'y' * 5000)
-    before = files_of(desk)
-    with pytest.raises(CheckpointError, match='left out of the snapshot'):
-        limited.restore(having)
-    assert files_of(desk) == before
+    result = limited.restore_with_result(having)
+    assert result.written == ('notes/big.bin',)
+    assert (desk / 'notes/big.bin').read_bytes() == b'small enough'
+    assert version_of(repo, result.before_id)['notes/big.bin'] == ('-', b'y' * 5000)
+    # A file over the limit that the target does not hold is left alone, and reported.
+    put(desk, 'notes/other.bin', '-', b'z' * 3000)
+    result = limited.restore_with_result(having)
+    assert (desk / 'notes/other.bin').read_bytes() == b'z' * 3000
+    assert [path for path, _ in result.kept] == ['notes/other.bin']
+    assert 'maximum file size' in result.kept[0][1]
 
 
 def test_size_limit_from_the_repository_config_and_the_cli(ws) -> None:

@@ -142,7 +142,6 @@ HOSTILE = [
     'newline',
     'carriage-return',
     'nul',
-    'not-utf8',
     'outside-allowlist',
     'outside-allowlist-prefix',
     'outside-allowlist-sibling',
@@ -263,3 +262,25 @@ def test_hostile_tracked_paths_in_the_config_are_refused(setup, tracked: str) ->
 def test_hostile_inputs_count() -> None:
     """The number of distinct hostile inputs tried here (reported in the closing note)."""
     assert len(HOSTILE) == len(set(HOSTILE)) >= 35
+
+
+def test_a_name_that_is_not_utf8_is_skipped_and_reported(setup) -> None:
+    """One rule for names git holds but we cannot write back under their own name: the entry
+    is left out of the restore and reported; the rest of the checkpoint is restored."""
+    tmp_path, desk, repo, cps = setup
+    ok = blob(repo, b'restored')
+    target = commit(repo, in_notes(repo, (BLOB, b'\xff\xfe', ok), (BLOB, b'fine.md', ok)))
+    before = files_of(tmp_path)
+    result = cps.restore_with_result(target)
+    assert ('notes/\\xff\\xfe', 'its name is not valid UTF-8') in result.kept
+    assert (desk / 'notes' / 'fine.md').read_bytes() == b'restored'
+    names = set(os.listdir(os.fsencode(desk / 'notes')))
+    assert b'\xff\xfe' not in names
+    after = files_of(tmp_path)
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    tracked = ('.checkpoints/', 'desks/main/notes/', 'desks/main/Memory.md')
+    assert all(p.startswith(tracked) for p in changed), sorted(changed)
+    # Listing, showing, diffing and snapshotting go on working.
+    assert cps.list()
+    assert cps.show(target, 'notes/fine.md') == b'restored'
+    assert 'notes/fine.md' not in cps.diff(target).paths

@@ -18,9 +18,12 @@ import pytest
 from conftest import write
 from dulwich.objects import Blob
 
-from trading_checkpoints import Checkpoints, statcache, worktree
+from trading_checkpoints import Checkpoints, statcache
+from trading_checkpoints.deskio import DeskFolders
 from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.repo import EXECUTABLE_MODE, FILE_MODE, PRIVATE_DIR, ShadowRepo
+from trading_checkpoints.repo import PRIVATE_DIR, ShadowRepo
+from trading_checkpoints.scan import scan as scan_desk
+from trading_checkpoints.trees import EXECUTABLE_MODE, FILE_MODE
 
 ALLOWLIST = Allowlist(TRACKED_PATHS)
 SECOND = 1_000_000_000
@@ -28,6 +31,11 @@ SECOND = 1_000_000_000
 
 def blob_id(data: bytes) -> bytes:
     return Blob.from_string(data).id
+
+
+def scan_at(desk: Path, cache: statcache.StatCache):
+    with DeskFolders(desk) as folders:
+        return scan_desk(folders, ALLOWLIST, cache)
 
 
 def cache_for(path: str, full: Path, stale: bytes, written_at_ns: int) -> statcache.StatCache:
@@ -84,14 +92,14 @@ def test_racy_entry_is_rehashed_even_though_its_stat_matches(desk: Path) -> None
     # Cached in the same tick as the file was written: racy.
     racy_cache = cache_for('memory/a.md', full, b'old!', written_at_ns=st.st_mtime_ns)
     assert list(racy_cache.racy) == [0]
-    scan = worktree.scan(desk, ALLOWLIST, racy_cache)
+    scan = scan_at(desk, racy_cache)
     assert scan.files['memory/a.md'][1] == blob_id(b'new!')
     assert scan.changed == {'memory/a.md'}
     # Control: the same entry cached well after the file's last change is trusted without
     # reading the file, which is exactly why the guard above is needed.
     settled = cache_for('memory/a.md', full, b'old!', written_at_ns=st.st_mtime_ns + 10 * SECOND)
     assert list(settled.racy) == []
-    scan = worktree.scan(desk, ALLOWLIST, settled)
+    scan = scan_at(desk, settled)
     assert scan.files['memory/a.md'][1] == blob_id(b'old!')
     assert scan.unchanged and not scan.changed
 
@@ -109,7 +117,7 @@ def test_coarse_timestamps_get_a_wider_racy_window(desk: Path) -> None:
     assert statcache.is_racy((0, whole + 1, st.st_ctime_ns, 0, 0), hashed_at) is False
     cache = cache_for('notes/n.md', full, b'old!', written_at_ns=hashed_at)
     assert list(cache.racy) == [0]
-    assert worktree.scan(desk, ALLOWLIST, cache).files['notes/n.md'][1] == blob_id(b'new!')
+    assert scan_at(desk, cache).files['notes/n.md'][1] == blob_id(b'new!')
 
 
 def test_same_size_rewrite_with_restored_mtime_is_snapshotted(

@@ -20,33 +20,39 @@ from typing import TYPE_CHECKING
 from .errors import (
     CheckpointError,
     CorruptRepositoryError,
+    ExternalChangesError,
     LockTimeoutError,
+    NothingToUndoError,
     UnknownCheckpointError,
 )
 from .paths import TRACKED_PATHS
 
 if TYPE_CHECKING:
-    from .checkpoints import Checkpoint, Checkpoints, RestoreResult, SnapshotResult, Status
-    from .external import ExternalChangesError
-    from .history import Diff, FileChange, LogEntry
-    from .journal import Recovery
-    from .undo import NothingToUndoError
+    from .checkpoints import Checkpoints
+    from .results import (
+        Checkpoint,
+        Diff,
+        FileChange,
+        LogEntry,
+        Recovery,
+        RestoreResult,
+        SnapshotResult,
+        Status,
+    )
     from .workspace import Workspace
 
 # Imported on first use, so that ``import trading_checkpoints`` (and ``checkpoints --help``)
 # does not pay for dulwich until something needs a repository.
 _LAZY = {
-    'Checkpoint': 'checkpoints',
     'Checkpoints': 'checkpoints',
-    'RestoreResult': 'checkpoints',
-    'SnapshotResult': 'checkpoints',
-    'Status': 'checkpoints',
-    'ExternalChangesError': 'external',
-    'Diff': 'history',
-    'FileChange': 'history',
-    'LogEntry': 'history',
-    'Recovery': 'journal',
-    'NothingToUndoError': 'undo',
+    'Checkpoint': 'results',
+    'Diff': 'results',
+    'FileChange': 'results',
+    'LogEntry': 'results',
+    'Recovery': 'results',
+    'RestoreResult': 'results',
+    'SnapshotResult': 'results',
+    'Status': 'results',
     'Workspace': 'workspace',
 }
 

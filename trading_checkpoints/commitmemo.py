@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .repo import CommitInfo
+from .commitinfo import CommitInfo
+from .fs import read_file
 
 NAME = 'commits'
 _MAGIC = b'TCCM1\n'
@@ -34,9 +33,6 @@ def _encode_signature(packs: Signature) -> bytes:
 
 
 def _load(path: Path) -> tuple[bytes, dict[bytes, CommitInfo]] | None:
-    from .fs import read_file
-    from .repo import CommitInfo
-
     try:
         data = read_file(os.path.join(path, NAME))
     except OSError:

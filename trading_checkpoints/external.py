@@ -27,17 +27,15 @@ time, no reflog); superseded ones become unreachable objects that ``git gc``/pru
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.trailers import parse_trailers
-
-from . import metadata, undo
-from .errors import CheckpointError
-from .paths import Allowlist
-from .repo import CommitInfo, ShadowRepo
-from .statcache import StatCache
-from .worktree import FileEntry, Scan, build_trees, dirty_folders
+from . import metadata
+from .commitinfo import CommitInfo
+from .repo import ShadowRepo
+from .session import Session
+from .trees import FileEntry
 
 SEAL_REF = b'refs/checkpoints/sealed'
 ANNOUNCE = 'announce'
@@ -46,14 +44,6 @@ SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/und
 DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
 UNKNOWN = 'unknown'  # no seal and no declared paths: cannot attribute changes
 NONE = 'none'  # no checkpoint yet
-
-
-class ExternalChangesError(CheckpointError):
-    """A restore, undo or redo would overwrite changes made outside the agent (use force)."""
-
-    def __init__(self, message: str, paths: tuple[str, ...]) -> None:
-        super().__init__(message)
-        self.paths = paths
 
 
 @dataclass(frozen=True)
@@ -70,31 +60,29 @@ class Attribution:
 
 
 def attribute(
-    repo: ShadowRepo,
-    allowlist: Allowlist,
-    desk: dict[str, FileEntry],
-    desk_directory: Path | None = None,
-    desk_tree: bytes | None = None,
+    session: Session, desk: Mapping[str, FileEntry], desk_tree: bytes | None = None
 ) -> Attribution:
     """Compares the desk (a scan's files) with the state the agent left.
 
     Declared paths may be desk-relative (``notes/a.md``, ``./notes/a.md``) or absolute paths
-    inside ``desk_directory``. ``desk_tree``, the desk's tree id when known without building
-    it, lets an unchanged desk skip reading the state the agent left.
+    inside the desk. ``desk_tree``, the desk's tree id when known without building it, lets an
+    unchanged desk skip reading the state the agent left.
     """
+    repo = session.repo
     head = repo.head()
     if head is None:
         return Attribution(NONE)
     seal = current_seal(repo, head)
-    if seal is not None and undo.action_of(seal) != ANNOUNCE:
+    if seal is not None and metadata.action_of(seal.message) != ANNOUNCE:
         if desk_tree is not None and desk_tree == seal.tree:
             return Attribution(SEALED)
-        left, _ = repo.flatten_tree(seal.tree, allowlist)
+        left, _ = session.flatten(seal.tree)
         return Attribution(SEALED, _differing(left, desk))
     head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
         return Attribution(UNKNOWN)
+    desk_directory = session.config.desk
     declared = tuple(
         path for path in (_relative(item, desk_directory) for item in declared) if path
     )
@@ -102,7 +90,7 @@ def attribute(
         return Attribution(UNKNOWN)
     if desk_tree is not None and desk_tree == head_info.tree:
         return Attribution(DECLARED)
-    left, _ = repo.flatten_tree(head_info.tree, allowlist)
+    left, _ = session.flatten(head_info.tree)
     changed = _differing(left, desk)
     return Attribution(
         DECLARED,
@@ -129,26 +117,24 @@ def _relative(declared: str, desk_directory: Path | None) -> str | None:
     return None if path in ('', '.') or path.startswith('../') else path
 
 
-def _differing(left: dict[str, FileEntry], desk: dict[str, FileEntry]) -> tuple[str, ...]:
+def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> tuple[str, ...]:
     return tuple(sorted(path for path in set(left) | set(desk) if left.get(path) != desk.get(path)))
 
 
-def seal(repo: ShadowRepo, scan: Scan, cache: StatCache) -> bytes:
-    """Records the scanned desk as the state the agent left; returns the seal's commit sha."""
+def seal(session: Session) -> bytes:
+    """Records the desk as it is now as the state the agent left; returns the seal's commit."""
+    repo = session.repo
+    result, cache = session.scan(record=True)
     head = repo.head()
-    removed = set(cache.files) - set(scan.files)
-    trees, built = build_trees(scan.files, dirty_folders(scan.changed, removed), cache.trees)
-    root = trees['']
-    if head is not None and repo.commit_info(head).tree == root:
+    tree = session.tree_of(result, cache)
+    if head is not None and repo.commit_info(head).tree == tree:
         repo.set_ref(SEAL_REF, head)
         return head
-    objects = [blob for sha, blob in scan.new_blobs.items() if not repo.contains(sha)]
-    objects += [tree for tree in built if not repo.contains(tree.id)]
-    commit = repo.make_commit(root, head, 'sealed: the state the agent left\n')
-    objects.append(commit)
-    repo.write_objects(objects)
-    repo.set_ref(SEAL_REF, commit.id)
-    return commit.id
+    _, built = session.desk.trees(result, cache)
+    repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
+    sha = session.commit_tree(tree, built, 'sealed: the state the agent left\n', move_branch=False)
+    repo.set_ref(SEAL_REF, sha)
+    return sha
 
 
 def mark_sealed(repo: ShadowRepo) -> None:
@@ -186,11 +172,14 @@ def announce(repo: ShadowRepo, message: str) -> None:
     if seal is None:
         if metadata.parse(repo.commit_info(head).message).paths == declared:
             return
-    elif undo.action_of(seal) == ANNOUNCE and metadata.parse(seal.message).paths == declared:
+    elif (
+        metadata.action_of(seal.message) == ANNOUNCE
+        and metadata.parse(seal.message).paths == declared
+    ):
         return
-    _, existing = parse_trailers(message.encode('utf-8', 'surrogateescape'))
+    existing = metadata.trailer_values(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
-    text += f'{undo.ACTION}: {ANNOUNCE}\n'
+    text += f'{metadata.ACTION}: {ANNOUNCE}\n'
     commit = repo.make_commit(repo.commit_info(head).tree, head, text)
     repo.write_objects([commit])
     repo.set_ref(SEAL_REF, commit.id)

@@ -24,18 +24,15 @@ import inspect
 import logging
 import os
 import posixpath
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from . import turns
 from .errors import CheckpointError
 from .paths import Allowlist, path_problem
-from .repo import ShadowRepo
-
-if TYPE_CHECKING:
-    from .checkpoints import Checkpoints
+from .session import effective_allowlist
+from .turns import CheckpointsLike
 
 logger = logging.getLogger('trading_checkpoints.guard')
 
@@ -58,7 +55,7 @@ class Guard:
 
     def __init__(
         self,
-        checkpoints: Checkpoints,
+        checkpoints: CheckpointsLike,
         action: str,
         *,
         tool: str | None = None,
@@ -143,7 +140,7 @@ class Guard:
 
 
 def _split_tracked(
-    checkpoints: Checkpoints, paths: Sequence[str]
+    checkpoints: CheckpointsLike, paths: Sequence[str]
 ) -> tuple[list[str], tuple[str, ...]]:
     """Splits target paths into tracked (desk-relative) and untracked (as given)."""
     if not paths:
@@ -160,35 +157,9 @@ def _split_tracked(
     return tracked, tuple(untracked)
 
 
-# The allowlist a repository remembers, by config path, valid while the config file's stat holds.
-_REMEMBERED: dict[str, tuple[tuple[int, int, int], Allowlist]] = {}
-_REMEMBERED_LOCK = threading.Lock()
-
-
-def _allowlist(checkpoints: Checkpoints) -> Allowlist:
+def _allowlist(checkpoints: CheckpointsLike) -> Allowlist:
     """The allowlist the next snapshot will use (the repository's remembered one by default)."""
-    if checkpoints._explicit:
-        return checkpoints._allowlist(None)
-    config = os.path.join(checkpoints.repository_directory, 'config')
-    try:
-        info = os.stat(config)
-        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
-    except OSError:
-        stamp = None
-    with _REMEMBERED_LOCK:
-        cached = _REMEMBERED.get(config)
-    if stamp is not None and cached is not None and cached[0] == stamp:
-        return cached[1]
-    repo = ShadowRepo.open(checkpoints.repository_directory)
-    try:
-        allowlist = checkpoints._allowlist(repo)
-    finally:
-        if repo is not None:
-            repo.close()
-    if stamp is not None and repo is not None:
-        with _REMEMBERED_LOCK:
-            _REMEMBERED[config] = (stamp, allowlist)
-    return allowlist
+    return effective_allowlist(checkpoints.desk_config)
 
 
 def desk_relative(desk: Path, path: str) -> str | None:
@@ -212,7 +183,7 @@ def desk_relative(desk: Path, path: str) -> str | None:
 
 
 def before_write(
-    checkpoints: Checkpoints,
+    checkpoints: CheckpointsLike,
     tool: str | None = None,
     *,
     path_arg: str | Sequence[str] | None = 'path',

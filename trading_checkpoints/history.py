@@ -7,20 +7,18 @@ same scan (and stat cache) a snapshot uses. Nothing is written, no lock is neede
 from __future__ import annotations
 
 import difflib
-import os
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from .errors import CheckpointError
+from . import undo
+from .commitinfo import SHORT_ID_LENGTH
+from .errors import BadPathError, CheckpointError
 from .paths import Allowlist, path_problem
-from .repo import SYMLINK_MODE, TREE_MODE, ShadowRepo
-from .statcache import StatCache
-from .worktree import FileEntry, Scan, build_trees, dirty_folders
-
-if TYPE_CHECKING:
-    from .checkpoints import Checkpoint
+from .repo import ShadowRepo
+from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
+from .scan import Scan
+from .session import Session
+from .trees import SYMLINK_MODE, TREE_MODE, FileEntry
 
 ADDED = 'added'
 MODIFIED = 'modified'
@@ -35,106 +33,7 @@ TEXT_DIFF_LIMIT = 1 << 20
 Reader = Callable[[str, bytes], bytes]  # (path, blob id) -> bytes
 
 
-@dataclass(frozen=True)
-class FileChange:
-    """How one file differs between two states.
-
-    Attributes:
-        path: Desk-relative path.
-        kind: ``added``, ``modified``, ``deleted``, ``type-changed`` (file <-> symlink) or
-            ``mode-changed`` (only the executable bit changed).
-        old_mode, new_mode: git modes (``0o100644``, ``0o100755``, ``0o120000``), None when absent.
-        old_id, new_id: git blob ids, None when absent.
-        binary: Either side is not UTF-8 text (or holds a NUL byte); no line diff is given.
-        patch: A unified diff for text (None for binary, mode-only changes, files over 1 MiB,
-            or when patches were not asked for).
-        added_lines, removed_lines: Lines added and removed by ``patch``.
-    """
-
-    path: str
-    kind: str
-    old_mode: int | None = None
-    new_mode: int | None = None
-    old_id: str | None = None
-    new_id: str | None = None
-    binary: bool = False
-    patch: str | None = None
-    added_lines: int = 0
-    removed_lines: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in ('old_mode', 'new_mode'):
-            if out[key] is not None:
-                out[key] = f'{out[key]:06o}'
-        return out
-
-
-@dataclass(frozen=True)
-class Diff:
-    """The changes from one state to another, sorted by path.
-
-    Attributes:
-        from_id: The older checkpoint.
-        to_id: The newer checkpoint, or None for the desk as it is now.
-        changes: One entry per changed file.
-    """
-
-    from_id: str
-    to_id: str | None
-    changes: tuple[FileChange, ...]
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return tuple(change.path for change in self.changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            'from': self.from_id,
-            'to': self.to_id,
-            'changes': [change.to_dict() for change in self.changes],
-        }
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One checkpoint in a log and the files that differ from the checkpoint before it.
-
-    Attributes:
-        checkpoint: The checkpoint (id, time, reason and metadata).
-        changed: Paths whose content differs from the previous checkpoint (for the first
-            checkpoint: every file it holds), sorted.
-        action: What made it when the library made it: ``restore``, ``undo``, ``redo`` or
-            ``before-restore``/``before-undo``/``before-redo`` (None for ordinary snapshots).
-    """
-
-    checkpoint: Checkpoint
-    changed: tuple[str, ...]
-    action: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        c = self.checkpoint
-        return {
-            'id': c.checkpoint_id,
-            'created_at': c.created_at,
-            'reason': c.reason,
-            'tool': c.tool,
-            'paths': list(c.paths),
-            'turn': c.turn,
-            'action': self.action,
-            'changed': list(self.changed),
-        }
-
-
 # -- paths ---------------------------------------------------------------------------------
-
-
-class BadPathError(CheckpointError):
-    """A path given by a caller is unsafe or lies outside the tracked paths."""
-
-    def __init__(self, message: str, path: str) -> None:
-        super().__init__(message)
-        self.path = path
 
 
 def normalize_path(raw: str, allowlist: Allowlist) -> str:
@@ -161,34 +60,6 @@ def under(path: str, selection: Iterable[str]) -> bool:
 
 
 # -- reading states ------------------------------------------------------------------------
-
-
-def desk_tree_id(scan: Scan, cache: StatCache) -> bytes:
-    """The root tree id the desk would have as a snapshot (computed, nothing written)."""
-    removed = set(cache.files) - set(scan.files)
-    trees, _ = build_trees(scan.files, dirty_folders(scan.changed, removed), cache.trees)
-    return trees['']
-
-
-def desk_reader(desk: Path, scan: Scan, repo: ShadowRepo | None) -> Reader:
-    """Reads a desk file's bytes: from the scan's fresh blobs, the repository, or the disk."""
-
-    def read(path: str, sha: bytes) -> bytes:
-        blob = scan.new_blobs.get(sha)
-        if blob is not None:
-            return blob.as_raw_string()
-        if repo is not None and repo.contains(sha):
-            return repo.read_blob(sha)
-        full = os.path.join(os.fspath(desk), path)
-        try:
-            if os.path.islink(full):
-                return os.fsencode(os.readlink(full))
-            with open(full, 'rb') as handle:
-                return handle.read()
-        except OSError as error:
-            raise CheckpointError(f'cannot read {full}: {error.strerror}') from error
-
-    return read
 
 
 def repo_reader(repo: ShadowRepo) -> Reader:
@@ -328,3 +199,97 @@ def show_file(files: dict[str, FileEntry], path: str, label: str) -> FileEntry:
     if any(name.startswith(path + '/') for name in files):
         raise CheckpointError(f'{path!r} is a folder in checkpoint {label}, not a file')
     raise CheckpointError(f'checkpoint {label} holds no file {path!r}')
+
+
+# -- the read verbs ------------------------------------------------------------------------
+
+
+def diff(
+    session: Session,
+    from_id: str,
+    to_id: str | None,
+    *,
+    patches: bool = True,
+    paths: Sequence[str] | None = None,
+) -> Diff:
+    """The changes from one checkpoint to another, or to the desk (see ``Checkpoints.diff``)."""
+    repo = session.repo
+    allowlist = session.allowlist
+    if isinstance(paths, str):
+        paths = (paths,)
+    only = tuple(normalize_path(path, allowlist) for path in paths) if paths else None
+    old_sha = repo.resolve(from_id)
+    old, _ = session.flatten(repo.commit_info(old_sha).tree)
+    read_old = repo_reader(repo)
+    if to_id is None:
+        result, _ = session.scan()
+        new, read_new = result.files, _desk_reader(session, result)
+        new_label = None
+    else:
+        new_sha = repo.resolve(to_id)
+        new, _ = session.flatten(repo.commit_info(new_sha).tree)
+        read_new, new_label = read_old, new_sha.decode()[:SHORT_ID_LENGTH]
+    changes = compare(old, new, read_old if patches else None, read_new if patches else None, only)
+    return Diff(old_sha.decode()[:SHORT_ID_LENGTH], new_label, changes)
+
+
+def _desk_reader(session: Session, result: Scan) -> Reader:
+    """A desk file's bytes: fresh from the scan, else from the repository, else the desk."""
+    from_desk = session.desk.reader(result)
+    repo = session.repo
+
+    def read(path: str, sha: bytes) -> bytes:
+        if sha not in result.new_blobs and repo.contains(sha):
+            return repo.read_blob(sha)
+        return from_desk(path, sha)
+
+    return read
+
+
+def show(session: Session, checkpoint_id: str, path: str) -> bytes:
+    """A file's bytes at a checkpoint (a symlink's target for a symlink)."""
+    repo = session.repo
+    sha = repo.resolve(checkpoint_id)
+    wanted = normalize_path(path, session.allowlist)
+    files, _ = session.flatten(repo.commit_info(sha).tree)
+    _, blob = show_file(files, wanted, checkpoint_id.strip())
+    return repo.read_blob(blob)
+
+
+def log(session: Session, path: str | None, limit: int) -> list[LogEntry]:
+    """Checkpoints newest first with the files each changed (see ``Checkpoints.log``)."""
+    repo = session.repo
+    wanted = normalize_path(path, session.allowlist) if path else None
+    entries: list[LogEntry] = []
+    for info in repo.history():
+        if len(entries) >= limit:
+            break
+        parent = info.parents[0] if info.parents else None
+        parent_tree = (
+            repo.commit_info(parent).tree if parent is not None and repo.contains(parent) else None
+        )
+        changed = changed_paths(repo, parent_tree, info.tree)
+        if wanted is not None:
+            changed = [p for p in changed if under(p, (wanted,))]
+            if not changed:
+                continue
+        entries.append(LogEntry(checkpoint_from(info), tuple(changed), undo.action_of(info)))
+    return entries
+
+
+def status(session: Session) -> Status:
+    """The desk compared with its newest checkpoint, and which changes were external."""
+    from . import external
+
+    repo = session.repo
+    result, cache = session.scan()
+    head = repo.head()
+    skipped = tuple(result.skipped)
+    if head is None:
+        return Status(None, compare({}, result.files), (), external.NONE, skipped)
+    newest, _ = session.flatten(repo.commit_info(head).tree)
+    changes = compare(newest, result.files)
+    attribution = external.attribute(session, result.files, session.known_tree(result, cache))
+    return Status(
+        head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis, skipped
+    )

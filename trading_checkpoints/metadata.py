@@ -57,3 +57,21 @@ def parse(message: str) -> Metadata:
         elif trailer.key == TURN:
             turn = trailer.value
     return Metadata(tool=tool, paths=tuple(paths), turn=turn)
+
+
+ACTION = 'Checkpoint-Action'
+
+
+def trailer_values(message: str) -> dict[str, list[str]]:
+    """The trailers of a commit message, by key."""
+    _, found = parse_trailers(message.encode('utf-8', 'surrogateescape'))
+    out: dict[str, list[str]] = {}
+    for trailer in found:
+        out.setdefault(trailer.key, []).append(trailer.value)
+    return out
+
+
+def action_of(message: str) -> str | None:
+    """What made a commit when the library did (``restore``, ``before-undo``, ...), or None."""
+    values = trailer_values(message).get(ACTION)
+    return values[-1] if values else None

@@ -28,9 +28,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from dulwich.config import ConfigFile
 
+from . import engine, journal
+from .commitinfo import SHORT_ID_LENGTH
 from .durability import write_atomically
 from .errors import CheckpointError, CorruptRepositoryError
-from .repo import BRANCH, SHORT_ID_LENGTH, ShadowRepo, _config_bytes
+from .repo import BRANCH, PRIVATE_DIR, ShadowRepo, _config_bytes, is_initialized
+from .session import DeskConfig, Session
 
 ZERO = b'0' * 40
 USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
@@ -342,7 +345,7 @@ def _progress_text(progress: Progress | None) -> Callable[..., None] | None:
 # -- push ----------------------------------------------------------------------------------
 
 
-def push(checkpoints, name: str | None, progress: Progress | None = None) -> TransferResult:
+def push(config: DeskConfig, name: str | None, progress: Progress | None = None) -> TransferResult:
     """Pushes ``main`` to the remote's ``main``, fast-forward only.
 
     The desk's lock is held only while reading the repository: the remote's refs are asked
@@ -352,25 +355,26 @@ def push(checkpoints, name: str | None, progress: Progress | None = None) -> Tra
     """
     from .storage import read_shallow
 
-    remote = get_remote(checkpoints.repository_directory, name)
+    remote = get_remote(config.repository, name)
     client, path = _client_for(remote.url)
     if client is None:
-        with checkpoints._locked() as repo:
-            head = _head_to_push(repo)
-            return _push_local(repo, remote, head, progress)
+        with engine.locked(config) as session:
+            head = _head_to_push(session.repo)
+            return _push_local(session.repo, remote, head, progress)
     try:
         remote_head = _remote_refs(client, path).get(BRANCH)
     except CheckpointError:
         raise
     except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
         raise _transport_error(error, remote, 'push to') from error
-    with checkpoints._locked() as repo:
+    with engine.locked(config) as session:
+        repo = session.repo
         head = _head_to_push(repo)
         _check_push(repo, remote, head, remote_head, local=False)
         if remote_head == head:
             return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
         have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
-        count, records = repo._repo.object_store.generate_pack_data(
+        count, records = repo.dulwich_repo.object_store.generate_pack_data(
             have,
             {head},
             shallow=read_shallow(repo.path),
@@ -476,7 +480,7 @@ def _push_local(
         if remote_head == head:
             return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
         _check_push(repo, remote, head, remote_head, local=True)
-        _copy_objects(repo._repo, repo.path, target, head, progress)
+        _copy_objects(repo.dulwich_repo, repo.path, target, head, progress)
         marked = repair_shallow(target, _local_path(remote.url), head)
         if remote_head is None:
             done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
@@ -510,7 +514,9 @@ def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = Non
         try:
             remote_head = source.refs.read_ref(BRANCH)
             if remote_head is not None and not repo.contains(remote_head):
-                _copy_objects(source, _local_path(remote.url), repo._repo, remote_head, progress)
+                _copy_objects(
+                    source, _local_path(remote.url), repo.dulwich_repo, remote_head, progress
+                )
         finally:
             source.close()
         return remote_head
@@ -526,7 +532,7 @@ def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = Non
     try:
         client.fetch(
             path.encode(),
-            _QuietShallow(repo._repo, repo.path),
+            _QuietShallow(repo.dulwich_repo, repo.path),
             determine_wants=determine_wants,
             progress=_progress_bytes(progress),
         )
@@ -576,7 +582,7 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
         raise CheckpointError(f'the remote {remote.name} ({remote.display_url}) has no checkpoints')
     if remote_head == head:
         return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
-    marked = repair_shallow(repo._repo, repo.path, remote_head)
+    marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
     if head is not None:
         incoming = _walk_to(repo, remote_head, head)
         if not incoming:
@@ -619,23 +625,26 @@ def _walk_to(repo: ShadowRepo, start: bytes, goal: bytes) -> bool:
 # -- clone ---------------------------------------------------------------------------------
 
 
+CLONING = 'cloning'  # in the private folder while a clone is unfinished
+
+
 def clone(
-    checkpoints,
+    config: DeskConfig,
     url: str,
     *,
     name: str = 'origin',
     restore: bool = True,
     progress: Progress | None = None,
 ):  # -> (TransferResult, restored paths or None)
-    """Brings a remote's checkpoints into a new repository for ``checkpoints``' desk.
+    """Brings a remote's checkpoints into a new repository for a desk.
 
-    The repository must not exist yet (or be empty). When ``restore`` is true and the desk
-    has no tracked files, the newest checkpoint is written into it, without adding commits.
+    The repository must not exist yet (or be empty, or be an unfinished clone, which is
+    resumed). When ``restore`` is true and the desk has no tracked files, the newest checkpoint
+    is written into it through the restore pipeline, without adding commits.
     """
-    from .repo import is_initialized
-
-    repository = Path(checkpoints.repository_directory)
-    if is_initialized(repository):
+    repository = Path(config.repository)
+    marker = repository / PRIVATE_DIR / CLONING
+    if is_initialized(repository) and not marker.exists():
         raise CheckpointError(
             f'the desk already has a checkpoint repository ({repository}); clone onto a new '
             'desk, or add the URL as a remote and pull'
@@ -645,26 +654,28 @@ def clone(
     _client_for(remote.url)
     created = not repository.exists()
     try:
-        with checkpoints._locked() as repo:
+        with engine.locked(config) as session:
+            repo = session.repo
+            write_atomically(marker, b'')
             remote_head = fetch_head(repo, remote, progress)
             if remote_head is None:
                 raise CheckpointError(
                     f'the remote {remote.display_url} has no checkpoints (no branch main)'
                 )
-            marked = repair_shallow(repo._repo, repo.path, remote_head)
-            repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
-            add_remote(repo.path, name, remote.url)
+            marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
+            head = repo.head()
+            if head is None:
+                repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
+            if not any(r.name == name for r in list_remotes(repo.path)):
+                add_remote(repo.path, name, remote.url)
             written = None
             if restore:
-                try:
-                    written = _checkout_into_empty_desk(checkpoints, repo)
-                except CorruptRepositoryError as error:
-                    raise CorruptRepositoryError(
-                        f'{error}; if the desk was created with other tracked paths, clone '
-                        'with them (`clone --track PATH ...` or tracked_paths=...)'
-                    ) from error
+                written = _first_checkout(session)
+            marker.unlink()
     except BaseException:
-        if created:
+        # Removed unless the desk was being written: then its journal lets a new clone (or
+        # any command) finish the checkout.
+        if created and not journal.pending(repository):
             import shutil
 
             shutil.rmtree(repository, ignore_errors=True)
@@ -680,22 +691,23 @@ def clone(
     return result, written
 
 
-def _checkout_into_empty_desk(checkpoints, repo: ShadowRepo) -> tuple[str, ...] | None:
+def _first_checkout(session: Session) -> tuple[str, ...] | None:
     """Writes the newest checkpoint into a desk with no tracked files; None if it has some."""
-    from . import worktree
+    from .restore import Request, run
 
-    head = repo.head()
+    head = session.repo.head()
     assert head is not None
-    allowlist = checkpoints._allowlist(repo)
-    target, target_trees = repo.flatten_tree(repo.commit_info(head).tree, allowlist)
-    desk = Path(checkpoints.desk_directory)
-    desk.mkdir(parents=True, exist_ok=True)
-    cache = checkpoints._load_cache(repo, allowlist)
-    scan = worktree.scan(desk, allowlist, cache)
-    if scan.files:
+    config = session.config
+    config.desk.mkdir(parents=True, exist_ok=True)
+    result, _ = session.scan()
+    if result.files:
         return None
-    the_plan = worktree.plan(scan.files, target)
-    worktree.check_plan(desk, allowlist, the_plan, scan.files)
-    written = worktree.apply(desk, allowlist, the_plan, target, repo.read_blob)
-    checkpoints._save_after_restore(repo, cache, scan, target, target_trees, written, head)
-    return tuple(the_plan.write)
+    request = Request(head, head.decode()[:SHORT_ID_LENGTH], record_before=False)
+    try:
+        outcome = run(session, request)
+    except CorruptRepositoryError as error:
+        raise CorruptRepositoryError(
+            f'{error}; if the desk was created with other tracked paths, clone '
+            'with them (`clone --track PATH ...` or tracked_paths=...)'
+        ) from error
+    return outcome.result.written

@@ -14,7 +14,6 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,10 +28,12 @@ from dulwich.errors import (
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
+from .commitinfo import CommitInfo
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
+from .trees import BLOB_MODES, TREE_MODE
 
 if TYPE_CHECKING:
     from dulwich.config import ConfigFile
@@ -40,14 +41,8 @@ if TYPE_CHECKING:
 
 BRANCH = b'refs/heads/main'
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
-SHORT_ID_LENGTH = 7
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
 
-FILE_MODE = 0o100644
-EXECUTABLE_MODE = 0o100755
-SYMLINK_MODE = 0o120000
-TREE_MODE = 0o040000
-BLOB_MODES = frozenset({FILE_MODE, EXECUTABLE_MODE, SYMLINK_MODE})
 
 # Past this many new objects, one pack beats thousands of loose files.
 PACK_THRESHOLD = 64
@@ -71,25 +66,6 @@ _DAMAGE: tuple[type[BaseException], ...] = (
     ApplyDeltaError,
     WrongObjectException,
 )
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """What the library needs of one commit."""
-
-    sha: str
-    tree: bytes
-    parents: tuple[bytes, ...]
-    created_at: str
-    message: str
-
-    @property
-    def short_id(self) -> str:
-        return self.sha[:SHORT_ID_LENGTH]
-
-    @property
-    def subject(self) -> str:
-        return self.message.split('\n', 1)[0].strip()
 
 
 def _local_offset_seconds(now: float) -> int:
@@ -156,6 +132,11 @@ class ShadowRepo:
                     f'cannot open the checkpoint repository {self.path}: {error}'
                 ) from error
         return self._dulwich
+
+    @property
+    def dulwich_repo(self) -> Repo:
+        """dulwich's repository object, for the store's own modules (packing, transfers)."""
+        return self._repo
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -508,11 +489,17 @@ class ShadowRepo:
         return self._read(sha, Tree)
 
     def flatten_tree(
-        self, tree_sha: bytes, allowlist: Allowlist
+        self,
+        tree_sha: bytes,
+        allowlist: Allowlist,
+        skipped: list[tuple[str, str]] | None = None,
     ) -> tuple[dict[str, tuple[int, bytes]], dict[str, bytes]]:
         """Every file of a tree as ``path -> (mode, blob sha)``, refusing unsafe entries.
 
-        Also returns the tree id of every folder (``''`` for the root).
+        Also returns the tree id of every folder (``''`` for the root). An entry whose name is
+        not valid UTF-8 (written by an older version or another tool) is left out and, when
+        ``skipped`` is given, listed there with why: it can neither be matched against the desk
+        nor written back under the name it has.
         """
         files: dict[str, tuple[int, bytes]] = {}
         folders: dict[str, bytes] = {}
@@ -530,10 +517,11 @@ class ShadowRepo:
                 seen.add(name)
                 try:
                     text = name.decode('utf-8')
-                except UnicodeDecodeError as error:
-                    raise CorruptRepositoryError(
-                        f'the checkpoint holds a name that is not UTF-8 under {prefix!r}'
-                    ) from error
+                except UnicodeDecodeError:
+                    if skipped is not None:
+                        shown = prefix + name.decode('utf-8', 'backslashreplace')
+                        skipped.append((shown, 'its name is not valid UTF-8'))
+                    continue
                 path = prefix + text
                 if '/' in text:
                     raise CorruptRepositoryError(

@@ -21,14 +21,16 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from . import storage
+from .commitinfo import SHORT_ID_LENGTH, CommitInfo
 from .durability import write_atomically
 from .errors import CheckpointError
-from .repo import PRIVATE_DIR, SHORT_ID_LENGTH, CommitInfo, ShadowRepo
+from .repo import PRIVATE_DIR, ShadowRepo
+from .results import PruneResult
 
 ZERO = b'0' * 40
 RESTORED_PREFIX = 'restored '
@@ -38,23 +40,6 @@ JOURNAL_GLOB = 'restore-journal*'
 CONFIG_KEEP = b'keep'
 CONFIG_OLDER_THAN = b'retention'
 CONFIG_MAX_SIZE = b'maxsize'
-
-
-@dataclass(frozen=True)
-class PruneResult:
-    """What a prune did (or, with ``dry_run``, would do)."""
-
-    checkpoints_before: int
-    checkpoints_after: int
-    bytes_before: int
-    bytes_after: int
-    pruned: tuple[str, ...] = field(default=())
-    oldest_kept: str | None = None
-    dry_run: bool = False
-
-    @property
-    def pruned_count(self) -> int:
-        return self.checkpoints_before - self.checkpoints_after
 
 
 # -- parsing limits ------------------------------------------------------------------------
@@ -170,6 +155,22 @@ def _loose_size(repository: Path, sha: bytes) -> int:
 
 
 # -- pruning -------------------------------------------------------------------------------
+
+
+def prune_or_compact(
+    repo: ShadowRepo,
+    *,
+    keep: int | None = None,
+    older_than: float | str | None = None,
+    max_bytes: int | str | None = None,
+    dry_run: bool = False,
+) -> PruneResult:
+    """Prunes to the limits given; with none, only compacts the storage into one pack."""
+    if keep is None and older_than is None and max_bytes is None and not dry_run:
+        before = len(list(repo.history()))
+        stats = storage.consolidate(repo)
+        return PruneResult(before, before, stats.bytes_before, stats.bytes_after)
+    return prune(repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run)
 
 
 def prune(

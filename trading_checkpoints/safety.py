@@ -14,11 +14,11 @@ import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .errors import CheckpointError, CorruptRepositoryError
+from .errors import CheckpointError, CorruptRepositoryError, DeskChangedError
 from .statcache import stat_key
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .worktree import Scan
+    from .scan import Scan
 
 # Files larger than this are left out of snapshots (and reported) unless configured otherwise.
 DEFAULT_MAX_FILE_SIZE = 100 * 1024 * 1024
@@ -53,17 +53,6 @@ def check_max_file_size(value: object) -> int:
             f'max_file_size must be a whole number of bytes (0 for no limit), not {value!r}'
         )
     return value
-
-
-def refuse_skipped_in_the_way(planned: list[str], skipped: list[tuple[str, str]]) -> None:
-    """Refuses a restore that would overwrite a file the snapshot had to leave out."""
-    left_out = dict(skipped)
-    for path in planned:
-        if path in left_out:
-            raise CheckpointError(
-                f'cannot restore {path}: the file in the desk was left out of the snapshot '
-                f'({left_out[path]}), so overwriting it would lose it; move it away first'
-            )
 
 
 def vet_blobs(
@@ -106,52 +95,21 @@ def vet_blobs(
     return read
 
 
-def folder_identity(path: os.PathLike[str] | str) -> tuple[int, int] | None:
-    """The device and inode of a folder, or None when it is not there."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
+def unchanged_since(scan: Scan) -> Callable[[str, os.stat_result | None], None]:
+    """A guard for a checkout: refuses to clobber a file written after the scan.
 
-
-def check_desk_held_still(desk: os.PathLike[str] | str, before: tuple[int, int] | None) -> None:
-    """Refuses to commit a scan of a desk that vanished or was replaced while it was read."""
-    if before is None or folder_identity(desk) != before:
-        raise CheckpointError(
-            f'the desk folder {os.fspath(desk)} vanished or was replaced while it was being '
-            'read; nothing was recorded'
-        )
-
-
-class DeskChangedError(CheckpointError):
-    """A file a restore was about to replace or delete changed after the restore read it."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(f'{path} changed while it was being restored')
-        self.path = path
-
-
-def unchanged_since(scan: Scan) -> Callable[[str, str], None]:
-    """A guard for ``worktree.apply``: refuses to clobber a file written after the scan.
-
-    A tracked file whose stat differs from the one the scan hashed, or a file that appeared
-    where the scan saw nothing, was written by someone else during the restore; replacing it
-    would lose those bytes. The restore then saves the desk as found before finishing.
+    Called with the entry's ``lstat`` just before it is replaced or deleted. A tracked file
+    whose stat differs from the one the scan hashed, or a file that appeared where the scan
+    saw nothing, was written by someone else during the restore; replacing it would lose those
+    bytes. The restore then saves the desk as found before finishing.
     """
-    keys, files = scan.keys, scan.files
+    keys = scan.keys
 
-    def check(path: str, full: str) -> None:
-        try:
-            st = os.lstat(full)
-        except OSError:
-            return  # absent (or unreachable): nothing there to lose
-        if stat.S_ISDIR(st.st_mode):
-            return  # folders in the way were vetted by check_plan
-        if path not in files:
-            raise DeskChangedError(path)
+    def check(path: str, st: os.stat_result | None) -> None:
+        if st is None or stat.S_ISDIR(st.st_mode):
+            return  # nothing there to lose, or a folder in the way (vetted by check_plan)
         key = keys.get(path)
-        if key is not None and stat_key(st) != key:
+        if key is None or stat_key(st) != key:
             raise DeskChangedError(path)
 
     return check

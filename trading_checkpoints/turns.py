@@ -18,7 +18,6 @@ given the turn explicitly (``guard(..., turn=turn)``) or be run with
 
 from __future__ import annotations
 
-import inspect
 import os
 import secrets
 import threading
@@ -27,15 +26,34 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from . import metadata
+from . import engine, metadata
+from .commitinfo import SHORT_ID_LENGTH
 from .errors import CheckpointError, UnknownCheckpointError
-from .repo import SHORT_ID_LENGTH, ShadowRepo
+from .repo import ShadowRepo
+from .results import Checkpoint, TurnInfo, checkpoint_from
+from .session import DeskConfig
 
-if TYPE_CHECKING:
-    from .checkpoints import Checkpoint, Checkpoints, RestoreResult
+
+class CheckpointsLike(Protocol):
+    """What a turn needs of the desk it belongs to (``trading_checkpoints.Checkpoints``)."""
+
+    repository_directory: Path
+    desk_directory: Path
+    desk_config: DeskConfig
+
+    def snapshot(
+        self,
+        reason: str,
+        *,
+        tool: str | None = ...,
+        paths: Sequence[str] | None = ...,
+        turn: str | None = ...,
+    ) -> str | None: ...
+
 
 _LABEL_PREFIX = 'Turn label: '
 _MAX_LABEL = 200
@@ -46,7 +64,7 @@ _ACTIVE: ContextVar[Mapping[str, Turn]] = ContextVar(
 )
 
 
-def _key(checkpoints: Checkpoints) -> str:
+def _key(checkpoints: CheckpointsLike) -> str:
     return os.path.realpath(checkpoints.repository_directory)
 
 
@@ -73,7 +91,7 @@ class Turn:
         checkpoint_ids: The checkpoints taken in this turn so far, oldest first.
     """
 
-    checkpoints: Checkpoints
+    checkpoints: CheckpointsLike
     turn_id: str
     label: str
     checkpoint_ids: list[str] = field(default_factory=list)
@@ -129,9 +147,11 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
     if new_id is not None:
         return new_id
     message = metadata.compose(body, tool, paths, turn.turn_id)
-    with cps._locked() as repo:
-        sha = cps._snapshot(repo, message)  # a change that slipped in meanwhile is the pre-image
+    with engine.locked(cps.desk_config) as session:
+        # A change that slipped in meanwhile is the pre-image.
+        sha, _ = session.snapshot(message)
         if sha is None:
+            repo = session.repo
             head = repo.head()
             assert head is not None  # an unchanged snapshot implies an existing checkpoint
             commit = repo.make_commit(repo.commit_info(head).tree, head, message)
@@ -151,7 +171,7 @@ def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
 
 
 def snapshot_in_turn(
-    checkpoints: Checkpoints,
+    checkpoints: CheckpointsLike,
     turn_id: str,
     reason: str,
     *,
@@ -182,14 +202,14 @@ def snapshot_in_turn(
     return turn.snapshot(reason, tool=tool, paths=paths)
 
 
-def current(checkpoints: Checkpoints) -> Turn | None:
+def current(checkpoints: CheckpointsLike) -> Turn | None:
     """The turn open on this desk in the current thread or task, if any."""
     return _ACTIVE.get().get(_key(checkpoints))
 
 
 @contextmanager
 def open_turn(
-    checkpoints: Checkpoints, label: str = '', message_id: str | None = None
+    checkpoints: CheckpointsLike, label: str = '', message_id: str | None = None
 ) -> Iterator[Turn]:
     """Opens a turn on a desk for the duration of a ``with`` block (see the module docs)."""
     if not isinstance(label, str):
@@ -214,36 +234,10 @@ def open_turn(
             _ACTIVE.set({k: v for k, v in _ACTIVE.get().items() if v is not turn})
 
 
-@dataclass(frozen=True)
-class TurnInfo:
-    """One turn as recorded in the repository.
-
-    Attributes:
-        turn_id: The turn's id.
-        label: What the turn was about, as given when it was opened ('' when none).
-        checkpoints: Its checkpoints, newest first (like :meth:`Checkpoints.list`).
-    """
-
-    turn_id: str
-    label: str
-    checkpoints: tuple[Checkpoint, ...]
-
-    @property
-    def first(self) -> Checkpoint:
-        """The turn's first checkpoint: the desk as it was before the turn wrote anything."""
-        return self.checkpoints[-1]
-
-    @property
-    def started_at(self) -> str:
-        return self.first.created_at
-
-
-def turns(checkpoints: Checkpoints, limit: int | None = 20) -> list[TurnInfo]:
+def turns(checkpoints: CheckpointsLike, limit: int | None = 20) -> list[TurnInfo]:
     """The turns recorded in a desk's repository, newest first, each with its checkpoints."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
-    from .checkpoints import _checkpoint
-
     order: list[str] = []
     grouped: dict[str, list[Checkpoint]] = {}
     labels: dict[str, str] = {}
@@ -252,7 +246,7 @@ def turns(checkpoints: Checkpoints, limit: int | None = 20) -> list[TurnInfo]:
         return []
     try:
         for info in repo.history():
-            item = _checkpoint(info)
+            item = checkpoint_from(info)
             if item.turn is None:
                 continue
             if item.turn not in grouped:
@@ -275,7 +269,7 @@ def _label_of(message: str) -> str | None:
     return None
 
 
-def first_checkpoint(checkpoints: Checkpoints, turn_id: str) -> str:
+def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
     """The id of a turn's first checkpoint (its pre-image)."""
     if not isinstance(turn_id, str) or not turn_id.strip():
         raise CheckpointError(f'a turn id must be a non-empty string, not {turn_id!r}')
@@ -296,26 +290,3 @@ def first_checkpoint(checkpoints: Checkpoints, turn_id: str) -> str:
             '(`checkpoints turns` lists them)'
         )
     return found
-
-
-def restore_turn(checkpoints: Checkpoints, turn_id: str, dry_run: bool = False) -> RestoreResult:
-    """Puts the desk back as it was before a turn began (restores its first checkpoint).
-
-    Like every restore, it snapshots the current state first, so it can be undone with
-    ``restore(result.before_id)``; later turns' changes are rewound too. ``dry_run`` changes
-    nothing and says what would be written and deleted (with a library whose
-    ``restore_with_result`` takes ``dry_run``).
-    """
-    target = first_checkpoint(checkpoints, turn_id)
-    if not dry_run:
-        return checkpoints.restore_with_result(target)
-    restore = checkpoints.restore_with_result
-    try:
-        parameters = inspect.signature(restore).parameters
-    except (TypeError, ValueError):  # pragma: no cover - a plain method always has one
-        parameters = {}  # type: ignore[assignment]
-    if 'dry_run' not in parameters:
-        raise CheckpointError(
-            'a dry run of a restore is not available in this version of trading_checkpoints'
-        )
-    return restore(target, dry_run=True)  # type: ignore[call-arg]

@@ -37,19 +37,18 @@ from collections.abc import Iterable
 
 from dulwich.trailers import Trailer, format_trailers, parse_trailers
 
-from .errors import CheckpointError
-from .repo import CommitInfo, ShadowRepo
+from .commitinfo import CommitInfo
+from .errors import CheckpointError, NothingToUndoError
+from .metadata import ACTION
+from .repo import ShadowRepo
 
-ACTION = 'Checkpoint-Action'
 TARGET = 'Checkpoint-Target'
 UNDO_OF = 'Checkpoint-Undo-Of'
 REDO_OF = 'Checkpoint-Redo-Of'
 
 RESTORE, UNDO, REDO = 'restore', 'undo', 'redo'
 
-
-class NothingToUndoError(CheckpointError):
-    """There is no earlier checkpoint to go back to, or no undo to reverse."""
+__all__ = ['ACTION', 'NothingToUndoError']
 
 
 def trailers(message: str) -> dict[str, list[str]]:

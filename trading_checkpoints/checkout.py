@@ -1,0 +1,334 @@
+"""Making a desk's tracked files match a planned state: the plan, its checks, the writes.
+
+Every write and delete goes through :class:`~trading_checkpoints.deskio.DeskFolders`: a folder
+swapped for a symlink is refused, never written through, and nothing is created outside a
+folder that was opened as a real folder of the desk.
+
+Every file is written whole to a temporary file inside its folder (through the folder's
+descriptor), flushed, and renamed over the old entry, so a reader never sees half a file and a
+crash leaves each path either as it was or as restored; the restore's intent record lets the
+next operation finish the rest (see ``recovery.py``). Rewriting files in place was measured
+(``benchmarks/README.md``) and saves too little to give that up.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .deskio import CREATE_FLAGS, DeskFolders
+from .durability import fsync_fds
+from .errors import CheckpointError
+from .paths import Allowlist
+from .statcache import StatKey, stat_key
+from .trees import EXECUTABLE_MODE, SYMLINK_MODE, FileEntry, folders_of
+
+Guard = Callable[[str, 'os.stat_result | None'], None]
+_BATCH = 128  # written files held open at once, to be flushed together
+
+
+@dataclass
+class Plan:
+    """What a restore changes in the desk.
+
+    Attributes:
+        write: Paths created or overwritten, sorted.
+        delete: Paths removed, sorted.
+        kept: ``(path, why)`` for paths left as they are although the target differs.
+    """
+
+    write: list[str]
+    delete: list[str]
+    kept: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.write and not self.delete
+
+
+def plan(current: dict[str, FileEntry], target: dict[str, FileEntry]) -> Plan:
+    write = sorted(path for path, entry in target.items() if current.get(path) != entry)
+    delete = sorted(path for path in current if path not in target)
+    return Plan(write=write, delete=delete)
+
+
+def check_plan(folders: DeskFolders, the_plan: Plan, current: dict[str, FileEntry]) -> None:
+    """Refuses, before anything is written, a plan that would need to touch untracked files."""
+    deleting = set(the_plan.delete)
+    checked: set[str] = set()
+    for path in the_plan.write:
+        replaced = False  # a tracked file or link above the path is removed: nothing below it
+        for folder in reversed(folders_of(path)[:-1]):
+            if folder in checked:
+                continue
+            st = folders.lstat(folder)
+            if st is None:
+                break  # absent: created by the restore
+            if stat.S_ISDIR(st.st_mode):
+                checked.add(folder)
+                continue
+            if folder not in deleting:
+                raise CheckpointError(
+                    f'cannot restore {path}: {folders.full(folder)} is in the way and is not '
+                    'tracked (it is a file or a symlink, and restoring never writes through one)'
+                )
+            replaced = True
+            break
+        if replaced:
+            continue
+        st = folders.lstat(path)
+        if st is None:
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            leftover = untracked_below(folders, path, deleting)
+            if leftover:
+                raise CheckpointError(
+                    f'cannot restore {path}: the folder {folders.full(path)} holds {leftover}, '
+                    'which is not tracked and would be lost'
+                )
+        elif path not in current:
+            raise CheckpointError(
+                f'cannot restore {path}: {folders.full(path)} exists but is not tracked '
+                '(not a regular file or symlink, or left out of snapshots), and would be lost'
+            )
+
+
+def untracked_below(folders: DeskFolders, top: str, deleting: set[str]) -> str | None:
+    """The first entry under folder ``top`` that the plan does not delete, or None."""
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        listing = folders.listing(folder)
+        if listing is None:
+            return folder  # swapped for something else meanwhile: not ours to remove
+        for name, st in listing:
+            rel = f'{folder}/{name}'
+            if stat.S_ISDIR(st.st_mode):
+                pending.append(rel)
+            elif rel not in deleting:
+                return rel
+    return None
+
+
+def apply(
+    folders: DeskFolders,
+    allowlist: Allowlist,
+    the_plan: Plan,
+    target: dict[str, FileEntry],
+    read_blob: Callable[[bytes], bytes],
+    *,
+    durable: bool = True,
+    guard: Guard | None = None,
+) -> dict[str, StatKey]:
+    """Makes the desk match ``target`` for the planned paths; returns the stat of what it wrote.
+
+    Every file is written to a temporary file in its folder and renamed into place, so no
+    reader (and no crash) ever sees half a file. ``guard(path, lstat or None)`` is called just
+    before an entry is deleted or replaced and may raise to stop (it checks the entry still is
+    what the plan was made from). With ``durable``, each file is flushed before its rename and
+    every folder whose entries changed is flushed before this returns.
+    """
+    touched: set[str] = set()  # folders whose entries changed
+    _delete(folders, allowlist, the_plan.delete, guard, touched)
+    written: dict[str, StatKey] = {}
+    batch: list[_Pending] = []
+    try:
+        for path in the_plan.write:
+            mode, sha = target[path]
+            parent, _, name = path.rpartition('/')
+            fd = folders.folder(parent, create=True)
+            assert fd is not None  # create=True raises instead
+            batch.append(_write_temporary(folders, fd, path, name, mode, read_blob(sha)))
+            touched.add(parent)
+            if len(batch) >= _BATCH:
+                _finish_batch(folders, batch, durable, guard, written)
+        _finish_batch(folders, batch, durable, guard, written)
+    finally:
+        for pending in batch:  # only after an error: what was not renamed is removed
+            pending.discard()
+    touched.update(folder.rpartition('/')[0] for folder in folders.created)
+    touched.update(folders.created)
+    moved = [folder for folder in sorted(touched) if not folders.still_in_place(folder)]
+    if moved:
+        raise CheckpointError(
+            f'the folder {folders.full(moved[0])} was moved away while it was being restored'
+        )
+    if durable:
+        _flush_folders(folders, touched)
+    return written
+
+
+def temporary_name(name: str, pid: int | None = None) -> str:
+    """The temporary file a restore writes in a file's folder before renaming it into place."""
+    return f'.{name}.checkpoint-{os.getpid() if pid is None else pid}.tmp'
+
+
+class _Pending:
+    """A written temporary file waiting to be renamed into place (its folder held open)."""
+
+    def __init__(self, path: str, folder_fd: int, name: str, fd: int) -> None:
+        self.path, self.folder_fd, self.name, self.fd = path, folder_fd, name, fd
+
+    def close_file(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def discard(self) -> None:
+        self.close_file()
+        if self.folder_fd >= 0:
+            try:
+                os.unlink(temporary_name(self.name), dir_fd=self.folder_fd)
+            except OSError:
+                pass
+            os.close(self.folder_fd)
+            self.folder_fd = -1
+
+
+def _write_temporary(
+    folders: DeskFolders, folder_fd: int, path: str, name: str, mode: int, data: bytes
+) -> _Pending:
+    """Writes the temporary file of ``path`` inside its (already opened) folder."""
+    temporary = temporary_name(name)
+    held = os.dup(folder_fd)
+    try:
+        try:
+            os.unlink(temporary, dir_fd=held)  # a leftover (or anything planted) is never reused
+        except FileNotFoundError:
+            pass
+        if mode == SYMLINK_MODE:
+            os.symlink(os.fsdecode(data), temporary, dir_fd=held)
+            return _Pending(path, held, name, -1)
+        fd = os.open(temporary, CREATE_FLAGS, 0o666, dir_fd=held)
+    except OSError as error:
+        os.close(held)
+        raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
+    pending = _Pending(path, held, name, fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        current = os.fstat(fd).st_mode & 0o777
+        wanted = current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
+        if wanted != current:
+            os.fchmod(fd, wanted)
+    except OSError as error:
+        pending.discard()
+        raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
+    return pending
+
+
+def _finish_batch(
+    folders: DeskFolders,
+    batch: list[_Pending],
+    durable: bool,
+    guard: Guard | None,
+    written: dict[str, StatKey],
+) -> None:
+    """Flushes (durable) and closes a batch's temporary files, then renames each into place."""
+    try:
+        if durable:
+            fsync_fds([pending.fd for pending in batch if pending.fd >= 0])
+    except OSError as error:
+        where = folders.full(batch[0].path)
+        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+    for pending in batch:
+        pending.close_file()
+    while batch:
+        pending = batch[0]
+        _rename_into_place(folders, pending, guard, written)
+        os.close(pending.folder_fd)
+        pending.folder_fd = -1
+        del batch[0]
+
+
+def _rename_into_place(
+    folders: DeskFolders, pending: _Pending, guard: Guard | None, written: dict[str, StatKey]
+) -> None:
+    folder_fd, name, where = pending.folder_fd, pending.name, folders.full(pending.path)
+    try:
+        st = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        st = None
+    except OSError as error:
+        raise CheckpointError(f'cannot read {where}: {error.strerror}') from error
+    if guard is not None:
+        guard(pending.path, st)
+    try:
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            _remove_empty_folder(folders, pending.path)  # a folder becoming a file
+        os.replace(temporary_name(name), name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        written[pending.path] = stat_key(os.stat(name, dir_fd=folder_fd, follow_symlinks=False))
+    except OSError as error:
+        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+
+
+def _delete(
+    folders: DeskFolders,
+    allowlist: Allowlist,
+    paths: list[str],
+    guard: Guard | None,
+    touched: set[str],
+) -> None:
+    emptied: set[str] = set()
+    for path in reversed(paths):
+        st = folders.lstat(path)
+        if st is None:
+            continue  # gone already (or a folder above is no longer a real folder)
+        if stat.S_ISDIR(st.st_mode):
+            continue  # a tracked file became a folder since the scan: newer work, left alone
+        if guard is not None:
+            guard(path, st)
+        if folders.unlink(path):
+            touched.add(path.rpartition('/')[0])
+            emptied.update(folders_of(path)[:-1])
+    for folder in sorted(emptied, key=lambda f: f.count('/'), reverse=True):
+        if allowlist.covers(folder) and folders.rmdir(folder):
+            touched.add(folder.rpartition('/')[0])
+
+
+def _flush_folders(folders: DeskFolders, touched: set[str]) -> None:
+    fds = []
+    for folder in touched:
+        fd = folders.folder(folder)
+        if fd is not None:
+            fds.append(os.dup(fd))
+    try:
+        fsync_fds(fds)
+    except OSError:
+        pass  # some file systems refuse fsync on folders; their metadata is synchronous
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _remove_empty_folder(folders: DeskFolders, top: str) -> None:
+    """Removes a folder holding nothing but (possibly nested) empty folders."""
+    order = [top]
+    pending = [top]
+    while pending:
+        folder = pending.pop()
+        listing = folders.listing(folder)
+        if listing is None:
+            raise OSError(20, 'Not a directory', folders.full(folder))
+        for name, st in listing:
+            if not stat.S_ISDIR(st.st_mode):
+                raise OSError(39, 'Directory not empty', folders.full(folder))
+            order.append(f'{folder}/{name}')
+            pending.append(f'{folder}/{name}')
+    for folder in reversed(order):
+        if not folders.rmdir(folder):
+            raise OSError(39, 'Directory not empty', folders.full(folder))
+
+
+_UMASK: int | None = None
+
+
+def _umask() -> int:
+    global _UMASK
+    if _UMASK is None:
+        _UMASK = os.umask(0)
+        os.umask(_UMASK)
+    return _UMASK

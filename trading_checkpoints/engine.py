@@ -1,0 +1,60 @@
+"""Opening a desk for writing: the lock, the repository's upkeep, and interrupted restores.
+
+Every verb that writes goes through :func:`locked`: it takes the repository's lock (waiting
+for another holder up to the timeout), clears what a killed writer left behind, creates the
+repository on first use, and completes any restore a crash interrupted before handing over
+the session.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from . import leftovers, lock, recovery
+from .errors import CheckpointError, CorruptRepositoryError
+from .repo import PRIVATE_DIR, ShadowRepo, is_initialized, repair_head
+from .session import DeskConfig, Session, check_repository_outside
+
+LOCK = 'lock'
+
+
+@contextmanager
+def locked(config: DeskConfig) -> Iterator[Session]:
+    """A session under the repository's lock, creating the repository on first use."""
+    path = config.repository
+    if path.exists() and not path.is_dir():
+        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+    if path.is_dir() and not is_initialized(path) and leftovers.foreign_content(path):
+        raise CorruptRepositoryError(
+            f'{path} is not a checkpoint repository and is not empty; '
+            'refusing to create one inside it'
+        )
+    check_repository_outside(config, config.requested)
+    try:
+        if not os.path.isdir(path / PRIVATE_DIR):
+            (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
+    with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
+        leftovers.remove_stale_lock_files(path)
+        if previous_died:
+            leftovers.remove_crash_leftovers(path)
+        repair_head(path)
+        repo = ShadowRepo.open(path)
+        if repo is None:
+            repo = ShadowRepo.create(path, config.requested.entries)
+        elif config.explicit and repo.tracked_paths() != config.requested.entries:
+            repo.remember_tracked_paths(config.requested.entries)
+        try:
+            session = Session(config, repo)
+        except BaseException:
+            repo.close()
+            raise
+        try:
+            session.recovery = recovery.recover(session)
+            yield session
+            repo.remember_packed_commits()
+        finally:
+            session.close()

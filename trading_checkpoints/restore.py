@@ -1,0 +1,279 @@
+"""The one restore pipeline: plan -> vet -> journal -> apply (guarded) -> commit -> record.
+
+Restore, partial restore, undo, redo, restore_turn, the completion of an interrupted restore
+and clone's first checkout are all this pipeline with different requests:
+
+1. **plan**: read and vet the target tree (unsafe names refused, names that are not UTF-8
+   left out and reported), scan the desk, compose the desired state (the whole target, the
+   target under some paths, or the desk with a journal's entries put back) and diff it.
+2. **vet**: everything the plan writes is read first: each blob must exist and be writable as
+   its mode says, every name must fit the file system, and nothing untracked may be in the way.
+3. **pre-snapshot**: the desk as found is committed, so everything the restore overwrites or
+   deletes stays in a checkpoint (files over the size limit that it reverts included).
+4. **journal**: the intent record is written and flushed; from here on a crash is completed by
+   the next operation (``recovery.py``).
+5. **apply**: writes and deletes through the desk's folder descriptors, each checked just
+   before it happens to still be what the scan saw (else ``DeskChangedError``).
+6. **commit** the restored state with its action and target trailers, **record** the stat of
+   what was written in the stat cache, remove the journal, and seal the state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from . import external, history, journal, metadata, safety, undo
+from .checkout import Plan, plan
+from .commitinfo import SHORT_ID_LENGTH
+from .errors import CheckpointError, ExternalChangesError
+from .results import RestoreResult
+from .scan import Scan
+from .session import Session
+from .trees import SYMLINK_MODE, FileEntry, RawObject, build_trees
+
+TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
+
+
+@dataclass
+class Request:
+    """What to restore.
+
+    Attributes:
+        target: The commit whose files are put back (full hex id).
+        label: The id as the caller named it, for messages.
+        action: ``restore``, ``undo`` or ``redo`` (kept as a trailer).
+        selection: Restore only these desk-relative files or folders.
+        overlay: Put back exactly these entries (None: delete) and leave the rest of the desk
+            as it is; used to complete a restore from its journal.
+        subject: The restored commit's subject (default ``restored <label>``).
+        trailers: Extra ``(key, value)`` trailers of the restored commit.
+        message: The whole restored commit message (overrides subject and trailers).
+        before_subject: The pre-snapshot's subject.
+        record_before: Take the pre-snapshot; off only for a desk with no tracked files yet
+            (a clone's first checkout), where there is nothing to keep.
+        pids: Processes that worked on this restore before (named in the journal, so their
+            temporary files are found if this one is killed too).
+        expected: For completing a journal: each path's entry before and after the restore.
+            The desk is snapshotted first only when some path holds neither (someone else
+            wrote it): the commits the journal names already hold everything else.
+        dry_run: Change nothing; return the plan.
+        force: Overwrite files changed outside the agent (else refuse).
+    """
+
+    target: bytes
+    label: str
+    action: str = undo.RESTORE
+    selection: tuple[str, ...] = ()
+    overlay: dict[str, FileEntry | None] | None = None
+    subject: str | None = None
+    trailers: Sequence[tuple[str, str]] = ()
+    message: str | None = None
+    before_subject: str | None = None
+    dry_run: bool = False
+    force: bool = True
+    record_before: bool = True
+    pids: tuple[int, ...] = ()
+    expected: dict[str, tuple[FileEntry | None, FileEntry | None]] | None = None
+
+
+@dataclass
+class Outcome:
+    """A restore's result, and the pre-snapshot it committed (None when the desk was unchanged)."""
+
+    result: RestoreResult
+    saved: bytes | None = None
+    plan: Plan = field(default_factory=lambda: Plan([], []))
+
+
+@dataclass
+class _Desired:
+    files: dict[str, FileEntry]
+    trees: dict[str, bytes]
+    tree: bytes
+    built: list[RawObject]
+    governed: set[str] | None  # paths the target decides (None: every tracked path)
+
+
+def run(session: Session, request: Request) -> Outcome:
+    """Runs the pipeline; raises ``DeskChangedError`` (journal kept) when another writer
+    changed a planned file during the writes: the caller completes it through the journal."""
+    repo = session.repo
+    target_info = repo.commit_info(request.target)
+    tree_skipped: list[tuple[str, str]] = []
+    target_files, target_trees = session.flatten(target_info.tree, tree_skipped)
+    if not request.dry_run:
+        _make_desk(session)
+    scan, cache = session.scan(record=not request.dry_run)
+    desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    revert = {
+        path
+        for path in scan.oversize
+        if path in desired.files and (desired.governed is None or path in desired.governed)
+    }
+    if revert and not request.dry_run:
+        # Reverted although over the size limit: the pre-snapshot keeps their bytes.
+        scan, cache = session.scan(record=True, exempt=revert)
+        desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    kept = [(path, why) for path, why in tree_skipped]
+    held_back = {
+        path
+        for path in scan.oversize - revert
+        if desired.governed is None or path in desired.governed
+    }
+    kept += [(path, TOO_LARGE_UNHELD) for path in sorted(held_back)]
+    current = {p: e for p, e in scan.files.items() if p not in held_back}
+    wanted = {p: e for p, e in desired.files.items() if p not in held_back}
+    the_plan = plan(current, wanted)
+    if request.dry_run:
+        the_plan.write = sorted(set(the_plan.write) | revert)
+    the_plan.kept = kept
+    attribution = external.attribute(session, current, session.known_tree(scan, cache))
+    touched = set(the_plan.write) | set(the_plan.delete)
+    overwritten = tuple(path for path in attribution.external if path in touched)
+    head = repo.head()
+    if head is None:
+        raise CheckpointError(f'no checkpoints yet in {repo.path}')
+    if request.dry_run:
+        return Outcome(_result(request, head, None, the_plan, current, overwritten, True), None)
+    if overwritten and not request.force:
+        raise ExternalChangesError(
+            f'refusing to {request.action}: it would overwrite {len(overwritten)} file(s) '
+            f'changed outside the agent: {", ".join(overwritten[:5])}'
+            f'{" ..." if len(overwritten) > 5 else ""} (force it to overwrite them; they '
+            'are kept in the pre-snapshot)',
+            overwritten,
+        )
+    saved = None
+    if _worth_saving(request, scan):
+        saved = session.commit(scan, cache, _before_message(request))
+    head = repo.head()
+    assert head is not None
+    _vet(session, the_plan, scan, current)
+    read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
+    head_tree = repo.commit_info(head).tree  # read before the desk is touched
+    message = request.message or _message(request, head)
+    journal.begin(
+        repo.path, request.label, request.target, head, the_plan, current, wanted, message
+    )
+    written = session.desk.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
+    restored: bytes | None = None
+    if head_tree != desired.tree:
+        restored = session.commit_tree(desired.tree, desired.built, message)
+    session.desk.remember_checkout(
+        cache, scan, desired.files, desired.trees, written, restored or head
+    )
+    journal.finish(repo.path)
+    external.mark_sealed(repo)
+    result = _result(request, saved or head, restored, the_plan, current, overwritten, False)
+    return Outcome(result, saved, the_plan)
+
+
+def _worth_saving(request: Request, scan: Scan) -> bool:
+    """Whether the desk as found holds something no checkpoint holds yet."""
+    if not request.record_before and not scan.files:
+        return False
+    if request.expected is None:
+        return True
+    found = scan.files
+    return any(found.get(path) not in pair for path, pair in request.expected.items())
+
+
+def _make_desk(session: Session) -> None:
+    path = session.config.desk
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as error:
+        raise CheckpointError(f'the desk {path} is not a folder') from error
+    except OSError as error:
+        raise CheckpointError(f'cannot create the desk {path}: {error.strerror}') from error
+
+
+def _compose(
+    request: Request,
+    scan: Scan,
+    target_files: dict[str, FileEntry],
+    target_trees: dict[str, bytes],
+    target_tree: bytes,
+) -> _Desired:
+    """The tracked state the restore makes: the target's, or the desk with some paths put back."""
+    if request.overlay is None and not request.selection:
+        return _Desired(target_files, target_trees, target_tree, [], None)
+    files = dict(scan.files)
+    if request.overlay is not None:
+        governed = set(request.overlay)
+        for path, entry in request.overlay.items():
+            if entry is None:
+                files.pop(path, None)
+            else:
+                files[path] = entry
+    else:
+        selection = request.selection
+        for path in selection:
+            if not any(history.under(name, (path,)) for name in (*target_files, *scan.files)):
+                raise CheckpointError(
+                    f'{path!r} is neither in checkpoint {request.label} nor in the desk'
+                )
+        governed = {p for p in (*target_files, *scan.files) if history.under(p, selection)}
+        files = {p: e for p, e in files.items() if not history.under(p, selection)}
+        files.update((p, e) for p, e in target_files.items() if history.under(p, selection))
+    trees, built = build_trees(files, set(), {})
+    return _Desired(files, trees, trees[''], built, governed)
+
+
+def _vet(
+    session: Session,
+    the_plan: Plan,
+    scan: Scan,
+    current: dict[str, FileEntry],
+) -> None:
+    """Refuses, before the first write, a plan that could not finish or would lose bytes."""
+    for path in the_plan.write:
+        if path in scan.oversize:
+            raise CheckpointError(
+                f'cannot restore {path}: the file in the desk is over the maximum file size '
+                'and was not saved first; nothing was changed'
+            )
+    session.desk.check_plan(the_plan, current)
+
+
+def _before_message(request: Request) -> str:
+    if request.before_subject is not None:
+        subject = request.before_subject
+    elif request.action == undo.RESTORE:
+        subject = f'before restoring {request.label}'
+    else:
+        subject = f'before {request.action}'
+    return undo.compose(subject, [(metadata.ACTION, f'before-{request.action}')])
+
+
+def _message(request: Request, head: bytes) -> str:
+    pairs = [(metadata.ACTION, request.action), (undo.TARGET, request.target.decode())]
+    pairs += [(metadata.PATH, path) for path in request.selection]
+    if request.action == undo.UNDO:
+        pairs.append((undo.UNDO_OF, head.decode()))
+    pairs += list(request.trailers)
+    return undo.compose(request.subject or f'restored {request.label}', pairs)
+
+
+def _result(
+    request: Request,
+    before: bytes,
+    restored: bytes | None,
+    the_plan: Plan,
+    current: dict[str, FileEntry],
+    overwritten: tuple[str, ...],
+    dry_run: bool,
+) -> RestoreResult:
+    return RestoreResult(
+        before_id=before.decode()[:SHORT_ID_LENGTH],
+        target_id=request.target.decode()[:SHORT_ID_LENGTH],
+        restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
+        written=tuple(the_plan.write),
+        deleted=tuple(the_plan.delete),
+        created=tuple(path for path in the_plan.write if path not in current),
+        external=overwritten,
+        dry_run=dry_run,
+        action=request.action,
+        kept=tuple(the_plan.kept),
+    )
