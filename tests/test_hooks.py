@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -306,3 +307,25 @@ def test_non_write_events_stay_cheap(workspace: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout == b'' and done.stderr == b'[]\n'
+
+
+def test_readme_settings_match_the_adapter() -> None:
+    """The settings the README tells people to paste are valid JSON and cover every write tool."""
+    from trading_checkpoints.hooks import EVENTS, WRITE_TOOLS
+
+    readme = (ROOT / 'README.md').read_text()
+    section = readme.split('### Hooks for Claude Code and Gemini CLI', 1)[1].split('\n## ', 1)[0]
+    blocks = [json.loads(b) for b in re.findall(r'```json\n(.*?)```', section, re.S)]
+    assert len(blocks) == 2
+    for settings, harness in zip(blocks, ('claude', 'gemini'), strict=True):
+        hooks = settings['hooks']
+        assert {EVENTS[name][0] for name in hooks} == {harness}
+        assert sorted(EVENTS[name][1] for name in hooks) == ['after-tool', 'before-tool', 'prompt']
+        for name, groups in hooks.items():
+            [group] = groups
+            [command] = group['hooks']
+            assert command['command'] == f'checkpoints hook --harness {harness}'
+            if EVENTS[name][1] != 'prompt':
+                matched = set(group['matcher'].split('|'))
+                ours = {t for t in WRITE_TOOLS if (t[0].isupper()) == (harness == 'claude')}
+                assert matched == ours, (name, matched, ours)
