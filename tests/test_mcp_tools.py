@@ -86,6 +86,9 @@ def test_status_seal_undo_redo(workspace: Path, desk: Path) -> None:
         assert sorted(undone['written']) == ['Memory.md', 'notes/a.md']
         assert undone['external'] == ['notes/a.md']
         assert (desk / 'Memory.md').read_text() == 'v0'
+        listed = (await client.ok('list_checkpoints', limit=2))['checkpoints']
+        assert [c['action'] for c in listed] == ['undo', 'before-undo']
+        assert listed[1]['id'] == undone['before_id']
 
         preview = await client.ok('redo', dry_run=True)
         assert preview['dry_run'] and preview['action'] == 'redo'

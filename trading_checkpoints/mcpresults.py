@@ -28,6 +28,7 @@ class CheckpointRow(TypedDict):
     tool: str | None
     paths: list[str]
     turn: str | None
+    action: str | None
 
 
 class DeskList(TypedDict):
@@ -62,6 +63,7 @@ def checkpoint_row(item: Checkpoint) -> CheckpointRow:
         tool=item.tool,
         paths=list(item.paths),
         turn=item.turn,
+        action=item.action,
     )
 
 
