@@ -3,19 +3,14 @@
 ``checkpoints hook --harness claude`` (or ``python -m trading_checkpoints.hooks``) is meant to be
 registered as a command hook of Claude Code or Gemini CLI. It reads one event and:
 
-=====================================  =======================================================
-Claude Code / Gemini CLI event         what happens
-=====================================  =======================================================
-``UserPromptSubmit`` / ``BeforeAgent``  opens a turn for the session: the session's next
-                                       snapshot is the turn's first checkpoint, labelled with
-                                       the prompt (``restore-turn`` rewinds the whole answer)
-``PreToolUse`` / ``BeforeTool``         for a write tool whose target is a tracked file of the
-                                       desk: a snapshot, with the tool, the desk-relative path
-                                       and the session's turn as metadata
-``PostToolUse`` / ``AfterTool``         for the same tools: ``seal`` (the state the agent left),
-                                       so later edits by a person are told apart
-anything else                          nothing
-=====================================  =======================================================
+- ``UserPromptSubmit`` (Claude Code) / ``BeforeAgent`` (Gemini CLI): opens a turn for the
+  session; the session's next snapshot is the turn's first checkpoint, labelled with the prompt
+  (``checkpoints restore-turn`` rewinds the whole answer).
+- ``PreToolUse`` / ``BeforeTool`` of a write tool whose target is a tracked file of the desk: a
+  snapshot, with the tool, the desk-relative path and the session's turn as metadata.
+- ``PostToolUse`` / ``AfterTool`` of the same tools: ``seal`` (the state the agent left), so
+  later edits by a person are told apart.
+- anything else: nothing.
 
 Write tools: Claude Code's ``Write``, ``Edit``, ``MultiEdit`` (``tool_input.file_path``) and
 ``NotebookEdit`` (``tool_input.notebook_path``); Gemini CLI's ``write_file`` and ``replace``
