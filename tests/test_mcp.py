@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import os
 import subprocess
 import sys
@@ -85,6 +83,11 @@ def test_tools_are_listed_with_json_schemas(workspace: Path) -> None:
             'diff',
             'show_file',
             'undo',
+            'redo',
+            'status',
+            'log',
+            'seal',
+            'prune',
         }
         restore = field(tools['restore'], 'input_schema', 'inputSchema')
         assert restore['required'] == ['checkpoint_id']
@@ -178,16 +181,8 @@ def test_turns_and_desks_over_mcp(workspace: Path) -> None:
     assert tree_of(research.desk_directory) == {'Memory.md': ('-', b'v0')}
 
 
-HAS = {name: hasattr(Checkpoints, name) for name in ('diff', 'show', 'undo')}
-DRY_RUN = any(
-    'dry_run' in inspect.signature(method).parameters
-    for method in (Checkpoints.restore, Checkpoints.restore_with_result)
-)
-
-
-def test_history_tools_answer_with_a_tool_error_or_work(workspace: Path, desk: Path) -> None:
-    """diff/show_file/undo and dry_run light up when the library has them; until then they
-    must be clear tool errors, never a crash."""
+def test_history_tools(workspace: Path, desk: Path) -> None:
+    """show_file, diff, dry runs of restore and restore_turn, and undo, over the wire."""
     write(desk, 'Memory.md', 'v0')
     cps = Checkpoints(workspace / '.checkpoints' / 'main.git', desk)
     with cps.turn('edit', message_id='msg_1'):
@@ -198,37 +193,20 @@ def test_history_tools_answer_with_a_tool_error_or_work(workspace: Path, desk: P
     write(desk, 'Memory.md', 'v2')
 
     async def script(client: Session) -> None:
-        if HAS['show']:
-            shown = await client.ok('show_file', checkpoint_id=first, path='Memory.md')
-            assert shown['content'] == 'v1' and shown['exists']
-        else:
-            text = await client.error('show_file', checkpoint_id=first, path='Memory.md')
-            assert 'show is not available' in text
-        if HAS['diff']:
-            changed = await client.ok('diff', from_id=first)
-            assert 'Memory.md' in json.dumps(changed['diff'])
-        else:
-            assert 'diff is not available' in await client.error('diff', from_id=first)
-        if DRY_RUN:
-            preview = await client.ok('restore', checkpoint_id=first, dry_run=True)
-            assert preview['dry_run'] and (desk / 'Memory.md').read_text() == 'v2'
-        else:
-            text = await client.error('restore', checkpoint_id=first, dry_run=True)
-            assert 'restore dry_run is not available' in text
-            assert (desk / 'Memory.md').read_text() == 'v2', 'a refused dry run writes nothing'
-        if DRY_RUN:
-            turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True)
-            assert turn_preview['dry_run'] and turn_preview['written'] == ['Memory.md']
-        else:
-            text = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
-            assert 'dry run of a restore is not available' in text
-        assert (desk / 'Memory.md').read_text() == 'v2'
-        if not HAS['undo']:
-            assert 'undo is not available' in await client.error('undo')
-        else:
-            undone = await client.ok('undo')
-            assert undone['result'], 'undo says what it did'
-            assert (desk / 'Memory.md').read_text() == 'v1', 'undo discards the change since v1'
+        shown = await client.ok('show_file', checkpoint_id=first, path='Memory.md')
+        assert shown['content'] == 'v1' and shown['exists'] and shown['encoding'] == 'utf-8'
+        changed = await client.ok('diff', from_id=first)
+        assert [c['path'] for c in changed['changes']] == ['Memory.md']
+        assert changed['from_id'] == first and changed['to_id'] is None
+        preview = await client.ok('restore', checkpoint_id=first, dry_run=True)
+        assert preview['dry_run'] and preview['written'] == ['Memory.md']
+        assert preview['undo_hint'] is None
+        turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True)
+        assert turn_preview['dry_run'] and turn_preview['written'] == ['Memory.md']
+        assert (desk / 'Memory.md').read_text() == 'v2', 'dry runs write nothing'
+        undone = await client.ok('undo')
+        assert undone['action'] == 'undo' and undone['written'] == ['Memory.md']
+        assert (desk / 'Memory.md').read_text() == 'v1', 'undo discards the change since v1'
 
     run_server(workspace, script)
 

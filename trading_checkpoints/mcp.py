@@ -5,35 +5,52 @@ Built on the official ``mcp`` Python SDK, an optional extra (``pip install
 to install it when it is missing. The server serves one workspace (the standard layout); every
 tool takes an optional ``desk`` (default: the desk the server was started with).
 
-Tools (arguments are JSON-schema'd from the signatures below; results are structured):
+Tools (arguments are JSON-schema'd from the signatures below; results are structured, typed in
+:mod:`trading_checkpoints.mcpresults`):
 
-- ``list_desks``, ``list_checkpoints``, ``list_turns``: read only.
-- ``snapshot``: take a checkpoint now; ``turn_id`` (the agent's message id) groups the
-  checkpoints of one turn so ``restore_turn`` can rewind it whole.
-- ``restore`` (``dry_run`` to preview), ``restore_turn``: put files back; always undoable.
-- ``diff``, ``show_file``, ``undo``: served when the library has ``Checkpoints.diff``, ``.show``
-  and ``.undo``; otherwise they answer with a tool error saying so.
+- read only: ``list_desks``, ``list_checkpoints``, ``list_turns``, ``status``, ``log``,
+  ``diff`` (``paths`` limits it), ``show_file``.
+- writing: ``snapshot`` (``turn_id``, the agent's message id, groups the checkpoints of one
+  turn so ``restore_turn`` can rewind it whole), ``seal`` (the state the agent left).
+- rewinding, always undoable: ``restore`` (``dry_run`` to preview, ``paths``),
+  ``restore_turn``, ``undo``, ``redo``.
+- ``prune``: a dry run unless ``dry_run`` is false.
 
 Failures (an unknown id, a missing desk, a bad argument) come back as tool errors whose text
 names the problem; the server itself keeps running.
 """
 
-import base64
-import dataclasses
-import inspect
 import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
-try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
-    from typing_extensions import TypedDict
-except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
-    from typing import TypedDict
-
-from .checkpoints import Checkpoint, Checkpoints
+from .checkpoints import Checkpoints
 from .errors import CheckpointError
+from .mcpresults import (
+    CheckpointList,
+    DeskList,
+    DiffOutcome,
+    FileAtCheckpoint,
+    LogOutcome,
+    PruneLimits,
+    PruneOutcome,
+    RestoreOutcome,
+    SealOutcome,
+    SnapshotOutcome,
+    StatusOutcome,
+    TurnList,
+    checkpoint_row,
+    diff_outcome,
+    file_at_checkpoint,
+    log_row,
+    prune_outcome,
+    restore_outcome,
+    status_outcome,
+    turn_row,
+)
+from .retention import parse_duration, parse_size, read_limits
 from .turns import snapshot_in_turn
 from .workspace import Workspace
 
@@ -45,260 +62,14 @@ SERVER_NAME = 'trading-checkpoints'
 
 INSTRUCTIONS = """\
 Checkpoints of an agent's working files (desks in a workspace). Take a `snapshot` before risky \
-edits; `list_checkpoints` / `list_turns` to see history; `diff` and `show_file` to inspect; \
-`restore` (try `dry_run` first) or `undo` to go back. Every restore snapshots the current state \
-first, so it can be undone too. Only the tracked paths (Memory.md, memory/, notes/, \
-skills/agent/ by default) are ever read or written."""
+edits (pass your message id as `turn_id`) and `seal` once your write is done; `status` shows \
+what changed since the newest checkpoint, `list_checkpoints` / `list_turns` / `log` the history; \
+`diff` and `show_file` inspect it; `restore` (try `dry_run` first), `restore_turn`, `undo` and \
+`redo` go back and forth. Every restore snapshots the current state first, so it can be undone \
+too. `prune` drops old checkpoints (a dry run unless dry_run=false). Only the tracked paths \
+(Memory.md, memory/, notes/, skills/agent/ by default) are ever read or written."""
 
 F = TypeVar('F', bound=Callable[..., Any])
-
-
-class CheckpointRow(TypedDict):
-    id: str
-    created_at: str
-    reason: str
-    tool: str | None
-    paths: list[str]
-    turn: str | None
-
-
-class DeskList(TypedDict):
-    workspace: str
-    default_desk: str
-    desks: list[str]
-
-
-class CheckpointList(TypedDict):
-    desk: str
-    checkpoints: list[CheckpointRow]
-
-
-class TurnRow(TypedDict):
-    turn_id: str
-    label: str
-    started_at: str
-    first_checkpoint: str
-    checkpoints: list[CheckpointRow]
-
-
-class TurnList(TypedDict):
-    desk: str
-    turns: list[TurnRow]
-
-
-class SnapshotResult(TypedDict):
-    desk: str
-    checkpoint_id: str | None
-    changed: bool
-
-
-class RestoreOutcome(TypedDict):
-    desk: str
-    dry_run: bool
-    target_id: str | None
-    before_id: str | None
-    restored_id: str | None
-    written: list[str]
-    deleted: list[str]
-    undo_hint: str | None
-
-
-class DiffOutcome(TypedDict):
-    desk: str
-    from_id: str | None
-    to_id: str | None
-    diff: Any
-
-
-class FileAtCheckpoint(TypedDict):
-    desk: str
-    checkpoint_id: str
-    path: str
-    exists: bool
-    encoding: str
-    content: str | None
-
-
-class UndoOutcome(TypedDict):
-    desk: str
-    result: Any
-
-
-# -- adapters to the library -----------------------------------------------------------------
-# diff, show and undo (and restore's dry_run and paths) come from a newer library version; the
-# tools find them at call time and say clearly when they are not there.
-
-
-def _missing(feature: str) -> CheckpointError:
-    return CheckpointError(
-        f'{feature} is not available in this version of trading_checkpoints '
-        '(Checkpoints has no such method yet)'
-    )
-
-
-def _accepts(function: Callable[..., Any], name: str) -> bool:
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
-
-
-def jsonable(value: Any) -> Any:
-    """A JSON-ready copy of whatever a library call returned."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, bytes):
-        try:
-            return value.decode('utf-8')
-        except UnicodeDecodeError:
-            return {'base64': base64.b64encode(value).decode('ascii')}
-    if isinstance(value, Path):
-        return value.as_posix()
-    to_dict = getattr(value, 'to_dict', None)
-    if callable(to_dict):
-        return jsonable(to_dict())
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in value]
-    return str(value)
-
-
-def call_diff(
-    cps: Checkpoints, from_id: str | None, to_id: str | None, paths: list[str] | None
-) -> Any:
-    diff = getattr(cps, 'diff', None)
-    if diff is None:
-        raise _missing('diff')
-    if from_id is None:
-        newest = cps.list(1)
-        if not newest:
-            raise CheckpointError(f'no checkpoints yet in {cps.repository_directory}')
-        from_id = newest[0].checkpoint_id
-    kwargs: dict[str, Any] = {}
-    if paths:
-        if not _accepts(diff, 'paths'):
-            raise _missing('diff limited to paths')
-        kwargs['paths'] = paths
-    return diff(from_id, to_id, **kwargs)
-
-
-def call_show(cps: Checkpoints, checkpoint_id: str, path: str) -> Any:
-    show = getattr(cps, 'show', None)
-    if show is None:
-        raise _missing('show')
-    return show(checkpoint_id, path)
-
-
-def call_undo(cps: Checkpoints, *, dry_run: bool = False, force: bool = False) -> Any:
-    undo = getattr(cps, 'undo', None)
-    if undo is None:
-        raise _missing('undo')
-    kwargs = {name: True for name, wanted in (('dry_run', dry_run), ('force', force)) if wanted}
-    for name in kwargs:
-        if not _accepts(undo, name):
-            raise _missing(f'undo {name}')
-    return undo(**kwargs)
-
-
-def call_restore(
-    cps: Checkpoints, checkpoint_id: str, *, dry_run: bool = False, paths: list[str] | None = None
-) -> Any:
-    kwargs: dict[str, Any] = {}
-    if dry_run:
-        kwargs['dry_run'] = True
-    if paths:
-        kwargs['paths'] = paths
-    if not kwargs:
-        return cps.restore_with_result(checkpoint_id)
-    for function in (cps.restore_with_result, cps.restore):
-        if all(_accepts(function, name) for name in kwargs):
-            return function(checkpoint_id, **kwargs)
-    raise _missing(' and '.join(f'restore {name}' for name in kwargs))
-
-
-# -- shaping results -----------------------------------------------------------------------
-
-
-def checkpoint_row(item: Checkpoint) -> CheckpointRow:
-    return CheckpointRow(
-        id=item.checkpoint_id,
-        created_at=item.created_at,
-        reason=item.reason,
-        tool=item.tool,
-        paths=list(item.paths),
-        turn=item.turn,
-    )
-
-
-def restore_outcome(desk: str, result: Any, *, dry_run: bool, target: str) -> RestoreOutcome:
-    if isinstance(result, str):  # restore() returns the pre-restore snapshot's id
-        before: str | None = result
-        written: list[str] = []
-        deleted: list[str] = []
-        target_id, restored = target, None
-    else:
-        before = getattr(result, 'before_id', None)
-        target_id = getattr(result, 'target_id', None) or target
-        restored = getattr(result, 'restored_id', None)
-        written = [str(p) for p in getattr(result, 'written', ()) or ()]
-        deleted = [str(p) for p in getattr(result, 'deleted', ()) or ()]
-    return RestoreOutcome(
-        desk=desk,
-        dry_run=dry_run,
-        target_id=target_id,
-        before_id=before,
-        restored_id=restored,
-        written=written,
-        deleted=deleted,
-        undo_hint=None if dry_run or not before else f'restore {before}',
-    )
-
-
-def file_at_checkpoint(desk: str, checkpoint_id: str, path: str, value: Any) -> FileAtCheckpoint:
-    content = getattr(value, 'content', value)
-    if content is None:
-        return FileAtCheckpoint(
-            desk=desk,
-            checkpoint_id=checkpoint_id,
-            path=path,
-            exists=False,
-            encoding='none',
-            content=None,
-        )
-    if isinstance(content, str):
-        return FileAtCheckpoint(
-            desk=desk,
-            checkpoint_id=checkpoint_id,
-            path=path,
-            exists=True,
-            encoding='utf-8',
-            content=content,
-        )
-    data = bytes(content)
-    try:
-        return FileAtCheckpoint(
-            desk=desk,
-            checkpoint_id=checkpoint_id,
-            path=path,
-            exists=True,
-            encoding='utf-8',
-            content=data.decode('utf-8'),
-        )
-    except UnicodeDecodeError:
-        return FileAtCheckpoint(
-            desk=desk,
-            checkpoint_id=checkpoint_id,
-            path=path,
-            exists=True,
-            encoding='base64',
-            content=base64.b64encode(data).decode(),
-        )
 
 
 # -- the server ----------------------------------------------------------------------------
@@ -318,6 +89,22 @@ def _sdk() -> tuple[Any, type[Exception], Any]:
     from mcp.types import ToolAnnotations
 
     return Server, ToolError, ToolAnnotations
+
+
+def prune_limits(
+    cps: Checkpoints, keep: int | None, older_than: str | None, max_size: int | str | None
+) -> PruneLimits:
+    """The limits a prune applies: those given, else those stored with ``prune --save``."""
+    if older_than is not None:
+        parse_duration(older_than)
+    if max_size is not None:
+        parse_size(max_size)
+    if keep is None and older_than is None and max_size is None:
+        stored = read_limits(cps.repository_directory)
+        keep, older_than, max_size = stored.keep, stored.older_than, stored.max_size
+    return PruneLimits(
+        keep=keep, older_than=older_than, max_size=None if max_size is None else str(max_size)
+    )
 
 
 def build_server(workspace: Path, default_desk: str = 'main') -> Any:
@@ -343,7 +130,9 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
 
     server = Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level='WARNING')
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-    writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+    writes = ToolAnnotations(
+        readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+    )
     rewinds = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
 
     DeskArg = Annotated[
@@ -355,10 +144,24 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         list[str] | None,
         Field(description='Only these desk-relative paths (files or folders).'),
     ]
+    CheckpointId = Annotated[str, Field(description='Checkpoint id (short or full).')]
+    DryRun = Annotated[bool, Field(description='Only report what would be written and deleted.')]
+    Force = Annotated[
+        bool, Field(description='Overwrite files changed outside the agent (else refuse).')
+    ]
 
     def named(desk: str | None) -> tuple[str, Checkpoints]:
         name = default_desk if desk is None else desk
         return name, root.desk(name)
+
+    def existing(desk: str | None) -> tuple[str, Checkpoints]:
+        """Like ``named``, refusing a desk with neither a folder nor checkpoints."""
+        name, cps = named(desk)
+        if not cps.desk_directory.is_dir() and not cps.repository_directory.is_dir():
+            raise CheckpointError(
+                f'no desk {name!r} in {root.root} (expected the folder {cps.desk_directory})'
+            )
+        return name, cps
 
     @server.tool(annotations=read_only)
     @tool_errors
@@ -378,17 +181,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     def list_turns(desk: DeskArg = None, limit: Limit = 20) -> TurnList:
         """List agent turns, newest first, each with its checkpoints (newest first)."""
         name, cps = named(desk)
-        rows = [
-            TurnRow(
-                turn_id=t.turn_id,
-                label=t.label,
-                started_at=t.started_at,
-                first_checkpoint=t.first.checkpoint_id,
-                checkpoints=[checkpoint_row(c) for c in t.checkpoints],
-            )
-            for t in cps.turns(limit)
-        ]
-        return TurnList(desk=name, turns=rows)
+        return TurnList(desk=name, turns=[turn_row(t) for t in cps.turns(limit)])
 
     @server.tool(annotations=writes)
     @tool_errors
@@ -405,7 +198,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         turn_label: Annotated[
             str | None, Field(description="What the turn is about (the user's request).")
         ] = None,
-    ) -> SnapshotResult:
+    ) -> SnapshotOutcome:
         """Take a checkpoint of the desk's tracked files now, e.g. before editing them.
 
         Without turn_id, no checkpoint is taken when nothing changed. With turn_id, the first
@@ -420,16 +213,25 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
             new_id = snapshot_in_turn(
                 cps, turn_id, reason, label=turn_label or '', tool='mcp:snapshot'
             )
-        return SnapshotResult(desk=name, checkpoint_id=new_id, changed=new_id is not None)
+        return SnapshotOutcome(desk=name, checkpoint_id=new_id, changed=new_id is not None)
+
+    @server.tool(annotations=writes)
+    @tool_errors
+    def seal(desk: DeskArg = None) -> SealOutcome:
+        """Record the desk as the state you (the agent) left it, once your write is done.
+
+        Later, status, restores, undo and redo tell files changed by someone else since then
+        (external) apart from yours. A seal holds until the next checkpoint.
+        """
+        name, cps = existing(desk)
+        return SealOutcome(desk=name, seal_id=cps.seal())
 
     @server.tool(annotations=rewinds)
     @tool_errors
     def restore(
-        checkpoint_id: Annotated[str, Field(description='Checkpoint id (short or full).')],
+        checkpoint_id: CheckpointId,
         desk: DeskArg = None,
-        dry_run: Annotated[
-            bool, Field(description='Only report what would be written and deleted.')
-        ] = False,
+        dry_run: DryRun = False,
         paths: Paths = None,
     ) -> RestoreOutcome:
         """Put the desk's tracked files back as they were at a checkpoint.
@@ -437,22 +239,61 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         The current state is snapshotted first: restoring `before_id` undoes this.
         """
         name, cps = named(desk)
-        result = call_restore(cps, checkpoint_id, dry_run=dry_run, paths=paths)
-        return restore_outcome(name, result, dry_run=dry_run, target=checkpoint_id)
+        result = cps.restore_with_result(checkpoint_id, paths=paths, dry_run=dry_run)
+        return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)
     @tool_errors
     def restore_turn(
         turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
         desk: DeskArg = None,
-        dry_run: Annotated[
-            bool, Field(description='Only report what would be written and deleted.')
-        ] = False,
+        dry_run: DryRun = False,
     ) -> RestoreOutcome:
         """Rewind the desk to the state before an agent turn began (later turns too)."""
         name, cps = named(desk)
-        result = cps.restore_turn(turn_id, dry_run=dry_run)
-        return restore_outcome(name, result, dry_run=dry_run, target=result.target_id)
+        return restore_outcome(name, cps.restore_turn(turn_id, dry_run=dry_run))
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def undo(desk: DeskArg = None, dry_run: DryRun = False, force: Force = False) -> RestoreOutcome:
+        """Undo the newest change to the desk's tracked files, like an editor (itself undoable).
+
+        Repeat to go further back; `redo` reverses it.
+        """
+        name, cps = existing(desk)
+        return restore_outcome(name, cps.undo(dry_run=dry_run, force=force))
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def redo(desk: DeskArg = None, dry_run: DryRun = False, force: Force = False) -> RestoreOutcome:
+        """Reverse the newest undo not yet redone (nothing to redo after new changes)."""
+        name, cps = existing(desk)
+        return restore_outcome(name, cps.redo(dry_run=dry_run, force=force))
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def status(desk: DeskArg = None) -> StatusOutcome:
+        """What changed in the desk since its newest checkpoint, and which of it was external.
+
+        `basis` says how changes were attributed: sealed, declared, unknown (cannot tell) or
+        none (no checkpoint yet).
+        """
+        name, cps = existing(desk)
+        return status_outcome(name, cps.status())
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def log(
+        desk: DeskArg = None,
+        path: Annotated[
+            str | None,
+            Field(description='Only checkpoints that changed this file or folder (desk-relative).'),
+        ] = None,
+        limit: Limit = 20,
+    ) -> LogOutcome:
+        """Checkpoints newest first, each with the files that differ from the one before it."""
+        name, cps = existing(desk)
+        return LogOutcome(desk=name, path=path, entries=[log_row(e) for e in cps.log(path, limit)])
 
     @server.tool(annotations=read_only)
     @tool_errors
@@ -465,37 +306,64 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         ] = None,
         desk: DeskArg = None,
         paths: Paths = None,
+        patches: Annotated[
+            bool, Field(description='Include unified diffs of text files (false: names only).')
+        ] = True,
     ) -> DiffOutcome:
         """Show what changed between two checkpoints, or between one and the files now."""
-        name, cps = named(desk)
-        result = call_diff(cps, from_id, to_id, paths)
-        return DiffOutcome(desk=name, from_id=from_id, to_id=to_id, diff=jsonable(result))
+        name, cps = existing(desk)
+        if from_id is None:
+            newest = cps.list(1)
+            if not newest:
+                raise CheckpointError(f'no checkpoints yet for desk {name!r}')
+            from_id = newest[0].checkpoint_id
+        result = cps.diff(from_id, to_id, patches=patches, paths=paths)
+        return diff_outcome(name, result, paths)
 
     @server.tool(annotations=read_only)
     @tool_errors
     def show_file(
-        checkpoint_id: Annotated[str, Field(description='Checkpoint id (short or full).')],
+        checkpoint_id: CheckpointId,
         path: Annotated[str, Field(description='Desk-relative path, e.g. "Memory.md".')],
         desk: DeskArg = None,
     ) -> FileAtCheckpoint:
         """The content of one file as it was at a checkpoint (base64 when not UTF-8 text)."""
         name, cps = named(desk)
-        return file_at_checkpoint(name, checkpoint_id, path, call_show(cps, checkpoint_id, path))
+        return file_at_checkpoint(name, checkpoint_id, path, cps.show(checkpoint_id, path))
 
     @server.tool(annotations=rewinds)
     @tool_errors
-    def undo(
+    def prune(
         desk: DeskArg = None,
+        keep: Annotated[
+            int | None, Field(ge=1, description='Keep at most this many newest checkpoints.')
+        ] = None,
+        older_than: Annotated[
+            str | None, Field(description='Drop checkpoints older than this, e.g. "30d", "12h".')
+        ] = None,
+        max_size: Annotated[
+            int | str | None,
+            Field(description='Drop the oldest until the objects fit: bytes, or e.g. "500M".'),
+        ] = None,
         dry_run: Annotated[
-            bool, Field(description='Only report what would be written and deleted.')
-        ] = False,
-        force: Annotated[
-            bool, Field(description='Overwrite files changed outside the agent.')
-        ] = False,
-    ) -> UndoOutcome:
-        """Undo the newest change to the desk's tracked files (itself undoable)."""
-        name, cps = named(desk)
-        return UndoOutcome(desk=name, result=jsonable(call_undo(cps, dry_run=dry_run, force=force)))
+            bool,
+            Field(
+                description='Only say what would be dropped (the default). Pass false, after '
+                'checking the dry run, to really drop them.'
+            ),
+        ] = True,
+    ) -> PruneOutcome:
+        """Drop old checkpoints; a dry run unless dry_run is false. Kept ids never change.
+
+        Without limits, those stored with `checkpoints prune --save` apply. The newest
+        checkpoint, and the snapshot a kept restore took first, are always kept.
+        """
+        name, cps = existing(desk)
+        limits = prune_limits(cps, keep, older_than, max_size)
+        result = cps.prune(
+            limits['keep'], limits['older_than'], limits['max_size'], dry_run=dry_run
+        )
+        return prune_outcome(name, result, limits, dry_run)
 
     return server
 
