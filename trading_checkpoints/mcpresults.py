@@ -13,9 +13,15 @@ try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
 except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
     from typing import TypedDict
 
-from .checkpoints import Checkpoint, RestoreResult, Status
-from .history import Diff, FileChange, LogEntry
-from .retention import PruneResult
+from .results import (
+    Checkpoint,
+    Diff,
+    FileChange,
+    LogEntry,
+    PruneResult,
+    RestoreResult,
+    Status,
+)
 from .turns import TurnInfo
 
 # -- listing -------------------------------------------------------------------------------
