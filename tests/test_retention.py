@@ -276,3 +276,18 @@ def test_a_prune_interrupted_before_repacking_leaves_a_readable_repository(
     cps.prune()
     git(repo_dir, 'fsck', '--strict', '--no-dangling')
     assert 'unreachable' not in git(repo_dir, 'fsck', '--unreachable', '--strict')
+
+
+def test_prune_keeps_the_pre_snapshot_of_a_kept_undo_so_redo_still_works(cps, desk) -> None:
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    cps.snapshot('two')
+    write(desk, 'notes/a.md', 'three, never snapshotted')
+    cps.undo(force=True)
+    assert (desk / 'notes/a.md').read_text() == 'two'
+    assert [c.action for c in cps.list(2)] == ['undo', 'before-undo']
+    cps.prune(keep=1)
+    assert [c.action for c in cps.list()] == ['undo', 'before-undo']
+    cps.redo(force=True)
+    assert (desk / 'notes/a.md').read_text() == 'three, never snapshotted'

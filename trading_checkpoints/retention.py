@@ -10,8 +10,8 @@ shallow boundary nor the reflog the way git does, so they would keep the old his
 What is never pruned:
 
 - the newest checkpoint (at least one is always kept);
-- the snapshot a restore took just before restoring, when the restore is kept (a kept
-  ``restored <id>`` commit keeps its parent, so the restore stays undoable);
+- the snapshot a restore, undo or redo took just before, when that commit is kept (it keeps
+  its parent, so the restore stays undoable and an undo redoable);
 - anything at all while a restore journal (``checkpoints/restore-journal*``) exists: an
   interrupted restore may still need any checkpoint, so prune refuses until it is finished.
 """
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from . import storage
+from . import metadata, storage
 from .commitinfo import SHORT_ID_LENGTH, CommitInfo
 from .durability import write_atomically
 from .errors import CheckpointError
@@ -33,7 +33,8 @@ from .repo import PRIVATE_DIR, ShadowRepo
 from .results import PruneResult
 
 ZERO = b'0' * 40
-RESTORED_PREFIX = 'restored '
+# Commits that record a restored state; each keeps the snapshot taken just before it.
+RESTORING_ACTIONS = frozenset({'restore', 'undo', 'redo'})
 JOURNAL_GLOB = 'restore-journal*'
 
 # Config keys (``git config checkpoints.keep 200``) applied by Checkpoints.open and the CLI.
@@ -112,7 +113,10 @@ def choose_kept(
 
 def _protect_restores(history: list[CommitInfo], count: int) -> int:
     """Extends the kept range so a kept restore keeps the snapshot taken just before it."""
-    while count < len(history) and history[count - 1].subject.startswith(RESTORED_PREFIX):
+    while (
+        count < len(history)
+        and metadata.action_of(history[count - 1].message) in RESTORING_ACTIONS
+    ):
         count += 1
     return count
 
