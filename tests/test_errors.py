@@ -461,3 +461,30 @@ def test_restore_through_a_parent_that_became_a_file(tmp_path: Path) -> None:
     cps.snapshot('file')
     cps.restore(deep)
     assert (desk / 'notes/deep/er/f1.md').read_bytes() == b'deep'
+
+
+def test_status_diff_and_dry_run_share_the_size_limit_with_snapshot(ws) -> None:
+    """One rule: a file over the limit keeps what the newest checkpoint holds for it, so
+    snapshot, status, diff and a dry run agree, and status never reads it."""
+    tmp_path, desk, repo, cps, first = ws
+    put(desk, 'notes/grows.bin', '-', b'small')
+    limited = Checkpoints(repo, desk, max_file_size=1000)
+    small = limited.snapshot('small')
+    put(desk, 'notes/grows.bin', '-', b'x' * 5000)
+    put(desk, 'notes/new-big.bin', '-', b'y' * 5000)
+    status = limited.status()
+    assert status.clean, status
+    assert sorted(path for path, _ in status.skipped) == ['notes/grows.bin', 'notes/new-big.bin']
+    assert limited.snapshot('nothing to record') is None
+    assert limited.diff(small).changes == ()
+    # The target holds neither file: both are left alone, and the dry run says so exactly.
+    plan = limited.restore(first, dry_run=True)
+    assert sorted(path for path, _ in plan.kept) == ['notes/grows.bin', 'notes/new-big.bin']
+    done = limited.restore_with_result(first)
+    assert (done.written, done.deleted, done.kept) == (plan.written, plan.deleted, plan.kept)
+    assert (desk / 'notes/grows.bin').read_bytes() == b'x' * 5000
+    # The checkpoint that holds the small version reverts it; the dry run predicts that too.
+    plan = limited.restore(small, dry_run=True)
+    assert plan.written == ('notes/grows.bin',)
+    assert limited.restore_with_result(small).written == plan.written
+    assert (desk / 'notes/grows.bin').read_bytes() == b'small'
