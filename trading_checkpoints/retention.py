@@ -114,8 +114,7 @@ def choose_kept(
 def _protect_restores(history: list[CommitInfo], count: int) -> int:
     """Extends the kept range so a kept restore keeps the snapshot taken just before it."""
     while (
-        count < len(history)
-        and metadata.action_of(history[count - 1].message) in RESTORING_ACTIONS
+        count < len(history) and metadata.action_of(history[count - 1].message) in RESTORING_ACTIONS
     ):
         count += 1
     return count

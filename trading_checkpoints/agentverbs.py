@@ -1,0 +1,82 @@
+"""The agent-integration verbs of ``Checkpoints``: guards, decorators and turns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .deskhandle import DeskHandle
+from .results import RestoreResult, TurnInfo
+
+if TYPE_CHECKING:
+    from .guard import Guard
+    from .turns import Turn
+
+_F = TypeVar('_F', bound=Callable[..., Any])
+
+
+class AgentVerbs(DeskHandle):
+    """Snapshot before an agent's writes, and group its checkpoints by turn."""
+
+    def before_write(
+        self,
+        tool: str | None = None,
+        *,
+        path_arg: str | Sequence[str] | None = 'path',
+        strict: bool = False,
+    ) -> Callable[[_F], _F]:
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
+
+        Example::
+
+            @checkpoints.before_write('write_file', path_arg='path')
+            def write_file(path: str, content: str) -> None: ...
+        """
+        from .guard import before_write
+
+        return before_write(self, tool, path_arg=path_arg, strict=strict)
+
+    def guard(
+        self,
+        action: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | str | None = None,
+        strict: bool = False,
+        turn: Turn | None = None,
+    ) -> Guard:
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
+
+        Example::
+
+            with checkpoints.guard('write_file Memory.md'):
+                (desk / 'Memory.md').write_text(text)
+        """
+        from .guard import Guard
+
+        return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
+
+    def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
+        """Context manager: tag every checkpoint taken in its block with one turn id.
+
+        Example::
+
+            with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
+                write_file('notes/a.md', '...')
+        """
+        from .turns import open_turn
+
+        return open_turn(self, label, message_id)
+
+    def restore_turn(self, turn_id: str, dry_run: bool = False) -> RestoreResult:
+        """Puts the tracked files back as they were before turn ``turn_id`` began."""
+        from .turns import first_checkpoint
+
+        return self.restore_with_result(first_checkpoint(self, turn_id), dry_run=dry_run)
+
+    def turns(self, limit: int | None = 20) -> list[TurnInfo]:
+        """The recorded turns, newest first, each with its checkpoints (newest first)."""
+        from .turns import turns
+
+        return turns(self, limit)
