@@ -35,8 +35,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
-from trading_checkpoints import checkpoints as _checkpoints_module  # noqa: E402
+from trading_checkpoints import deskhandle as _deskhandle_module  # noqa: E402
 from trading_checkpoints import repo as _repo_module  # noqa: E402
+from trading_checkpoints import session as _session_module  # noqa: E402
 
 GIT = shutil.which('git')
 KB = 1024
@@ -67,8 +68,9 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
     _repo_module._TRACKED_BY_CONFIG.clear()
     getattr(_repo_module, '_CONFIG_VALUES', {}).clear()
     getattr(_repo_module, '_PARSED_CONFIGS', {}).clear()
-    _checkpoints_module._ALLOWLISTS.clear()
-    _checkpoints_module._HOMES.clear()
+    _session_module._ALLOWLISTS.clear()
+    _session_module._REMEMBERED.clear()
+    _deskhandle_module._HOMES.clear()
     return Checkpoints(repo, desk)
 
 
