@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import tree_of, write
 
-from trading_checkpoints import Checkpoints, ExternalChangesError
+from trading_checkpoints import CheckpointError, Checkpoints, ExternalChangesError
 
 
 def test_status_before_any_checkpoint(cps: Checkpoints, desk: Path) -> None:
@@ -119,7 +119,7 @@ def test_restore_reports_and_keeps_overwritten_external_edits(cps: Checkpoints, 
     assert cps.show(result.before_id, 'Memory.md') == b'person'
 
 
-def test_force_false_refuses_and_changes_nothing(cps: Checkpoints, desk: Path) -> None:
+def test_refuse_option_refuses_and_changes_nothing(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'a')
     first = cps.snapshot('first')
     assert first
@@ -128,32 +128,117 @@ def test_force_false_refuses_and_changes_nothing(cps: Checkpoints, desk: Path) -
     write(desk, 'Memory.md', 'person')
     desk_before, count = tree_of(desk), len(cps.list())
     with pytest.raises(ExternalChangesError, match='Memory.md') as raised:
-        cps.restore(first, force=False)
+        cps.restore(first, on_external='refuse')
     assert raised.value.paths == ('Memory.md',)
     assert tree_of(desk) == desk_before and len(cps.list()) == count
+    with pytest.raises(CheckpointError, match='on_external'):
+        cps.restore(first, on_external='sometimes')
 
 
-def test_undo_refuses_to_overwrite_external_edits_unless_forced(
+def test_non_forced_restore_reverts_the_agent_and_keeps_the_person(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The common flows: the agent writes through a guard; a person then edits a file the
+    agent wrote, recreates a file the agent deleted, and edits an unrelated one."""
+    write(desk, 'Memory.md', 'start')
+    write(desk, 'notes/gone.md', 'to be deleted by the agent')
+    first = cps.snapshot('first')
+    with cps.guard('write_file notes/a.md'):
+        write(desk, 'notes/a.md', 'agent created')
+    with cps.guard('write_file notes/b.md'):
+        write(desk, 'notes/b.md', 'agent created, then edited by a person')
+    with cps.guard('delete notes/gone.md'):
+        (desk / 'notes/gone.md').unlink()
+    write(desk, 'notes/b.md', "the person's edit")
+    write(desk, 'notes/gone.md', 'recreated by the person')
+    write(desk, 'Memory.md', "the person's memory")
+    result = cps.restore_with_result(first, force=False)
+    assert result.attribution == 'sealed'
+    assert not (desk / 'notes/a.md').exists(), 'the agent-only file is reverted'
+    assert (desk / 'notes/b.md').read_text() == "the person's edit"
+    assert (desk / 'notes/gone.md').read_text() == 'recreated by the person'
+    assert (desk / 'Memory.md').read_text() == "the person's memory"
+    assert dict(result.kept) == {
+        'Memory.md': 'changed outside the agent',
+        'notes/b.md': 'changed outside the agent',
+        'notes/gone.md': 'changed outside the agent',
+    }
+    assert result.deleted == ('notes/a.md',) and result.external == ()
+    # force (the default) makes everything match and says what it overwrote.
+    result = cps.restore_with_result(first)
+    assert result.external == ('Memory.md', 'notes/b.md', 'notes/gone.md')
+    assert tree_of(desk) == {
+        'Memory.md': ('-', b'start'),
+        'notes': 'dir',
+        'notes/gone.md': ('-', b'to be deleted by the agent'),
+    }
+
+
+def test_non_forced_restore_without_a_record_restores_all_and_says_so(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'Memory.md', 'start')
+    first = cps.snapshot('first')
+    write(desk, 'Memory.md', 'who wrote this? nothing recorded it')
+    result = cps.restore_with_result(first, force=False)
+    assert result.attribution == 'unknown' and result.kept == ()
+    assert (desk / 'Memory.md').read_text() == 'start'
+
+
+def test_undo_reverts_the_agents_step_and_keeps_unrelated_outside_edits(
     cps: Checkpoints, desk: Path
 ) -> None:
     write(desk, 'Memory.md', 'start')
     cps.snapshot('before write_file notes/a.md', paths=['notes/a.md'])
     write(desk, 'notes/a.md', 'agent')
     write(desk, 'Memory.md', 'a person edited this meanwhile')
-    with pytest.raises(ExternalChangesError, match='Memory.md'):
-        cps.undo()
-    assert (desk / 'notes/a.md').exists()
+    result = cps.undo()
+    assert not (desk / 'notes/a.md').exists()
+    assert (desk / 'Memory.md').read_text() == 'a person edited this meanwhile'
+    assert dict(result.kept) == {'Memory.md': 'changed outside the agent'}
+    # The person's edit still counts as made outside the agent after the undo.
+    assert cps.status().external == ('Memory.md',)
+
+
+def test_forced_undo_overwrites_outside_edits_and_keeps_them_in_the_pre_snapshot(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'Memory.md', 'start')
+    cps.snapshot('before write_file notes/a.md', paths=['notes/a.md'])
+    write(desk, 'notes/a.md', 'agent')
+    write(desk, 'Memory.md', 'a person edited this meanwhile')
+    planned = cps.undo(dry_run=True)
+    assert dict(planned.kept) == {'Memory.md': 'changed outside the agent'}
     result = cps.undo(force=True)
     assert result.external == ('Memory.md',)
-    assert not (desk / 'notes/a.md').exists()
     assert (desk / 'Memory.md').read_text() == 'start'
-    # The person's edit is in the pre-snapshot: redo brings it back.
+    assert not (desk / 'notes/a.md').exists()
     assert cps.show(result.before_id, 'Memory.md') == b'a person edited this meanwhile'
-    cps.redo()
+    cps.redo(force=True)
     assert (desk / 'Memory.md').read_text() == 'a person edited this meanwhile'
 
 
-def test_undo_after_an_undo_notices_edits_made_in_between(cps: Checkpoints, desk: Path) -> None:
+def test_undo_refuses_where_a_person_changed_what_the_step_wrote(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'Memory.md', 'start')
+    cps.snapshot('start')
+    with cps.guard('write_file notes/a.md'):
+        write(desk, 'notes/a.md', 'agent')
+    write(desk, 'notes/a.md', 'the person improved it')
+    desk_before, count = tree_of(desk), len(cps.list())
+    with pytest.raises(ExternalChangesError, match='notes/a.md') as raised:
+        cps.undo()
+    assert raised.value.paths == ('notes/a.md',)
+    assert tree_of(desk) == desk_before and len(cps.list()) == count
+    kept = cps.undo(keep_external=True)
+    assert (desk / 'notes/a.md').read_text() == 'the person improved it'
+    assert dict(kept.kept) == {'notes/a.md': 'changed outside the agent'}
+    with pytest.raises(CheckpointError, match='not both'):
+        cps.undo(force=True, keep_external=True)
+
+
+def test_undo_after_an_undo_keeps_edits_made_in_between(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'start')
     cps.snapshot('s1', paths=['notes/a.md'])
     write(desk, 'notes/a.md', 'w1')
@@ -162,8 +247,10 @@ def test_undo_after_an_undo_notices_edits_made_in_between(cps: Checkpoints, desk
     cps.undo()
     write(desk, 'memory/person.md', 'added by hand')
     assert cps.status().external == ('memory/person.md',)
-    with pytest.raises(ExternalChangesError, match='memory/person.md'):
-        cps.undo()
+    result = cps.undo()
+    assert (desk / 'memory/person.md').read_text() == 'added by hand'
+    assert ('memory/person.md', 'changed outside the agent') in result.kept
+    assert not (desk / 'notes/a.md').exists()
 
 
 def test_declared_paths_may_be_absolute_or_dotted(cps: Checkpoints, desk: Path) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .errors import (
     CheckpointError,
+    CheckpointWarning,
     CorruptRepositoryError,
     ExternalChangesError,
     LockTimeoutError,
@@ -72,6 +73,7 @@ __all__ = [
     'TRACKED_PATHS',
     'Checkpoint',
     'CheckpointError',
+    'CheckpointWarning',
     'Checkpoints',
     'CorruptRepositoryError',
     'Diff',

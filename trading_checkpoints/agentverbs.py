@@ -69,11 +69,24 @@ class AgentVerbs(DeskHandle):
 
         return open_turn(self, label, message_id)
 
-    def restore_turn(self, turn_id: str, dry_run: bool = False) -> RestoreResult:
-        """Puts the tracked files back as they were before turn ``turn_id`` began."""
+    def restore_turn(
+        self,
+        turn_id: str,
+        dry_run: bool = False,
+        force: bool = True,
+        *,
+        on_external: str | None = None,
+    ) -> RestoreResult:
+        """Puts the tracked files back as they were before turn ``turn_id`` began.
+
+        ``force`` and ``on_external`` work as for :meth:`Checkpoints.restore`: with
+        ``force=False`` only the agent's changes are reverted.
+        """
         from .turns import first_checkpoint
 
-        return self.restore_with_result(first_checkpoint(self, turn_id), dry_run=dry_run)
+        target = first_checkpoint(self, turn_id)
+        restore = self.restore_with_result  # type: ignore[attr-defined]
+        return restore(target, dry_run=dry_run, force=force, on_external=on_external)
 
     def turns(self, limit: int | None = 20) -> list[TurnInfo]:
         """The recorded turns, newest first, each with its checkpoints (newest first)."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal, overload
 
-from . import history, metadata, safety, undo
+from . import external, history, metadata, restore, safety, undo
 from .agentverbs import AgentVerbs
 from .commitinfo import SHORT_ID_LENGTH
 from .desk import DeskState
@@ -28,8 +28,9 @@ from .results import (
     Status,
     checkpoint_from,
 )
-from .session import STAT_CACHE, effective_allowlist, open_reading
+from .session import STAT_CACHE, Session, effective_allowlist, open_reading
 from .storageverbs import StorageVerbs
+from .trees import build_trees
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
@@ -121,6 +122,8 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         paths: Sequence[str] | None = None,
         dry_run: Literal[False] = False,
         force: bool = True,
+        *,
+        on_external: str | None = None,
     ) -> str: ...
 
     @overload
@@ -130,6 +133,8 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         paths: Sequence[str] | None,
         dry_run: Literal[True],
         force: bool = True,
+        *,
+        on_external: str | None = None,
     ) -> RestoreResult: ...
 
     @overload
@@ -140,6 +145,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         *,
         dry_run: Literal[True],
         force: bool = True,
+        on_external: str | None = None,
     ) -> RestoreResult: ...
 
     def restore(
@@ -148,6 +154,8 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         paths: Sequence[str] | None = None,
         dry_run: bool = False,
         force: bool = True,
+        *,
+        on_external: str | None = None,
     ) -> str | RestoreResult:
         """Puts the tracked files back as they were at a checkpoint.
 
@@ -162,10 +170,14 @@ class Checkpoints(StorageVerbs, AgentVerbs):
                 is left as it is. The pre-snapshot still records the whole desk.
             dry_run: Change nothing (no pre-snapshot, no writes) and return the plan as a
                 :class:`RestoreResult` with ``dry_run=True``.
-            force: When False, refuse (raising ``ExternalChangesError``, nothing changed) if
-                the restore would overwrite files changed outside the agent since the state
-                it left (see :meth:`seal`). The default overwrites them; they are kept in the
-                pre-snapshot either way.
+            force: True (the default) makes every tracked path match the checkpoint, files
+                changed outside the agent included (they are kept in the pre-snapshot and
+                listed in ``RestoreResult.external``). False reverts only the agent's changes
+                and keeps every file changed outside the agent as it is (listed in
+                ``RestoreResult.kept``); see :meth:`seal` for how they are told apart.
+            on_external: Instead of ``force``: ``'overwrite'``, ``'keep'``, or ``'refuse'``
+                (raise ``ExternalChangesError`` and change nothing if any such file would be
+                touched).
 
         Returns:
             The id of the snapshot taken just before restoring, or of the current state when
@@ -175,7 +187,9 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         Raises:
             CheckpointError: The checkpoint or a path does not exist, or the restore failed.
         """
-        result = self.restore_with_result(checkpoint_id, paths=paths, dry_run=dry_run, force=force)
+        result = self.restore_with_result(
+            checkpoint_id, paths=paths, dry_run=dry_run, force=force, on_external=on_external
+        )
         return result if dry_run else result.before_id
 
     def restore_with_result(
@@ -184,8 +198,11 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         paths: Sequence[str] | None = None,
         dry_run: bool = False,
         force: bool = True,
+        *,
+        on_external: str | None = None,
     ) -> RestoreResult:
         """Like :meth:`restore`, but says what was (or, dry, would be) written and deleted."""
+        policy = _policy(on_external, restore.OVERWRITE if force else restore.KEEP)
         self._check_desk(must_exist=False)
         self._require_repository()
         with self._locked() as session:
@@ -197,7 +214,9 @@ class Checkpoints(StorageVerbs, AgentVerbs):
                 selection = tuple(history.normalize_path(p, session.allowlist) for p in paths)
                 if not selection:
                     raise CheckpointError('no paths given to restore')
-            request = Request(target, label, selection=selection, dry_run=dry_run, force=force)
+            request = Request(
+                target, label, selection=selection, dry_run=dry_run, on_external=policy
+            )
             return self._restore(session, request)
 
     # -- looking back (history.py) --------------------------------------------------------
@@ -303,39 +322,58 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         with self._locked() as session:
             return external.seal(session).decode()[:SHORT_ID_LENGTH]
 
-    def undo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
-        """Rewinds one step, like an editor's undo.
+    def undo(
+        self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
+    ) -> RestoreResult:
+        """Rewinds the agent's last step, like an editor's undo.
 
         With changes since the newest checkpoint, it restores that checkpoint (the state the
         change started from); otherwise the state before the current one in the undo history
-        (see ``undo.py`` for the exact rules).
+        (see ``undo.py`` for the exact rules). Repeatable: three undos undo the last three
+        writes. It is an ordinary restore, so it can be undone, and :meth:`redo` reverses it.
 
-        Repeatable: three undos undo the last three writes. Refuses (``ExternalChangesError``)
-        to overwrite files changed outside the agent unless ``force``. It is an ordinary
-        restore, so it can be undone, and :meth:`redo` reverses it. See ``undo.py``.
+        Files changed outside the agent (see :meth:`seal`) that the step did not touch are
+        left as they are. When the step changed a file that was also changed outside the agent
+        since, it refuses (``ExternalChangesError`` naming the files, nothing changed) unless
+        ``force`` (put the step's version back; the outside change stays in the pre-snapshot)
+        or ``keep_external`` (leave those files as they are).
         """
+        policy = _undo_policy(force, keep_external)
         self._check_desk(must_exist=False)
         self._require_repository()
         with self._locked() as session:
-            result, cache = session.scan()
-            step = undo.undo_target(session.repo, session.tree_of(result, cache))
+            view = _desk_as_the_agent_left_it(session, policy)
+            step = undo.undo_target(session.repo, view)
             request = Request(
                 step.sha.encode(),
                 step.short_id,
                 action=undo.UNDO,
                 subject=f'undo: back to {step.short_id} ({step.subject})',
                 dry_run=dry_run,
-                force=force,
+                on_external=policy,
             )
             return self._restore(session, request)
 
-    def redo(self, *, force: bool = False, dry_run: bool = False) -> RestoreResult:
-        """Reverses the newest undo not yet redone (nothing to redo after new changes)."""
+    def redo(
+        self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
+    ) -> RestoreResult:
+        """Reverses the newest undo not yet redone (nothing to redo after new checkpoints).
+
+        Files changed since the undo are treated as :meth:`undo` treats outside changes.
+        """
+        policy = _undo_policy(force, keep_external)
         self._check_desk(must_exist=False)
         self._require_repository()
         with self._locked() as session:
-            result, cache = session.scan()
-            undone, state = undo.redo_source(session.repo, session.tree_of(result, cache), force)
+            undone, state = undo.redo_source(session.repo)
+            head = session.repo.head()
+            view = _desk_as_the_agent_left_it(session, policy)
+            if policy != restore.OVERWRITE and head and view != session.repo.commit_info(head).tree:
+                raise CheckpointError(
+                    'the agent changed the desk since the last undo; redo would overwrite '
+                    f'that ({", ".join(_agent_changes(session, head))}); force it to redo '
+                    'anyway (the changes are kept in a pre-snapshot)'
+                )
             request = Request(
                 state,
                 state.decode()[:SHORT_ID_LENGTH],
@@ -343,6 +381,43 @@ class Checkpoints(StorageVerbs, AgentVerbs):
                 subject=f'redo: reverse undo {undone.short_id}',
                 trailers=[(undo.REDO_OF, undone.sha)],
                 dry_run=dry_run,
-                force=force,
+                on_external=policy,
             )
             return self._restore(session, request)
+
+
+def _policy(value: str | None, default: str) -> str:
+    if value is None:
+        return default
+    if value not in (restore.OVERWRITE, restore.KEEP, restore.REFUSE):
+        raise CheckpointError(f"on_external must be 'overwrite', 'keep' or 'refuse', not {value!r}")
+    return value
+
+
+def _undo_policy(force: bool, keep_external: bool) -> str:
+    if force and keep_external:
+        raise CheckpointError('choose force or keep_external, not both')
+    if force:
+        return restore.OVERWRITE
+    return restore.KEEP if keep_external else restore.CONFLICTS
+
+
+def _desk_as_the_agent_left_it(session: Session, policy: str) -> bytes:
+    """The tree undo and redo measure the agent's steps against: the desk, with changes made
+    outside the agent left out unless they are to be overwritten anyway."""
+    result, cache = session.scan()
+    if policy == restore.OVERWRITE:
+        return session.tree_of(result, cache)
+    attribution = external.attribute(session, result.files, session.known_tree(result, cache))
+    if not attribution.external:
+        return session.tree_of(result, cache)
+    trees, _ = build_trees(external.agent_view(result.files, attribution), set(), {})
+    return trees['']
+
+
+def _agent_changes(session: Session, head: bytes) -> list[str]:
+    result, _ = session.scan()
+    attribution = external.attribute(session, result.files)
+    view = external.agent_view(result.files, attribution)
+    newest, _ = session.flatten(session.repo.commit_info(head).tree)
+    return sorted(p for p in set(view) | set(newest) if view.get(p) != newest.get(p))[:5]

@@ -53,3 +53,7 @@ class DeskChangedError(CheckpointError):
     def __init__(self, path: str) -> None:
         super().__init__(f'{path} changed while it was being restored')
         self.path = path
+
+
+class CheckpointWarning(RuntimeWarning):
+    """A best-effort checkpoint (a guard's) failed; the write went ahead without one."""

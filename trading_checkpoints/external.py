@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import metadata
 from .commitinfo import CommitInfo
 from .repo import ShadowRepo
 from .session import Session
-from .trees import FileEntry
+from .trees import FileEntry, build_trees
 
 SEAL_REF = b'refs/checkpoints/sealed'
 ANNOUNCE = 'announce'
@@ -53,10 +53,13 @@ class Attribution:
     Attributes:
         basis: ``sealed``, ``declared``, ``unknown`` or ``none`` (see the module notes).
         external: Paths whose content differs from the state the agent left, sorted.
+        left: The files of the state the agent left, when they were read (for ``sealed`` the
+            seal's, for ``declared`` the newest checkpoint's); empty otherwise.
     """
 
     basis: str
     external: tuple[str, ...] = ()
+    left: Mapping[str, FileEntry] = field(default_factory=dict)
 
 
 def attribute(
@@ -77,7 +80,7 @@ def attribute(
         if desk_tree is not None and desk_tree == seal.tree:
             return Attribution(SEALED)
         left, _ = session.flatten(seal.tree)
-        return Attribution(SEALED, _differing(left, desk))
+        return Attribution(SEALED, _differing(left, desk), left)
     head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
@@ -99,6 +102,7 @@ def attribute(
             for path in changed
             if not any(path == item or path.startswith(item + '/') for item in declared)
         ),
+        left,
     )
 
 
@@ -142,6 +146,30 @@ def mark_sealed(repo: ShadowRepo) -> None:
     head = repo.head()
     if head is not None:
         repo.set_ref(SEAL_REF, head)
+
+
+def seal_files(session: Session, files: Mapping[str, FileEntry]) -> None:
+    """Seals a given state (not the desk's): after a restore that kept files changed outside
+    the agent, the state the agent left is the restored one with those files as it left them,
+    so they still count as changed outside the agent afterwards."""
+    trees, built = build_trees(dict(files), set(), {})
+    sha = session.commit_tree(
+        trees[''], built, 'sealed: the state the agent left\n', move_branch=False
+    )
+    session.repo.set_ref(SEAL_REF, sha)
+
+
+def agent_view(desk: Mapping[str, FileEntry], attribution: Attribution) -> dict[str, FileEntry]:
+    """The desk as the agent left it: every path changed outside the agent put back to the
+    state the agent left (the desk itself when nothing could be told apart)."""
+    view = dict(desk)
+    for path in attribution.external:
+        entry = attribution.left.get(path)
+        if entry is None:
+            view.pop(path, None)
+        else:
+            view[path] = entry
+    return view
 
 
 def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:

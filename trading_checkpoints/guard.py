@@ -9,11 +9,16 @@ paths kept as the checkpoint's metadata.
     with checkpoints.guard('write_file Memory.md'):
         Path(desk, 'Memory.md').write_text(text)
 
-Best effort by default (seed 000): a snapshot that fails is logged on the
-``trading_checkpoints.guard`` logger and the write goes ahead; ``strict=True`` raises the
-:class:`CheckpointError` instead. A write that targets a path outside the tracked paths is
-allowed but noted: a warning is logged, the checkpoint's reason says so, and when every target
-is untracked no snapshot is taken (there is nothing of the desk's tracked files to protect).
+Best effort by default: a snapshot that fails is reported (a :class:`CheckpointWarning`, which
+Python shows once per place unless the application filters it, and the
+``trading_checkpoints.guard`` logger) and the write goes ahead; ``strict=True`` raises the
+:class:`CheckpointError` instead. Once the write is done (the ``with`` block, or the decorated
+tool, returns or raises) the desk is sealed as the state the agent left, so a person's later
+edits are told apart from the agent's, exactly, by non-forced restores, undo and status.
+
+A write that targets a path outside the tracked paths is allowed but noted: a warning is
+logged, the checkpoint's reason says so, and when every target is untracked no snapshot is
+taken (there is nothing of the desk's tracked files to protect).
 Inside an open turn (:meth:`Checkpoints.turn`) the snapshot is tagged with the turn's id.
 """
 
@@ -24,12 +29,13 @@ import inspect
 import logging
 import os
 import posixpath
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from . import turns
-from .errors import CheckpointError
+from .errors import CheckpointError, CheckpointWarning
 from .paths import Allowlist, path_problem
 from .session import effective_allowlist
 from .turns import CheckpointsLike
@@ -83,6 +89,7 @@ class Guard:
         self.checkpoint_id: str | None = None
         self.error: BaseException | None = None
         self._taken = False
+        self._tracked: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f'Guard({self.action!r}, checkpoint_id={self.checkpoint_id!r})'
@@ -92,7 +99,22 @@ class Guard:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.seal()
         return None
+
+    def seal(self) -> None:
+        """After the write: records the desk as the state the agent left (best effort)."""
+        if not self._taken or (self.untracked and not self._tracked):
+            return  # nothing tracked was about to be written
+        try:
+            self.checkpoints.seal()
+        except Exception as error:
+            if self.strict:
+                raise
+            _report(
+                f'could not record the state {self.action} left in '
+                f'{self.checkpoints.desk_directory}: {error}'
+            )
 
     def reason(self) -> str:
         """The checkpoint's message: ``before <action>``, noting untracked targets."""
@@ -109,6 +131,7 @@ class Guard:
         self._taken = True
         try:
             tracked, self.untracked = _split_tracked(self.checkpoints, self.paths)
+            self._tracked = tuple(tracked)
             if self.untracked:
                 logger.warning(
                     '%s writes outside the tracked paths of %s: %s (allowed, not checkpointed)',
@@ -130,13 +153,17 @@ class Guard:
             if self.strict:
                 raise
             self.error = error
-            logger.warning(
-                'could not checkpoint %s before %s: %s (the write goes ahead)',
-                self.checkpoints.desk_directory,
-                self.action,
-                error,
+            _report(
+                f'could not checkpoint {self.checkpoints.desk_directory} before {self.action}: '
+                f'{error} (the write goes ahead)'
             )
         return self.checkpoint_id
+
+
+def _report(message: str) -> None:
+    """A failure the write goes ahead despite: logged, and warned so it is seen by default."""
+    logger.warning('%s', message)
+    warnings.warn(message, CheckpointWarning, stacklevel=4)
 
 
 def _split_tracked(
@@ -210,7 +237,7 @@ def before_write(
             )
         name = tool or function.__name__
 
-        def guard_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        def guard_for(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Guard:
             try:
                 bound = signature.bind_partial(*args, **kwargs)
             except TypeError:
@@ -225,21 +252,21 @@ def before_write(
                 elif isinstance(value, (list, tuple)):
                     targets.extend(os.fspath(v) for v in value)
             action = ' '.join([name, *targets])
-            Guard(checkpoints, action, tool=name, paths=targets, strict=strict).take()
+            return Guard(checkpoints, action, tool=name, paths=targets, strict=strict)
 
         if inspect.iscoroutinefunction(function):
 
             @functools.wraps(function)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                guard_for(args, kwargs)
-                return await function(*args, **kwargs)
+                with guard_for(args, kwargs):
+                    return await function(*args, **kwargs)
 
             return async_wrapper  # type: ignore[return-value]
 
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            guard_for(args, kwargs)
-            return function(*args, **kwargs)
+            with guard_for(args, kwargs):
+                return function(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
 

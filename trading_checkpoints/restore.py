@@ -33,6 +33,14 @@ from .session import Session
 from .trees import SYMLINK_MODE, FileEntry, RawObject, build_trees
 
 TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
+CHANGED_OUTSIDE = 'changed outside the agent'
+
+# What a restore does with paths changed outside the agent (``Request.on_external``).
+OVERWRITE = 'overwrite'  # put them back to the target too (they stay in the pre-snapshot)
+KEEP = 'keep'  # leave them as they are, revert only the agent's changes
+REFUSE = 'refuse'  # change nothing at all if any would be touched
+CONFLICTS = 'conflicts'  # undo/redo: keep unrelated ones, refuse where the step changed them
+POLICIES = (OVERWRITE, KEEP, REFUSE, CONFLICTS)
 
 
 @dataclass
@@ -58,7 +66,7 @@ class Request:
             The desk is snapshotted first only when some path holds neither (someone else
             wrote it): the commits the journal names already hold everything else.
         dry_run: Change nothing; return the plan.
-        force: Overwrite files changed outside the agent (else refuse).
+        on_external: What to do with paths changed outside the agent (see ``POLICIES``).
     """
 
     target: bytes
@@ -71,7 +79,7 @@ class Request:
     message: str | None = None
     before_subject: str | None = None
     dry_run: bool = False
-    force: bool = True
+    on_external: str = OVERWRITE
     record_before: bool = True
     pids: tuple[int, ...] = ()
     expected: dict[str, tuple[FileEntry | None, FileEntry | None]] | None = None
@@ -94,6 +102,9 @@ class _Desired:
     built: list[RawObject]
     governed: set[str] | None  # paths the target decides (None: every tracked path)
 
+    def decides(self, path: str) -> bool:
+        return self.governed is None or path in self.governed
+
 
 def run(session: Session, request: Request) -> Outcome:
     """Runs the pipeline; raises ``DeskChangedError`` (journal kept) when another writer
@@ -106,44 +117,30 @@ def run(session: Session, request: Request) -> Outcome:
         _make_desk(session)
     scan, cache = session.scan(record=not request.dry_run)
     desired = _compose(request, scan, target_files, target_trees, target_info.tree)
-    revert = {
-        path
-        for path in scan.oversize
-        if path in desired.files and (desired.governed is None or path in desired.governed)
-    }
+    revert = {path for path in scan.oversize if path in desired.files and desired.decides(path)}
     if revert and not request.dry_run:
         # Reverted although over the size limit: the pre-snapshot keeps their bytes.
         scan, cache = session.scan(record=True, exempt=revert)
         desired = _compose(request, scan, target_files, target_trees, target_info.tree)
-    kept = [(path, why) for path, why in tree_skipped]
-    held_back = {
-        path
-        for path in scan.oversize - revert
-        if desired.governed is None or path in desired.governed
-    }
+    kept = list(tree_skipped)
+    held_back = {path for path in scan.oversize - revert if desired.decides(path)}
     kept += [(path, TOO_LARGE_UNHELD) for path in sorted(held_back)]
     current = {p: e for p, e in scan.files.items() if p not in held_back}
+    attribution = external.attribute(session, current, session.known_tree(scan, cache))
+    decision = _decide_external(request, desired, current, attribution)
+    kept += [(path, CHANGED_OUTSIDE) for path in decision.keep]
     wanted = {p: e for p, e in desired.files.items() if p not in held_back}
     the_plan = plan(current, wanted)
     if request.dry_run:
         the_plan.write = sorted(set(the_plan.write) | revert)
-    the_plan.kept = kept
-    attribution = external.attribute(session, current, session.known_tree(scan, cache))
-    touched = set(the_plan.write) | set(the_plan.delete)
-    overwritten = tuple(path for path in attribution.external if path in touched)
+    the_plan.kept = sorted(kept)
     head = repo.head()
     if head is None:
         raise CheckpointError(f'no checkpoints yet in {repo.path}')
+    result = _Result(request, the_plan, current, decision.overwritten, attribution.basis)
     if request.dry_run:
-        return Outcome(_result(request, head, None, the_plan, current, overwritten, True), None)
-    if overwritten and not request.force:
-        raise ExternalChangesError(
-            f'refusing to {request.action}: it would overwrite {len(overwritten)} file(s) '
-            f'changed outside the agent: {", ".join(overwritten[:5])}'
-            f'{" ..." if len(overwritten) > 5 else ""} (force it to overwrite them; they '
-            'are kept in the pre-snapshot)',
-            overwritten,
-        )
+        return Outcome(result.make(head, None, True))
+    decision.raise_if_refused(request)
     saved = None
     if _worth_saving(request, scan):
         saved = session.commit(scan, cache, _before_message(request))
@@ -154,7 +151,15 @@ def run(session: Session, request: Request) -> Outcome:
     head_tree = repo.commit_info(head).tree  # read before the desk is touched
     message = request.message or _message(request, head)
     journal.begin(
-        repo.path, request.label, request.target, head, the_plan, current, wanted, message
+        repo.path,
+        request.label,
+        request.target,
+        head,
+        the_plan,
+        current,
+        wanted,
+        message,
+        request.pids,
     )
     written = session.desk.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
     restored: bytes | None = None
@@ -164,9 +169,91 @@ def run(session: Session, request: Request) -> Outcome:
         cache, scan, desired.files, desired.trees, written, restored or head
     )
     journal.finish(repo.path)
-    external.mark_sealed(repo)
-    result = _result(request, saved or head, restored, the_plan, current, overwritten, False)
-    return Outcome(result, saved, the_plan)
+    if decision.keep:
+        external.seal_files(session, _as_left_by_the_agent(desired.files, decision, attribution))
+    else:
+        external.mark_sealed(repo)
+    return Outcome(result.make(saved or head, restored, False), saved, the_plan)
+
+
+def _as_left_by_the_agent(
+    files: dict[str, FileEntry], decision: _Decision, attribution: external.Attribution
+) -> dict[str, FileEntry]:
+    """The restored state with each kept file as the agent had left it."""
+    agent = dict(files)
+    for path in decision.keep:
+        entry = attribution.left.get(path)
+        if entry is None:
+            agent.pop(path, None)
+        else:
+            agent[path] = entry
+    return agent
+
+
+@dataclass
+class _Decision:
+    """What a restore does with paths changed outside the agent."""
+
+    keep: list[str] = field(default_factory=list)  # left as they are
+    overwritten: list[str] = field(default_factory=list)  # put back to the target anyway
+    conflicts: list[str] = field(default_factory=list)  # refused (undo, redo)
+    refused: list[str] = field(default_factory=list)  # refused (all or nothing)
+
+    def raise_if_refused(self, request: Request) -> None:
+        if self.refused:
+            raise ExternalChangesError(
+                f'refusing to {request.action}: it would overwrite {len(self.refused)} file(s) '
+                f'changed outside the agent: {_some(self.refused)} (keep them, or force it '
+                'to overwrite them; they are kept in the pre-snapshot)',
+                tuple(self.refused),
+            )
+        if self.conflicts:
+            raise ExternalChangesError(
+                f"refusing to {request.action}: the agent's last step changed "
+                f'{_some(self.conflicts)}, and so did someone else since; nothing was changed '
+                '(force it to put back the older version, or keep the outside changes)',
+                tuple(self.conflicts),
+            )
+
+
+def _decide_external(
+    request: Request,
+    desired: _Desired,
+    current: dict[str, FileEntry],
+    attribution: external.Attribution,
+) -> _Decision:
+    """Applies the request's policy to the paths changed outside the agent (see ``Request``).
+
+    Paths it keeps get their current entry in ``desired`` (whose trees are rebuilt).
+    """
+    decision = _Decision()
+    policy = request.on_external
+    for path in attribution.external:
+        if not desired.decides(path) or current.get(path) == desired.files.get(path):
+            continue  # the restore does not touch it
+        if policy == OVERWRITE:
+            decision.overwritten.append(path)
+        elif policy == REFUSE:
+            decision.refused.append(path)
+        elif policy == CONFLICTS and desired.files.get(path) != attribution.left.get(path):
+            decision.conflicts.append(path)  # the agent's step changed it, and so did someone
+            decision.overwritten.append(path)
+        else:
+            decision.keep.append(path)
+    if decision.keep:
+        for path in decision.keep:
+            entry = current.get(path)
+            if entry is None:
+                desired.files.pop(path, None)
+            else:
+                desired.files[path] = entry
+        desired.trees, desired.built = build_trees(desired.files, set(), {})
+        desired.tree = desired.trees['']
+    return decision
+
+
+def _some(paths: list[str]) -> str:
+    return ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
 
 
 def _worth_saving(request: Request, scan: Scan) -> bool:
@@ -256,24 +343,26 @@ def _message(request: Request, head: bytes) -> str:
     return undo.compose(request.subject or f'restored {request.label}', pairs)
 
 
-def _result(
-    request: Request,
-    before: bytes,
-    restored: bytes | None,
-    the_plan: Plan,
-    current: dict[str, FileEntry],
-    overwritten: tuple[str, ...],
-    dry_run: bool,
-) -> RestoreResult:
-    return RestoreResult(
-        before_id=before.decode()[:SHORT_ID_LENGTH],
-        target_id=request.target.decode()[:SHORT_ID_LENGTH],
-        restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
-        written=tuple(the_plan.write),
-        deleted=tuple(the_plan.delete),
-        created=tuple(path for path in the_plan.write if path not in current),
-        external=overwritten,
-        dry_run=dry_run,
-        action=request.action,
-        kept=tuple(the_plan.kept),
-    )
+@dataclass
+class _Result:
+    request: Request
+    plan: Plan
+    current: dict[str, FileEntry]
+    overwritten: list[str]
+    basis: str
+
+    def make(self, before: bytes, restored: bytes | None, dry_run: bool) -> RestoreResult:
+        the_plan = self.plan
+        return RestoreResult(
+            before_id=before.decode()[:SHORT_ID_LENGTH],
+            target_id=self.request.target.decode()[:SHORT_ID_LENGTH],
+            restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
+            written=tuple(the_plan.write),
+            deleted=tuple(the_plan.delete),
+            created=tuple(path for path in the_plan.write if path not in self.current),
+            external=tuple(sorted(self.overwritten)),
+            dry_run=dry_run,
+            action=self.request.action,
+            kept=tuple(the_plan.kept),
+            attribution=self.basis,
+        )

@@ -56,8 +56,11 @@ class RestoreResult:
             earlier restore a crash had interrupted, or this one after another writer changed
             a file it was about to replace (the desk is then saved as found first). One line.
         kept: ``(path, why)`` for each tracked path the restore left as it is although the
-            target differs there (such as a file over the maximum file size that the target
-            does not hold).
+            target differs there: changed outside the agent (a restore that keeps such
+            changes), over the maximum file size and not held by the target, or a name the
+            checkpoint holds that cannot be written (not UTF-8).
+        attribution: How changes outside the agent were told apart: ``sealed``, ``declared``,
+            ``unknown`` (no record of what the agent wrote: nothing could be kept) or ``none``.
     """
 
     before_id: str
@@ -71,6 +74,7 @@ class RestoreResult:
     action: str = 'restore'
     recovered: str | None = None
     kept: tuple[tuple[str, str], ...] = ()
+    attribution: str = 'none'
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ def undo_target(repo: ShadowRepo, desk_tree: bytes) -> CommitInfo:
     return candidate
 
 
-def redo_source(repo: ShadowRepo, desk_tree: bytes, force: bool) -> tuple[CommitInfo, bytes]:
+def redo_source(repo: ShadowRepo) -> tuple[CommitInfo, bytes]:
     """The undo ``redo()`` reverses and the state to restore (see the module notes)."""
     head = repo.head()
     if head is None:
@@ -156,9 +156,4 @@ def redo_source(repo: ShadowRepo, desk_tree: bytes, force: bool) -> tuple[Commit
     state = _sha(repo, _one(found, UNDO_OF))
     if state is None:
         raise CheckpointError(f'the undo {found.short_id} does not record the state it undid')
-    if repo.commit_info(head).tree != desk_tree and not force:
-        raise CheckpointError(
-            'the desk changed since the last undo; redo would overwrite those changes '
-            '(force it to redo anyway: the changes are kept in a pre-snapshot)'
-        )
     return found, state
