@@ -15,7 +15,7 @@ from .render import ident, style
 from .target import Target
 
 # A cut listing counts the checkpoints it left out, reading at most this many more.
-MORE_COUNTED = 1000
+MORE_COUNTED = 20
 _ALL = sys.maxsize
 _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
 
@@ -100,8 +100,8 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
         click.echo(f'... and {count} older (list -n 0 shows all)')
     click.echo(
         style(
-            'hint: checkpoints diff ID shows what changed since ID; '
-            'checkpoints restore ID brings ID back (undoably)',
+            'hint: checkpoints diff ID shows what changed since then; '
+            'checkpoints restore ID goes back to it',
             dim=True,
         )
     )
@@ -406,5 +406,7 @@ def track(
         click.echo(f'Desk {target.desk!r} tracks:')
     for path in tracked:
         click.echo(f'  {path}')
-    if changed:
+    if set(tracked) - set(current):
         click.echo(f'Record the files now tracked with: {target.command("snapshot")}')
+    elif changed:
+        click.echo('Files no longer tracked stay as they are; checkpoints keep what they hold.')
