@@ -121,6 +121,17 @@ def fail(message: str, kind: str = 'CheckpointError', code: int = 1) -> None:
     sys.exit(code)
 
 
+def stop_quietly_on_a_closed_pipe() -> None:
+    """The reader of our output went away (``checkpoints log | head``): stop without a word,
+    as a tool killed by SIGPIPE would (exit status 141)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
+
+
 def reports_errors(function: F) -> F:
     """Turns every failure into one line on stderr (one JSON object with --json) and exit
     status 1, never a traceback."""
@@ -131,6 +142,8 @@ def reports_errors(function: F) -> F:
             return function(*args, **kwargs)
         except CheckpointError as error:
             fail(str(error), type(error).__name__)
+        except BrokenPipeError:
+            stop_quietly_on_a_closed_pipe()
         except OSError as error:
             where = f': {error.filename}' if error.filename else ''
             fail(f'{error.strerror or error}{where}', type(error).__name__)
