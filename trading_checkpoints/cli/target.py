@@ -67,9 +67,6 @@ class Target:
     def repository_directory(self) -> Path:
         return self.workspace / REPOSITORIES / f'{self.desk}.git'
 
-    def with_desk(self, name: str) -> Target:
-        return Target(self.workspace, name, self.workspace_source, 'option', self.cwd)
-
     # -- the library objects (imported on use: --help never loads dulwich) ----------------
 
     def checkpoints(self):  # -> Checkpoints
