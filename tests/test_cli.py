@@ -55,7 +55,10 @@ def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
     assert undo_line and rows[0]['id'] in undo_line[0]
     assert (desk / 'Memory.md').read_text() == 'v1'
     table = run('--workspace', str(workspace), 'list', '-n', '1', cwd=workspace)
-    assert table.stdout.count('\n') == 1 and f'restored {rows[1]["id"]}' in table.stdout
+    lines = table.stdout.splitlines()
+    assert f'restored {rows[1]["id"]}' in lines[0]
+    assert lines[1] == '... and 2 older (list -n 0 shows all)'
+    assert 'checkpoints diff ID' in lines[2] and 'checkpoints restore ID' in lines[2]
     assert '\x1b[' not in table.stdout, 'no colour when stdout is not a terminal'
 
 

@@ -117,6 +117,7 @@ def test_list_json_gains_metadata(workspace: Path, history: tuple[str, str]) -> 
         'tool': 'write_file',
         'paths': ['notes/plan.md'],
         'turn': 't1',
+        'action': None,
     }
     assert rows[0]['tool'] is None and rows[0]['paths'] == []
 
@@ -158,7 +159,8 @@ def test_restore_default_target_paths_and_dry_run(
 def test_undo_redo_round_trip(workspace: Path, desk: Path, history: tuple[str, str]) -> None:
     write(desk, 'notes/plan.md', 'w3\n')
     code, out, _ = run(workspace, 'undo')
-    assert code == 0 and out.startswith('Undid: back to') and 'checkpoints redo' in out
+    assert code == 0 and out.startswith('Undid: back to')
+    assert f'Redo with: checkpoints --workspace {workspace} --desk main redo' in out
     assert (desk / 'notes/plan.md').read_text() == 'plan\n'
     code, out, _ = run(workspace, 'undo', '--json')
     assert json.loads(out)['action'] == 'undo'

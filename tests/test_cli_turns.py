@@ -58,7 +58,8 @@ def test_restore_turn_from_the_command_line(workspace: Path, cps: Checkpoints, d
     assert code == 0, out
     assert out.splitlines()[0].startswith('Restored ') and '(before turn msg_1)' in out
     assert '  D notes/1.md' in out and '  D notes/2.md' in out
-    assert out.splitlines()[-1].startswith('Undo with: checkpoints restore ')
+    prefix = f'Undo with: checkpoints --workspace {workspace} --desk main restore '
+    assert out.splitlines()[-1].startswith(prefix)
     assert (desk / 'Memory.md').read_text() == 'v0'
 
 
@@ -67,7 +68,10 @@ def test_restore_turn_errors_are_one_line(workspace: Path, cps: Checkpoints, des
     code, out = run(workspace, 'restore-turn', 'msg_9')
     assert code == 1 and "no turn 'msg_9'" in out and 'Traceback' not in out
     code, out = run(workspace, 'restore-turn')
-    assert code == 2 and "Missing argument 'TURN'" in out
+    assert code == 2 and out.splitlines() == [
+        "error: missing argument 'TURN'.",
+        'hint: checkpoints restore-turn --help shows the usage and examples',
+    ]
 
 
 def test_mcp_help_names_the_extra() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -44,8 +46,10 @@ def run_demo(
             )
         directory.mkdir(parents=True, exist_ok=True)
         _play(directory, echo, style)
-        echo(f'\nThe workspace is kept in {directory}; try:')
-        echo(f'  checkpoints --workspace {directory} list')
+        desk = Path(os.path.abspath(directory)) / 'desks' / 'main'
+        echo(f'\nThe workspace is kept in {directory}. Inside its desk, no options are needed:')
+        echo(f'  cd {shlex.quote(str(desk))}')
+        echo('  checkpoints list')
         return
     root = Path(tempfile.mkdtemp(prefix='checkpoints-demo-'))
     try:

@@ -6,6 +6,11 @@ Example::
     research = workspace.desk('research')      # a Checkpoints for desks/research
     for name in workspace.desks():
         print(name, len(workspace.desk(name).list()))
+
+    root = find_workspace()                    # like git: from the current folder upward
+    desk = desk_at(root, Path.cwd()) if root else None   # 'research' inside desks/research
+
+Nothing here imports dulwich until a desk's :class:`Checkpoints` is asked for.
 """
 
 from __future__ import annotations
@@ -13,10 +18,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .checkpoints import Checkpoints
 from .errors import CheckpointError
 from .paths import TRACKED_PATHS
+
+if TYPE_CHECKING:
+    from .checkpoints import Checkpoints
 
 DESKS = 'desks'
 REPOSITORIES = '.checkpoints'
@@ -64,6 +72,8 @@ class Workspace:
 
     def desk(self, name: str, *, create: bool = False) -> Checkpoints:
         """The checkpoints of desk ``name``; ``create=True`` also makes its (empty) folder."""
+        from .checkpoints import Checkpoints
+
         if create:
             self.desk_directory(name).mkdir(parents=True, exist_ok=True)
         return Checkpoints(
@@ -96,3 +106,56 @@ class Workspace:
         problem = desk_name_problem(name)
         if problem:
             raise CheckpointError(f'{name!r} is not a desk name (a plain folder name): {problem}')
+
+
+def is_workspace(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` holds ``desks/`` or ``.checkpoints/`` (the two halves of a workspace)."""
+    for part in (DESKS, REPOSITORIES):
+        try:
+            if os.path.isdir(os.path.join(folder, part)):
+                return True
+        except (OSError, ValueError):  # unreadable, or a path no file system accepts
+            continue
+    return False
+
+
+def find_workspace(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The nearest workspace at or above ``start`` (default: the current folder), like git finds
+    its repository: the first folder, walking up to the root, that holds ``desks/`` or
+    ``.checkpoints/``. None when there is none. Symlinks in ``start`` are not resolved, so the
+    answer is a folder the caller can name; the result is absolute.
+
+    Example::
+
+        find_workspace('/home/me/agent/workspace/desks/main/notes')
+        # -> Path('/home/me/agent/workspace')
+    """
+    folder = Path(os.path.abspath(os.fspath(start) if start is not None else os.getcwd()))
+    for candidate in (folder, *folder.parents):
+        if is_workspace(candidate):
+            return candidate
+    return None
+
+
+def desk_at(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
+    """The name of the desk ``path`` lies in: inside ``<root>/desks/<name>`` or
+    ``<root>/.checkpoints/<name>.git``; None elsewhere (including ``root`` and ``desks/``).
+
+    Both paths are made absolute, not resolved. A folder whose name is no desk name (see
+    :func:`desk_name_problem`) is no desk either: None.
+    """
+    base = Path(os.path.abspath(os.fspath(root)))
+    here = Path(os.path.abspath(os.fspath(path)))
+    try:
+        parts = here.relative_to(base).parts
+    except ValueError:
+        return None
+    if len(parts) < 2:
+        return None
+    if parts[0] == DESKS:
+        name = parts[1]
+    elif parts[0] == REPOSITORIES and parts[1].endswith(_SUFFIX):
+        name = parts[1][: -len(_SUFFIX)]
+    else:
+        return None
+    return name if desk_name_problem(name) is None else None

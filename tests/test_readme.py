@@ -1,0 +1,110 @@
+"""The README's examples run verbatim: every ```python block in a fresh folder, and the command
+line section's console session with its output compared line by line (checkpoint ids and
+times differ from run to run, so each id shown in the README is matched to the real one)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_process import environment, shell
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / 'README.md').read_text()
+PYTHON_BLOCKS = re.findall(r'^```python\n(.*?)^```$', README, re.S | re.M)
+
+# A checkpoint id as the README shows it (7 hex digits, at least one of them a digit), a time.
+_ID = r'\b(?=[a-f]*[0-9])[0-9a-f]{7}\b'
+_TIME = r'\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d'
+_TOKEN = re.compile(f'({_ID})|({_TIME})')
+DEMO = '/tmp/demo'  # where the README's session keeps its workspace
+
+
+def test_the_readme_has_python_blocks() -> None:
+    assert len(PYTHON_BLOCKS) >= 3
+
+
+@pytest.mark.parametrize('number', range(len(PYTHON_BLOCKS)))
+def test_python_block_runs_verbatim_in_a_fresh_folder(number: int, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, '-c', PYTHON_BLOCKS[number]],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, f'block {number}:\n{PYTHON_BLOCKS[number]}\n{done.stderr}'
+
+
+def console_session(section: str) -> list[tuple[str, list[str]]]:
+    """The (command, expected output lines) of the first console block after ``section``."""
+    start = README.index(section)
+    block = re.search(r'^```console\n(.*?)^```$', README[start:], re.S | re.M)
+    assert block is not None
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.group(1).splitlines():
+        if line.startswith('$ '):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+class Ids:
+    """The README's ids, bound one to one to the real ids as they show up."""
+
+    def __init__(self) -> None:
+        self.real: dict[str, str] = {}
+        self.shown: dict[str, str] = {}
+
+    def bind(self, shown: str, real: str) -> None:
+        assert self.real.setdefault(shown, real) == real, f'{shown} stood for {self.real[shown]}'
+        assert self.shown.setdefault(real, shown) == shown, f'{real} shown as {self.shown[real]}'
+
+    def substitute(self, command: str) -> str:
+        return re.sub(_ID, lambda m: self.real[m.group(0)], command)
+
+    def match(self, expected: str, actual: str) -> bool:
+        pattern, names = '', []
+        position = 0
+        for token in _TOKEN.finditer(expected):
+            pattern += re.escape(expected[position : token.start()])
+            if token.group(1):
+                pattern += '([0-9a-f]{7})'
+                names.append(token.group(1))
+            else:
+                pattern += _TIME
+            position = token.end()
+        pattern += re.escape(expected[position:])
+        found = re.fullmatch(pattern, actual)
+        if found is None:
+            return False
+        for shown, real in zip(names, found.groups(), strict=True):
+            self.bind(shown, real)
+        return True
+
+
+def test_the_command_line_session_runs_verbatim_with_the_output_shown(tmp_path: Path) -> None:
+    demo = tmp_path / 'demo'
+    cwd = tmp_path
+    ids = Ids()
+    steps = console_session('## Command line\n')
+    verbs = {command.split()[1] for command, _ in steps if command.startswith('checkpoints ')}
+    assert {'demo', 'list', 'diff', 'restore', 'undo'} <= verbs
+    for command, expected in steps:
+        real = ids.substitute(command).replace(DEMO, str(demo))
+        if real.startswith('cd '):
+            cwd = cwd / real[3:].strip()
+            assert cwd.is_dir(), command
+            continue
+        done = shell(f'{{ {real}\n}} 2>&1', cwd=cwd)
+        actual = done.stdout.replace(str(demo), DEMO).splitlines()
+        assert len(actual) == len(expected), f'$ {command}\n{done.stdout}'
+        for want, got in zip(expected, actual, strict=True):
+            assert ids.match(want, got), f'$ {command}\nREADME: {want}\nreal:   {got}'
+    assert len(ids.real) >= 8, 'the session shows and reuses real ids'

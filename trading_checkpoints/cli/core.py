@@ -1,0 +1,412 @@
+"""The everyday verbs: list, snapshot, restore, status, desks and track."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+import click
+
+from ..errors import CheckpointError
+from . import complete, render
+from .options import dry_run_option, json_option, limit_option, quiet_option, target_options, verb
+from .render import ident, style
+from .target import Target
+
+# A cut listing counts the checkpoints it left out, reading at most this many more.
+MORE_COUNTED = 20
+_ALL = sys.maxsize
+_HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
+
+
+def checkpoint_dict(item: Any) -> dict[str, Any]:
+    return {
+        'id': item.checkpoint_id,
+        'created_at': item.created_at,
+        'reason': item.reason,
+        'tool': item.tool,
+        'paths': list(item.paths),
+        'turn': item.turn,
+        'action': item.action,
+    }
+
+
+def gather(checkpoints: Any, limit: int, agent_only: bool) -> tuple[list[Any], int, bool]:
+    """The newest ``limit`` checkpoints (all for 0), how many more there are, and whether that
+    count is exact (it stops at :data:`MORE_COUNTED`, so a cold listing stays cheap)."""
+
+    def keep(items: list[Any]) -> list[Any]:
+        return [item for item in items if item.action is None] if agent_only else items
+
+    if limit == 0:
+        return keep(checkpoints.list(_ALL)), 0, True
+    goal = limit + MORE_COUNTED + 1
+    wanted = goal
+    while True:
+        raw = checkpoints.list(wanted)
+        kept = keep(raw)
+        if len(kept) >= goal or len(raw) < wanted:
+            break
+        wanted *= 4
+    more = len(kept) - limit
+    return kept[:limit], max(0, min(more, MORE_COUNTED)), len(kept) < goal
+
+
+def note_recovery(checkpoints: Any) -> None:
+    """One stderr line when the verb first completed a restore a crash had interrupted."""
+    recovery = getattr(checkpoints, 'last_recovery', None)
+    if recovery is not None:
+        click.echo(f'note: {recovery}', err=True)
+
+
+@click.command('list')
+@limit_option('checkpoints')
+@click.option(
+    '--agent-only',
+    is_flag=True,
+    help='Hide the bookkeeping of restores, undos and redos (their commits and the snapshots '
+    'they take first): only the checkpoints taken before writes.',
+)
+@json_option(
+    'Print a JSON array of {"id", "created_at", "reason", "tool", "paths", "turn", "action"}.'
+)
+@target_options
+@verb('desk')
+def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) -> None:
+    """List checkpoints, newest first.
+
+    \b
+    Examples:
+      checkpoints list
+      checkpoints list -n 0 --agent-only      # all of them, without restore bookkeeping
+      checkpoints list -n 5 --json
+    """
+    checkpoints = target.checkpoints()
+    items, more, exact = gather(checkpoints, limit, agent_only)
+    note_recovery(checkpoints)
+    if as_json:
+        render.echo_json([checkpoint_dict(item) for item in items])
+        return
+    if not items:
+        which = 'agent checkpoints' if agent_only and more == 0 else 'checkpoints'
+        click.echo(f'No {which} yet for desk {target.desk!r} ({target.repository_directory}).')
+        click.echo(f'Take one with: {target.command("snapshot", "-m", "why")}')
+        return
+    for item in items:
+        click.echo(f'{ident(item.checkpoint_id)}  {item.created_at}  {item.reason}')
+    if more:
+        count = f'{more}' if exact else f'more than {more}'
+        click.echo(f'... and {count} older (list -n 0 shows all)')
+    click.echo(
+        style(
+            'hint: checkpoints diff ID shows what changed since then; '
+            'checkpoints restore ID goes back to it',
+            dim=True,
+        )
+    )
+
+
+@click.command()
+@click.option(
+    '-m',
+    '--message',
+    'reason',
+    default='manual snapshot',
+    show_default=True,
+    help='Why the snapshot is taken; kept as its message.',
+)
+@click.option(
+    '--turn',
+    metavar='TURN',
+    shell_complete=complete.turns,
+    help="Tag it with agent turn TURN (one word, such as the user message's id). A turn's "
+    'first snapshot is always kept, so `restore-turn TURN` can rewind the whole turn.',
+)
+@click.option('--tool', metavar='NAME', help='The tool about to write (kept as metadata).')
+@click.option(
+    '--path',
+    'paths',
+    multiple=True,
+    metavar='PATH',
+    help='A path the tool is about to write (repeat for each). Later changes elsewhere are '
+    'then reported as external by `status`.',
+)
+@json_option('Print {"id", "external", "skipped"} (id null when nothing changed).')
+@target_options
+@verb('folder')
+def snapshot(
+    target: Target,
+    reason: str,
+    turn: str | None,
+    tool: str | None,
+    paths: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Record the tracked files now, if they changed since the newest checkpoint.
+
+    \b
+    Examples:
+      checkpoints snapshot
+      checkpoints snapshot -m "before rewriting notes/plan.md"
+      checkpoints snapshot --turn msg_17 --tool write_file --path notes/plan.md
+    """
+    from ..turns import check_turn_id, snapshot_in_turn
+
+    if turn is not None:
+        check_turn_id(turn)
+    checkpoints = target.opened()
+    taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=paths or None, turn=turn)
+    checkpoint_id = taken.checkpoint_id
+    if checkpoint_id is None and turn is not None:
+        # Nothing changed, yet a turn's first snapshot must leave a checkpoint carrying its id.
+        checkpoint_id = snapshot_in_turn(checkpoints, turn, reason, tool=tool, paths=paths or None)
+    if taken.recovered:
+        click.echo(f'note: {taken.recovered}', err=True)
+    for path, why in taken.skipped:
+        click.echo(f'warning: left out {path}: {why}', err=True)
+    if as_json:
+        render.echo_json(
+            {
+                'id': checkpoint_id,
+                'external': list(taken.external),
+                'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
+            }
+        )
+        return
+    if checkpoint_id is None:
+        click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
+    elif taken.checkpoint_id is None:
+        click.echo(f'Snapshot {ident(checkpoint_id)} marks the start of turn {turn}: {reason}')
+    else:
+        click.echo(f'Snapshot {ident(checkpoint_id)} taken: {reason}')
+    if taken.external:
+        click.echo(
+            f'note: changed outside the agent since the state it left: {", ".join(taken.external)}'
+        )
+
+
+def split_restore_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    """``[ID] [PATH]...``: a first argument of 4 to 40 hex digits is the ID."""
+    if args and _HEX_ARG.fullmatch(args[0]):
+        return args[0], list(args[1:])
+    return None, list(args)
+
+
+@click.command()
+@click.argument('args', nargs=-1, metavar='[ID] [PATH]...', shell_complete=complete.ids)
+@dry_run_option('Show what would be written and deleted; change nothing.')
+@quiet_option
+@json_option('Print what was done as JSON.')
+@target_options
+@verb('desk')
+def restore(
+    target: Target, args: tuple[str, ...], dry_run: bool, quiet: bool, as_json: bool
+) -> None:
+    """Put the tracked files back as they were at checkpoint ID.
+
+    The current files are snapshotted first, so the restore itself can be undone with the
+    command it prints. Files created since ID are deleted; untracked files are never touched.
+    Without ID, the newest checkpoint is restored (the changes made since are discarded). With
+    PATHs, only those files or folders are restored. A first argument of 4 to 40 hex digits
+    is the ID; any other is a PATH. Files changed outside the agent (see `status`) that the
+    restore overwrites are named in a warning; they are kept in the pre-snapshot.
+
+    \b
+    Examples:
+      checkpoints restore 3f2a9c1
+      checkpoints restore 3f2a9c1 notes/plan.md --dry-run
+      checkpoints restore notes/            # notes/ as at the newest checkpoint
+      checkpoints restore 3f2a9c1 --json
+    """
+    from ..history import BadPathError
+
+    checkpoint_id, paths = split_restore_args(args)
+    try:
+        result = target.checkpoints().restore_with_result(
+            checkpoint_id, paths=paths or None, dry_run=dry_run
+        )
+    except BadPathError as error:
+        if checkpoint_id is None and error.path == args[0]:
+            raise CheckpointError(
+                f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
+                f'`checkpoints list`) nor a tracked path: {error}'
+            ) from error
+        raise
+    if result.recovered:
+        click.echo(f'note: {result.recovered}', err=True)
+    if as_json:
+        render.echo_json(render.restore_dict(result))
+    else:
+        render.restore(result, target, quiet=quiet)
+
+
+@click.command()
+@quiet_option
+@json_option('Print the status as JSON.')
+@target_options
+@verb('desk')
+def status(target: Target, quiet: bool, as_json: bool) -> None:
+    """Show what changed in the desk since the newest checkpoint, and what was external.
+
+    A change is external when it differs from the state the agent left: the last `seal` (or
+    restore/undo/redo), else the newest checkpoint outside the paths it declared.
+
+    \b
+    Examples:
+      checkpoints status
+      checkpoints status --json
+    """
+    result = target.checkpoints().status()
+    if as_json:
+        render.echo_json(result.to_dict())
+        return
+    if result.newest_id is None:
+        click.echo(
+            f'No checkpoints yet for desk {target.desk!r}; '
+            f'{len(result.changes)} tracked file(s) in the desk.'
+        )
+        click.echo(f'Take one with: {target.command("snapshot", "-m", "why")}')
+        return
+    if result.clean:
+        click.echo(f'No changes since checkpoint {ident(result.newest_id)}.')
+    else:
+        click.echo(
+            f'{len(result.changes)} file(s) changed since checkpoint {ident(result.newest_id)}:'
+        )
+        if not quiet:
+            for change in result.changes:
+                mark = style(' (external)', fg='red') if change.path in result.external else ''
+                click.echo(f'  {render.NAME_STATUS[change.kind]} {change.path}{mark}')
+    changed = {change.path for change in result.changes}
+    if not quiet:
+        for path in result.external:
+            if path not in changed:
+                note = style(' (external: differs from the state the agent left)', fg='red')
+                click.echo(f'  {path}{note}')
+    if result.basis == 'unknown' and not result.clean:
+        click.echo(
+            'Cannot tell which changes were external: nothing was sealed and the newest '
+            'checkpoint declared no paths (snapshot --path PATH declares them; seal records '
+            'the state the agent left).'
+        )
+    elif result.external:
+        click.echo(f'{len(result.external)} changed outside the agent.')
+    if not result.clean:
+        click.echo(f'Keep them with:    {target.command("snapshot", "-m", "why")}')
+        click.echo(f'Discard them with: {target.command("restore")}')
+
+
+@click.command('desks')
+@json_option('Print [{"name", "folder", "checkpoints", "current"}].')
+@target_options
+@verb('workspace')
+def desks_command(target: Target, as_json: bool) -> None:
+    """List the desks of the workspace; the current one is marked with *.
+
+    A desk is a folder in desks/ or a repository in .checkpoints/ (a desk whose folder is gone
+    but whose checkpoints remain is listed: it can be restored).
+
+    \b
+    Examples:
+      checkpoints desks
+      checkpoints --workspace ~/agent desks --json
+    """
+    from ..workspace import Workspace
+
+    workspace = Workspace(target.workspace)
+    rows = [
+        {
+            'name': name,
+            'folder': workspace.desk_directory(name).is_dir(),
+            'checkpoints': workspace.repository_directory(name).is_dir(),
+            'current': name == target.desk,
+        }
+        for name in workspace.desks()
+    ]
+    if as_json:
+        render.echo_json(rows)
+        return
+    if not rows:
+        click.echo(
+            f'No desks in workspace {target.workspace} yet '
+            f'(a desk is a folder in {target.workspace / "desks"}).'
+        )
+        return
+    width = max(len(row['name']) for row in rows)
+    for row in rows:
+        notes = []
+        if not row['folder']:
+            notes.append('no folder: checkpoints only')
+        elif not row['checkpoints']:
+            notes.append('no checkpoints yet')
+        mark = '*' if row['current'] else ' '
+        text = f'{mark} {row["name"].ljust(width)}'
+        click.echo(f'{text}  ({", ".join(notes)})' if notes else text.rstrip())
+    if len(rows) > 1:
+        click.echo(style('hint: checkpoints --desk NAME VERB acts on another desk', dim=True))
+
+
+@click.command('track')
+@click.argument('added', nargs=-1, metavar='[PATH]...')
+@click.option(
+    '--remove', multiple=True, metavar='PATH', help='Stop tracking PATH (repeat for each).'
+)
+@click.option(
+    '--reset',
+    is_flag=True,
+    help='Track the default paths again (Memory.md memory notes skills/agent).',
+)
+@json_option('Print {"desk", "tracked", "changed"}.')
+@target_options
+@verb('desk')
+def track(
+    target: Target, added: tuple[str, ...], remove: tuple[str, ...], reset: bool, as_json: bool
+) -> None:
+    """Show the tracked paths, or track PATHs too (files or folders, relative to the desk).
+
+    The list is recorded in the desk's repository, so the library and every command agree.
+    Files outside it are never read, written or deleted; checkpoints taken before a change
+    keep what they hold, and nothing in the desk is changed.
+
+    \b
+    Examples:
+      checkpoints track                        # show them
+      checkpoints track research plan.txt      # also track research/ and plan.txt
+      checkpoints track --remove skills/agent
+      checkpoints track --reset
+    """
+    from ..paths import TRACKED_PATHS, Allowlist
+
+    checkpoints = target.checkpoints()
+    current = checkpoints.effective_tracked_paths()
+    wanted = list(TRACKED_PATHS if reset else current)
+    for path in Allowlist(added).entries if added else ():
+        if not Allowlist(wanted).covers(path):
+            wanted.append(path)
+    if remove:
+        for path in Allowlist(remove).entries:
+            if path not in wanted:
+                covered = [entry for entry in wanted if Allowlist([entry]).covers(path)]
+                why = f'; it lies in {covered[0]}, which stays tracked' if covered else ''
+                raise CheckpointError(
+                    f'{path!r} is not one of the tracked paths ({", ".join(wanted)}){why}'
+                )
+            wanted.remove(path)
+        if not wanted:
+            raise CheckpointError('that would track nothing; keep at least one path')
+    changed = Allowlist(wanted) != Allowlist(current)
+    tracked = checkpoints.set_tracked_paths(wanted) if changed else current
+    if as_json:
+        render.echo_json({'desk': target.desk, 'tracked': list(tracked), 'changed': changed})
+        return
+    if changed:
+        click.echo(f'Desk {target.desk!r} now tracks:')
+    else:
+        click.echo(f'Desk {target.desk!r} tracks:')
+    for path in tracked:
+        click.echo(f'  {path}')
+    if set(tracked) - set(current):
+        click.echo(f'Record the files now tracked with: {target.command("snapshot")}')
+    elif changed:
+        click.echo('Files no longer tracked stay as they are; checkpoints keep what they hold.')

@@ -1,0 +1,182 @@
+"""The options every verb shares, declared once, and the decorator that runs a verb's body.
+
+``--workspace``/``--desk`` are accepted before the verb (on the group) and after it (on each
+verb); the one given last on the command line wins. Their values are kept in ``ctx.meta``
+(shared by every nested context) and turned into a :class:`Target` when the verb runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import CheckpointError
+from ..workspace import desk_name_problem
+from . import complete, render
+from .target import DESK_KEY, WORKSPACE_KEY, Target, target_of
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+JSON_KEY = 'checkpoints.json'
+
+
+def _keep(key: str) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            ctx.meta[key] = value
+        return value
+
+    return callback
+
+
+def check_desk_name(value: str) -> str:
+    """The one desk-name rule of every verb (the library's): a plain folder name."""
+    problem = desk_name_problem(value)
+    if problem:
+        raise click.BadParameter(
+            f'{value!r} is not a desk name (a plain folder name, like "main"): {problem}'
+        )
+    return value
+
+
+def _keep_desk(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.meta[DESK_KEY] = check_desk_name(value)
+    return value
+
+
+def target_options(function: F) -> F:
+    """``--workspace DIR`` and ``--desk NAME``, on the group and on every verb."""
+    function = click.option(
+        '--desk',
+        metavar='NAME',
+        expose_value=False,
+        callback=_keep_desk,
+        shell_complete=complete.desks,
+        help='The desk (a folder in <workspace>/desks). Default: $CHECKPOINTS_DESK, else the '
+        'desk the current folder is in, else main.',
+    )(function)
+    return click.option(
+        '--workspace',
+        metavar='DIR',
+        expose_value=False,
+        callback=_keep(WORKSPACE_KEY),
+        shell_complete=complete.folders,
+        help='The folder holding desks/ and .checkpoints/. Default: $CHECKPOINTS_WORKSPACE, '
+        'else the nearest such folder at or above the current one, else ./workspace.',
+    )(function)
+
+
+def json_option(help: str) -> Callable[[F], F]:
+    def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            ctx.meta[JSON_KEY] = True
+        return value
+
+    return click.option('--json', 'as_json', is_flag=True, callback=remember, help=help)
+
+
+def dry_run_option(help: str = 'Only show what would change; change nothing.') -> Callable[[F], F]:
+    return click.option('--dry-run', is_flag=True, help=help)
+
+
+def quiet_option(function: F) -> F:
+    return click.option(
+        '-q',
+        '--quiet',
+        is_flag=True,
+        help='Print only the summary and the follow-up command, not every file.',
+    )(function)
+
+
+def limit_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        '--limit',
+        '-n',
+        type=click.IntRange(min=0),
+        default=20,
+        show_default=True,
+        metavar='N',
+        help=f'Show at most N {what}; 0 shows all.',
+    )
+
+
+def current_target(ctx: click.Context | None = None) -> Target:
+    ctx = ctx or click.get_current_context()
+    return target_of(ctx.meta)
+
+
+def wants_json(ctx: click.Context | None = None) -> bool:
+    ctx = ctx or click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(JSON_KEY))
+
+
+def fail(message: str, kind: str = 'CheckpointError', code: int = 1) -> None:
+    render.error(message, as_json=wants_json(), kind=kind)
+    sys.exit(code)
+
+
+def stop_quietly_on_a_closed_pipe() -> None:
+    """The reader of our output went away (``checkpoints log | head``): stop without a word,
+    as a tool killed by SIGPIPE would (exit status 141)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing left to flush at exit
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
+
+
+def reports_errors(function: F) -> F:
+    """Turns every failure into one line on stderr (one JSON object with --json) and exit
+    status 1, never a traceback."""
+
+    @wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except CheckpointError as error:
+            fail(str(error), type(error).__name__)
+        except BrokenPipeError:
+            stop_quietly_on_a_closed_pipe()
+        except OSError as error:
+            where = f': {error.filename}' if error.filename else ''
+            fail(f'{error.strerror or error}{where}', type(error).__name__)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as error:  # noqa: BLE001 - the command line never shows a traceback
+            if os.environ.get('CHECKPOINTS_DEBUG'):
+                raise
+            fail(
+                f'unexpected {type(error).__name__}: {error} (set CHECKPOINTS_DEBUG=1 for details)',
+                type(error).__name__,
+            )
+
+    return wrapper  # type: ignore[return-value]
+
+
+def verb(require: str | None = 'desk') -> Callable[[F], F]:
+    """Runs a verb's body with its :class:`Target` as first argument, after checking that
+    what it needs exists: ``workspace``, ``desk`` (its folder or its repository), ``folder``
+    (the desk's folder), or None; failures are reported as :func:`reports_errors` does."""
+
+    def decorate(function: F) -> F:
+        @wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            target = current_target()
+            if require == 'workspace':
+                target.require_workspace()
+            elif require == 'desk':
+                target.require_desk()
+            elif require == 'folder':
+                target.require_desk_folder()
+            return function(target, *args, **kwargs)
+
+        return reports_errors(wrapper)  # type: ignore[return-value]
+
+    return decorate

@@ -1,0 +1,209 @@
+"""How the commands print: colour, the one JSON style, errors, and the shared result views."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import click
+
+from .target import Target
+
+NAME_STATUS = {
+    'added': 'A',
+    'modified': 'M',
+    'deleted': 'D',
+    'type-changed': 'T',
+    'mode-changed': 'M',
+    'changed': '?',
+}
+
+
+def use_color() -> bool:
+    return sys.stdout.isatty() and 'NO_COLOR' not in os.environ
+
+
+def style(text: str, **kwargs: Any) -> str:
+    return click.style(text, **kwargs) if use_color() else text
+
+
+def ident(checkpoint_id: str | None) -> str:
+    """A checkpoint id as shown to people (yellow on a terminal)."""
+    return style(checkpoint_id or '', fg='yellow')
+
+
+def to_json(value: Any) -> str:
+    """The one JSON style of every verb: indented by two, ASCII (non-UTF-8 names escaped)."""
+    return json.dumps(value, indent=2)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(to_json(value))
+
+
+def error(message: str, *, as_json: bool, kind: str, hint: str | None = None) -> None:
+    """An error on stderr: one ``error:`` line (and a ``hint:`` line), or one JSON object
+    ``{"error", "type"[, "hint"]}`` when --json was asked for."""
+    if as_json:
+        body = {'error': message, 'type': kind}
+        if hint:
+            body['hint'] = hint
+        click.echo(to_json(body), err=True)
+        return
+    click.echo(f'error: {message}', err=True)
+    if hint:
+        click.echo(f'hint: {hint}', err=True)
+
+
+# -- restores (restore, undo, redo, restore-turn) ---------------------------------------------
+
+
+def restore_dict(result: Any) -> dict[str, Any]:
+    return {
+        'action': result.action,
+        'dry_run': result.dry_run,
+        'before_id': result.before_id,
+        'target_id': result.target_id,
+        'restored_id': result.restored_id,
+        'written': list(result.written),
+        'created': list(result.created),
+        'deleted': list(result.deleted),
+        'external': list(result.external),
+    }
+
+
+def file_lines(written: Sequence[str], deleted: Sequence[str]) -> None:
+    for path in written:
+        click.echo(f'  {style("W", fg="green")} {path}')
+    for path in deleted:
+        click.echo(f'  {style("D", fg="red")} {path}')
+
+
+def restore(result: Any, target: Target, *, quiet: bool = False, title: str | None = None) -> None:
+    """The human view of a restore, undo or redo: what changed, and how to take it back."""
+    if not result.written and not result.deleted:
+        click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
+        return
+    if result.dry_run:
+        verb = f'Would {result.action}' + (' to' if result.action != 'restore' else '')
+    else:
+        verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: forward to'}[
+            result.action
+        ]
+    click.echo(
+        f'{verb} {ident(result.target_id)}{title or ""}: '
+        f'{len(result.written)} written ({len(result.created)} created), '
+        f'{len(result.deleted)} deleted.'
+    )
+    if not quiet:
+        file_lines(result.written, result.deleted)
+    if result.external:
+        word = 'would overwrite' if result.dry_run else 'overwrote'
+        click.echo(
+            style('warning:', fg='red', bold=True)
+            + f' {word} {len(result.external)} file(s) changed outside the agent: '
+            + ', '.join(result.external)
+            + ('' if result.dry_run else f' (kept in {result.before_id})')
+        )
+    if result.dry_run:
+        click.echo('Dry run: nothing was changed.')
+    elif result.action == 'undo':
+        click.echo(f'Redo with: {target.command("redo")}')
+        click.echo(f'       or: {target.command("restore", result.before_id)}')
+    elif result.action == 'redo':
+        click.echo(f'Undo with: {target.command("undo")}')
+        click.echo(f'       or: {target.command("restore", result.before_id)}')
+    else:
+        click.echo(f'Undo with: {target.command("restore", result.before_id)}')
+
+
+# -- diffs ------------------------------------------------------------------------------------
+
+
+def _color_patch(patch: str) -> str:
+    if not use_color():
+        return patch
+    lines = []
+    for line in patch.splitlines():
+        if line.startswith(('---', '+++')):
+            lines.append(click.style(line, bold=True))
+        elif line.startswith('+'):
+            lines.append(click.style(line, fg='green'))
+        elif line.startswith('-'):
+            lines.append(click.style(line, fg='red'))
+        elif line.startswith('@@'):
+            lines.append(click.style(line, fg='cyan'))
+        else:
+            lines.append(line)
+    return '\n'.join(lines) + '\n'
+
+
+def patches(changes: Sequence[Any]) -> None:
+    for change in changes:
+        if change.kind == 'mode-changed':
+            click.echo(f'mode change {change.old_mode:06o} => {change.new_mode:06o} {change.path}')
+        elif change.binary:
+            click.echo(style(f'Binary file {change.path} {change.kind}', bold=True))
+        elif change.patch is None:
+            click.echo(style(f'{change.path} {change.kind} (over 1 MiB: no line diff)', bold=True))
+        else:
+            if change.kind == 'type-changed':
+                click.echo(style(f'type change (file <-> symlink) {change.path}', bold=True))
+            click.echo(_color_patch(change.patch), nl=False)
+
+
+def stat(changes: Sequence[Any]) -> None:
+    width = max(len(change.path) for change in changes)
+    added = removed = 0
+    for change in changes:
+        if change.binary:
+            counts = 'Bin'
+        else:
+            counts = (
+                f'{change.added_lines + change.removed_lines} '
+                + style('+' * min(change.added_lines, 40), fg='green')
+                + style('-' * min(change.removed_lines, 40), fg='red')
+            )
+        added += change.added_lines
+        removed += change.removed_lines
+        click.echo(f' {change.path.ljust(width)} | {counts}')
+    click.echo(
+        f' {len(changes)} file(s) changed, {added} insertion(s)(+), {removed} deletion(s)(-)'
+    )
+
+
+# -- progress of transfers ----------------------------------------------------------------
+
+
+class Progress:
+    """One line of progress on stderr, redrawn in place; only on a terminal."""
+
+    def __init__(self) -> None:
+        self.width = 0
+
+    def __call__(self, text: str) -> None:
+        line = text[:100]
+        sys.stderr.write('\r' + line + ' ' * max(0, self.width - len(line)))
+        sys.stderr.flush()
+        self.width = len(line)
+
+    def finish(self) -> None:
+        if self.width:
+            sys.stderr.write('\r' + ' ' * self.width + '\r')
+            sys.stderr.flush()
+
+
+def progress(as_json: bool) -> Progress | None:
+    return None if as_json or not sys.stderr.isatty() else Progress()
+
+
+def run_with_progress(work: Callable[[Progress | None], Any], as_json: bool) -> Any:
+    reporter = progress(as_json)
+    try:
+        return work(reporter)
+    finally:
+        if reporter is not None:
+            reporter.finish()

@@ -1,0 +1,175 @@
+"""Which workspace and desk a command acts on, and the commands it prints for the next step.
+
+Precedence, highest first (like git's ``--git-dir`` > ``$GIT_DIR`` > discovery):
+
+- workspace: ``--workspace`` (before or after the verb) > ``$CHECKPOINTS_WORKSPACE`` > the
+  nearest folder at or above the current one holding ``desks/`` or ``.checkpoints/`` >
+  ``./workspace``;
+- desk: ``--desk`` > ``$CHECKPOINTS_DESK`` > the desk the current folder is in (inside
+  ``desks/<name>`` of that workspace) > ``main``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CheckpointError
+from ..workspace import (
+    DESKS,
+    REPOSITORIES,
+    Workspace,
+    desk_at,
+    desk_name_problem,
+    find_workspace,
+    is_workspace,
+)
+
+PROGRAM = 'checkpoints'
+WORKSPACE_VARIABLE = 'CHECKPOINTS_WORKSPACE'
+DESK_VARIABLE = 'CHECKPOINTS_DESK'
+DEFAULT_WORKSPACE = 'workspace'
+DEFAULT_DESK = 'main'
+
+# Where the options --workspace and --desk leave their values (click's ctx.meta is shared by
+# every nested context, so the one given after the verb overrides the one before it).
+WORKSPACE_KEY = 'checkpoints.workspace'
+DESK_KEY = 'checkpoints.desk'
+
+
+@dataclass(frozen=True)
+class Target:
+    """One desk of one workspace, and where each of the two came from.
+
+    Attributes:
+        workspace: The workspace folder, absolute.
+        desk: The desk's name (already validated).
+        workspace_source: ``option``, ``environment``, ``found`` (discovered upward) or
+            ``default`` (``./workspace``, which may not exist).
+        desk_source: ``option``, ``environment``, ``folder`` (the current folder is in it)
+            or ``default``.
+        cwd: The folder the command was run from (for messages).
+    """
+
+    workspace: Path
+    desk: str
+    workspace_source: str
+    desk_source: str
+    cwd: Path
+
+    @property
+    def desk_directory(self) -> Path:
+        return self.workspace / DESKS / self.desk
+
+    @property
+    def repository_directory(self) -> Path:
+        return self.workspace / REPOSITORIES / f'{self.desk}.git'
+
+    # -- the library objects (imported on use: --help never loads dulwich) ----------------
+
+    def checkpoints(self):  # -> Checkpoints
+        return Workspace(self.workspace).desk(self.desk)
+
+    def opened(self):  # -> Checkpoints pruned to the limits stored in its repository
+        from ..checkpoints import Checkpoints
+
+        return Checkpoints.open(self.repository_directory, self.desk_directory)
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def require_workspace(self) -> None:
+        """A clear error unless the workspace folder exists."""
+        where = self.workspace
+        if where.is_dir():
+            return
+        if self.workspace_source == 'default':
+            raise CheckpointError(
+                f'no workspace found: no folder holding {DESKS}/ or {REPOSITORIES}/ at or above '
+                f'{self.cwd}, and no {where} (give --workspace DIR or set ${WORKSPACE_VARIABLE})'
+            )
+        origin = {'option': '--workspace', 'environment': f'${WORKSPACE_VARIABLE}'}.get(
+            self.workspace_source, 'the workspace'
+        )
+        state = 'is not a folder' if where.exists() else 'does not exist'
+        raise CheckpointError(f'no workspace at {where}: it {state} (from {origin})')
+
+    def require_desk(self) -> None:
+        """A clear error unless the desk has a folder or a repository (a desk whose folder
+        is gone but whose checkpoints remain still counts: it can be restored)."""
+        self.require_workspace()
+        folder, repository = self.desk_directory, self.repository_directory
+        if folder.is_dir() or repository.is_dir():
+            if folder.exists() and not folder.is_dir():
+                raise CheckpointError(f'desk {self.desk!r} is not a folder: {folder}')
+            return
+        if folder.exists() or folder.is_symlink():
+            raise CheckpointError(f'desk {self.desk!r} is not a folder: {folder}')
+        try:
+            known = Workspace(self.workspace).desks()
+        except CheckpointError:
+            known = []
+        others = f' (desks there: {", ".join(known)})' if known else ' (it has no desks yet)'
+        if not is_workspace(self.workspace):
+            others = f' (it holds neither {DESKS}/ nor {REPOSITORIES}/)'
+        raise CheckpointError(
+            f'no desk {self.desk!r} in workspace {self.workspace}: neither {folder} nor '
+            f'{repository} exists{others}'
+        )
+
+    def require_desk_folder(self) -> None:
+        """A clear error unless the desk's folder exists (what a snapshot reads)."""
+        self.require_desk()
+        if not self.desk_directory.is_dir():
+            raise CheckpointError(
+                f'no desk folder {self.desk_directory} (desk {self.desk!r} has checkpoints '
+                'only: restore one to bring the folder back)'
+            )
+
+    # -- follow-up commands ---------------------------------------------------------------
+
+    def command(self, *words: str) -> str:
+        """A command line for this same desk, safe to paste into a shell anywhere."""
+        parts = [PROGRAM, '--workspace', str(self.workspace), '--desk', self.desk, *words]
+        return ' '.join(shlex.quote(part) for part in parts)
+
+
+def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
+    """The target named by the options, the environment and the current folder."""
+    cwd = Path(os.path.abspath(os.getcwd()))
+    environment_workspace = os.environ.get(WORKSPACE_VARIABLE) or None
+    if workspace_option is not None:
+        root, workspace_source = _absolute(workspace_option), 'option'
+    elif environment_workspace is not None:
+        root, workspace_source = _absolute(environment_workspace), 'environment'
+    else:
+        found = find_workspace(cwd)
+        if found is not None:
+            root, workspace_source = found, 'found'
+        else:
+            root, workspace_source = cwd / DEFAULT_WORKSPACE, 'default'
+    environment_desk = os.environ.get(DESK_VARIABLE) or None
+    if desk_option is not None:
+        desk, desk_source = desk_option, 'option'
+    elif environment_desk is not None:
+        problem = desk_name_problem(environment_desk)
+        if problem:
+            raise CheckpointError(
+                f'${DESK_VARIABLE}={environment_desk!r} is not a desk name (a plain folder '
+                f'name, like "main"): {problem}'
+            )
+        desk, desk_source = environment_desk, 'environment'
+    else:
+        inside = desk_at(root, cwd) or desk_at(os.path.realpath(root), cwd)
+        desk, desk_source = (inside, 'folder') if inside else (DEFAULT_DESK, 'default')
+    return Target(root, desk, workspace_source, desk_source, cwd)
+
+
+def _absolute(value: str) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(value)))
+
+
+def target_of(meta: dict) -> Target:
+    """The target named by the options kept in a click context's ``meta``."""
+    return resolve(meta.get(WORKSPACE_KEY), meta.get(DESK_KEY))

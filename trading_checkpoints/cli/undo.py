@@ -1,0 +1,91 @@
+"""One step at a time: undo, redo, and seal (the state the agent left)."""
+
+from __future__ import annotations
+
+import click
+
+from . import render
+from .options import dry_run_option, json_option, quiet_option, target_options, verb
+from .render import ident
+from .target import Target
+
+
+def _step(target: Target, which: str, force: bool, dry_run: bool, quiet: bool, as_json: bool):
+    checkpoints = target.checkpoints()
+    method = checkpoints.undo if which == 'undo' else checkpoints.redo
+    result = method(force=force, dry_run=dry_run)
+    if as_json:
+        render.echo_json(render.restore_dict(result))
+    else:
+        render.restore(result, target, quiet=quiet)
+
+
+@click.command()
+@click.option(
+    '--force',
+    is_flag=True,
+    help='Overwrite files changed outside the agent (kept in the pre-snapshot).',
+)
+@dry_run_option()
+@quiet_option
+@json_option('Print what was done as JSON.')
+@target_options
+@verb('desk')
+def undo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool) -> None:
+    """Step back one checkpoint; repeat to go further back (three undos, three writes).
+
+    With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
+    state before the current one, like an editor's undo. It is an ordinary restore: `redo`
+    reverses it. It refuses to overwrite files changed outside the agent unless --force.
+
+    \b
+    Examples:
+      checkpoints undo
+      checkpoints undo --dry-run
+      checkpoints undo --force --json
+    """
+    _step(target, 'undo', force, dry_run, quiet, as_json)
+
+
+@click.command()
+@click.option(
+    '--force',
+    is_flag=True,
+    help='Redo even though the desk changed since the undo (changes are kept).',
+)
+@dry_run_option()
+@quiet_option
+@json_option('Print what was done as JSON.')
+@target_options
+@verb('desk')
+def redo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool) -> None:
+    """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
+
+    \b
+    Examples:
+      checkpoints undo && checkpoints redo
+      checkpoints redo --json
+    """
+    _step(target, 'redo', force, dry_run, quiet, as_json)
+
+
+@click.command()
+@json_option('Print {"id": ...}.')
+@target_options
+@verb('folder')
+def seal(target: Target, as_json: bool) -> None:
+    """Record the desk as the state the agent left (run it after the agent's write).
+
+    Later changes that differ from it are reported as external by `status`, and `undo`
+    refuses to overwrite them unless --force.
+
+    \b
+    Examples:
+      checkpoints seal
+      checkpoints seal --json
+    """
+    sealed = target.checkpoints().seal()
+    if as_json:
+        render.echo_json({'id': sealed})
+    else:
+        click.echo(f'Sealed the desk as the state the agent left ({ident(sealed)}).')
