@@ -178,10 +178,27 @@ def test_undo_refusal_and_force(workspace: Path, desk: Path, cps: Checkpoints) -
     cps.snapshot('before write_file notes/a.md', paths=['notes/a.md'])
     write(desk, 'notes/a.md', 'agent\n')
     write(desk, 'Memory.md', 'person\n')
-    code, _, err = run(workspace, 'undo')
-    assert code == 1 and 'changed outside the agent: Memory.md' in err
+    # The agent's step is undone; the person's unrelated edit is kept and marked.
+    code, out, _ = run(workspace, 'undo', '--dry-run')
+    assert code == 0 and 'K Memory.md  (kept: changed outside the agent)' in out, out
     code, out, _ = run(workspace, 'undo', '--force')
     assert code == 0 and 'warning: overwrote 1 file(s) changed outside the agent: Memory.md' in out
+    code, out, _ = run(workspace, 'redo', '--force')
+    assert code == 0 and (desk / 'Memory.md').read_text() == 'person\n'
+    # Where a person changed what the agent's step wrote, undo refuses with one error line.
+    cps.seal()
+    write(desk, 'notes/a.md', 'the person took over\n')
+    cps.snapshot('before write_file notes/a.md', paths=['notes/a.md'])
+    write(desk, 'notes/a.md', 'agent again\n')
+    cps.seal()
+    write(desk, 'notes/a.md', 'person again\n')
+    code, _, err = run(workspace, 'undo')
+    assert code == 1 and err.startswith('error: refusing to undo') and 'notes/a.md' in err, err
+    code, out, _ = run(workspace, 'undo', '--keep-external', '--json')
+    assert code == 0 and json.loads(out)['kept'] == [
+        {'path': 'notes/a.md', 'reason': 'changed outside the agent'}
+    ]
+    assert (desk / 'notes/a.md').read_text() == 'person again\n'
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(

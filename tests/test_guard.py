@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 
-from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints import CheckpointError, Checkpoints, CheckpointWarning
 
 
 def make_write_file(cps: Checkpoints, **options):
@@ -134,12 +134,16 @@ def test_failed_snapshot_never_blocks_the_write(
     (tmp_path / 'repo.git').write_text('not a repository')  # the snapshot must fail
     cps = Checkpoints(tmp_path / 'repo.git', desk)
     write_file = make_write_file(cps)
+    # Seen by default (a warning, without any logging set up), and logged.
     with caplog.at_level(logging.WARNING, logger='trading_checkpoints.guard'):
-        assert write_file('Memory.md', 'v2') == 'ok'
+        with pytest.warns(CheckpointWarning, match='could not checkpoint') as warned:
+            assert write_file('Memory.md', 'v2') == 'ok'
+    assert len(warned) == 1, 'one warning per failed write'
     assert (desk / 'Memory.md').read_text() == 'v2'
     assert 'could not checkpoint' in caplog.text and 'the write goes ahead' in caplog.text
-    with cps.guard('write_file Memory.md') as guard:
-        pass
+    with pytest.warns(CheckpointWarning, match='the write goes ahead'):
+        with cps.guard('write_file Memory.md') as guard:
+            pass
     assert isinstance(guard.error, CheckpointError) and guard.checkpoint_id is None
 
 

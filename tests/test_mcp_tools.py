@@ -78,13 +78,15 @@ def test_status_seal_undo_redo(workspace: Path, desk: Path) -> None:
         ]
         assert status['external'] == ['notes/a.md']
 
-        refused = await client.error('undo')
-        assert 'notes/a.md' in refused, 'undo names the external change it would overwrite'
-        assert (desk / 'notes/a.md').read_text() == 'a1 by a person'
+        # Undo reverts the agent's step and keeps the person's unrelated edit.
+        planned = await client.ok('undo', dry_run=True)
+        assert planned['written'] == ['Memory.md']
+        assert planned['kept'] == [{'path': 'notes/a.md', 'reason': 'changed outside the agent'}]
+        assert (desk / 'Memory.md').read_text() == 'v1 by the agent', 'a dry run writes nothing'
         undone = await client.ok('undo', force=True)
         assert undone['action'] == 'undo' and undone['target_id'] == base
         assert sorted(undone['written']) == ['Memory.md', 'notes/a.md']
-        assert undone['external'] == ['notes/a.md']
+        assert undone['external'] == ['notes/a.md'] and undone['attribution'] == 'sealed'
         assert (desk / 'Memory.md').read_text() == 'v0'
         listed = (await client.ok('list_checkpoints', limit=2))['checkpoints']
         assert [c['action'] for c in listed] == ['undo', 'before-undo']

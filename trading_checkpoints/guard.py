@@ -104,8 +104,8 @@ class Guard:
 
     def seal(self) -> None:
         """After the write: records the desk as the state the agent left (best effort)."""
-        if not self._taken or (self.untracked and not self._tracked):
-            return  # nothing tracked was about to be written
+        if not self._taken or self.error is not None or (self.untracked and not self._tracked):
+            return  # nothing tracked was about to be written, or the snapshot already failed
         try:
             self.checkpoints.seal()
         except Exception as error:

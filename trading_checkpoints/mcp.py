@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from .checkpoints import Checkpoints
 from .errors import CheckpointError
@@ -147,7 +147,22 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     CheckpointId = Annotated[str, Field(description='Checkpoint id (short or full).')]
     DryRun = Annotated[bool, Field(description='Only report what would be written and deleted.')]
     Force = Annotated[
-        bool, Field(description='Overwrite files changed outside the agent (else refuse).')
+        bool,
+        Field(description='Overwrite files changed outside the agent too (kept in a snapshot).'),
+    ]
+    KeepExternal = Annotated[
+        bool,
+        Field(
+            description='Leave files changed outside the agent as they are, even where the '
+            "agent's step changed them (else such a conflict is refused)."
+        ),
+    ]
+    OnExternal = Annotated[
+        Literal['overwrite', 'keep', 'refuse'],
+        Field(
+            description='Files changed outside the agent: overwrite them (kept in a '
+            "snapshot), keep them (revert only the agent's changes), or refuse."
+        ),
     ]
 
     def named(desk: str | None) -> tuple[str, Checkpoints]:
@@ -233,13 +248,17 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         desk: DeskArg = None,
         dry_run: DryRun = False,
         paths: Paths = None,
+        on_external: OnExternal = 'overwrite',
     ) -> RestoreOutcome:
         """Put the desk's tracked files back as they were at a checkpoint.
 
-        The current state is snapshotted first: restoring `before_id` undoes this.
+        The current state is snapshotted first: restoring `before_id` undoes this. `kept`
+        lists the files left as they were, with why.
         """
         name, cps = named(desk)
-        result = cps.restore_with_result(checkpoint_id, paths=paths, dry_run=dry_run)
+        result = cps.restore_with_result(
+            checkpoint_id, paths=paths, dry_run=dry_run, on_external=on_external
+        )
         return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)
@@ -248,27 +267,43 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
         desk: DeskArg = None,
         dry_run: DryRun = False,
+        on_external: OnExternal = 'overwrite',
     ) -> RestoreOutcome:
         """Rewind the desk to the state before an agent turn began (later turns too)."""
         name, cps = named(desk)
-        return restore_outcome(name, cps.restore_turn(turn_id, dry_run=dry_run))
+        result = cps.restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
+        return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)
     @tool_errors
-    def undo(desk: DeskArg = None, dry_run: DryRun = False, force: Force = False) -> RestoreOutcome:
-        """Undo the newest change to the desk's tracked files, like an editor (itself undoable).
+    def undo(
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        force: Force = False,
+        keep_external: KeepExternal = False,
+    ) -> RestoreOutcome:
+        """Undo the agent's newest step on the desk's tracked files, like an editor.
 
-        Repeat to go further back; `redo` reverses it.
+        Repeat to go further back; `redo` reverses it. Files changed outside the agent that
+        the step did not touch are kept; a file the step wrote that someone changed since is
+        a conflict, refused unless `force` or `keep_external`.
         """
         name, cps = existing(desk)
-        return restore_outcome(name, cps.undo(dry_run=dry_run, force=force))
+        result = cps.undo(dry_run=dry_run, force=force, keep_external=keep_external)
+        return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)
     @tool_errors
-    def redo(desk: DeskArg = None, dry_run: DryRun = False, force: Force = False) -> RestoreOutcome:
-        """Reverse the newest undo not yet redone (nothing to redo after new changes)."""
+    def redo(
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        force: Force = False,
+        keep_external: KeepExternal = False,
+    ) -> RestoreOutcome:
+        """Reverse the newest undo not yet redone (nothing to redo after new checkpoints)."""
         name, cps = existing(desk)
-        return restore_outcome(name, cps.redo(dry_run=dry_run, force=force))
+        result = cps.redo(dry_run=dry_run, force=force, keep_external=keep_external)
+        return restore_outcome(name, result)
 
     @server.tool(annotations=read_only)
     @tool_errors

@@ -92,6 +92,11 @@ class SnapshotOutcome(TypedDict):
     changed: bool
 
 
+class KeptFile(TypedDict):
+    path: str
+    reason: str
+
+
 class RestoreOutcome(TypedDict):
     desk: str
     action: str
@@ -103,6 +108,8 @@ class RestoreOutcome(TypedDict):
     created: list[str]
     deleted: list[str]
     external: list[str]
+    kept: list[KeptFile]
+    attribution: str
     recovered: str | None
     undo_hint: str | None
 
@@ -121,6 +128,8 @@ def restore_outcome(desk: str, result: RestoreResult) -> RestoreOutcome:
         created=list(result.created),
         deleted=list(result.deleted),
         external=list(result.external),
+        kept=[KeptFile(path=path, reason=why) for path, why in result.kept],
+        attribution=result.attribution,
         recovered=result.recovered,
         undo_hint=None if result.dry_run or not before else f'restore {before}',
     )

@@ -10,7 +10,15 @@ import click
 
 from ..errors import CheckpointError
 from . import complete, render
-from .options import dry_run_option, json_option, limit_option, quiet_option, target_options, verb
+from .options import (
+    dry_run_option,
+    external_option,
+    json_option,
+    limit_option,
+    quiet_option,
+    target_options,
+    verb,
+)
 from .render import ident, style
 from .target import Target
 
@@ -196,12 +204,18 @@ def split_restore_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
 @click.command()
 @click.argument('args', nargs=-1, metavar='[ID] [PATH]...', shell_complete=complete.ids)
 @dry_run_option('Show what would be written and deleted; change nothing.')
+@external_option
 @quiet_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
 def restore(
-    target: Target, args: tuple[str, ...], dry_run: bool, quiet: bool, as_json: bool
+    target: Target,
+    args: tuple[str, ...],
+    dry_run: bool,
+    on_external: str | None,
+    quiet: bool,
+    as_json: bool,
 ) -> None:
     """Put the tracked files back as they were at checkpoint ID.
 
@@ -209,22 +223,25 @@ def restore(
     command it prints. Files created since ID are deleted; untracked files are never touched.
     Without ID, the newest checkpoint is restored (the changes made since are discarded). With
     PATHs, only those files or folders are restored. A first argument of 4 to 40 hex digits
-    is the ID; any other is a PATH. Files changed outside the agent (see `status`) that the
-    restore overwrites are named in a warning; they are kept in the pre-snapshot.
+    is the ID; any other is a PATH. Files changed outside the agent (see `status`) are
+    overwritten and named in a warning (they are kept in the pre-snapshot); with
+    --keep-external they are left as they are and only the agent's changes are reverted;
+    with --refuse-external nothing is changed if any would be overwritten.
 
     \b
     Examples:
       checkpoints restore 3f2a9c1
+      checkpoints restore 3f2a9c1 --keep-external
       checkpoints restore 3f2a9c1 notes/plan.md --dry-run
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
-    from ..history import BadPathError
+    from ..errors import BadPathError
 
     checkpoint_id, paths = split_restore_args(args)
     try:
         result = target.checkpoints().restore_with_result(
-            checkpoint_id, paths=paths or None, dry_run=dry_run
+            checkpoint_id, paths=paths or None, dry_run=dry_run, on_external=on_external
         )
     except BadPathError as error:
         if checkpoint_id is None and error.path == args[0]:
@@ -238,7 +255,7 @@ def restore(
     if as_json:
         render.echo_json(render.restore_dict(result))
     else:
-        render.restore(result, target, quiet=quiet)
+        render.restore(result, target, quiet=quiet, keeping=on_external == 'keep')
 
 
 @click.command()

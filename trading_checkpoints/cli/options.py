@@ -85,6 +85,23 @@ def dry_run_option(help: str = 'Only show what would change; change nothing.') -
     return click.option('--dry-run', is_flag=True, help=help)
 
 
+def external_option(function: F) -> F:
+    """How a restore treats files changed outside the agent (see ``checkpoints status``)."""
+    return click.option(
+        '--keep-external',
+        'on_external',
+        flag_value='keep',
+        help="Revert only the agent's changes; keep files changed outside the agent as they are.",
+    )(
+        click.option(
+            '--refuse-external',
+            'on_external',
+            flag_value='refuse',
+            help='Change nothing if any file changed outside the agent would be overwritten.',
+        )(function)
+    )
+
+
 def quiet_option(function: F) -> F:
     return click.option(
         '-q',

@@ -72,6 +72,8 @@ def restore_dict(result: Any) -> dict[str, Any]:
         'created': list(result.created),
         'deleted': list(result.deleted),
         'external': list(result.external),
+        'kept': [{'path': path, 'reason': why} for path, why in result.kept],
+        'attribution': result.attribution,
     }
 
 
@@ -82,10 +84,30 @@ def file_lines(written: Sequence[str], deleted: Sequence[str]) -> None:
         click.echo(f'  {style("D", fg="red")} {path}')
 
 
-def restore(result: Any, target: Target, *, quiet: bool = False, title: str | None = None) -> None:
+def kept_lines(kept: Sequence[tuple[str, str]]) -> None:
+    """The files a restore left as they are, each with why."""
+    for path, why in kept:
+        click.echo(f'  {style("K", fg="yellow")} {path}  (kept: {why})')
+
+
+def restore(
+    result: Any,
+    target: Target,
+    *,
+    quiet: bool = False,
+    title: str | None = None,
+    keeping: bool = False,
+) -> None:
     """The human view of a restore, undo or redo: what changed, and how to take it back."""
     if not result.written and not result.deleted:
-        click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
+        if result.kept:
+            click.echo(
+                f'Nothing to {result.action}: every difference from {result.target_id} '
+                'is left as it is.'
+            )
+            kept_lines(result.kept)
+        else:
+            click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
         return
     if result.dry_run:
         verb = f'Would {result.action}' + (' to' if result.action != 'restore' else '')
@@ -100,6 +122,13 @@ def restore(result: Any, target: Target, *, quiet: bool = False, title: str | No
     )
     if not quiet:
         file_lines(result.written, result.deleted)
+    if result.kept:
+        kept_lines(result.kept)
+    if keeping and result.attribution == 'unknown':
+        click.echo(
+            'note: nothing records what the agent wrote (no seal, no declared paths), so '
+            'changes made outside it could not be told apart; every tracked file was restored'
+        )
     if result.external:
         word = 'would overwrite' if result.dry_run else 'overwrote'
         click.echo(

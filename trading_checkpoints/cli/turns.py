@@ -5,7 +5,15 @@ from __future__ import annotations
 import click
 
 from . import complete, render
-from .options import dry_run_option, json_option, limit_option, quiet_option, target_options, verb
+from .options import (
+    dry_run_option,
+    external_option,
+    json_option,
+    limit_option,
+    quiet_option,
+    target_options,
+    verb,
+)
 from .render import ident, style
 from .target import Target
 
@@ -68,10 +76,18 @@ def turns(target: Target, limit: int, as_json: bool) -> None:
 @click.argument('turn_id', metavar='TURN', shell_complete=complete.turns)
 @dry_run_option('Only say what would be written and deleted.')
 @quiet_option
+@external_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
-def restore_turn(target: Target, turn_id: str, dry_run: bool, quiet: bool, as_json: bool) -> None:
+def restore_turn(
+    target: Target,
+    turn_id: str,
+    dry_run: bool,
+    on_external: str | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     """Rewind the tracked files to the state before agent turn TURN began.
 
     Restores the turn's first checkpoint (taken before its first write), so later turns are
@@ -83,7 +99,7 @@ def restore_turn(target: Target, turn_id: str, dry_run: bool, quiet: bool, as_js
       checkpoints restore-turn msg_01H8
       checkpoints restore-turn msg_01H8 --dry-run --json
     """
-    result = target.checkpoints().restore_turn(turn_id, dry_run=dry_run)
+    result = target.checkpoints().restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
     if as_json:
         render.echo_json(
             {

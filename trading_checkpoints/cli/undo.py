@@ -10,33 +10,53 @@ from .render import ident
 from .target import Target
 
 
-def _step(target: Target, which: str, force: bool, dry_run: bool, quiet: bool, as_json: bool):
+def _step(
+    target: Target,
+    which: str,
+    force: bool,
+    keep_external: bool,
+    dry_run: bool,
+    quiet: bool,
+    as_json: bool,
+) -> None:
     checkpoints = target.checkpoints()
     method = checkpoints.undo if which == 'undo' else checkpoints.redo
-    result = method(force=force, dry_run=dry_run)
+    result = method(force=force, keep_external=keep_external, dry_run=dry_run)
     if as_json:
         render.echo_json(render.restore_dict(result))
     else:
-        render.restore(result, target, quiet=quiet)
+        render.restore(result, target, quiet=quiet, keeping=not force)
+
+
+_KEEP = click.option(
+    '--keep-external',
+    is_flag=True,
+    help='Leave files changed outside the agent as they are, even where the step changed them.',
+)
 
 
 @click.command()
 @click.option(
     '--force',
     is_flag=True,
-    help='Overwrite files changed outside the agent (kept in the pre-snapshot).',
+    help='Overwrite files changed outside the agent too (kept in the pre-snapshot).',
 )
+@_KEEP
 @dry_run_option()
 @quiet_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
-def undo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool) -> None:
-    """Step back one checkpoint; repeat to go further back (three undos, three writes).
+def undo(
+    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
+) -> None:
+    """Step back one agent step; repeat to go further back (three undos, three writes).
 
     With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
     state before the current one, like an editor's undo. It is an ordinary restore: `redo`
-    reverses it. It refuses to overwrite files changed outside the agent unless --force.
+    reverses it. Files changed outside the agent that the step did not touch are kept as they
+    are; where a person also changed a file the step wrote, it refuses and changes nothing
+    (--force puts the step's version back, --keep-external leaves those files alone).
 
     \b
     Examples:
@@ -44,21 +64,24 @@ def undo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool)
       checkpoints undo --dry-run
       checkpoints undo --force --json
     """
-    _step(target, 'undo', force, dry_run, quiet, as_json)
+    _step(target, 'undo', force, keep_external, dry_run, quiet, as_json)
 
 
 @click.command()
 @click.option(
     '--force',
     is_flag=True,
-    help='Redo even though the desk changed since the undo (changes are kept).',
+    help='Redo even over changes made since the undo (they are kept in the pre-snapshot).',
 )
+@_KEEP
 @dry_run_option()
 @quiet_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
-def redo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool) -> None:
+def redo(
+    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
+) -> None:
     """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
 
     \b
@@ -66,7 +89,7 @@ def redo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool)
       checkpoints undo && checkpoints redo
       checkpoints redo --json
     """
-    _step(target, 'redo', force, dry_run, quiet, as_json)
+    _step(target, 'redo', force, keep_external, dry_run, quiet, as_json)
 
 
 @click.command()
@@ -76,8 +99,8 @@ def redo(target: Target, force: bool, dry_run: bool, quiet: bool, as_json: bool)
 def seal(target: Target, as_json: bool) -> None:
     """Record the desk as the state the agent left (run it after the agent's write).
 
-    Later changes that differ from it are reported as external by `status`, and `undo`
-    refuses to overwrite them unless --force.
+    Later changes that differ from it are reported as external by `status`; `undo` and
+    `restore --keep-external` leave them as they are.
 
     \b
     Examples:
