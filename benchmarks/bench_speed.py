@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
 from trading_checkpoints import checkpoints as _checkpoints_module  # noqa: E402
+from trading_checkpoints import config as _config_module  # noqa: E402
 from trading_checkpoints import repo as _repo_module  # noqa: E402
 
 GIT = shutil.which('git')
@@ -64,9 +65,7 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
     """A new ``Checkpoints`` that also finds the process's memos empty (parsed configs, commits
     read, allowlists), as a new process would after its imports: everything comes from disk."""
     _repo_module._COMMITS.clear()
-    _repo_module._TRACKED_BY_CONFIG.clear()
-    getattr(_repo_module, '_CONFIG_VALUES', {}).clear()
-    getattr(_repo_module, '_PARSED_CONFIGS', {}).clear()
+    _config_module.forget()
     _checkpoints_module._ALLOWLISTS.clear()
     _checkpoints_module._HOMES.clear()
     return Checkpoints(repo, desk)

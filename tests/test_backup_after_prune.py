@@ -64,28 +64,52 @@ def test_push_after_a_prune_to_a_path_remote(
     assert cps2.pull().new == more[-1]
 
 
-def test_push_after_a_prune_over_http(
+def test_pull_then_push_over_http_after_a_prune_that_kept_everything_unpushed(
     http_remote: tuple[str, Path],  # noqa: F811
     cps: Checkpoints,
     desk: Path,
+    repo_dir: Path,
     workspace: Path,
+) -> None:
+    """The prune dropped the remote's checkpoint, but nothing that was not pushed."""
+    url, served = http_remote
+    pushed = _session(cps, desk, 5)
+    cps.add_remote('web', _with_credentials(url))
+    cps.push('web')
+    later = _session(cps, desk, 3, start=5)
+    assert pushed[-1] in cps.prune(keep=3).pruned  # the remote's is the oldest kept's parent
+    size = objects_size(repo_dir)
+    pulled = cps.pull('web')
+    assert pulled.up_to_date and pulled.new == later[-1]
+    assert objects_size(repo_dir) <= size and _history(cps) == later[::-1]
+    result = cps.push('web')
+    assert (result.old, result.new, result.up_to_date) == (pushed[-1], later[-1], False)
+    if GIT:
+        git(served, 'fsck', '--strict')
+        on_main = git(served, 'log', '--format=%h', '--abbrev=7', 'main').split()
+        assert on_main == (pushed + later)[::-1]
+    desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
+    cps2, _, _ = Checkpoints.clone(_with_credentials(url), repo2, desk2)
+    assert _history(cps2) == (pushed + later)[::-1] and tree_of(desk2) == tree_of(desk)
+
+
+def test_over_http_a_gap_of_unpushed_pruned_checkpoints_is_a_clear_refusal(
+    http_remote: tuple[str, Path],  # noqa: F811
+    cps: Checkpoints,
+    desk: Path,
+    repo_dir: Path,
 ) -> None:
     url, served = http_remote
     pushed, later = _pruned_after_a_push(cps, desk, _with_credentials(url))
-    result = cps.push()
-    assert (result.old, result.new, result.up_to_date) == (pushed[-1], later[-1], False)
-    assert cps.push().up_to_date
-    assert cps.pull().up_to_date
-    assert _history(cps) == later[-3:][::-1]
+    size = objects_size(repo_dir)
+    pulled = cps.pull()  # the remote is behind: nothing comes back, nothing diverged
+    assert pulled.up_to_date and pulled.new == later[-1]
+    assert objects_size(repo_dir) <= size and _history(cps) == later[-3:][::-1]
+    with pytest.raises(CheckpointError, match='never pushed.*Nothing was pushed.*path or file'):
+        cps.push()
     if GIT:
-        assert git(served, 'rev-parse', 'main').startswith(later[-1])
-        kept = git(served, 'for-each-ref', '--format=%(objectname)', 'refs/checkpoints/')
-        assert any(line.startswith(pushed[-1]) for line in kept.split())
-    desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
-    cps2, _, _ = Checkpoints.clone(_with_credentials(url), repo2, desk2)
-    assert _history(cps2) == later[-3:][::-1] and tree_of(desk2) == tree_of(desk)
-    more = _session(cps, desk, 1, start=11)
-    assert cps.push().new == more[-1]
+        assert git(served, 'rev-parse', 'main').startswith(pushed[-1])
+        git(served, 'fsck', '--strict')
 
 
 def test_a_diverged_remote_is_still_refused_after_a_prune(

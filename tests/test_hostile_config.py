@@ -313,7 +313,7 @@ _TRICKY = [
     b'[a]\n\tk =\n\tj = \n',
     b'\xef\xbb\xbf[a]\r\n\tk = crlf\r\n',
     b'; comment\n# comment\n[a]\n  k = "a;b#c"\n',
-    b'[a]\n\tk = in\tside  spaces\n',
+    b'[a]\n\tk = in side  spaces\n',
     b'[remote "origin"]\n\turl = https://host/x.git\n'
     b'\tfetch = +refs/heads/*:refs/remotes/origin/*\n',
 ]

@@ -208,7 +208,7 @@ class Checkpoints:
             None if max_file_size is None else safety.check_max_file_size(max_file_size)
         )
         self._durable = bool(durable)
-        self._lock_timeout = float(lock_timeout)
+        self._lock_timeout = lock.check_timeout(lock_timeout)
         self.last_recovery: Recovery | None = None
         self.repository_directory = Path(repository_directory)
         self.desk_directory = Path(desk_directory)

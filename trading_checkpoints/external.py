@@ -30,8 +30,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.trailers import parse_trailers
-
 from . import metadata, undo
 from .errors import CheckpointError
 from .paths import Allowlist
@@ -188,7 +186,7 @@ def announce(repo: ShadowRepo, message: str) -> None:
             return
     elif undo.action_of(seal) == ANNOUNCE and metadata.parse(seal.message).paths == declared:
         return
-    _, existing = parse_trailers(message.encode('utf-8', 'surrogateescape'))
+    existing = metadata.trailers(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
     text += f'{undo.ACTION}: {ANNOUNCE}\n'
     commit = repo.make_commit(repo.commit_info(head).tree, head, text)

@@ -33,11 +33,11 @@ Semantics — the branch read as an editor's undo history:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from dulwich.trailers import Trailer, format_trailers, parse_trailers
-
-from .errors import CheckpointError
+from . import metadata
+from .errors import CheckpointError, CorruptRepositoryError
 from .repo import CommitInfo, ShadowRepo
 
 ACTION = 'Checkpoint-Action'
@@ -52,12 +52,14 @@ class NothingToUndoError(CheckpointError):
     """There is no earlier checkpoint to go back to, or no undo to reverse."""
 
 
+_FULL_ID = re.compile(r'[0-9a-f]{40}')
+
+
 def trailers(message: str) -> dict[str, list[str]]:
-    """The trailers of a commit message, by key."""
-    _, found = parse_trailers(message.encode('utf-8', 'surrogateescape'))
+    """The trailers of a commit message, by key (see :func:`metadata.trailers`)."""
     out: dict[str, list[str]] = {}
-    for trailer in found:
-        out.setdefault(trailer.key, []).append(trailer.value)
+    for key, value in metadata.trailers(message):
+        out.setdefault(key, []).append(value)
     return out
 
 
@@ -71,18 +73,22 @@ def action_of(info: CommitInfo) -> str | None:
 
 
 def compose(subject: str, pairs: Iterable[tuple[str, str]]) -> str:
-    """A commit message: a subject line and trailers."""
-    items = [Trailer(key, ' '.join(value.split())) for key, value in pairs if value]
-    if not items:
-        return subject + '\n'
-    return subject + '\n\n' + format_trailers(items).decode('utf-8')
+    """A commit message: a subject line (neutralized, see :mod:`metadata`) and trailers."""
+    return metadata.message(metadata.storable(subject, 'the subject'), pairs)
 
 
 def _sha(repo: ShadowRepo, value: str | None) -> bytes | None:
-    if not value:
+    """The commit a trailer value names, or None when it is malformed, missing or no commit."""
+    if not value or not _FULL_ID.fullmatch(value.strip()):
         return None
     sha = value.strip().encode()
-    return sha if len(sha) == 40 and repo.contains(sha) else None
+    if not repo.contains(sha):
+        return None
+    try:
+        repo.commit_info(sha)
+    except CorruptRepositoryError:
+        return None  # not a commit (or unreadable): as good as absent
+    return sha
 
 
 def entry(repo: ShadowRepo, sha: bytes) -> CommitInfo:
