@@ -2,8 +2,11 @@
 
 The remote holds the older history; the desk kept only its newest checkpoints. The remote's
 head was on this desk's branch once (it was pushed from here), so it is an ancestor of the kept
-history and pushing on top is a fast-forward; the remote keeps its older history reachable,
-and a pull finds nothing to bring back. A remote that really diverged is still refused.
+history: a pull finds the remote behind and brings nothing back, and pushing on top is a
+fast-forward. When the prune also dropped checkpoints never pushed, a path remote takes the
+push (marked shallow, its older history kept reachable); over http, where the remote cannot
+be marked shallow and would fail every clone, the push is a clear refusal. A remote that
+really diverged is still refused.
 """
 
 from __future__ import annotations

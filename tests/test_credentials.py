@@ -65,8 +65,11 @@ def _everything_in(folder: Path) -> bytes:
         ('https://u:pw@host:8443/x.git', 'https://host:8443/x.git'),
         ('https://u%40corp:p%40ss@host/x.git', 'https://host/x.git'),
         ('ssh://git@host/srv/x.git', 'ssh://host/srv/x.git'),
+        ('https://u:pa/ss@host/x.git', 'https://host/x.git'),  # an unencoded "/" in it
+        ('https://tok#en@host/x.git', 'https://host/x.git'),
         ('https://host/x.git', 'https://host/x.git'),
         ('/srv/x.git', '/srv/x.git'),
+        ('https://host/x\x1b[2J.git', 'https://host/x?[2J.git'),
     ],
 )
 def test_redact_removes_all_user_info(url: str, shown: str) -> None:
@@ -226,3 +229,16 @@ def test_a_wrong_password_error_never_shows_user_or_password(
     with pytest.raises(CheckpointError, match='refused the credentials') as caught:
         cps.push('web')
     assert TOKEN not in str(caught.value) and 'n0pe-n0pe' not in str(caught.value)
+
+
+def test_a_secret_with_unencoded_reserved_characters_is_refused_unseen(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'Memory.md', 'x')
+    cps.snapshot('x')
+    for url in ('https://me:pa/ss-w0rd@host/x.git', 'https://t0k#en-value@host/x.git'):
+        with pytest.raises(CheckpointError) as caught:
+            cps.add_remote('web', url)
+        assert 'ss-w0rd' not in str(caught.value) and 'en-value' not in str(caught.value)
+    assert cps.remotes() == []
+    assert b'w0rd' not in (repo_dir / 'config').read_bytes()

@@ -12,12 +12,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from conftest import GIT, git, needs_git, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints.errors import CorruptRepositoryError
 from trading_checkpoints.retention import Limits, read_limits, write_limits
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -341,3 +345,47 @@ def test_the_reader_agrees_with_git(tmp_path: Path, data: bytes) -> None:
         value = None if setting.value is None else setting.value.decode()
         got.append(('.'.join(parts), value))
     assert got == expected
+
+
+_PIECES = st.sampled_from(
+    [b'[', b']', b'"', b'\\', b'\n', b'\r\n', b'=', b' ', b'\t', b'#', b';', b'.', b'a', b'K-1']
+    + [b'[core]', b'[remote "x"]', b'\\\n', b'\xef\xbb\xbf', b'\0', TOKEN.encode()]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.binary(max_size=6)), max_size=40))
+def test_any_bytes_parse_or_fail_with_a_clear_error(pieces: list[bytes]) -> None:
+    from trading_checkpoints import config as config_module
+
+    data = b''.join(pieces)
+    try:
+        parsed = config_module.parse(data, Path('/repo/config'))
+    except CorruptRepositoryError as error:
+        assert TOKEN not in str(error) and '\n' not in str(error)
+        assert '/repo/config' in str(error)
+    else:
+        assert all(s.line >= 1 for s in parsed.settings)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.binary(max_size=12).filter(lambda b: not any(c in b for c in b'\n\r\0')),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([None, b'x', b'a "q" \\ b']),
+)
+def test_written_values_read_back_exactly(values: list[bytes], subsection) -> None:
+    from trading_checkpoints import config as config_module
+
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / 'config').write_bytes(b'# kept\n[core]\n\tbare = true\n')
+        result = config_module.set_values(folder, b'sec', b'key', values, subsection)
+        assert [s.value for s in result.all(b'sec', b'key', subsection)] == values
+        again = config_module.load(folder)
+        assert [s.value for s in again.all(b'sec', b'key', subsection)] == values
+        assert again.data.startswith(b'# kept\n[core]\n\tbare = true\n')
+        config_module.set_values(folder, b'sec', b'key', [], subsection)
+        assert config_module.load(folder).all(b'sec', b'key', subsection) == []

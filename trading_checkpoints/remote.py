@@ -89,29 +89,39 @@ class TransferResult:
 def redact(url: str) -> str:
     """The URL without its user info (user name and password: either may be a token).
 
-    Control characters are shown as ``?``, so a URL never moves the cursor or adds a line.
+    Control characters (and undecodable bytes) are shown as ``?``, so a URL never moves the
+    cursor, adds a line or fails to print.
     """
-    shown = url
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        parts = None
-    if '://' in url:
-        if parts is not None and '@' in parts.netloc:
-            shown = parts._replace(netloc=parts.netloc.rsplit('@', 1)[1]).geturl()
-        elif parts is None:
-            shown = re.sub(r'(://)[^/?#]*@', r'\1', url)
-    return ''.join('?' if ord(c) < 0x20 or ord(c) == 0x7F else c for c in shown)
+    span = _userinfo_span(url)
+    shown = url if span is None else url[: span[0]] + url[span[1] + 1 :]
+    return ''.join('?' if _unprintable(c) else c for c in shown)
+
+
+def _userinfo_span(url: str) -> tuple[int, int] | None:
+    """Where the user info of a URL lies (its start, the index of its ``@``), or None.
+
+    Taken conservatively, up to the last ``@``: a secret holding an unencoded ``/``, ``?`` or
+    ``#`` must not show up in part because a parser ends the host part early.
+    """
+    scheme_end = url.find('://')
+    if scheme_end < 0 or '@' not in url[scheme_end + 3 :]:
+        return None
+    return scheme_end + 3, url.rindex('@')
+
+
+def _unprintable(character: str) -> bool:
+    code = ord(character)
+    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF
 
 
 def _secrets(url: str) -> list[str]:
     """Every secret that could show up in a message about ``url``, longest first."""
     found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        raw = [parts.username, parts.password]
-    except ValueError:
-        raw = []
+    raw: list[str | None] = []
+    span = _userinfo_span(url)
+    if span is not None:
+        userinfo = url[span[0] : span[1]]
+        raw = [userinfo, *userinfo.split(':', 1)]
     try:
         address, given = credentials.split(url)
         stored = credentials.lookup(address) if given.empty else credentials.NONE
@@ -224,6 +234,11 @@ def _storable(url: str) -> tuple[str, credentials.Credentials]:
     if _is_local(url):
         return url, credentials.NONE
     address, given = credentials.split(url)
+    if _userinfo_span(address) is not None:
+        raise CheckpointError(
+            f'{redact(url)}: the URL has an "@" after its host part; percent-encode "/", "?", '
+            '"#" and "@" in a user name or password (%2F, %3F, %23, %40)'
+        )
     if urlsplit(address).scheme.lower() in _HTTP:
         return address, given
     if given.password is not None:
@@ -280,7 +295,8 @@ def _transport_error(error: BaseException, remote: Remote, action: str) -> Check
     if isinstance(error, (HTTPUnauthorized, HTTPProxyUnauthorized)):
         return CheckpointError(
             f'{action} {remote.name} ({where}) failed: the server refused the credentials '
-            f'(check the user name and password in the URL or ${USERNAME_ENV}/${PASSWORD_ENV})'
+            f'(check the user name and password: in the URL, in ${USERNAME_ENV}/${PASSWORD_ENV}, '
+            f'or in the credential file {credentials.store_path()})'
         )
     if isinstance(error, NotGitRepository):
         return CheckpointError(f'{action} {remote.name} failed: {where} is not a git repository')
