@@ -201,9 +201,10 @@ def load(repository: str | os.PathLike[str], *, missing_ok: bool = False) -> Rep
     known = _LOADED.get(key)
     if known is None:
         known = parse(data, Path(path))
-        if len(_LOADED) >= 64:
-            _LOADED.clear()
-        _LOADED[key] = known
+        if len(data) <= 16 * 1024:  # remembered while small: the memo stays small too
+            if len(_LOADED) >= 64:
+                _LOADED.clear()
+            _LOADED[key] = known
     return known
 
 
@@ -732,7 +733,8 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
     version = config.value(b'core', b'repositoryformatversion')
     vetted.set(b'core', b'repositoryformatversion', (version or b'0').strip())
     vetted.set(b'core', b'bare', True)
-    vetted.path = os.path.join(path, NAME)
+    # No path: should anything in dulwich try to write this config back, it fails loudly
+    # instead of replacing the repository's config with this minimal one.
     root = os.fspath(path)
     if not (
         os.path.isdir(os.path.join(root, 'objects')) and os.path.isdir(os.path.join(root, 'refs'))
