@@ -153,7 +153,7 @@ def save(url: str, credentials: Credentials, repository: Path | None = None) -> 
         if line.strip() and _key(address) != wanted:
             kept.append(line.strip())
     kept.append(join(url, credentials))
-    data = ('\n'.join(kept) + '\n').encode()
+    data = ('\n'.join(kept) + '\n').encode('utf-8', 'surrogateescape')
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')

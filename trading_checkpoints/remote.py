@@ -208,7 +208,7 @@ def get_remote(repository: Path, name: str | None) -> Remote:
 def add_remote(repository: Path, name: str, url: str) -> Remote:
     """Remembers a remote; credentials in the URL go to the credential file, not the config."""
     check_name(name)
-    if not isinstance(url, str) or not url.strip() or any(ord(c) < 0x20 for c in url.strip()):
+    if not isinstance(url, str) or not url.strip() or not _storable_text(url.strip()):
         raise CheckpointError(f'{redact(str(url))!r} is not a remote URL or path')
     url = url.strip()
     if _is_local(url) and not url.startswith('file://'):
@@ -227,6 +227,15 @@ def add_remote(repository: Path, name: str, url: str) -> Remote:
         subsection=name.encode(),
     )
     return Remote(name, stored)
+
+
+def _storable_text(url: str) -> bool:
+    """No control character, and bytes for every character (undecodable bytes included)."""
+    try:
+        url.encode('utf-8', 'surrogateescape')
+    except UnicodeEncodeError:
+        return False
+    return not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in url)
 
 
 def _storable(url: str) -> tuple[str, credentials.Credentials]:
