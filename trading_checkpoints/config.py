@@ -100,7 +100,8 @@ class RepoConfig:
         self.path = path
         self.data = data
         self.settings: tuple[Setting, ...] = tuple(settings)
-        self._tracked: tuple[str, ...] | None | bool = False  # False: not computed yet
+        self._tracked: tuple[str, ...] | None = None
+        self._tracked_vetted = False
 
     def __repr__(self) -> str:
         return f'RepoConfig({str(self.path)!r}, {len(self.settings)} settings)'
@@ -144,9 +145,10 @@ class RepoConfig:
 
     def tracked_paths(self) -> tuple[str, ...] | None:
         """The remembered tracked paths, vetted like paths given in code, or None."""
-        if self._tracked is False:
+        if not self._tracked_vetted:
             self._tracked = _vetted_tracked(self)
-        return self._tracked  # type: ignore[return-value]
+            self._tracked_vetted = True
+        return self._tracked
 
 
 # -- reading ---------------------------------------------------------------------------------
