@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
+from trading_checkpoints import config as _config_module  # noqa: E402
 from trading_checkpoints import deskhandle as _deskhandle_module  # noqa: E402
 from trading_checkpoints import repo as _repo_module  # noqa: E402
 from trading_checkpoints import session as _session_module  # noqa: E402
@@ -65,9 +66,7 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
     """A new ``Checkpoints`` that also finds the process's memos empty (parsed configs, commits
     read, allowlists), as a new process would after its imports: everything comes from disk."""
     _repo_module._COMMITS.clear()
-    _repo_module._TRACKED_BY_CONFIG.clear()
-    getattr(_repo_module, '_CONFIG_VALUES', {}).clear()
-    getattr(_repo_module, '_PARSED_CONFIGS', {}).clear()
+    _config_module.forget()
     _session_module._ALLOWLISTS.clear()
     _session_module._REMEMBERED.clear()
     _deskhandle_module._HOMES.clear()

@@ -15,6 +15,14 @@ GIT = shutil.which('git')
 needs_git = pytest.mark.skipif(GIT is None, reason='the git binary is not installed')
 
 
+@pytest.fixture(autouse=True)
+def _credential_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Remote credentials go to a file of the test's own, never to the user's home."""
+    store = tmp_path_factory.mktemp('credentials') / 'credentials'
+    monkeypatch.setenv('CHECKPOINTS_CREDENTIALS', str(store))
+    return store
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     (tmp_path / 'desks' / 'main').mkdir(parents=True)

@@ -205,7 +205,7 @@ def announce(repo: ShadowRepo, message: str) -> None:
         and metadata.parse(seal.message).paths == declared
     ):
         return
-    existing = metadata.trailer_values(message)
+    existing = metadata.trailers(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
     text += f'{metadata.ACTION}: {ANNOUNCE}\n'
     commit = repo.make_commit(repo.commit_info(head).tree, head, text)

@@ -162,23 +162,35 @@ def unified(path: str, old: str | None, new: str | None) -> tuple[str, int, int]
 def changed_paths(
     repo: ShadowRepo, old: bytes | None, new: bytes | None, prefix: str = ''
 ) -> list[str]:
-    """Files that differ between two trees, walking only subtrees whose ids differ."""
-    if old == new:
-        return []
-    old_items = _items(repo, old)
-    new_items = _items(repo, new)
+    """Files that differ between two trees, walking only subtrees whose ids differ.
+
+    Iterative (an explicit stack, not recursion), so a tree nested thousands of folders deep,
+    as a hostile or cloned repository may hold, is walked like any other. The order is that of
+    a depth-first walk in name order (a folder's changes before a file of the same name).
+    """
     out: list[str] = []
-    for name in sorted(set(old_items) | set(new_items)):
-        before, after = old_items.get(name), new_items.get(name)
-        if before == after:
+    # Work items: (path, None, None) emits a file; (prefix, old, new) compares two trees.
+    pending: list[tuple[str, bytes | None, bytes | None, bool]] = [(prefix, old, new, False)]
+    while pending:
+        base, before_tree, after_tree, is_file = pending.pop()
+        if is_file:
+            out.append(base)
             continue
-        path = prefix + name
-        before_tree = before[1] if before and before[0] == TREE_MODE else None
-        after_tree = after[1] if after and after[0] == TREE_MODE else None
-        if before_tree or after_tree:
-            out.extend(changed_paths(repo, before_tree, after_tree, path + '/'))
-        if (before and before[0] != TREE_MODE) or (after and after[0] != TREE_MODE):
-            out.append(path)
+        if before_tree == after_tree:
+            continue
+        old_items = _items(repo, before_tree)
+        new_items = _items(repo, after_tree)
+        for name in sorted(set(old_items) | set(new_items), reverse=True):
+            before, after = old_items.get(name), new_items.get(name)
+            if before == after:
+                continue
+            path = base + name
+            if (before and before[0] != TREE_MODE) or (after and after[0] != TREE_MODE):
+                pending.append((path, None, None, True))  # emitted after the folder's changes
+            below_before = before[1] if before and before[0] == TREE_MODE else None
+            below_after = after[1] if after and after[0] == TREE_MODE else None
+            if below_before or below_after:
+                pending.append((path + '/', below_before, below_after, False))
     return out
 
 

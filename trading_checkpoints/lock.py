@@ -11,6 +11,7 @@ killed writer may have left behind (dulwich's ``*.lock`` files, temporary packs)
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import LockTimeoutError
+from .errors import CheckpointError, LockTimeoutError
 
 try:  # POSIX
     import fcntl
@@ -49,6 +50,21 @@ except ImportError:  # pragma: no cover - Windows
 
 
 DEFAULT_TIMEOUT = 60.0
+
+
+def check_timeout(value: object) -> float:
+    """``value`` as a lock timeout in seconds: a finite number of at least 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CheckpointError(
+            f'lock_timeout must be a number of seconds, not {type(value).__name__}'
+        )
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise CheckpointError(
+            f'lock_timeout must be a finite number of seconds >= 0, not {value!r}'
+        )
+    return seconds
+
 
 _thread_locks: dict[str, threading.Lock] = {}
 _thread_locks_guard = threading.Lock()

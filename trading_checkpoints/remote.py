@@ -5,9 +5,13 @@ through dulwich's clients, so local paths, ``file://``, ``http(s)://`` (smart HT
 ``ssh://`` all work without a git binary. The remote's branch ``main`` mirrors the desk's.
 
 - Push and pull are fast-forward only; a history that diverged is an error naming both ends.
-- Credentials come from the URL (``https://user:secret@host/...``) or from
-  ``$CHECKPOINTS_REMOTE_USERNAME`` / ``$CHECKPOINTS_REMOTE_PASSWORD``; they are never printed:
-  every URL shown, and every error message, has the password masked.
+- Credentials never enter the repository and are never printed. A URL given with user info
+  (``https://user:secret@host/...``, ``https://TOKEN@host/...``) is stored without it, and the
+  user name and password go to a credential file outside the repository (see
+  :mod:`credentials`); ``$CHECKPOINTS_REMOTE_USERNAME`` / ``$CHECKPOINTS_REMOTE_PASSWORD`` take
+  precedence over that file. Every URL shown (results, errors, the reflog) has its user info
+  removed, and error messages have any secret masked. Percent-encoded user names and passwords
+  are decoded (RFC 3986) before they are sent.
 - A pruned (shallow) history pushed to an empty remote would leave it holding commits whose
   parents it lacks: git cannot read such a repository, although dulwich reports success. For
   a remote on a path or ``file://`` the push marks the remote shallow too, so it stays
@@ -15,24 +19,32 @@ through dulwich's clients, so local paths, ``file://``, ``http(s)://`` (smart HT
   is refused before anything is sent, with an explanation.
 - After a fetch, any commit whose parent did not arrive (the remote was itself pruned) is
   recorded as a shallow boundary, so the local repository stays readable as well.
+- A prune may drop the checkpoint a remote is at. Every head this desk pushed, pulled or
+  cloned is remembered (``checkpoints/remote-heads``): such a head was on this desk's branch,
+  so it is an ancestor of the kept history, and a pull finds the remote behind (fetching
+  nothing back). When the prune also dropped checkpoints that were never pushed, the kept
+  history has a gap the remote cannot fill: a path or ``file://`` remote takes the push, is
+  marked shallow at the oldest kept checkpoint and keeps its older history reachable under
+  ``refs/checkpoints/pruned/<id>``; over http or ssh (where the remote cannot be marked
+  shallow, and would then fail every clone) the push is refused before anything is sent.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from dulwich.config import ConfigFile
-
-from . import engine, journal
+from . import config as repo_config
+from . import credentials, engine, journal
 from .commitinfo import SHORT_ID_LENGTH
 from .durability import write_atomically
 from .errors import CheckpointError, CorruptRepositoryError
-from .repo import BRANCH, PRIVATE_DIR, ShadowRepo, _config_bytes, is_initialized
+from .fs import read_file
+from .repo import BRANCH, PRIVATE_DIR, ShadowRepo, is_initialized
 from .session import DeskConfig, Session
 
 ZERO = b'0' * 40
@@ -40,6 +52,10 @@ USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
 PASSWORD_ENV = 'CHECKPOINTS_REMOTE_PASSWORD'
 SSH_COMMAND_ENV = 'CHECKPOINTS_SSH_COMMAND'  # else $GIT_SSH_COMMAND, else ssh
 _NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,63}')
+_HEX_SHA = re.compile(rb'[0-9a-f]{40}')
+KNOWN_HEADS = 'remote-heads'  # in the repository's private folder, see _remember_head
+PRUNED_REF_PREFIX = b'refs/checkpoints/pruned/'
+_HTTP = ('http', 'https')
 
 Progress = Callable[[str], None]
 
@@ -47,7 +63,10 @@ Progress = Callable[[str], None]
 @dataclass(frozen=True)
 class Remote:
     name: str
-    url: str
+    url: str = field(repr=False)  # as stored; may hold user info in a config written before
+
+    def __repr__(self) -> str:
+        return f'Remote(name={self.name!r}, url={self.display_url!r})'
 
     @property
     def display_url(self) -> str:
@@ -59,7 +78,7 @@ class TransferResult:
     """What a push, pull or clone did."""
 
     remote: str
-    url: str  # with any password masked
+    url: str  # without user info
     old: str | None  # the branch before (remote's for push, local's for pull), short id
     new: str | None  # the branch after
     up_to_date: bool
@@ -70,30 +89,59 @@ class TransferResult:
 
 
 def redact(url: str) -> str:
-    """The URL with its password (if any) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    host = parts.hostname or ''
-    if parts.port is not None:
-        host = f'{host}:{parts.port}'
-    user = parts.username or ''
-    return urlunsplit(parts._replace(netloc=f'{user}:***@{host}'))
+    """The URL without its user info (user name and password: either may be a token).
+
+    Control characters (and undecodable bytes) are shown as ``?``, so a URL never moves the
+    cursor, adds a line or fails to print.
+    """
+    span = _userinfo_span(url)
+    shown = url if span is None else url[: span[0]] + url[span[1] + 1 :]
+    return ''.join('?' if _unprintable(c) else c for c in shown)
+
+
+def _userinfo_span(url: str) -> tuple[int, int] | None:
+    """Where the user info of a URL lies (its start, the index of its ``@``), or None.
+
+    Taken conservatively, up to the last ``@``: a secret holding an unencoded ``/``, ``?`` or
+    ``#`` must not show up in part because a parser ends the host part early.
+    """
+    scheme_end = url.find('://')
+    if scheme_end < 0 or '@' not in url[scheme_end + 3 :]:
+        return None
+    return scheme_end + 3, url.rindex('@')
+
+
+def _unprintable(character: str) -> bool:
+    code = ord(character)
+    return code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF
 
 
 def _secrets(url: str) -> list[str]:
-    found = []
+    """Every secret that could show up in a message about ``url``, longest first."""
+    found: list[str] = []
+    raw: list[str | None] = []
+    span = _userinfo_span(url)
+    if span is not None:
+        userinfo = url[span[0] : span[1]]
+        raw = [userinfo, *userinfo.split(':', 1)]
     try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    for secret in (password, os.environ.get(PASSWORD_ENV)):
-        if secret:
+        address, given = credentials.split(url)
+        stored = credentials.lookup(address) if given.empty else credentials.NONE
+    except CheckpointError:
+        given = stored = credentials.NONE
+    candidates = [
+        *raw,
+        given.username,
+        given.password,
+        stored.username,
+        stored.password,
+        os.environ.get(USERNAME_ENV),
+        os.environ.get(PASSWORD_ENV),
+    ]
+    for secret in candidates:
+        if secret and len(secret) >= 3 and secret not in found:
             found.append(secret)
-    return found
+    return sorted(found, key=len, reverse=True)
 
 
 def _scrub(text: str, url: str) -> str:
@@ -123,23 +171,15 @@ def check_name(name: str) -> str:
 # -- the config ----------------------------------------------------------------------------
 
 
-def _read_config(repository: Path) -> ConfigFile:
-    try:
-        return ConfigFile.from_path(str(Path(repository) / 'config'))
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f'cannot read {repository}/config: {error}') from error
-
-
 def list_remotes(repository: Path) -> list[Remote]:
-    config = _read_config(repository)
+    config = repo_config.load(repository)
     remotes = []
-    for section in config.sections():
-        if len(section) == 2 and section[0] == b'remote':
-            try:
-                url = config.get(section, b'url').decode('utf-8', 'surrogateescape')
-            except KeyError:
-                continue
-            remotes.append(Remote(section[1].decode('utf-8', 'surrogateescape'), url))
+    for subsection in config.subsections(b'remote'):
+        url = config.value(b'remote', b'url', subsection)
+        name = subsection.decode('utf-8', 'replace')
+        if url is None or not _NAME.fullmatch(name):
+            continue  # not a remote our verbs could name
+        remotes.append(Remote(name, url.decode('utf-8', 'surrogateescape')))
     return sorted(remotes, key=lambda remote: remote.name)
 
 
@@ -168,33 +208,61 @@ def get_remote(repository: Path, name: str | None) -> Remote:
 
 
 def add_remote(repository: Path, name: str, url: str) -> Remote:
+    """Remembers a remote; credentials in the URL go to the credential file, not the config."""
     check_name(name)
-    if not isinstance(url, str) or not url.strip() or '\n' in url:
+    if not isinstance(url, str) or not url.strip() or not _storable_text(url.strip()):
         raise CheckpointError(f'{redact(str(url))!r} is not a remote URL or path')
     url = url.strip()
     if _is_local(url) and not url.startswith('file://'):
         url = os.path.abspath(url)  # relative to where the command ran, not to the repository
     _client_for(url)  # fails early on an unsupported URL
-    config = _read_config(repository)
     if any(remote.name == name for remote in list_remotes(repository)):
         raise CheckpointError(f'a remote named {name!r} already exists; remove it first')
-    config.set((b'remote', name.encode()), b'url', url.encode('utf-8', 'surrogateescape'))
-    write_atomically(Path(repository) / 'config', _config_bytes(config))
-    return Remote(name, url)
+    stored, given = _storable(url)
+    if not given.empty:
+        credentials.save(stored, given, Path(repository))
+    repo_config.set_values(
+        repository,
+        b'remote',
+        b'url',
+        [stored.encode('utf-8', 'surrogateescape')],
+        subsection=name.encode(),
+    )
+    return Remote(name, stored)
+
+
+def _storable_text(url: str) -> bool:
+    """No control character, and bytes for every character (undecodable bytes included)."""
+    try:
+        url.encode('utf-8', 'surrogateescape')
+    except UnicodeEncodeError:
+        return False
+    return not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in url)
+
+
+def _storable(url: str) -> tuple[str, credentials.Credentials]:
+    """The URL to keep in the config, and the credentials to keep in the credential file."""
+    if _is_local(url):
+        return url, credentials.NONE
+    address, given = credentials.split(url)
+    if _userinfo_span(address) is not None:
+        raise CheckpointError(
+            f'{redact(url)}: the URL has an "@" after its host part; percent-encode "/", "?", '
+            '"#" and "@" in a user name or password (%2F, %3F, %23, %40)'
+        )
+    if urlsplit(address).scheme.lower() in _HTTP:
+        return address, given
+    if given.password is not None:
+        raise CheckpointError(
+            f'{redact(url)}: a password in an ssh URL is not supported; use an ssh key or agent'
+        )
+    return url, credentials.NONE  # an ssh user name is part of the address, not a secret
 
 
 def remove_remote(repository: Path, name: str) -> None:
+    """Forgets a remote (its stored credentials stay: other desks may use the same URL)."""
     get_remote(repository, name)
-    path = Path(repository) / 'config'
-    lines = path.read_bytes().splitlines(keepends=True)
-    out, skipping = [], False
-    header = re.compile(rb'\s*\[remote\s+"' + re.escape(name.encode()) + rb'"\s*\]\s*$')
-    for line in lines:
-        if line.lstrip().startswith(b'['):
-            skipping = bool(header.match(line))
-        if not skipping:
-            out.append(line)
-    write_atomically(path, b''.join(out))
+    repo_config.remove_section(repository, b'remote', name.encode())
 
 
 # -- clients -------------------------------------------------------------------------------
@@ -203,24 +271,31 @@ def remove_remote(repository: Path, name: str) -> None:
 def _client_for(url: str):  # -> (GitClient, path)
     from dulwich.client import get_transport_and_path
 
-    username = os.environ.get(USERNAME_ENV) or None
-    password = os.environ.get(PASSWORD_ENV) or None
-    try:
-        parts = urlsplit(url)
-        if parts.username or parts.password:
-            username, password = parts.username, parts.password
-    except ValueError:
-        pass
     if _is_local(url):
         path = _local_path(url)
         return None, str(path)
+    address, given = credentials.split(url)
+    scheme = urlsplit(address).scheme.lower()
+    chosen = given
+    if chosen.empty and scheme in _HTTP:
+        from_env = credentials.Credentials(
+            os.environ.get(USERNAME_ENV) or None, os.environ.get(PASSWORD_ENV) or None
+        )
+        chosen = from_env if not from_env.empty else credentials.lookup(address)
+    elif chosen.empty:
+        chosen = credentials.Credentials(os.environ.get(USERNAME_ENV) or None, None)
     ssh_command = os.environ.get(SSH_COMMAND_ENV) or os.environ.get('GIT_SSH_COMMAND') or None
     try:
         return get_transport_and_path(
-            url, username=username, password=password, ssh_command=ssh_command
+            address,
+            username=chosen.username,
+            password=chosen.password if scheme in _HTTP else None,
+            ssh_command=ssh_command,
         )
     except (ValueError, KeyError) as error:
-        raise CheckpointError(f'unsupported remote URL {redact(url)}: {error}') from error
+        raise CheckpointError(
+            f'unsupported remote URL {redact(url)}: {_scrub(str(error), url)}'
+        ) from error
 
 
 def _transport_error(error: BaseException, remote: Remote, action: str) -> CheckpointError:
@@ -231,7 +306,8 @@ def _transport_error(error: BaseException, remote: Remote, action: str) -> Check
     if isinstance(error, (HTTPUnauthorized, HTTPProxyUnauthorized)):
         return CheckpointError(
             f'{action} {remote.name} ({where}) failed: the server refused the credentials '
-            f'(check the user name and password in the URL or ${USERNAME_ENV}/${PASSWORD_ENV})'
+            f'(check the user name and password: in the URL, in ${USERNAME_ENV}/${PASSWORD_ENV}, '
+            f'or in the credential file {credentials.store_path()})'
         )
     if isinstance(error, NotGitRepository):
         return CheckpointError(f'{action} {remote.name} failed: {where} is not a git repository')
@@ -248,18 +324,23 @@ def _remote_refs(client, path: str) -> dict[bytes, bytes]:
 
 
 def _open_local_remote(remote: Remote, create: bool):  # -> dulwich Repo
+    """The repository of a path remote, opened like our own (its config vetted, no include)."""
     from dulwich.repo import Repo
 
     path = _local_path(remote.url)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
         if not create:
             raise CheckpointError(f'{remote.name}: no repository at {path}')
-        path.mkdir(parents=True, exist_ok=True)
-        return Repo.init_bare(str(path))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            return Repo.init_bare(str(path))
+        except OSError as error:
+            raise CheckpointError(f'{remote.name}: cannot create {path}: {error}') from error
+    control = path / '.git' if (path / '.git').is_dir() else path
     try:
-        return Repo(str(path))
-    except Exception as error:  # noqa: BLE001 - dulwich raises several kinds here
-        raise CheckpointError(f'{remote.name}: {path} is not a git repository ({error})') from error
+        return repo_config.open_dulwich(control, repo_config.load(control, missing_ok=True))
+    except CorruptRepositoryError as error:
+        raise CheckpointError(f'{remote.name}: {error}') from error
 
 
 # -- history helpers -----------------------------------------------------------------------
@@ -271,6 +352,37 @@ def _ancestors(repo: ShadowRepo, head: bytes | None) -> list[bytes]:
 
 def _short(sha: bytes | None) -> str | None:
     return sha.decode()[:SHORT_ID_LENGTH] if sha else None
+
+
+def _known_heads(repo: ShadowRepo) -> set[bytes]:
+    """Heads this desk pushed, pulled or cloned: each was on its branch, so is an ancestor.
+
+    The branch only ever moves forward (snapshots, restores and fast-forward pulls add on top),
+    so a commit that was its head once stays an ancestor of every later head, even after a
+    prune dropped it. Malformed lines are ignored.
+    """
+    try:
+        data = read_file(os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS), 64 * 1024)
+    except OSError:
+        return set()
+    return {line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line)}
+
+
+def _remember_head(repo: ShadowRepo, sha: bytes) -> None:
+    """Adds ``sha`` (the branch's head now) to the known heads. Call under the lock."""
+    path = os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS)
+    try:
+        data = read_file(path, 64 * 1024)
+    except OSError:
+        data = b''
+    lines = [line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line) and line != sha]
+    lines = [*lines[-255:], sha]
+    write_atomically(Path(path), b''.join(line + b'\n' for line in lines))
+
+
+def _behind(repo: ShadowRepo) -> set[bytes]:
+    """Commits known to be ancestors of the branch that it may no longer hold (pruned)."""
+    return _known_heads(repo) | _shallow_parents(repo)
 
 
 def _shallow_parents(repo: ShadowRepo) -> set[bytes]:
@@ -373,6 +485,7 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
         _check_push(repo, remote, head, remote_head, local=False)
         if remote_head == head:
             return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
+        _remember_head(repo, head)
         have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
         count, records = repo.dulwich_repo.object_store.generate_pack_data(
             have,
@@ -422,8 +535,12 @@ def _head_to_push(repo: ShadowRepo) -> bytes:
 
 def _check_push(
     repo: ShadowRepo, remote: Remote, head: bytes, remote_head: bytes | None, local: bool
-) -> None:
-    """Refuses a push that is not a fast-forward or would leave the remote unreadable."""
+) -> bool:
+    """Refuses a push that is not a fast-forward or would leave the remote unreadable.
+
+    Returns whether the push goes over a gap: the remote is at a checkpoint this desk pushed
+    (or pulled) once and pruned since, with others after it that were never pushed.
+    """
     from .storage import read_shallow
 
     if remote_head is None or remote_head == head:
@@ -434,13 +551,28 @@ def _check_push(
                 'it lacks, which git cannot read. Push to a path or file:// remote (it is then '
                 'marked shallow like this desk), or push before pruning'
             )
-        return
+        return False
     if remote_head in set(_ancestors(repo, head)) or remote_head in _shallow_parents(repo):
-        return
+        return False
+    if remote_head in _known_heads(repo):
+        # Pruned here since it was pushed, so an ancestor of the branch; but the checkpoints
+        # between it and the oldest kept one were pruned too, without being pushed: they
+        # exist nowhere, and the remote would hold a history with a gap.
+        if local:
+            return True  # the push marks the remote shallow, so it stays readable
+        raise CheckpointError(
+            f'the remote {remote.name} ({remote.display_url}) is at {_short(remote_head)}, a '
+            'checkpoint this desk has pruned together with later ones that were never pushed: '
+            'the remote would receive checkpoints whose parent it lacks and could no longer '
+            'be cloned (a server cannot be told to treat them as a shallow boundary). Nothing '
+            'was pushed; the remote keeps its history. Push to a path or file:// remote (it '
+            'is marked shallow and keeps its older history), and push before pruning'
+        )
     raise CheckpointError(
         f'the remote {remote.name} ({remote.display_url}) is at {_short(remote_head)}, which '
         "is not in this desk's history: the histories diverged (or the remote is older than "
-        'the oldest kept checkpoint); nothing was pushed. Pull first, or push to a new remote'
+        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. Pull '
+        'first, or push to a new remote'
     )
 
 
@@ -479,9 +611,13 @@ def _push_local(
         remote_head = target.refs.read_ref(BRANCH)
         if remote_head == head:
             return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
-        _check_push(repo, remote, head, remote_head, local=True)
+        over_gap = _check_push(repo, remote, head, remote_head, local=True)
+        _remember_head(repo, head)
         _copy_objects(repo.dulwich_repo, repo.path, target, head, progress)
-        marked = repair_shallow(target, _local_path(remote.url), head)
+        marked = repair_shallow(target, Path(target.controldir()), head)
+        if over_gap and remote_head is not None:
+            # The remote's older history stays reachable (and so survives a gc there).
+            target.refs.add_if_new(PRUNED_REF_PREFIX + remote_head, remote_head)
         if remote_head is None:
             done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
         else:
@@ -506,17 +642,25 @@ def _push_local(
 # -- pull ----------------------------------------------------------------------------------
 
 
-def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> bytes | None:
-    """Fetches the remote's ``main`` (objects only) and returns its sha, or None if empty."""
+def fetch_head(
+    repo: ShadowRepo,
+    remote: Remote,
+    progress: Progress | None = None,
+    skip: Collection[bytes] = (),
+) -> bytes | None:
+    """Fetches the remote's ``main`` (objects only) and returns its sha, or None if empty.
+
+    Nothing is fetched when the remote's head is in ``skip`` (known to be behind).
+    """
     client, path = _client_for(remote.url)
     if client is None:
         source = _open_local_remote(remote, create=False)
         try:
             remote_head = source.refs.read_ref(BRANCH)
-            if remote_head is not None and not repo.contains(remote_head):
-                _copy_objects(
-                    source, _local_path(remote.url), repo.dulwich_repo, remote_head, progress
-                )
+            if remote_head is not None and remote_head not in skip:
+                if not repo.contains(remote_head):
+                    source_path = Path(source.controldir())
+                    _copy_objects(source, source_path, repo.dulwich_repo, remote_head, progress)
         finally:
             source.close()
         return remote_head
@@ -527,7 +671,7 @@ def fetch_head(repo: ShadowRepo, remote: Remote, progress: Progress | None = Non
         if sha is None or sha == ZERO:
             return []
         wanted.append(sha)
-        return [] if repo.contains(sha) else [sha]
+        return [] if sha in skip or repo.contains(sha) else [sha]
 
     try:
         client.fetch(
@@ -577,10 +721,12 @@ class _QuietShallow:
 def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:
     """Fast-forwards ``main`` to the remote's. Runs under the lock. The desk is not touched."""
     head = repo.head()
-    remote_head = fetch_head(repo, remote, progress)
+    behind = _behind(repo) if head is not None else set()
+    remote_head = fetch_head(repo, remote, progress, skip=behind)
     if remote_head is None:
         raise CheckpointError(f'the remote {remote.name} ({remote.display_url}) has no checkpoints')
-    if remote_head == head:
+    if remote_head == head or remote_head in behind:
+        # Up to date, or behind with checkpoints this desk has since pruned: nothing to bring.
         return TransferResult(remote.name, remote.display_url, _short(head), _short(head), True)
     marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
     if head is not None:
@@ -596,6 +742,7 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
                 '(push to a new remote, or clone the remote onto another desk)'
             )
     repo.update_branch(head, remote_head, f'pull: fast-forward from {remote.name}')
+    _remember_head(repo, remote_head)
     return TransferResult(
         remote.name,
         remote.display_url,
@@ -663,9 +810,9 @@ def clone(
                     f'the remote {remote.display_url} has no checkpoints (no branch main)'
                 )
             marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
-            head = repo.head()
-            if head is None:
+            if repo.head() is None:
                 repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
+            _remember_head(repo, remote_head)
             if not any(r.name == name for r in list_remotes(repo.path)):
                 add_remote(repo.path, name, remote.url)
             written = None

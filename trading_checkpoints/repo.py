@@ -28,6 +28,7 @@ from dulwich.errors import (
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
+from . import config as repo_config
 from .commitinfo import CommitInfo
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
@@ -36,7 +37,6 @@ from .paths import Allowlist, check_tree_path, component_problem, path_problem
 from .trees import BLOB_MODES, TREE_MODE
 
 if TYPE_CHECKING:
-    from dulwich.config import ConfigFile
     from dulwich.repo import Repo
 
 BRANCH = b'refs/heads/main'
@@ -49,8 +49,6 @@ PACK_THRESHOLD = 64
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
-_TRACKED_BY_CONFIG: dict[bytes, tuple[str, ...] | None] = {}
-_CONFIG_VALUES: dict[tuple[bytes, bytes, bytes], str | None] = {}  # (config, section, name)
 # (repository, sha) -> (commit, pack signature or None when read loose), see commit_info
 _COMMITS: dict[tuple[str, bytes], tuple[CommitInfo, tuple | None]] = {}
 
@@ -98,6 +96,7 @@ def repair_head(path: Path) -> None:
         return
     except OSError:
         pass
+    repo_config.load(path, missing_ok=True)  # a repository we refuse is not repaired either
     write_atomically(head, expected)
 
 
@@ -111,11 +110,18 @@ class ShadowRepo:
 
     durable: bool = True
 
-    def __init__(self, path: Path, repo: Repo | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        repo: Repo | None = None,
+        config: repo_config.RepoConfig | None = None,
+    ) -> None:
         self.path = path
         # The dulwich repository is opened on first use: a snapshot of an unchanged desk only
         # reads the branch file and never needs it.
         self._dulwich = repo
+        # The vetted config, read once (see config.load); writes here replace it.
+        self._config = config
         # Packed commits read from the packs by this object (see remember_packed_commits).
         self.packed_read: list[CommitInfo] = []
         self.packed_signature: tuple[tuple[str, int, int, int], ...] = ()
@@ -123,10 +129,10 @@ class ShadowRepo:
     @property
     def _repo(self) -> Repo:
         if self._dulwich is None:
-            from dulwich.repo import Repo  # imported when first needed: listing does not
-
+            # Opened without dulwich's own config parsing (which follows includes) and without
+            # following any .git or commondir file; dulwich is imported when first needed.
             try:
-                self._dulwich = Repo(str(self.path))
+                self._dulwich = repo_config.open_dulwich(self.path, self.config)
             except (NotGitRepository, OSError, ValueError, KeyError) as error:
                 raise CorruptRepositoryError(
                     f'cannot open the checkpoint repository {self.path}: {error}'
@@ -137,6 +143,13 @@ class ShadowRepo:
     def dulwich_repo(self) -> Repo:
         """dulwich's repository object, for the store's own modules (packing, transfers)."""
         return self._repo
+
+    @property
+    def config(self) -> repo_config.RepoConfig:
+        """The repository's vetted config (read on first use)."""
+        if self._config is None:
+            self._config = repo_config.load(self.path)
+        return self._config
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -153,7 +166,9 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'cannot open the checkpoint repository {path}: it has no objects or refs folder'
             )
-        return cls(path)
+        # Vetted before anything else is read or written: an include, a format or an
+        # extension we cannot write is refused here.
+        return cls(path, config=repo_config.load(path))
 
     @classmethod
     def create(cls, path: Path, tracked: Iterable[str]) -> ShadowRepo:
@@ -166,22 +181,12 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
-        from dulwich.config import ConfigFile
-        from dulwich.repo import Repo
-
-        config = ConfigFile()
-        config.set(b'core', b'repositoryformatversion', b'0')
-        config.set(b'core', b'filemode', True)
-        config.set(b'core', b'bare', True)
-        config.set(b'core', b'logallrefupdates', True)
-        # A git CLI run inside the shadow repo must not repack or prune on its own.
-        config.set(b'gc', b'auto', b'0')
-        _set_tracked(config, tracked)
-        write_atomically(path / 'config', _config_bytes(config))
+        write_atomically(path / 'config', repo_config.initial(tracked))
         write_atomically(path / 'description', b'trading_checkpoints: snapshots of one desk\n')
         write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
-        return cls(path, Repo(str(path)))
+        config = repo_config.load(path)
+        return cls(path, repo_config.open_dulwich(path, config), config)
 
     def remember_packed_commits(self) -> None:
         """Keeps the packed commits read so far in the on-disk memo (call under the lock)."""
@@ -201,42 +206,15 @@ class ShadowRepo:
     # -- configuration ---------------------------------------------------------------------
 
     def tracked_paths(self) -> tuple[str, ...] | None:
-        """The tracked paths remembered in the repository's config, if any."""
-        try:
-            data = read_file(os.path.join(self.path, 'config'))
-        except OSError as error:
-            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
-        # Parsing is a pure function of the bytes: remember it, so a snapshot of an unchanged
-        # desk does not parse the same config again.
-        if data not in _TRACKED_BY_CONFIG:
-            if len(_TRACKED_BY_CONFIG) > 64:
-                _TRACKED_BY_CONFIG.clear()
-            _TRACKED_BY_CONFIG[data] = _parse_tracked(data, self.path / 'config')
-        return _TRACKED_BY_CONFIG[data]
+        """The tracked paths remembered in the repository's config (vetted), if any."""
+        return self.config.tracked_paths()
 
     def config_string(self, section: bytes, name: bytes) -> str | None:
         """One value of the repository's config (``checkpoints.maxFileSize``), or None."""
-        try:
-            data = read_file(os.path.join(self.path, 'config'))
-        except OSError as error:
-            raise CorruptRepositoryError(f'cannot read {self.path / "config"}: {error}') from error
-        key = (data, section, name)
-        if key not in _CONFIG_VALUES:
-            if len(_CONFIG_VALUES) > 64:
-                _CONFIG_VALUES.clear()
-            _CONFIG_VALUES[key] = _parse_value(data, section, name, self.path / 'config')
-        return _CONFIG_VALUES[key]
+        return self.config.string(section, name)
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
-        from dulwich.config import ConfigFile
-
-        config_path = self.path / 'config'
-        try:
-            config = ConfigFile.from_path(str(config_path))
-        except (OSError, ValueError) as error:
-            raise CorruptRepositoryError(f'cannot read {config_path}: {error}') from error
-        _set_tracked(config, tracked)
-        write_atomically(config_path, _config_bytes(config))
+        self._config = repo_config.set_tracked(self.path, tracked)
 
     # -- refs and history ------------------------------------------------------------------
 
@@ -603,102 +581,3 @@ class ShadowRepo:
         commit.encoding = None
         commit.message = message.encode('utf-8', 'surrogateescape')
         return commit
-
-
-def _parsed_config(data: bytes) -> ConfigFile:
-    """The config file of these bytes, parsed once per content (both readers share it)."""
-    config = _PARSED_CONFIGS.get(data)
-    if config is None:
-        from io import BytesIO
-
-        from dulwich.config import ConfigFile
-
-        try:
-            # Only the repository's own config counts: includes are not followed.
-            config = ConfigFile.from_file(BytesIO(data), expand_includes=False)
-        except TypeError:  # pragma: no cover - dulwich without expand_includes
-            config = ConfigFile.from_file(BytesIO(data))
-        if len(_PARSED_CONFIGS) > 8:
-            _PARSED_CONFIGS.clear()
-        _PARSED_CONFIGS[data] = config
-    return config
-
-
-_PARSED_CONFIGS: dict[bytes, ConfigFile] = {}
-
-
-_SIMPLE_SECTION = re.compile(rb'\[([A-Za-z0-9-]+)\]')
-_SIMPLE_ENTRY = re.compile(
-    rb'[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([ !$-:<-\[\]-~\x80-\xff]+)'
-)
-
-
-def _simple_config(data: bytes) -> dict[tuple[bytes, bytes], list[bytes]] | None:
-    """The values of a config in the plain form we write, or None for anything else.
-
-    Only ``[section]`` headers, ``key = value`` lines whose value has no quote, backslash,
-    comment sign, control character, leading/trailing or doubled space, and blank lines; any
-    other config goes to dulwich's parser. Names are case-insensitive, as in git.
-    """
-    values: dict[tuple[bytes, bytes], list[bytes]] = {}
-    section = None
-    for line in data.split(b'\n'):
-        if not line.strip(b' \t'):
-            continue
-        match = _SIMPLE_SECTION.fullmatch(line)
-        if match:
-            section = match.group(1).lower()
-            continue
-        match = _SIMPLE_ENTRY.fullmatch(line)
-        if match is None or section is None:
-            return None
-        value = match.group(2)
-        if value.startswith(b' ') or value.endswith(b' ') or b'  ' in value:
-            return None
-        values.setdefault((section, match.group(1).lower()), []).append(value)
-    return values
-
-
-def _parse_tracked(data: bytes, path: Path) -> tuple[str, ...] | None:
-    simple = _simple_config(data)
-    if simple is not None:
-        found = simple.get((b'checkpoints', b'tracked'), ())
-        return tuple(value.decode('utf-8', 'surrogateescape') for value in found) or None
-    try:
-        config = _parsed_config(data)
-        values = list(config.get_multivar(b'checkpoints', b'tracked'))
-    except KeyError:
-        return None
-    except ValueError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error}') from error
-    return tuple(value.decode('utf-8', 'surrogateescape') for value in values) or None
-
-
-def _parse_value(data: bytes, section: bytes, name: bytes, path: Path) -> str | None:
-    simple = _simple_config(data)
-    if simple is not None:
-        found = simple.get((section.lower(), name.lower()))
-        return found[-1].decode('utf-8', 'replace') if found else None
-    try:
-        return _parsed_config(data).get(section, name).decode('utf-8', 'replace')
-    except KeyError:
-        return None
-    except ValueError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error}') from error
-
-
-def _set_tracked(config: ConfigFile, tracked: Iterable[str]) -> None:
-    try:
-        config.remove(b'checkpoints', b'tracked')
-    except KeyError:
-        pass
-    for entry in tracked:
-        config.add(b'checkpoints', b'tracked', entry.encode('utf-8', 'surrogateescape'))
-
-
-def _config_bytes(config: ConfigFile) -> bytes:
-    from io import BytesIO
-
-    buffer = BytesIO()
-    config.write_to_file(buffer)
-    return buffer.getvalue()

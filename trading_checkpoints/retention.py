@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from . import config as repo_config
 from . import metadata, storage
 from .commitinfo import SHORT_ID_LENGTH, CommitInfo
 from .durability import write_atomically
@@ -315,35 +316,51 @@ class Limits:
 
 
 def read_limits(repository: Path) -> Limits:
-    """The limits stored in the repository's config (``checkpoints.keep`` and friends)."""
-    from dulwich.config import ConfigFile
+    """The limits stored in the repository's config (``checkpoints.keep`` and friends).
 
-    try:
-        config = ConfigFile.from_path(str(Path(repository) / 'config'))
-    except (OSError, ValueError):
-        return Limits()
+    Read through the one config reader (never following includes); a value that is not a
+    number, a period or a size is an error naming the key and the line, not quoting it.
+    """
+    config = repo_config.load(repository, missing_ok=True)
 
-    def get(key: bytes) -> str | None:
-        try:
-            return config.get(b'checkpoints', key).decode()
-        except KeyError:
+    def get(key: bytes, check) -> str | None:
+        setting = config.get(b'checkpoints', key)
+        if setting is None:
             return None
+        value = (setting.value or b'').decode('utf-8', 'replace').strip()
+        try:
+            check(value)
+        except (CheckpointError, ValueError):
+            raise CheckpointError(
+                f'checkpoints.{key.decode()} in {config.where(setting)} is not {check.__doc__}'
+            ) from None
+        return value
 
-    keep = get(CONFIG_KEEP)
-    try:
-        keep_number = int(keep) if keep is not None else None
-    except ValueError as error:
-        raise CheckpointError(f'checkpoints.keep in {repository}/config is not a number') from error
-    return Limits(keep_number, get(CONFIG_OLDER_THAN), get(CONFIG_MAX_SIZE))
+    keep = get(CONFIG_KEEP, _whole_number)
+    return Limits(
+        int(keep) if keep is not None else None,
+        get(CONFIG_OLDER_THAN, _period),
+        get(CONFIG_MAX_SIZE, _size),
+    )
+
+
+def _whole_number(text: str) -> None:
+    """a whole number of at least 1"""
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(text)
+
+
+def _period(text: str) -> None:
+    """a period (like 30d, 12h or 2w)"""
+    parse_duration(text)
+
+
+def _size(text: str) -> None:
+    """a size (like 500M or 2G)"""
+    parse_size(text)
 
 
 def write_limits(repository: Path, limits: Limits) -> None:
-    from dulwich.config import ConfigFile
-
-    from .repo import _config_bytes
-
-    path = Path(repository) / 'config'
-    config = ConfigFile.from_path(str(path))
     for key, value in (
         (CONFIG_KEEP, limits.keep),
         (CONFIG_OLDER_THAN, limits.older_than),
@@ -351,5 +368,4 @@ def write_limits(repository: Path, limits: Limits) -> None:
     ):
         if value is None:
             continue
-        config.set(b'checkpoints', key, str(value).encode())
-    write_atomically(path, _config_bytes(config))
+        repo_config.set_values(repository, b'checkpoints', key, [str(value).encode()])

@@ -281,10 +281,12 @@ def size_limit(config: DeskConfig, repo: ShadowRepo) -> int:
         return safety.DEFAULT_MAX_FILE_SIZE
     try:
         return safety.parse_size(configured)
-    except CheckpointError as error:
+    except CheckpointError:
+        # The value itself is not echoed: a config is untrusted and may hold anything.
         raise CheckpointError(
-            f'checkpoints.maxFileSize in {repo.path / "config"}: {error}'
-        ) from error
+            f'checkpoints.maxFileSize in {repo.path / "config"} is not a size '
+            '(expected a number with k, m or g, like 100m)'
+        ) from None
 
 
 def check_repository_outside(config: DeskConfig, allowlist: Allowlist) -> None:

@@ -33,12 +33,12 @@ Semantics — the branch read as an editor's undo history:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from dulwich.trailers import Trailer, format_trailers, parse_trailers
-
+from . import metadata
 from .commitinfo import CommitInfo
-from .errors import CheckpointError, NothingToUndoError
+from .errors import CheckpointError, CorruptRepositoryError, NothingToUndoError
 from .metadata import ACTION
 from .repo import ShadowRepo
 
@@ -51,13 +51,12 @@ RESTORE, UNDO, REDO = 'restore', 'undo', 'redo'
 __all__ = ['ACTION', 'NothingToUndoError']
 
 
+_FULL_ID = re.compile(r'[0-9a-f]{40}')
+
+
 def trailers(message: str) -> dict[str, list[str]]:
-    """The trailers of a commit message, by key."""
-    _, found = parse_trailers(message.encode('utf-8', 'surrogateescape'))
-    out: dict[str, list[str]] = {}
-    for trailer in found:
-        out.setdefault(trailer.key, []).append(trailer.value)
-    return out
+    """The trailers of a commit message, by key (see :func:`metadata.trailers`)."""
+    return metadata.trailer_values(message)
 
 
 def _one(info: CommitInfo, key: str) -> str | None:
@@ -70,18 +69,22 @@ def action_of(info: CommitInfo) -> str | None:
 
 
 def compose(subject: str, pairs: Iterable[tuple[str, str]]) -> str:
-    """A commit message: a subject line and trailers."""
-    items = [Trailer(key, ' '.join(value.split())) for key, value in pairs if value]
-    if not items:
-        return subject + '\n'
-    return subject + '\n\n' + format_trailers(items).decode('utf-8')
+    """A commit message: a subject line (neutralized, see :mod:`metadata`) and trailers."""
+    return metadata.message(metadata.storable(subject, 'the subject'), pairs)
 
 
 def _sha(repo: ShadowRepo, value: str | None) -> bytes | None:
-    if not value:
+    """The commit a trailer value names, or None when it is malformed, missing or no commit."""
+    if not value or not _FULL_ID.fullmatch(value.strip()):
         return None
     sha = value.strip().encode()
-    return sha if len(sha) == 40 and repo.contains(sha) else None
+    if not repo.contains(sha):
+        return None
+    try:
+        repo.commit_info(sha)
+    except CorruptRepositoryError:
+        return None  # not a commit (or unreadable): as good as absent
+    return sha
 
 
 def entry(repo: ShadowRepo, sha: bytes) -> CommitInfo:
