@@ -329,3 +329,30 @@ def test_readme_settings_match_the_adapter() -> None:
                 matched = set(group['matcher'].split('|'))
                 ours = {t for t in WRITE_TOOLS if (t[0].isupper()) == (harness == 'claude')}
                 assert matched == ours, (name, matched, ours)
+
+
+def test_the_checkpoints_hook_verb_passes_everything_through(workspace: Path, desk: Path) -> None:
+    """`checkpoints hook` is the same adapter: options after the verb reach it untouched (a
+    usage error would read as a refusal), and global --workspace/--desk reach it too."""
+    environment = {
+        k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHONPATH'))
+    }
+    environment['PYTHONPATH'] = str(ROOT)
+    verb = [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), 'hook']
+    done = subprocess.run(
+        [*verb, '--harness', 'claude'],
+        input=event('claude_pre_tool_use_write.json', workspace),
+        capture_output=True,
+        cwd=workspace.parent,
+        env=environment,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b'', b''), done
+    [taken] = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list()
+    assert taken.tool == 'claude:Write'
+    done = subprocess.run(
+        [*verb, '--no-such-option'], input=b'{}', capture_output=True, env=environment, timeout=60
+    )
+    assert done.returncode == 1, 'an unknown option is a non-blocking error, never exit 2'
+    done = subprocess.run([*verb, '--help'], capture_output=True, env=environment, timeout=60)
+    assert done.returncode == 0 and b'--harness' in done.stdout

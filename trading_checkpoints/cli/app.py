@@ -182,6 +182,7 @@ for command in (
     remote.pull,
     remote.clone,
     agent.mcp_command,
+    agent.hook_command,
     agent.demo,
     complete.completion,
 ):
