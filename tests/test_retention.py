@@ -232,7 +232,7 @@ def test_cli_prune_dry_run_json_save_and_snapshot_applies_saved_limits(
     assert 'Pruned 4 of 8 checkpoints' in saved.stdout
     write(desk, 'notes/new.md', 'new')
     assert _cli(workspace, 'snapshot', '-m', 'after save').returncode == 0
-    assert len(_ids(cps)) == 5  # pruned to 4 at start-up, then one more
+    assert len(_ids(cps)) == 4  # the saved limit holds after the write too
     again = _cli(workspace, 'prune', '--json')
     assert json.loads(again.stdout)['checkpoints_after'] == 4
     bad = _cli(workspace, 'prune', '--older-than', 'yesterday')
@@ -291,3 +291,77 @@ def test_prune_keeps_the_pre_snapshot_of_a_kept_undo_so_redo_still_works(cps, de
     assert [c.action for c in cps.list()] == ['undo', 'before-undo']
     cps.redo(force=True)
     assert (desk / 'notes/a.md').read_text() == 'three, never snapshotted'
+
+
+def test_keep_holds_after_every_write_of_an_open_object(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    desk.mkdir()
+    cps = Checkpoints.open(tmp_path / 'repo.git', desk, keep=3)
+    for i in range(6):
+        write(desk, 'Memory.md', f'version {i}')
+        cps.snapshot(f's{i}')
+        assert len(cps.list()) == min(i + 1, 3)
+    assert [c.reason for c in cps.list()] == ['s5', 's4', 's3']
+    # A restore keeps its pre-snapshot, even past the limit, so it stays undoable.
+    write(desk, 'Memory.md', 'unsaved')
+    result = cps.restore_with_result(cps.list()[-1].checkpoint_id)
+    kept = cps.list()
+    assert [c.action for c in kept[:2]] == ['restore', 'before-restore']
+    assert kept[1].checkpoint_id == result.before_id
+    cps.restore(result.before_id)
+    assert (desk / 'Memory.md').read_text() == 'unsaved'
+
+
+def test_keep_saved_from_the_cli_holds_after_every_cli_snapshot(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from trading_checkpoints.cli import cli
+
+    desk = tmp_path / 'desks' / 'main'
+    write(desk, 'Memory.md', 'start')
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(cli, ['--workspace', str(tmp_path), *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    run('snapshot', '-m', 'start')
+    run('prune', '--keep', '3', '--save', '--yes')
+    for i in range(6):
+        write(desk, 'Memory.md', f'version {i}')
+        run('snapshot', '-m', f's{i}')
+    cps = Checkpoints(tmp_path / '.checkpoints' / 'main.git', desk)
+    assert [c.reason for c in cps.list()] == ['s5', 's4', 's3']
+
+
+def test_a_pruned_id_is_reported_as_pruned_not_as_unknown(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'old')
+    old = cps.snapshot('old')
+    write(desk, 'Memory.md', 'new')
+    cps.snapshot('new')
+    cps.prune(keep=1)
+    with pytest.raises(UnknownCheckpointError, match=f'checkpoint {old} was pruned on '):
+        cps.restore(old)
+    with pytest.raises(UnknownCheckpointError, match=r'was pruned on .*\(it was taken '):
+        cps.diff(old)
+    with pytest.raises(UnknownCheckpointError, match="no checkpoint 'abcdef1'"):
+        cps.restore('abcdef1')
+
+
+def test_limits_enforced_per_write_compact_the_storage_in_batches(tmp_path: Path) -> None:
+    from trading_checkpoints import prunedlog, retention, storage
+
+    desk = tmp_path / 'desk'
+    desk.mkdir()
+    repo_dir = tmp_path / 'repo.git'
+    cps = Checkpoints.open(repo_dir, desk, keep=2)
+    sizes = []
+    for i in range(retention.COMPACT_AFTER + 4):
+        write(desk, 'notes/big.bin', os.urandom(20_000))
+        cps.snapshot(f's{i}')
+        sizes.append(storage.objects_size(repo_dir))
+    assert len(cps.list()) == 2
+    # Dropped checkpoints' objects are removed in one rewrite once enough were dropped.
+    assert prunedlog.since_compaction(repo_dir) < retention.COMPACT_AFTER
+    assert min(sizes[retention.COMPACT_AFTER :]) < max(sizes) / 4

@@ -8,16 +8,20 @@ the session.
 
 from __future__ import annotations
 
+import logging
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import leftovers, lock, recovery
-from .errors import CheckpointError, CorruptRepositoryError
+from . import leftovers, lock, recovery, retention
+from .errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
 from .repo import PRIVATE_DIR, ShadowRepo, is_initialized, repair_head
 from .session import DeskConfig, Session, check_repository_outside
 
 LOCK = 'lock'
+
+log = logging.getLogger('trading_checkpoints')
 
 
 @contextmanager
@@ -54,7 +58,20 @@ def locked(config: DeskConfig) -> Iterator[Session]:
             raise
         try:
             session.recovery = recovery.recover(session)
+            head = repo.head()
             yield session
+            if repo.head() != head:
+                _enforce_retention(session)
             repo.remember_packed_commits()
         finally:
             session.close()
+
+
+def _enforce_retention(session: Session) -> None:
+    """After a write, the retention limits hold again; a failure never undoes the write."""
+    try:
+        retention.enforce(session.repo, session.config.limits)
+    except CheckpointError as error:
+        message = f'retention limits not applied to {session.repo.path}: {error}'
+        log.warning('%s', message)
+        warnings.warn(message, CheckpointWarning, stacklevel=4)

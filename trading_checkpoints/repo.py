@@ -29,6 +29,7 @@ from dulwich.errors import (
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
 from . import config as repo_config
+from . import prunedlog
 from .commitinfo import CommitInfo
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
@@ -338,6 +339,12 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
             ) from error
+        pruned = prunedlog.find(self.path, checkpoint_id)
+        if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
+            raise UnknownCheckpointError(
+                f'checkpoint {checkpoint_id.strip()} was {prunedlog.describe(pruned)}; '
+                '`checkpoints list` shows the ones kept'
+            )
         if not commits:
             raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
         if len(commits) > 1:

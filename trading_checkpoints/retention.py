@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import config as repo_config
-from . import metadata, storage
+from . import metadata, prunedlog, storage
 from .commitinfo import SHORT_ID_LENGTH, CommitInfo
 from .durability import write_atomically
 from .errors import CheckpointError
@@ -37,6 +37,9 @@ ZERO = b'0' * 40
 # Commits that record a restored state; each keeps the snapshot taken just before it.
 RESTORING_ACTIONS = frozenset({'restore', 'undo', 'redo'})
 JOURNAL_GLOB = 'restore-journal*'
+# Limits enforced after each write drop a checkpoint or two at a time: the storage is rewritten
+# (removing what they alone held) once this many were dropped since the last rewrite.
+COMPACT_AFTER = 32
 
 # Config keys (``git config checkpoints.keep 200``) applied by Checkpoints.open and the CLI.
 CONFIG_KEEP = b'keep'
@@ -185,8 +188,14 @@ def prune(
     max_bytes: int | str | None = None,
     dry_run: bool = False,
     now: float | None = None,
+    compact: bool = True,
 ) -> PruneResult:
-    """Drops the checkpoints beyond the limits. Must run under the repository's lock."""
+    """Drops the checkpoints beyond the limits. Must run under the repository's lock.
+
+    The dropped ones are recorded (see ``prunedlog``). With ``compact`` the storage is
+    rewritten at once, removing their objects; without, that waits until enough were
+    dropped (see :func:`enforce`).
+    """
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
     age = parse_duration(older_than) if older_than is not None else None
@@ -218,8 +227,11 @@ def prune(
             dry_run,
         )
     _cut(repo, kept)
-    storage.consolidate(repo)
-    _forget_stat_cache(repo)
+    prunedlog.record(repo.path, [(info.sha, info.created_at) for info in dropped], now)
+    if compact or prunedlog.since_compaction(repo.path) >= COMPACT_AFTER:
+        storage.consolidate(repo)
+        prunedlog.record_compaction(repo.path, now)
+        _forget_stat_cache(repo)
     after = list(repo.history())
     if [info.sha for info in after] != [info.sha for info in kept]:
         raise CheckpointError(f'pruning {repo.path} kept the wrong checkpoints; please report')
@@ -369,3 +381,47 @@ def write_limits(repository: Path, limits: Limits) -> None:
         if value is None:
             continue
         repo_config.set_values(repository, b'checkpoints', key, [str(value).encode()])
+
+
+def enforce(repo: ShadowRepo, limits: Limits) -> PruneResult | None:
+    """After a write: prunes to the limits (the given ones, else the repository's config), so
+    ``keep=N`` means N checkpoints after every write. Cheap when nothing is due: a count
+    limit reads only N + 1 commits, an age limit first looks at the oldest kept one."""
+    if limits.empty:
+        limits = read_limits(repo.path)
+        if limits.empty:
+            return None
+    if journal_present(repo.path) is not None:
+        return None  # an unfinished restore may need any checkpoint
+    due = False
+    if limits.keep is not None:
+        due = len(list(repo.history(limits.keep + 1))) > limits.keep
+    if not due and limits.older_than is not None:
+        oldest = _oldest_kept(repo)
+        due = oldest is not None and _timestamp(oldest) < time.time() - parse_duration(
+            limits.older_than
+        )
+    if not due and limits.max_size is not None:
+        due = storage.objects_size(repo.path) > parse_size(limits.max_size)
+    if not due:
+        return None
+    return prune(
+        repo,
+        keep=limits.keep,
+        older_than=limits.older_than,
+        max_bytes=limits.max_size,
+        compact=False,
+    )
+
+
+def _oldest_kept(repo: ShadowRepo) -> CommitInfo | None:
+    """The oldest checkpoint kept: the shallow boundary when there is one, else the root."""
+    boundaries = [
+        repo.commit_info(sha) for sha in storage.read_shallow(repo.path) if repo.contains(sha)
+    ]
+    if boundaries:
+        return min(boundaries, key=_timestamp)
+    oldest = None
+    for info in repo.history():
+        oldest = info
+    return oldest

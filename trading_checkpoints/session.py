@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import safety, storage
@@ -23,6 +23,7 @@ from .fs import realpath
 from .objectio import StoreSink, as_objects
 from .paths import Allowlist
 from .repo import PRIVATE_DIR, ShadowRepo
+from .retention import Limits
 from .scan import REPLACED, Scan
 from .statcache import StatCache
 from .trees import FileEntry, RawObject
@@ -42,6 +43,8 @@ class DeskConfig:
         max_file_size: The size limit given by the caller, None for the repository's.
         durable: Flush writes in an order that survives a power cut.
         lock_timeout: Seconds to wait for another holder of the lock.
+        limits: Retention limits enforced after every write (empty: the repository's own,
+            as saved by ``checkpoints prune --save``).
     """
 
     repository: Path
@@ -51,6 +54,7 @@ class DeskConfig:
     max_file_size: int | None = None
     durable: bool = True
     lock_timeout: float = 60.0
+    limits: Limits = field(default_factory=Limits)
 
 
 class Session:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,11 +29,13 @@ class StorageVerbs(DeskHandle):
         max_bytes: int | str | None = None,
         tracked_paths: Sequence[str] = TRACKED_PATHS,
     ) -> _Self:
-        """A ``Checkpoints`` pruned to its limits before anything new is written.
+        """A ``Checkpoints`` held to retention limits: pruned now, and again after every write
+        it makes, so ``keep=N`` means at most N checkpoints after each snapshot.
 
         Limits not given here are read from the repository's config (``checkpoints.keep``,
         ``checkpoints.retention``, ``checkpoints.maxsize``, as written by
-        ``checkpoints prune --save``), so every entry point applies the same ones.
+        ``checkpoints prune --save``), so every entry point applies the same ones; writes of
+        any ``Checkpoints`` apply the configured ones.
 
         Example::
 
@@ -45,6 +48,10 @@ class StorageVerbs(DeskHandle):
         keep = stored.keep if keep is None else keep
         retention = stored.older_than if retention is None else retention
         max_bytes = stored.max_size if max_bytes is None else max_bytes
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
+        limits = _retention.Limits(keep, retention, max_bytes)  # type: ignore[arg-type]
+        checkpoints.desk_config = replace(checkpoints.desk_config, limits=limits)
         if (
             is_initialized(checkpoints.repository_directory)
             and (keep is not None or retention is not None or max_bytes is not None)
