@@ -118,8 +118,13 @@ def test_list_json_gains_metadata(workspace: Path, history: tuple[str, str]) -> 
         'paths': ['notes/plan.md'],
         'turn': 't1',
         'action': None,
+        'files_changed': 2,  # Memory.md (2 lines) and a binary file (counted, no lines)
+        'lines_added': 2,
+        'lines_removed': 0,
     }
     assert rows[0]['tool'] is None and rows[0]['paths'] == []
+    assert (rows[0]['files_changed'], rows[0]['lines_added'], rows[0]['lines_removed']) == (3, 2, 1)
+    assert '  second  (3 files, +2/-1)' in run(workspace, 'list')[1]
 
 
 def test_status_marks_external_changes(

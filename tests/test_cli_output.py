@@ -126,7 +126,7 @@ def test_list_ends_with_a_hint_and_says_how_many_more(ws: Path) -> None:
     desk = ws / 'desks' / 'main'
     done = checkpoints('list', '-n', '1', cwd=desk)
     lines = done.stdout.splitlines()
-    assert lines[0].endswith('  v3')
+    assert lines[0].endswith('  v3  (1 file, +1/-1)')
     assert lines[1] == '... and 2 older (list -n 0 shows all)'
     assert 'checkpoints diff ID' in lines[2] and 'checkpoints restore ID' in lines[2]
     full = checkpoints('list', cwd=desk).stdout.splitlines()
@@ -158,7 +158,10 @@ def test_agent_only_hides_restore_bookkeeping(ws: Path) -> None:
     agent = json.loads(checkpoints('list', '--agent-only', '--json', cwd=desk).stdout)
     assert [row['reason'] for row in agent] == ['v3', 'v2', 'v1']
     cut = checkpoints('list', '--agent-only', '-n', '1', cwd=desk).stdout.splitlines()
-    assert cut[0].endswith('  v3') and cut[1] == '... and 2 older (list -n 0 shows all)'
+    assert (
+        cut[0].endswith('  v3  (1 file, +1/-1)')
+        and cut[1] == '... and 2 older (list -n 0 shows all)'
+    )
 
 
 def test_diff_without_changes_says_so(ws: Path) -> None:

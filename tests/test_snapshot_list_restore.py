@@ -218,4 +218,12 @@ def test_metadata_is_kept_as_trailers_and_listed(cps: Checkpoints, desk: Path) -
     write(desk, 'Memory.md', 'v2')
     cps.snapshot('plain')
     newest = cps.list()[0]
-    assert newest == Checkpoint(newest.checkpoint_id, newest.created_at, 'plain')
+    assert newest == Checkpoint(
+        newest.checkpoint_id,
+        newest.created_at,
+        'plain',
+        files_changed=1,
+        lines_added=1,
+        lines_removed=1,
+    )
+    assert (item.files_changed, item.lines_added, item.lines_removed) == (1, 1, 0)

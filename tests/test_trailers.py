@@ -114,7 +114,11 @@ def test_git_reads_our_trailers_even_after_a_divider_in_the_reason(
         text=True,
         check=True,
     ).stdout
-    assert parsed.strip() == 'Checkpoint-Tool: real'
+    # Git reads exactly our trailers: the tool given in code, and the change stats.
+    assert parsed.strip().splitlines() == [
+        'Checkpoint-Tool: real',
+        'Checkpoint-Changes: 1 file, +1 -0',
+    ]
     assert metadata.parse(message).tool == 'real'
 
 

@@ -35,6 +35,9 @@ class CheckpointRow(TypedDict):
     paths: list[str]
     turn: str | None
     action: str | None
+    files_changed: int | None
+    lines_added: int | None
+    lines_removed: int | None
 
 
 class DeskList(TypedDict):
@@ -70,6 +73,9 @@ def checkpoint_row(item: Checkpoint) -> CheckpointRow:
         paths=list(item.paths),
         turn=item.turn,
         action=item.action,
+        files_changed=item.files_changed,
+        lines_added=item.lines_added,
+        lines_removed=item.lines_removed,
     )
 
 

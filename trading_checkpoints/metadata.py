@@ -94,6 +94,13 @@ def trailers(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+def with_trailer(text: str, key: str, value: str) -> str:
+    """A message with one more trailer appended to its trailer block (made if it has none)."""
+    body = text.rstrip('\n')
+    joiner = '\n' if trailers(text) else '\n\n'
+    return f'{body}{joiner}{key}: {one_line(value)}\n'
+
+
 def compose(reason: str, tool: str | None, paths: Iterable[str] | None, turn: str | None) -> str:
     """A commit message: the reason as subject (and body), then the metadata as trailers."""
     reason = storable(reason, 'the reason').strip().replace('\0', '') or 'snapshot'

@@ -64,6 +64,7 @@ _DAMAGE: tuple[type[BaseException], ...] = (
     ChecksumMismatch,
     ApplyDeltaError,
     WrongObjectException,
+    ObjectFormatException,
 )
 
 
@@ -460,7 +461,10 @@ class ShadowRepo:
             return None
 
     def contains(self, sha: bytes) -> bool:
-        return sha in self._repo.object_store
+        try:
+            return sha in self._repo.object_store
+        except _DAMAGE:
+            return True  # there, but damaged: reading it says so
 
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.

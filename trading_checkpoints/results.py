@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import metadata
+from . import changestats, metadata
 from .commitinfo import CommitInfo
 
 
@@ -23,6 +23,8 @@ class Checkpoint:
         action: What made it when the library did: ``restore``, ``undo``, ``redo``, or
             ``before-restore``/``before-undo``/``before-redo`` for the snapshot a restore
             takes first; None for an ordinary snapshot.
+        files_changed, lines_added, lines_removed: How much it changed from the checkpoint
+            before it (text lines only; see ``changestats``); None when not recorded.
     """
 
     checkpoint_id: str
@@ -32,6 +34,9 @@ class Checkpoint:
     paths: tuple[str, ...] = ()
     turn: str | None = None
     action: str | None = None
+    files_changed: int | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -294,7 +299,9 @@ class PruneResult:
 
 def checkpoint_from(info: CommitInfo) -> Checkpoint:
     """The public view of a commit: id, time, reason and the metadata its trailers carry."""
+    values = metadata.trailer_values(info.message)
     meta = metadata.parse(info.message)
+    stats = changestats.parse(values.get(changestats.KEY, [''])[-1])
     return Checkpoint(
         info.short_id,
         info.created_at,
@@ -302,5 +309,8 @@ def checkpoint_from(info: CommitInfo) -> Checkpoint:
         meta.tool,
         meta.paths,
         meta.turn,
-        metadata.action_of(info.message),
+        (values.get(metadata.ACTION) or [None])[-1],
+        stats.files if stats else None,
+        stats.added if stats else None,
+        stats.removed if stats else None,
     )

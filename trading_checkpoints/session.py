@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import safety, storage
+from . import changestats, metadata, safety, storage
 from .commitinfo import SHORT_ID_LENGTH
 from .desk import DeskState
 from .errors import CheckpointError
@@ -24,7 +24,7 @@ from .objectio import StoreSink, as_objects
 from .paths import Allowlist
 from .repo import PRIVATE_DIR, ShadowRepo
 from .retention import Limits
-from .scan import REPLACED, Scan
+from .scan import REPLACED, Scan, git_mode
 from .statcache import StatCache
 from .trees import FileEntry, RawObject
 
@@ -146,6 +146,10 @@ class Session:
                 repo.commit_info(head)  # never build on a parent that cannot be read
         new_sha: bytes | None = None
         if head_tree != root:
+            stats = changestats.count(
+                self._changed_pairs(result, cache, head), self._reader(result)
+            )
+            message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
@@ -161,6 +165,48 @@ class Session:
         ):
             self.desk.remember(cache, result, trees, current)
         return new_sha
+
+    def _changed_pairs(
+        self, result: Scan, cache: StatCache, head: bytes | None
+    ) -> list[tuple[FileEntry | None, FileEntry | None]]:
+        """``(old, new)`` entries of the files a commit of this scan changes."""
+        files = result.files
+        if head is None:
+            return [(None, entry) for entry in files.values()]
+        if cache.commit == head:
+            index = cache.index
+
+            def old(path: str) -> FileEntry | None:
+                position = index.get(path)
+                if position is None:
+                    return None
+                return (git_mode(cache.numbers[position * 5 + 4]), cache.sha(position))
+
+            pairs = [(old(path), files[path]) for path in result.changed if path in files]
+            return pairs + [(old(path), None) for path in result.removed]
+        held, _ = self.flatten(self.repo.commit_info(head).tree)
+        return [
+            (held.get(p), files.get(p))
+            for p in set(held) | set(files)
+            if held.get(p) != files.get(p)
+        ]
+
+    def _reader(self, result: Scan) -> changestats.Reader:
+        """Blob bytes at hand for counting lines: fresh from the scan, else already stored."""
+        repo = self.repo
+
+        def read(sha: bytes) -> bytes | None:
+            data = result.new_blobs.get(sha)
+            if data is not None:
+                return data
+            if sha in result.stored or not repo.contains(sha):
+                return None  # streamed (large), or handed over: not read again
+            try:
+                return repo.read_blob(sha)
+            except CheckpointError:
+                return None  # damaged: the stats are no reason to fail a snapshot
+
+        return read
 
     def new_objects(self, result: Scan, built: list[RawObject]) -> list:
         """The store objects a commit of this scan needs that the repository lacks."""

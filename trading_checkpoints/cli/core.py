@@ -37,7 +37,18 @@ def checkpoint_dict(item: Any) -> dict[str, Any]:
         'paths': list(item.paths),
         'turn': item.turn,
         'action': item.action,
+        'files_changed': item.files_changed,
+        'lines_added': item.lines_added,
+        'lines_removed': item.lines_removed,
     }
+
+
+def change_note(item: Any) -> str:
+    """``(2 files, +10/-3)``, or nothing when the checkpoint recorded no stats."""
+    if item.files_changed is None:
+        return ''
+    files = f'{item.files_changed} file{"" if item.files_changed == 1 else "s"}'
+    return f'  ({files}, +{item.lines_added}/-{item.lines_removed})'
 
 
 def gather(checkpoints: Any, limit: int, agent_only: bool) -> tuple[list[Any], int, bool]:
@@ -102,7 +113,9 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
         click.echo(f'Take one with: {target.command("snapshot", "-m", "why")}')
         return
     for item in items:
-        click.echo(f'{ident(item.checkpoint_id)}  {item.created_at}  {item.reason}')
+        click.echo(
+            f'{ident(item.checkpoint_id)}  {item.created_at}  {item.reason}{change_note(item)}'
+        )
     if more:
         count = f'{more}' if exact else f'more than {more}'
         click.echo(f'... and {count} older (list -n 0 shows all)')
