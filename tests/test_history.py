@@ -218,3 +218,24 @@ def test_list_shows_the_action_of_restore_bookkeeping(cps, desk) -> None:
     cps.restore(first)
     actions = [item.action for item in cps.list()]
     assert actions == ['restore', 'before-restore', None]
+
+
+def test_log_says_how_each_path_changed_and_list_or_log_can_take_all(cps, desk) -> None:
+    write(desk, 'notes/a.md', 'a\n')
+    write(desk, 'notes/b.md', 'b\n')
+    cps.snapshot('first')
+    write(desk, 'notes/a.md', 'a2\n')
+    (desk / 'notes/b.md').unlink()
+    write(desk, 'memory/c.md', 'c\n')
+    cps.snapshot('second')
+    newest, oldest = cps.log(limit=None)
+    assert {c.path: c.kind for c in newest.changes} == {
+        'memory/c.md': 'added',
+        'notes/a.md': 'modified',
+        'notes/b.md': 'deleted',
+    }
+    assert {c.kind for c in oldest.changes} == {'added'}
+    assert newest.to_dict()['changes'][0] == {'path': 'memory/c.md', 'kind': 'added'}
+    assert len(cps.list(None)) == 2
+    with pytest.raises(CheckpointError, match='limit'):
+        cps.list(-1)

@@ -102,10 +102,10 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         with self._locked() as session:
             return snapshot.take(session, message)
 
-    def list(self, limit: int = 20) -> list[Checkpoint]:
-        """The most recent checkpoints, newest first; ``[]`` when none has been taken."""
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+    def list(self, limit: int | None = 20) -> list[Checkpoint]:
+        """The most recent checkpoints, newest first (``limit=None``: all of them); ``[]`` when
+        none has been taken."""
+        _check_limit(limit)
         self._complete_pending_restore()
         repo = ShadowRepo.open(self.repository_directory)
         if repo is None:
@@ -249,14 +249,14 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         with self._reading() as session:
             return history.show(session, checkpoint_id, path)
 
-    def log(self, path: str | None = None, limit: int = 20) -> list[LogEntry]:
-        """Checkpoints newest first, each with the files that differ from the one before it.
+    def log(self, path: str | None = None, limit: int | None = 20) -> list[LogEntry]:
+        """Checkpoints newest first, each with the files that differ from the one before it
+        (``limit=None``: all of them).
 
         With ``path`` (a file or folder), only the checkpoints where something at or below it
         changed; ``[]`` when none did (also for a path that never existed).
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        _check_limit(limit)
         with open_reading(self.desk_config) as session:
             return [] if session is None else history.log(session, path, limit)
 
@@ -421,3 +421,8 @@ def _agent_changes(session: Session, head: bytes) -> list[str]:
     view = external.agent_view(result.files, attribution)
     newest, _ = session.flatten(session.repo.commit_info(head).tree)
     return sorted(p for p in set(view) | set(newest) if view.get(p) != newest.get(p))[:5]
+
+
+def _check_limit(limit: object) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise CheckpointError(f'limit must be a whole number of at least 0 or None, not {limit!r}')

@@ -162,31 +162,42 @@ def unified(path: str, old: str | None, new: str | None) -> tuple[str, int, int]
 def changed_paths(
     repo: ShadowRepo, old: bytes | None, new: bytes | None, prefix: str = ''
 ) -> list[str]:
-    """Files that differ between two trees, walking only subtrees whose ids differ.
+    """Files that differ between two trees (see :func:`changed_files`)."""
+    return [path for path, _, _ in changed_files(repo, old, new, prefix)]
+
+
+def changed_files(
+    repo: ShadowRepo, old: bytes | None, new: bytes | None, prefix: str = ''
+) -> list[tuple[str, FileEntry | None, FileEntry | None]]:
+    """``(path, entry before, entry after)`` of the files that differ between two trees,
+    walking only subtrees whose ids differ.
 
     Iterative (an explicit stack, not recursion), so a tree nested thousands of folders deep,
     as a hostile or cloned repository may hold, is walked like any other. The order is that of
     a depth-first walk in name order (a folder's changes before a file of the same name).
     """
-    out: list[str] = []
-    # Work items: (path, None, None) emits a file; (prefix, old, new) compares two trees.
-    pending: list[tuple[str, bytes | None, bytes | None, bool]] = [(prefix, old, new, False)]
+    out: list[tuple[str, FileEntry | None, FileEntry | None]] = []
+    # Work items: (path, before, after, True) emits a file; (prefix, old, new, False) compares
+    # two trees.
+    pending: list[tuple[str, Any, Any, bool]] = [(prefix, old, new, False)]
     while pending:
-        base, before_tree, after_tree, is_file = pending.pop()
+        base, before_item, after_item, is_file = pending.pop()
         if is_file:
-            out.append(base)
+            out.append((base, before_item, after_item))
             continue
-        if before_tree == after_tree:
+        if before_item == after_item:
             continue
-        old_items = _items(repo, before_tree)
-        new_items = _items(repo, after_tree)
+        old_items = _items(repo, before_item)
+        new_items = _items(repo, after_item)
         for name in sorted(set(old_items) | set(new_items), reverse=True):
             before, after = old_items.get(name), new_items.get(name)
             if before == after:
                 continue
             path = base + name
-            if (before and before[0] != TREE_MODE) or (after and after[0] != TREE_MODE):
-                pending.append((path, None, None, True))  # emitted after the folder's changes
+            old_file = before if before and before[0] != TREE_MODE else None
+            new_file = after if after and after[0] != TREE_MODE else None
+            if old_file or new_file:
+                pending.append((path, old_file, new_file, True))  # after the folder's changes
             below_before = before[1] if before and before[0] == TREE_MODE else None
             below_after = after[1] if after and after[0] == TREE_MODE else None
             if below_before or below_after:
@@ -268,24 +279,31 @@ def show(session: Session, checkpoint_id: str, path: str) -> bytes:
     return repo.read_blob(blob)
 
 
-def log(session: Session, path: str | None, limit: int) -> list[LogEntry]:
+def log(session: Session, path: str | None, limit: int | None) -> list[LogEntry]:
     """Checkpoints newest first with the files each changed (see ``Checkpoints.log``)."""
     repo = session.repo
     wanted = normalize_path(path, session.allowlist) if path else None
     entries: list[LogEntry] = []
     for info in repo.history():
-        if len(entries) >= limit:
+        if limit is not None and len(entries) >= limit:
             break
         parent = info.parents[0] if info.parents else None
         parent_tree = (
             repo.commit_info(parent).tree if parent is not None and repo.contains(parent) else None
         )
-        changed = changed_paths(repo, parent_tree, info.tree)
+        changed = changed_files(repo, parent_tree, info.tree)
         if wanted is not None:
-            changed = [p for p in changed if under(p, (wanted,))]
+            changed = [item for item in changed if under(item[0], (wanted,))]
             if not changed:
                 continue
-        entries.append(LogEntry(checkpoint_from(info), tuple(changed), undo.action_of(info)))
+        entries.append(
+            LogEntry(
+                checkpoint_from(info),
+                tuple(path for path, _, _ in changed),
+                undo.action_of(info),
+                tuple(_change(path, before, after, None, None) for path, before, after in changed),
+            )
+        )
     return entries
 
 

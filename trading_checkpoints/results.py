@@ -206,11 +206,14 @@ class LogEntry:
             checkpoint: every file it holds), sorted.
         action: What made it when the library made it: ``restore``, ``undo``, ``redo`` or
             ``before-restore``/``before-undo``/``before-redo`` (None for ordinary snapshots).
+        changes: For each path of ``changed``, how it changed (``kind`` and the entries; no
+            patches).
     """
 
     checkpoint: Checkpoint
     changed: tuple[str, ...]
     action: str | None = None
+    changes: tuple[FileChange, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         c = self.checkpoint
@@ -223,6 +226,7 @@ class LogEntry:
             'turn': c.turn,
             'action': self.action,
             'changed': list(self.changed),
+            'changes': [{'path': change.path, 'kind': change.kind} for change in self.changes],
         }
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 import click
 
-from ..errors import CheckpointError
 from . import complete, render
 from .options import json_option, limit_option, target_options, verb
 from .render import ident
@@ -91,42 +89,6 @@ def show(target: Target, checkpoint_id: str, path: str, as_json: bool) -> None:
     )
 
 
-def kinds_of(checkpoints: Any, entries: list[Any]) -> list[dict[str, str]]:
-    """For each log entry, the kind of change (added, modified, ...) of each path it names.
-
-    The library's log names the changed paths only, so each entry is compared with the
-    checkpoint before it (the next older one in the listing) over just those paths. The
-    oldest checkpoint (the first, or the oldest kept by a prune) added everything it holds.
-    A path the comparison cannot place (tracked paths changed since) is ``changed``.
-    """
-    if not entries:
-        return []
-    oldest = entries[-1].checkpoint.checkpoint_id
-    wanted = max(64, 2 * len(entries))
-    while True:
-        ids = [item.checkpoint_id for item in checkpoints.list(wanted)]
-        if oldest in ids[:-1] or len(ids) < wanted:
-            break
-        wanted *= 4
-    parent_of = dict(zip(ids, ids[1:], strict=False))
-    kinds: list[dict[str, str]] = []
-    for entry in entries:
-        checkpoint_id = entry.checkpoint.checkpoint_id
-        parent = parent_of.get(checkpoint_id)
-        if parent is None:
-            kinds.append({path: 'added' for path in entry.changed})
-            continue
-        try:
-            found = checkpoints.diff(
-                parent, checkpoint_id, patches=False, paths=list(entry.changed)
-            ).changes
-        except CheckpointError:
-            found = ()
-        known = {change.path: change.kind for change in found}
-        kinds.append({path: known.get(path, 'changed') for path in entry.changed})
-    return kinds
-
-
 @click.command()
 @click.argument('path', metavar='[PATH]', required=False)
 @limit_option('checkpoints')
@@ -147,19 +109,13 @@ def log(target: Target, path: str | None, limit: int, as_json: bool) -> None:
     """
     checkpoints = target.checkpoints()
     entries = checkpoints.log(path, limit or _ALL)
-    kinds = kinds_of(checkpoints, entries)
     if as_json:
-        rows = []
-        for entry, kind in zip(entries, kinds, strict=True):
-            row = entry.to_dict()
-            row['changes'] = [{'path': p, 'kind': kind[p]} for p in entry.changed]
-            rows.append(row)
-        render.echo_json(rows)
+        render.echo_json([entry.to_dict() for entry in entries])
         return
     if not entries:
         click.echo('No checkpoints changed it.' if path else 'No checkpoints yet.')
         return
-    for entry, kind in zip(entries, kinds, strict=True):
+    for entry in entries:
         c = entry.checkpoint
         extra = [
             f'{key}={value}'
@@ -168,7 +124,7 @@ def log(target: Target, path: str | None, limit: int, as_json: bool) -> None:
         ]
         suffix = f'  [{" ".join(extra)}]' if extra else ''
         click.echo(f'{ident(c.checkpoint_id)}  {c.created_at}  {c.reason}{suffix}')
-        for changed in entry.changed[:20]:
-            click.echo(f'    {render.NAME_STATUS[kind[changed]]} {changed}')
+        for change in entry.changes[:20]:
+            click.echo(f'    {render.NAME_STATUS[change.kind]} {change.path}')
         if len(entry.changed) > 20:
             click.echo(f'    ... and {len(entry.changed) - 20} more')
