@@ -30,7 +30,7 @@ from .results import (
 )
 from .session import STAT_CACHE, Session, effective_allowlist, open_reading
 from .storageverbs import StorageVerbs
-from .trees import build_trees
+from .trees import FileEntry, build_trees
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
@@ -342,8 +342,8 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         self._check_desk(must_exist=False)
         self._require_repository()
         with self._locked() as session:
-            view = _desk_as_the_agent_left_it(session, policy)
-            step = undo.undo_target(session.repo, view)
+            view, baseline, _ = _agent_trees(session, policy)
+            step = undo.undo_target(session.repo, view, baseline)
             request = Request(
                 step.sha.encode(),
                 step.short_id,
@@ -367,12 +367,14 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         with self._locked() as session:
             undone, state = undo.redo_source(session.repo)
             head = session.repo.head()
-            view = _desk_as_the_agent_left_it(session, policy)
-            if policy != restore.OVERWRITE and head and view != session.repo.commit_info(head).tree:
+            view, baseline, files = _agent_trees(session, policy)
+            if policy != restore.OVERWRITE and head and view != baseline:
+                held, _ = session.flatten(baseline)
+                changed = sorted(p for p in {*held, *files} if held.get(p) != files.get(p))
                 raise CheckpointError(
                     'the agent changed the desk since the last undo; redo would overwrite '
-                    f'that ({", ".join(_agent_changes(session, head))}); force it to redo '
-                    'anyway (the changes are kept in a pre-snapshot)'
+                    f'that ({", ".join(changed[:5])}); force it to redo anyway (the changes '
+                    'are kept in a pre-snapshot)'
                 )
             request = Request(
                 state,
@@ -402,25 +404,24 @@ def _undo_policy(force: bool, keep_external: bool) -> str:
     return restore.KEEP if keep_external else restore.CONFLICTS
 
 
-def _desk_as_the_agent_left_it(session: Session, policy: str) -> bytes:
-    """The tree undo and redo measure the agent's steps against: the desk, with changes made
-    outside the agent left out unless they are to be overwritten anyway."""
+def _agent_trees(session: Session, policy: str) -> tuple[bytes, bytes, dict[str, FileEntry]]:
+    """What undo and redo measure the agent's steps with: the desk as the agent left it
+    (changes made outside it left out, unless they are to be overwritten anyway) as a tree and
+    as files, and the newest checkpoint's tree as the agent left it (see
+    ``external.agent_baseline``)."""
+    repo = session.repo
     result, cache = session.scan()
+    head = repo.head()
+    head_tree = repo.commit_info(head).tree if head is not None else b''
     if policy == restore.OVERWRITE:
-        return session.tree_of(result, cache)
+        return session.tree_of(result, cache), head_tree, result.files
+    baseline = external.agent_baseline(repo, head) if head is not None else head_tree
     attribution = external.attribute(session, result.files, session.known_tree(result, cache))
     if not attribution.external:
-        return session.tree_of(result, cache)
-    trees, _ = build_trees(external.agent_view(result.files, attribution), set(), {})
-    return trees['']
-
-
-def _agent_changes(session: Session, head: bytes) -> list[str]:
-    result, _ = session.scan()
-    attribution = external.attribute(session, result.files)
+        return session.tree_of(result, cache), baseline, result.files
     view = external.agent_view(result.files, attribution)
-    newest, _ = session.flatten(session.repo.commit_info(head).tree)
-    return sorted(p for p in set(view) | set(newest) if view.get(p) != newest.get(p))[:5]
+    trees, _ = build_trees(view, set(), {})
+    return trees[''], baseline, view
 
 
 def _check_limit(limit: object) -> None:

@@ -39,6 +39,7 @@ from .trees import FileEntry, build_trees
 
 SEAL_REF = b'refs/checkpoints/sealed'
 ANNOUNCE = 'announce'
+RESTORED_STATE = 'restored-state'  # a seal of the newest checkpoint without the files it kept
 
 SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/undo/redo)
 DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
@@ -153,10 +154,20 @@ def seal_files(session: Session, files: Mapping[str, FileEntry]) -> None:
     the agent, the state the agent left is the restored one with those files as it left them,
     so they still count as changed outside the agent afterwards."""
     trees, built = build_trees(dict(files), set(), {})
-    sha = session.commit_tree(
-        trees[''], built, 'sealed: the state the agent left\n', move_branch=False
+    message = metadata.message(
+        'sealed: the restored state as the agent left it', [(metadata.ACTION, RESTORED_STATE)]
     )
+    sha = session.commit_tree(trees[''], built, message, move_branch=False)
     session.repo.set_ref(SEAL_REF, sha)
+
+
+def agent_baseline(repo: ShadowRepo, head: bytes) -> bytes:
+    """The newest checkpoint's tree as the agent left it: the tree of a restore's seal that
+    kept files changed outside the agent, else the checkpoint's own."""
+    seal = current_seal(repo, head)
+    if seal is not None and metadata.action_of(seal.message) == RESTORED_STATE:
+        return seal.tree
+    return repo.commit_info(head).tree
 
 
 def agent_view(desk: Mapping[str, FileEntry], attribution: Attribution) -> dict[str, FileEntry]:

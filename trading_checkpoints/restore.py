@@ -174,19 +174,34 @@ def run(session: Session, request: Request) -> Outcome:
         cache, scan, desired.files, desired.trees, written, restored or head
     )
     journal.finish(repo.path)
-    if decision.keep:
-        external.seal_files(session, _as_left_by_the_agent(desired.files, decision, attribution))
-    else:
-        external.mark_sealed(repo)
+    _seal(session, request, the_plan, desired.files, attribution)
     return Outcome(result.make(saved or head, restored, False), saved, the_plan)
 
 
+def _seal(
+    session: Session,
+    request: Request,
+    the_plan: Plan,
+    files: dict[str, FileEntry],
+    attribution: external.Attribution,
+) -> None:
+    """Seals the restored state as the state the product left. Unless everything was
+    overwritten, the files changed outside the agent that the restore did not write stay
+    counted as changed outside it (the seal holds them as the agent had left them)."""
+    touched = set(the_plan.write) | set(the_plan.delete)
+    untouched = [path for path in attribution.external if path not in touched]
+    if request.on_external == OVERWRITE or not untouched:
+        external.mark_sealed(session.repo)
+    else:
+        external.seal_files(session, _as_left_by_the_agent(files, untouched, attribution))
+
+
 def _as_left_by_the_agent(
-    files: dict[str, FileEntry], decision: _Decision, attribution: external.Attribution
+    files: dict[str, FileEntry], paths: list[str], attribution: external.Attribution
 ) -> dict[str, FileEntry]:
-    """The restored state with each kept file as the agent had left it."""
+    """The restored state with each of ``paths`` as the agent had left it."""
     agent = dict(files)
-    for path in decision.keep:
+    for path in paths:
         entry = attribution.left.get(path)
         if entry is None:
             agent.pop(path, None)

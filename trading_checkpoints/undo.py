@@ -114,13 +114,14 @@ def predecessor(repo: ShadowRepo, info: CommitInfo) -> CommitInfo | None:
     return entry(repo, info.parents[0])
 
 
-def undo_target(repo: ShadowRepo, desk_tree: bytes) -> CommitInfo:
-    """The entry ``undo()`` restores (see the module notes)."""
+def undo_target(repo: ShadowRepo, desk_tree: bytes, head_tree: bytes | None = None) -> CommitInfo:
+    """The entry ``undo()`` restores (see the module notes); ``head_tree`` is the newest
+    checkpoint's tree as the agent left it, when that differs from its own."""
     head = repo.head()
     if head is None:
         raise NothingToUndoError('nothing to undo: no checkpoints yet')
     current = entry(repo, head)
-    if repo.commit_info(head).tree != desk_tree:
+    if (head_tree or repo.commit_info(head).tree) != desk_tree:
         # Changed since the newest checkpoint: back to the state the change started from.
         candidate: CommitInfo | None = current
     else:
