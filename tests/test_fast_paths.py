@@ -11,8 +11,7 @@ from dulwich.config import ConfigFile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trading_checkpoints import CheckpointError, Checkpoints
-from trading_checkpoints import config as config_module
+from trading_checkpoints import CheckpointError, Checkpoints, configload, configsyntax
 from trading_checkpoints import repo as repo_module
 from trading_checkpoints.commitmemo import NAME
 
@@ -116,11 +115,11 @@ _LINES = st.one_of(
 @given(st.lists(_LINES, max_size=8))
 def test_plain_config_reader_agrees_with_dulwich(lines: list[bytes]) -> None:
     data = b'\n'.join(lines) + b'\n'
-    if config_module._simple_config(data) is None:
+    if configsyntax._simple_config(data) is None:
         return  # dulwich's parser reads it
     got = (
-        config_module._parse_tracked(data, Path('config')),
-        config_module._parse_value(data, b'checkpoints', b'maxFileSize', Path('config')),
+        configload._parse_tracked(data, Path('config')),
+        configload._parse_value(data, b'checkpoints', b'maxFileSize', Path('config')),
     )
     assert got == _reference(data)
 
@@ -128,4 +127,4 @@ def test_plain_config_reader_agrees_with_dulwich(lines: list[bytes]) -> None:
 def test_our_own_config_takes_the_plain_reader(repo_dir: Path, desk: Path) -> None:
     write(desk, 'Memory.md', 'x')
     Checkpoints(repo_dir, desk).snapshot('first')
-    assert config_module._simple_config((repo_dir / 'config').read_bytes()) is not None
+    assert configsyntax._simple_config((repo_dir / 'config').read_bytes()) is not None
