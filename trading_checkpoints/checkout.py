@@ -17,6 +17,7 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from .deskio import CREATE_FLAGS, DeskFolders
 from .durability import fsync_fds
@@ -133,21 +134,23 @@ def apply(
     touched: set[str] = set()  # folders whose entries changed
     _delete(folders, allowlist, the_plan.delete, guard, touched)
     written: dict[str, StatKey] = {}
-    batch: list[_Pending] = []
+    batch = _Batch()
     try:
         for path in the_plan.write:
             mode, sha = target[path]
             parent, _, name = path.rpartition('/')
             fd = folders.folder(parent, create=True)
             assert fd is not None  # create=True raises instead
-            batch.append(_write_temporary(folders, fd, path, name, mode, read_blob(sha)))
+            folder_fd = batch.hold(parent, fd)
+            batch.pending.append(
+                _write_temporary(folders, folder_fd, path, name, mode, read_blob(sha))
+            )
             touched.add(parent)
-            if len(batch) >= _BATCH:
+            if len(batch.pending) >= _BATCH:
                 _finish_batch(folders, batch, durable, guard, written)
         _finish_batch(folders, batch, durable, guard, written)
     finally:
-        for pending in batch:  # only after an error: what was not renamed is removed
-            pending.discard()
+        batch.discard()  # after an error: what was not renamed is removed
     touched.update(folder.rpartition('/')[0] for folder in folders.created)
     touched.update(folders.created)
     moved = [folder for folder in sorted(touched) if not folders.still_in_place(folder)]
@@ -166,7 +169,7 @@ def temporary_name(name: str, pid: int | None = None) -> str:
 
 
 class _Pending:
-    """A written temporary file waiting to be renamed into place (its folder held open)."""
+    """A written temporary file waiting to be renamed into place."""
 
     def __init__(self, path: str, folder_fd: int, name: str, fd: int) -> None:
         self.path, self.folder_fd, self.name, self.fd = path, folder_fd, name, fd
@@ -176,15 +179,35 @@ class _Pending:
             os.close(self.fd)
             self.fd = -1
 
+
+class _Batch:
+    """Temporary files written and not yet renamed, with their folders held open (one
+    descriptor per folder, whatever the folder cache does meanwhile)."""
+
+    def __init__(self) -> None:
+        self.pending: list[_Pending] = []
+        self._folders: dict[str, int] = {}
+
+    def hold(self, folder: str, fd: int) -> int:
+        held = self._folders.get(folder)
+        if held is None:
+            held = self._folders[folder] = os.dup(fd)
+        return held
+
+    def release(self) -> None:
+        for fd in self._folders.values():
+            os.close(fd)
+        self._folders.clear()
+
     def discard(self) -> None:
-        self.close_file()
-        if self.folder_fd >= 0:
+        for pending in self.pending:
+            pending.close_file()
             try:
-                os.unlink(temporary_name(self.name), dir_fd=self.folder_fd)
+                os.unlink(temporary_name(pending.name), dir_fd=pending.folder_fd)
             except OSError:
                 pass
-            os.close(self.folder_fd)
-            self.folder_fd = -1
+        self.pending.clear()
+        self.release()
 
 
 def _write_temporary(
@@ -192,56 +215,67 @@ def _write_temporary(
 ) -> _Pending:
     """Writes the temporary file of ``path`` inside its (already opened) folder."""
     temporary = temporary_name(name)
-    held = os.dup(folder_fd)
     try:
-        try:
-            os.unlink(temporary, dir_fd=held)  # a leftover (or anything planted) is never reused
-        except FileNotFoundError:
-            pass
         if mode == SYMLINK_MODE:
-            os.symlink(os.fsdecode(data), temporary, dir_fd=held)
-            return _Pending(path, held, name, -1)
-        fd = os.open(temporary, CREATE_FLAGS, 0o666, dir_fd=held)
+            _make(
+                lambda: os.symlink(os.fsdecode(data), temporary, dir_fd=folder_fd),
+                temporary,
+                folder_fd,
+            )
+            return _Pending(path, folder_fd, name, -1)
+        fd = _make(
+            lambda: os.open(temporary, CREATE_FLAGS, 0o666, dir_fd=folder_fd), temporary, folder_fd
+        )
     except OSError as error:
-        os.close(held)
         raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
-    pending = _Pending(path, held, name, fd)
+    pending = _Pending(path, folder_fd, name, fd)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        current = os.fstat(fd).st_mode & 0o777
-        wanted = current | 0o111 & ~_umask() if mode == EXECUTABLE_MODE else current & ~0o111
-        if wanted != current:
-            os.fchmod(fd, wanted)
+        if mode == EXECUTABLE_MODE:  # created without x bits (0o666 less the umask)
+            os.fchmod(fd, 0o777 & ~_umask())
     except OSError as error:
-        pending.discard()
+        pending.close_file()
+        try:
+            os.unlink(temporary, dir_fd=folder_fd)
+        except OSError:
+            pass
         raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
     return pending
 
 
+def _make(create: Callable[[], Any], temporary: str, folder_fd: int) -> Any:
+    """Creates a temporary file exclusively; a leftover (or anything planted) is removed first,
+    never written through."""
+    try:
+        return create()
+    except FileExistsError:
+        os.unlink(temporary, dir_fd=folder_fd)
+        return create()
+
+
 def _finish_batch(
     folders: DeskFolders,
-    batch: list[_Pending],
+    batch: _Batch,
     durable: bool,
     guard: Guard | None,
     written: dict[str, StatKey],
 ) -> None:
     """Flushes (durable) and closes a batch's temporary files, then renames each into place."""
+    pending = batch.pending
     try:
         if durable:
-            fsync_fds([pending.fd for pending in batch if pending.fd >= 0])
+            fsync_fds([item.fd for item in pending if item.fd >= 0])
     except OSError as error:
-        where = folders.full(batch[0].path)
+        where = folders.full(pending[0].path)
         raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
-    for pending in batch:
-        pending.close_file()
-    while batch:
-        pending = batch[0]
-        _rename_into_place(folders, pending, guard, written)
-        os.close(pending.folder_fd)
-        pending.folder_fd = -1
-        del batch[0]
+    for item in pending:
+        item.close_file()
+    while pending:
+        _rename_into_place(folders, pending[0], guard, written)
+        del pending[0]
+    batch.release()
 
 
 def _rename_into_place(

@@ -27,7 +27,6 @@ from . import changestats, external, history, journal, metadata, safety, undo
 from .checkout import Plan, plan
 from .commitinfo import SHORT_ID_LENGTH
 from .errors import CheckpointError, ExternalChangesError
-from .repo import ShadowRepo
 from .results import RestoreResult
 from .scan import Scan
 from .session import Session
@@ -153,7 +152,8 @@ def run(session: Session, request: Request) -> Outcome:
     message = request.message or _message(request, head)
     if not metadata.trailer_values(message).get(changestats.KEY):
         pairs = [(current.get(p), wanted.get(p)) for p in (*the_plan.write, *the_plan.delete)]
-        stats = changestats.count(pairs, lambda sha: _stored(repo, sha))
+        at_hand = {**scan.new_blobs}
+        stats = changestats.count(pairs, lambda sha: at_hand.get(sha) or read_blob.held(sha))
         message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
     journal.begin(
         repo.path,
@@ -274,13 +274,6 @@ def _decide_external(
 
 def _some(paths: list[str]) -> str:
     return ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
-
-
-def _stored(repo: ShadowRepo, sha: bytes) -> bytes | None:
-    try:
-        return repo.read_blob(sha) if repo.contains(sha) else None
-    except CheckpointError:
-        return None  # damaged: the vetting that follows names it
 
 
 def _worth_saving(request: Request, scan: Scan) -> bool:

@@ -60,7 +60,7 @@ def vet_blobs(
     target: dict[str, tuple[int, bytes]],
     read_blob: Callable[[bytes], bytes],
     symlink_mode: int,
-) -> Callable[[bytes], bytes]:
+) -> VettedBlobs:
     """Reads every blob a restore will write, refusing any it could not write whole.
 
     Returns a reader that serves the vetted blobs (kept in memory up to a budget, read again
@@ -88,11 +88,23 @@ def vet_blobs(
                     'or holds a NUL byte'
                 )
 
-    def read(sha: bytes) -> bytes:
-        data = kept.get(sha)
-        return data if data is not None else read_blob(sha)
+    return VettedBlobs(kept, read_blob)
 
-    return read
+
+class VettedBlobs:
+    """Serves the blobs a restore vetted: from memory (up to a budget), else read again."""
+
+    def __init__(self, kept: dict[bytes, bytes], read_blob: Callable[[bytes], bytes]) -> None:
+        self._kept = kept
+        self._read_blob = read_blob
+
+    def __call__(self, sha: bytes) -> bytes:
+        data = self._kept.get(sha)
+        return data if data is not None else self._read_blob(sha)
+
+    def held(self, sha: bytes) -> bytes | None:
+        """A vetted blob's bytes if they are in memory (never reads)."""
+        return self._kept.get(sha)
 
 
 def unchanged_since(scan: Scan) -> Callable[[str, os.stat_result | None], None]:

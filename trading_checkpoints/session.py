@@ -29,6 +29,8 @@ from .statcache import StatCache
 from .trees import FileEntry, RawObject
 
 STAT_CACHE = 'statcache'
+# A commit changing at most this many files reads their old sides back to count lines.
+READ_BACK_FOR_STATS = 16
 
 
 @dataclass(frozen=True)
@@ -146,9 +148,8 @@ class Session:
                 repo.commit_info(head)  # never build on a parent that cannot be read
         new_sha: bytes | None = None
         if head_tree != root:
-            stats = changestats.count(
-                self._changed_pairs(result, cache, head), self._reader(result)
-            )
+            pairs = self._changed_pairs(result, cache, head)
+            stats = changestats.count(pairs, self._reader(result, len(pairs)))
             message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
@@ -191,16 +192,16 @@ class Session:
             if held.get(p) != files.get(p)
         ]
 
-    def _reader(self, result: Scan) -> changestats.Reader:
-        """Blob bytes at hand for counting lines: fresh from the scan, else already stored."""
+    def _reader(self, result: Scan, changed: int) -> changestats.Reader:
+        """Blob bytes at hand for counting lines: the scan's fresh ones, and for the few files
+        of a small edit, the old side read back from the store."""
         repo = self.repo
+        read_back = changed <= READ_BACK_FOR_STATS
 
         def read(sha: bytes) -> bytes | None:
             data = result.new_blobs.get(sha)
-            if data is not None:
+            if data is not None or not read_back or sha in result.stored:
                 return data
-            if sha in result.stored or not repo.contains(sha):
-                return None  # streamed (large), or handed over: not read again
             try:
                 return repo.read_blob(sha)
             except CheckpointError:
