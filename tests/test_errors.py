@@ -29,6 +29,7 @@ from trading_checkpoints import (
     LockTimeoutError,
 )
 from trading_checkpoints import lock as lock_module
+from trading_checkpoints import repo as repo_module
 from trading_checkpoints.cli import cli
 
 
@@ -67,8 +68,12 @@ def test_truncated_head_commit(ws) -> None:
     data = path.read_bytes()
     path.chmod(0o644)
     path.write_bytes(data[: len(data) // 2])
+    # Listing answers from the commit memo, whose copies are checked against their ids.
+    assert [c.checkpoint_id for c in cps.list()] == [first]
+    repo_module._COMMITS.clear()
+    (repo / 'checkpoints' / 'commits').unlink()
     with pytest.raises(CorruptRepositoryError, match='unreadable'):
-        cps.list()
+        cps.list()  # without the memo, the damaged object itself is read
     with pytest.raises(CorruptRepositoryError, match=str(repo)):
         cps.restore(first)
     put(desk, 'Memory.md', '-', b'v2')
@@ -105,10 +110,15 @@ def test_truncated_pack(ws) -> None:
     packs[0].chmod(0o644)
     data = packs[0].read_bytes()
     packs[0].write_bytes(data[: len(data) // 3])
-    for action in (lambda: cps.list(), lambda: cps.restore(first), lambda: cps.restore(packed)):
+    # The history answers from the checked commit memo; whatever reads the pack says it is
+    # damaged, and nothing is written on top of it.
+    assert [c.checkpoint_id for c in cps.list()][0] == packed
+    for action in (lambda: cps.restore(first), lambda: cps.restore(packed)):
         with pytest.raises(CheckpointError):
             action()
-    cli_error(tmp_path, 'list')
+    put(desk, 'Memory.md', '-', b'v3')
+    with pytest.raises(CheckpointError):
+        cps.snapshot('on top of a damaged pack')
     cli_error(tmp_path, 'restore', first)
 
 

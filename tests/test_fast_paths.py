@@ -40,20 +40,52 @@ def test_packed_head_is_remembered_on_disk(repo_dir: Path, desk: Path, monkeypat
     assert [c.checkpoint_id for c in Checkpoints(repo_dir, desk).list()] == [first]
 
 
-def test_damaged_pack_voids_the_memo(repo_dir: Path, desk: Path) -> None:
+def test_the_memo_answers_list_but_a_damaged_pack_is_still_found(
+    repo_dir: Path, desk: Path
+) -> None:
+    """The memo holds commits checked against their ids, so listing needs no pack; everything
+    that reads trees or blobs from a damaged pack still says it is damaged."""
     for i in range(80):
         write(desk, f'memory/m{i}.md', f'n{i}')
-    Checkpoints(repo_dir, desk).snapshot('packed')
-    _forget()
-    Checkpoints(repo_dir, desk).snapshot('no-op')
+    first = Checkpoints(repo_dir, desk).snapshot('packed')
+    write(desk, 'Memory.md', 'then one more')
+    Checkpoints(repo_dir, desk).snapshot('loose')
     assert (repo_dir / 'checkpoints' / NAME).is_file()
     pack = next((repo_dir / 'objects' / 'pack').glob('*.pack'))
     pack.chmod(0o644)
     data = pack.read_bytes()
     pack.write_bytes(data[: len(data) // 3])
     _forget()
+    assert [c.reason for c in Checkpoints(repo_dir, desk).list()] == ['loose', 'packed']
     with pytest.raises(CheckpointError):
-        Checkpoints(repo_dir, desk).list()
+        Checkpoints(repo_dir, desk).restore(first)
+
+
+def test_list_in_a_new_process_imports_no_dulwich(repo_dir: Path, desk: Path) -> None:
+    import subprocess
+    import sys
+
+    for i in range(80):
+        write(desk, f'memory/m{i}.md', f'n{i}')
+    Checkpoints(repo_dir, desk).snapshot('packed')
+    for i in range(3):
+        write(desk, 'Memory.md', f'v{i}')
+        Checkpoints(repo_dir, desk).snapshot(f'loose {i}')
+    root = Path(__file__).resolve().parent.parent
+    code = (
+        'import sys; from pathlib import Path\n'
+        'from trading_checkpoints.listing import list_checkpoints\n'
+        f'print([c.reason for c in list_checkpoints(Path({str(repo_dir)!r}), 20)])\n'
+        'print(any(m.startswith("dulwich") for m in sys.modules))'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={'PYTHONPATH': str(root), 'PATH': ''},
+    ).stdout.splitlines()
+    assert out == ["['loose 2', 'loose 1', 'loose 0', 'packed']", 'False']
 
 
 def test_torn_memo_is_ignored(repo_dir: Path, desk: Path) -> None:

@@ -49,3 +49,29 @@ def test_lazy_names_resolve_and_unknown_names_fail() -> None:
         assert 'NoSuchThing' in str(error)
     else:
         raise AssertionError('an unknown attribute must raise AttributeError')
+
+
+def test_cold_list_and_clean_status_load_no_dulwich(tmp_path: Path) -> None:
+    """`checkpoints list` in a new process, on a repository whose commits are packed and
+    loose, reads them without dulwich (the commit memo and loose objects)."""
+    from trading_checkpoints import Checkpoints
+
+    desk = tmp_path / 'desks' / 'main'
+    desk.mkdir(parents=True)
+    cps = Checkpoints(tmp_path / '.checkpoints' / 'main.git', desk)
+    for i in range(70):
+        (desk / f'notes-{i}.md').write_text('untracked')
+    (desk / 'notes').mkdir()
+    for i in range(70):
+        (desk / 'notes' / f'{i}.md').write_text(f'note {i}')
+    cps.snapshot('many files: packed')
+    (desk / 'Memory.md').write_text('m')
+    cps.snapshot('one more: loose')
+    code = (
+        'import sys\nfrom trading_checkpoints.cli import main\n'
+        f'sys.argv = ["checkpoints", "--workspace", {str(tmp_path)!r}, "list"]\n'
+        'try:\n    main()\nexcept SystemExit:\n    pass'
+    )
+    modules = _modules_after(code)
+    assert 'trading_checkpoints.listing' in modules
+    assert not any(name.startswith('dulwich') for name in modules)

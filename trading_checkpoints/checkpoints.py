@@ -16,8 +16,9 @@ from .agentverbs import AgentVerbs
 from .commitinfo import SHORT_ID_LENGTH
 from .desk import DeskState
 from .errors import CheckpointError
+from .listing import list_checkpoints
 from .paths import Allowlist
-from .repo import PRIVATE_DIR, ShadowRepo
+from .repo import PRIVATE_DIR
 from .restore import Request
 from .results import (
     Checkpoint,
@@ -26,7 +27,6 @@ from .results import (
     RestoreResult,
     SnapshotResult,
     Status,
-    checkpoint_from,
 )
 from .session import STAT_CACHE, Session, effective_allowlist, open_reading
 from .storageverbs import StorageVerbs
@@ -107,13 +107,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         none has been taken."""
         _check_limit(limit)
         self._complete_pending_restore()
-        repo = ShadowRepo.open(self.repository_directory)
-        if repo is None:
-            return []
-        try:
-            return [checkpoint_from(info) for info in repo.history(limit)]
-        finally:
-            repo.close()
+        return list_checkpoints(self.repository_directory, limit)
 
     @overload
     def restore(

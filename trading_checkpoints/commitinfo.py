@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 
 SHORT_ID_LENGTH = 7
 
@@ -24,3 +26,49 @@ class CommitInfo:
     @property
     def subject(self) -> str:
         return self.message.split('\n', 1)[0].strip()
+
+
+_HEX = re.compile(rb'[0-9a-f]{40}')
+_WHEN = re.compile(rb'.* (\d{1,12}) ([+-])(\d\d)(\d\d)')
+
+
+def iso_time(timestamp: int, offset_seconds: int) -> str:
+    """A commit time as ISO 8601 with its UTC offset."""
+    zone = timezone(timedelta(seconds=offset_seconds))
+    return datetime.fromtimestamp(timestamp, zone).isoformat()
+
+
+def parse_commit(sha: bytes, raw: bytes) -> CommitInfo:
+    """What the library needs of a commit's raw bytes (``ValueError`` when they are not one)."""
+    head, separator, message = raw.partition(b'\n\n')
+    if not separator and not raw.endswith(b'\n'):
+        head, message = raw, b''
+    tree = None
+    parents: list[bytes] = []
+    when = None
+    for line in head.split(b'\n'):
+        if line.startswith(b' '):
+            continue  # a continuation line (gpgsig, mergetag)
+        key, _, value = line.partition(b' ')
+        if key == b'tree' and tree is None and _HEX.fullmatch(value):
+            tree = value
+        elif key == b'parent' and _HEX.fullmatch(value):
+            parents.append(value)
+        elif key == b'committer':
+            when = _WHEN.fullmatch(value)
+    if tree is None or when is None:
+        raise ValueError('not a commit')
+    offset = (int(when.group(3)) * 60 + int(when.group(4))) * 60
+    if when.group(2) == b'-':
+        offset = -offset
+    try:
+        created_at = iso_time(int(when.group(1)), offset)
+    except (OverflowError, OSError, ValueError) as error:
+        raise ValueError('bad commit time') from error
+    return CommitInfo(
+        sha=sha.decode(),
+        tree=tree,
+        parents=tuple(parents),
+        created_at=created_at,
+        message=message.decode('utf-8', 'replace'),
+    )

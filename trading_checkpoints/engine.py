@@ -62,7 +62,6 @@ def locked(config: DeskConfig) -> Iterator[Session]:
             yield session
             if repo.head() != head:
                 _enforce_retention(session)
-            repo.remember_packed_commits()
         finally:
             session.close()
 

@@ -14,7 +14,7 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,9 +28,9 @@ from dulwich.errors import (
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
+from . import commitmemo, prunedlog
 from . import config as repo_config
-from . import prunedlog
-from .commitinfo import CommitInfo
+from .commitinfo import CommitInfo, iso_time
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
@@ -50,8 +50,8 @@ PACK_THRESHOLD = 64
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
-# (repository, sha) -> (commit, pack signature or None when read loose), see commit_info
-_COMMITS: dict[tuple[str, bytes], tuple[CommitInfo, tuple | None]] = {}
+# (repository, sha) -> commit, see commit_info
+_COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
 
 # What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
 _DAMAGE: tuple[type[BaseException], ...] = (
@@ -71,11 +71,6 @@ _DAMAGE: tuple[type[BaseException], ...] = (
 def _local_offset_seconds(now: float) -> int:
     offset = datetime.fromtimestamp(now).astimezone().utcoffset()
     return int(offset.total_seconds()) if offset is not None else 0
-
-
-def _iso(timestamp: int, offset_seconds: int) -> str:
-    zone = timezone(timedelta(seconds=offset_seconds))
-    return datetime.fromtimestamp(timestamp, zone).isoformat()
 
 
 def is_initialized(path: Path) -> bool:
@@ -124,9 +119,9 @@ class ShadowRepo:
         self._dulwich = repo
         # The vetted config, read once (see config.load); writes here replace it.
         self._config = config
-        # Packed commits read from the packs by this object (see remember_packed_commits).
-        self.packed_read: list[CommitInfo] = []
-        self.packed_signature: tuple[tuple[str, int, int, int], ...] = ()
+        # Commits read from the on-disk memo or loose objects without dulwich; packed ones it
+        # had to read, and the ones written here, are added to the memo when this is closed.
+        self._commits = commitmemo.CommitReader(path)
 
     @property
     def _repo(self) -> Repo:
@@ -190,20 +185,15 @@ class ShadowRepo:
         config = repo_config.load(path)
         return cls(path, repo_config.open_dulwich(path, config), config)
 
-    def remember_packed_commits(self) -> None:
-        """Keeps the packed commits read so far in the on-disk memo (call under the lock)."""
-        if self.packed_read and self.packed_signature == self._pack_signature():
-            from . import commitmemo
-
-            commitmemo.remember(
-                self.path / PRIVATE_DIR, self.packed_read[-8:], self.packed_signature
-            )
-        self.packed_read = []
-
     def close(self) -> None:
+        self._commits.flush()
         if self._dulwich is not None:
             self._dulwich.close()
             self._dulwich = None
+
+    def remember_commit(self, commit: Commit) -> None:
+        """A commit just written: kept in the memo, so readers find it without the packs."""
+        self._commits.remember(commit.id, commit.as_raw_string())
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -252,59 +242,32 @@ class ShadowRepo:
         return sha
 
     def commit_info(self, sha: bytes) -> CommitInfo:
-        # A commit never changes (its id is its content's hash): one read from this repository
-        # is remembered, and trusted again while its loose file is still there or, for a
-        # packed one, while the packs are the same files (names, sizes, mtimes, inodes).
+        # A commit never changes (its id is the hash of its bytes): one read is remembered for
+        # the process. A new process finds it in the on-disk memo or as a loose object, both
+        # read without dulwich; only a packed commit the memo lacks opens the packs.
         key = (os.fspath(self.path), sha)
-        known = _COMMITS.get(key)
-        if known is not None:
-            info, packs = known
-            if self._loose_exists(sha) if packs is None else packs == self._pack_signature():
-                return info
-        packs = None if self._loose_exists(sha) else self._pack_signature()
-        remembered = None
-        if packs is not None and packs:
-            # A packed commit: a new process finds it in the on-disk memo while the packs
-            # are the same files, without opening dulwich's repository and the pack index.
-            from . import commitmemo
-
-            remembered = commitmemo.find(self.path / PRIVATE_DIR, sha, packs)
-        if remembered is not None:
-            info = remembered
-        else:
+        info = _COMMITS.get(key)
+        if info is not None:
+            return info
+        info = self._commits.find(sha) if _HEX_SHA.fullmatch(sha) else None
+        if info is None:
             commit = self._read(sha, Commit)
             info = CommitInfo(
                 sha=sha.decode(),
                 tree=commit.tree,
                 parents=tuple(commit.parents),
-                created_at=_iso(commit.commit_time, commit.commit_timezone),
+                created_at=iso_time(commit.commit_time, commit.commit_timezone),
                 message=commit.message.decode('utf-8', 'replace'),
             )
-            if packs:
-                self.packed_read.append(info)
-                self.packed_signature = packs
+            self._commits.remember(sha, commit.as_raw_string())
         if len(_COMMITS) >= 512:
             _COMMITS.clear()
-        _COMMITS[key] = (info, packs)
+        _COMMITS[key] = info
         return info
 
-    def _pack_signature(self) -> tuple[tuple[str, int, int, int], ...]:
-        try:
-            with os.scandir(os.path.join(self.path, 'objects', 'pack')) as entries:
-                found = []
-                for entry in entries:
-                    if entry.name.endswith('.pack'):
-                        st = entry.stat(follow_symlinks=False)
-                        found.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ino))
-        except OSError:
-            return ()
-        return tuple(sorted(found))
-
-    def _loose_exists(self, sha: bytes) -> bool:
-        if not _HEX_SHA.fullmatch(sha):
-            return False
-        hex_id = sha.decode()
-        return os.path.isfile(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
+    def require_commit(self, sha: bytes) -> None:
+        """Reads a commit from the store itself (not the memo): a clear error if it is damaged."""
+        self._read(sha, Commit)
 
     def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
         """Commits from the newest back along first parents."""

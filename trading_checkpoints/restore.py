@@ -146,6 +146,7 @@ def run(session: Session, request: Request) -> Outcome:
         saved = session.commit(scan, cache, _before_message(request))
     head = repo.head()
     assert head is not None
+    repo.require_commit(head)  # the restored state is committed on it: it must be readable
     _vet(session, the_plan, scan, current)
     read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
     head_tree = repo.commit_info(head).tree  # read before the desk is touched

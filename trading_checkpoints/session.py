@@ -144,16 +144,17 @@ class Session:
         if head is not None:
             cached = cache.commit == head and '' in cache.trees
             head_tree = cache.trees[''] if cached else repo.commit_info(head).tree
-            if cached:
-                repo.commit_info(head)  # never build on a parent that cannot be read
         new_sha: bytes | None = None
         if head_tree != root:
+            if head is not None:
+                repo.require_commit(head)  # never build on a parent the store cannot read
             pairs = self._changed_pairs(result, cache, head)
             stats = changestats.count(pairs, self._reader(result, len(pairs)))
             message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
+            repo.remember_commit(commit)
             new_sha = commit.id
             storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head or b''
@@ -227,6 +228,7 @@ class Session:
         repo.write_objects([*objects, commit])
         if move_branch:
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
+        repo.remember_commit(commit)
         return commit.id
 
     def snapshot(self, message: str) -> tuple[bytes | None, Scan]:

@@ -101,7 +101,7 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
       checkpoints list -n 0 --agent-only      # all of them, without restore bookkeeping
       checkpoints list -n 5 --json
     """
-    checkpoints = target.checkpoints()
+    checkpoints = target.lister()
     items, more, exact = gather(checkpoints, limit, agent_only)
     note_recovery(checkpoints)
     if as_json:

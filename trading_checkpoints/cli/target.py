@@ -72,6 +72,15 @@ class Target:
     def checkpoints(self):  # -> Checkpoints
         return Workspace(self.workspace).desk(self.desk)
 
+    def lister(self):  # -> something with .list(limit) and .last_recovery
+        """What `list` reads: the light listing (no dulwich, no engine), unless a restore left
+        its journal, which the full library completes first."""
+        from ..listing import Lister, journal_pending
+
+        if journal_pending(self.repository_directory):
+            return self.checkpoints()
+        return Lister(self.repository_directory)
+
     def opened(self):  # -> Checkpoints pruned to the limits stored in its repository
         from ..checkpoints import Checkpoints
 
