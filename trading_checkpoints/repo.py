@@ -575,33 +575,25 @@ class ShadowRepo:
             ) from error
 
     def write_objects(self, objects: list[ShaFile]) -> None:
-        """Stores new objects: loose when few, one pack when many.
+        """Stores new objects in a pack at once, never as loose files.
 
-        When durable, each object file is flushed before it is renamed into place and the
-        folders that received them are flushed before this returns, so a branch moved
-        afterwards never names an object a power cut could lose.
+        They are appended to the newest small pack as deltas against the versions they replace
+        (see ``storage.append_objects``), so a snapshot costs about what it adds, not a 4 KiB
+        block per object plus a whole copy of each changed file and folder. When durable, the
+        pack and its index are flushed, with the folder that names them, before this returns,
+        so a branch moved afterwards never names an object a power cut could lose. A new commit
+        is read back at once: that checks it, and remembers it for the next snapshot (which
+        then finds it in the commit memo, even in a new process, without opening the pack).
         """
-        store = self._repo.object_store
-        durable = self.durable
-        if hasattr(store, 'fsync_object_files'):
-            store.fsync_object_files = durable
-        objects_dir = os.path.join(self.path, 'objects')
-        folders: set[str] = set()
-        packed = objects if len(objects) >= PACK_THRESHOLD else []
+        from . import storage
+
         try:
-            if packed:
-                store.add_objects([(obj, None) for obj in packed])
-                folders.add(os.path.join(objects_dir, 'pack'))
-            for obj in objects if not packed else []:
-                folder = os.path.join(objects_dir, obj.id[:2].decode())
-                if durable and not os.path.isdir(folder):
-                    folders.add(objects_dir)  # a new fan-out folder is itself a new name
-                store.add_object(obj)
-                folders.add(folder)
+            storage.append_objects(self, objects)
         except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
-        if durable:
-            fsync_folders(folders)
+        for obj in objects:
+            if isinstance(obj, Commit):
+                self.commit_info(obj.id)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())

@@ -8,15 +8,27 @@ as a delta against the best of the previous ``window`` objects, with chains at m
 ``max_depth`` long (and a git-like bias towards shallow bases so chains stay short). The deltas
 are computed by dulwich's ``create_delta`` (its Rust extension when installed).
 
-Two operations, both run under the repository's lock:
+Objects are never left loose. :func:`append_objects` (what ``ShadowRepo.write_objects`` calls)
+appends a snapshot's few new objects to the smallest pack (the *tail*, while it is under
+``TAIL_MAX``) as deltas against the versions they replace; see ``packfile.py`` for how a pack
+is extended. So the repository as the snapshots leave it stays close to what ``git gc
+--aggressive`` makes of it, instead of swinging with loose copies waiting for the next packing.
 
-- :func:`pack_loose` packs the loose objects into one new pack;
+The operations below run under the repository's lock:
+
+- :func:`roll_up` folds the small packs (the tail) and any loose objects into the largest pack,
+  the same way: the largest copied as it is, the others' objects re-encoded as deltas against
+  it (a tail's first versions are whole: here they become deltas of the versions before them);
+- :func:`pack_loose` packs the loose objects into one new pack (repositories written before
+  appending, or by other tools);
 - :func:`consolidate` rewrites everything reachable into a single pack, drops the old packs
   and loose objects, and so also removes what nothing references any more.
 
-:func:`maybe_pack` is the cheap hook called after each commit: it counts the loose objects only
-on every eighth commit of a process, or when the commit's id starts with 0 or 8 (so a process
-that takes one snapshot and exits still looks about one time in eight), never otherwise.
+:func:`maybe_pack` is the cheap hook called after each commit: it looks at the pack sizes (one
+folder listing) and rolls up when the small packs together pass ``ROLL_FRACTION`` of the
+largest; it counts the loose objects only on every eighth commit of a process, or when the
+commit's id starts with 0 or 8 (so a process that takes one snapshot and exits still looks
+about one time in eight).
 """
 
 from __future__ import annotations
@@ -31,9 +43,23 @@ from pathlib import Path
 from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree, sha_to_hex
 from dulwich.pack import UnpackedObject, create_delta
 
+from .durability import fsync_folder
 from .errors import CheckpointError
 
-# Pack the loose objects once there are this many (a snapshot usually writes 3 to 6).
+# The tail: new objects are appended to the smallest pack while it is at most this big (each
+# append rewrites it, so this bounds what one snapshot writes).
+TAIL_MAX = 256 * 1024
+# Roll the small packs into the largest once together they pass this fraction of it (each
+# small pack holds whole copies of what changed since it started), but never before ROLL_MIN;
+# or when there are more than MAX_SMALL_PACKS of them (each at most TAIL_MAX when it was
+# last extended).
+ROLL_FRACTION = 0.2
+ROLL_MIN = 32 * 1024
+MAX_SMALL_PACKS = 4
+# Packs bigger than this are never re-encoded by a roll-up (only copied, as its target).
+ROLL_INPUT_MAX = 4 * TAIL_MAX
+# Pack the loose objects once there are this many (none are written any more: this is for
+# repositories written before, or by other tools).
 LOOSE_LIMIT = 64
 # Loose objects (each zlib'd whole) shrink about this much once packed with deltas.
 LOOSE_TO_PACKED = 4
@@ -112,25 +138,188 @@ def pack_count(repository: Path) -> int:
 
 
 def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
-    """The hook after a commit: cheap except on the 1 commit in 8 that looks at the loose objects.
+    """The hook after a commit: one listing of the pack folder, and on 1 commit in 8 a count of
+    the loose objects; rolls up when :func:`needs_roll_up` says so.
 
     Packing only saves space, so a failure here never fails the snapshot that triggered it
-    (the objects stay loose and the next check tries again).
+    (everything stays where it is and the next check tries again).
     """
     key = str(repo.path)
     count = _commits_since_check.get(key, 0) + 1
-    if count < CHECK_EVERY and not new_commit.startswith(CHECK_PREFIXES):
-        _commits_since_check[key] = count
-        return None
-    _commits_since_check[key] = 0
+    look_loose = count >= CHECK_EVERY or new_commit.startswith(CHECK_PREFIXES)
+    _commits_since_check[key] = 0 if look_loose else count
     try:
-        if loose_count(repo.path) < LOOSE_LIMIT:
-            return None
-        return pack_loose(repo)
+        if look_loose and loose_count(repo.path) >= LOOSE_LIMIT:
+            return roll_up(repo)
+        if needs_roll_up(repo.path):
+            return roll_up(repo)
+        return None
     except Exception:  # noqa: BLE001 - e.g. a damaged loose object dulwich cannot parse
         if os.environ.get('CHECKPOINTS_DEBUG'):
             raise
         return None
+
+
+def needs_roll_up(repository: Path) -> bool:
+    """Whether the small packs have grown enough, next to the largest, to fold them into it."""
+    from . import packfile
+
+    sizes = [size for size, _ in packfile.packs(os.path.join(repository, 'objects', 'pack'))]
+    if len(sizes) < 2:
+        return False
+    small = [size for size in sizes[:-1] if size <= ROLL_INPUT_MAX]
+    if not small:
+        return False
+    limit = max(ROLL_MIN, int(sizes[-1] * ROLL_FRACTION))
+    return sum(small) >= limit or len(small) > MAX_SMALL_PACKS
+
+
+# -- appending (the write path) ------------------------------------------------------------
+
+
+def append_objects(repo, objects: list[ShaFile]) -> None:
+    """Writes new objects into a pack: appended to the tail with deltas, or as a pack of their own.
+
+    The tail is the smallest pack when it is at most ``TAIL_MAX`` and holds together; a damaged
+    one is left as it is. The old tail is removed only once the new pack, which holds all of
+    it, and its index are on the disk (flushed even when not ``durable``: the old objects must
+    never depend on a write that might not have reached the disk). With ``durable``, a pack of
+    its own is flushed too, and so is the pack folder.
+    """
+    from . import packfile
+
+    if not objects:
+        return
+    pack_dir = os.path.join(repo.path, 'objects', 'pack')
+    os.makedirs(pack_dir, exist_ok=True)
+    tail = None
+    for size, basename in packfile.packs(pack_dir):  # smallest first
+        if size > TAIL_MAX:
+            break
+        try:
+            tail = packfile.PackView(basename)
+            break
+        except (OSError, packfile.PackDamaged):
+            continue  # left alone: roll-ups and consolidate deal with (or report) it
+    try:
+        plan = packfile.plan(objects, tail, lambda sha: _commit_tree(repo, sha))
+        if not plan.records:
+            return
+        durable = repo.durable or tail is not None
+        try:
+            written = packfile.write(pack_dir, tail, plan.records, durable=durable)
+        except packfile.PackDamaged:
+            # The tail's content fails its checksum: it stays as it is, and the objects get
+            # a pack of their own, with no delta into it.
+            assert tail is not None
+            tail.close()
+            tail = None
+            plan = packfile.plan(objects, None, lambda sha: _commit_tree(repo, sha))
+            written = packfile.write(pack_dir, None, plan.records, durable=repo.durable)
+        if durable:
+            fsync_folder(pack_dir)
+        if tail is not None and written != tail.basename:
+            tail.close()
+            packfile.remove(tail.basename)
+        packfile.remember_recent(pack_dir, written, plan.records)
+    finally:
+        if tail is not None:
+            tail.close()
+    object_store(repo)._update_pack_cache()
+
+
+def _commit_tree(repo, sha: bytes) -> bytes | None:
+    """The tree of an existing commit, or None when it cannot be read (no delta base, then)."""
+    try:
+        return repo.commit_info(sha).tree
+    except Exception:  # noqa: BLE001 - a base is an optimisation; the commit is checked elsewhere
+        return None
+
+
+def roll_up(repo) -> StorageStats:
+    """Folds the small packs and the loose objects into the largest pack.
+
+    The largest pack is copied as it is and the others' objects appended to it, re-encoded as
+    deltas against the versions before them (which is where a tail's whole first versions
+    shrink). Packs above ``ROLL_INPUT_MAX`` other than the largest, packs with a ``.keep``
+    file and damaged packs are left as they are. Must run under the repository's lock.
+    """
+    from . import packfile
+
+    store = object_store(repo)
+    pack_dir = os.path.join(repo.path, 'objects', 'pack')
+    before = objects_size(repo.path)
+    packs_before = pack_count(repo.path)
+    loose = set(store._iter_loose_objects())
+    candidates = packfile.packs(pack_dir)
+    target = None
+    if candidates:
+        try:
+            target = packfile.PackView(candidates[-1][1])
+        except (OSError, packfile.PackDamaged):
+            target = None
+    sources = []
+    objects: list[ShaFile] = []
+    try:
+        for size, basename in candidates[:-1] if target is not None else candidates:
+            if size > ROLL_INPUT_MAX:
+                continue
+            try:
+                objects += _objects_of(packfile, basename)
+            except (OSError, packfile.PackDamaged):
+                continue  # left as it is
+            sources.append(basename)
+        for sha in loose:
+            obj = store._get_loose_object(sha)
+            if obj is not None:
+                objects.append(obj)
+        if not objects:
+            return StorageStats(0, 0, packs_before, packs_before, len(loose), before, before)
+        plan = packfile.plan(objects, target, lambda sha: _commit_tree(repo, sha))
+        if plan.records or sources:
+            written = packfile.write(pack_dir, target, plan.records, durable=True)
+            fsync_folder(pack_dir)
+            packfile.remember_recent(pack_dir, written, plan.records)
+        else:
+            written = None
+        for basename in sources:
+            if basename != written:
+                packfile.remove(basename)
+        if target is not None and written is not None and written != target.basename:
+            target.close()
+            packfile.remove(target.basename)
+    finally:
+        if target is not None:
+            target.close()
+    for sha in loose:
+        try:
+            store.delete_loose_object(sha)
+        except OSError:
+            pass
+    _drop_empty_fanout(repo.path)
+    store._update_pack_cache()
+    return StorageStats(
+        len(plan.records),
+        plan.deltas,
+        packs_before,
+        pack_count(repo.path),
+        len(loose),
+        before,
+        objects_size(repo.path),
+    )
+
+
+def _objects_of(packfile, basename: str) -> list[ShaFile]:
+    """Every object of a pack, each checked against its name."""
+    found = []
+    with packfile.PackView(basename) as view:
+        cache = packfile.Cache()
+        for offset, sha in view.entries():
+            type_num, raw, _ = view.read(offset, cache)
+            if packfile.object_sha(type_num, raw) != sha:
+                raise packfile.PackDamaged(f'{view.name}.pack holds a damaged object {sha!r}')
+            found.append(ShaFile.from_raw_string(type_num, raw, sha))
+    return found
 
 
 # -- walking the history -------------------------------------------------------------------
