@@ -13,10 +13,10 @@ name its base by offset (``OFS_DELTA``) anywhere in the copied part. The target'
 verified on the way (a damaged pack is never extended: the new objects go into a pack of their
 own instead), and every delta base is read back and checked against its name before it is used.
 
-Each base is the previous version: of the same path (the trees of each new commit are walked
-next to those of its parent) or, for a commit, its first parent. A new object whose previous
-version is in the target (or among the records placed before it) is stored as a delta of it
-when that is at most half its size. Chains stay at most ``MAX_DEPTH`` long by being built in
+Each base is the previous version of the same path: the trees of each new commit are walked
+next to those of its parent, and a new tree or blob whose previous version is in the target (or
+among the records placed before it) is stored as a delta of it when that is at most half its
+size. Chains stay at most ``MAX_DEPTH`` long by being built in
 runs with heads (see :func:`plan`), so a version is almost never stored whole again.
 
 Writing is crash safe: the pack goes to a temporary file (``tmp_pack_*.pack``), flushed when
@@ -35,7 +35,6 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 
 from dulwich.objects import Commit, ShaFile, Tree, parse_tree
 from dulwich.pack import apply_delta, create_delta
@@ -51,6 +50,9 @@ REF_DELTA = 7
 _TYPE_NAMES = {1: b'commit', 2: b'tree', 3: b'blob', 4: b'tag'}
 _IDX_MAGIC = b'\xfftOc'
 _COPY_CHUNK = 1 << 20
+# The largest object (or delta) this module inflates: a record claiming more is treated as
+# damaged, so a hostile pack cannot make a write allocate without bound.
+MAX_OBJECT = 64 << 20
 # Resolved objects kept while planning one write (their raw bytes), before the cache is emptied.
 CACHE_LIMIT = 64 << 20
 # What the previous write of this process left as likely bases for the next one (per pack
@@ -240,6 +242,8 @@ class PackView:
         return type_num, size, offset + pos, base
 
     def _inflate(self, start: int, size: int) -> bytes:
+        if size > MAX_OBJECT:
+            raise PackDamaged(f'{self.name}.pack has a record of {size} bytes (too big to read)')
         decompressor = zlib.decompressobj()
         parts = []
         position = start
@@ -303,13 +307,36 @@ class PackView:
                 raise PackDamaged(f'{self.name}.pack has a delta loop at {offset}')
             current = base
         for at, start, size in reversed(pending):
+            delta = self._inflate(start, size)
+            base_size, result_size = _delta_sizes(delta)
+            if base_size != len(raw) or not 0 <= result_size <= MAX_OBJECT:
+                raise PackDamaged(f'{self.name}.pack has a bad delta at {at}')
             try:
-                raw = b''.join(apply_delta(raw, self._inflate(start, size)))
+                raw = b''.join(apply_delta(raw, delta))
             except (ValueError, AssertionError, IndexError, TypeError) as error:
                 raise PackDamaged(f'{self.name}.pack has a bad delta at {at}: {error}') from error
             depth += 1
             cache.put(at, (type_num, raw, depth))
         return type_num, raw, depth
+
+
+def _delta_sizes(delta: bytes) -> tuple[int, int]:
+    """The (base size, result size) a delta declares at its start."""
+    sizes = []
+    position = 0
+    for _ in range(2):
+        value = shift = 0
+        while True:
+            if position >= len(delta) or shift > 63:
+                return (-1, -1)
+            byte = delta[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        sizes.append(value)
+    return sizes[0], sizes[1]
 
 
 class Cache:
@@ -333,39 +360,50 @@ class Cache:
 # -- planning ------------------------------------------------------------------------------
 
 
-@dataclass
 class Record:
-    """One new record: the object, and the base it is a delta of (``base`` None: whole).
+    """One new record: the object (``sha`` in hex), and the base it is a delta of.
 
-    ``base`` is an offset in the target, or ``-1 - i`` for the i-th new record; ``by_name``
-    writes the delta with its base's id (``REF_DELTA``), which marks a chain's *head* (see
-    :func:`plan`), else with the base's offset (``OFS_DELTA``).
+    ``base`` (None: stored whole) is an offset in the target, or ``-1 - i`` for the i-th new
+    record; ``by_name`` writes the delta with its base's id ``base_sha`` (``REF_DELTA``), which
+    marks a chain's *head* (see :func:`plan`), else with the base's offset (``OFS_DELTA``).
+    (Plain classes rather than dataclasses here: they cost nothing to import.)
     """
 
-    sha: bytes  # hex
-    type_num: int
-    raw: bytes
-    depth: int = 0
-    base: int | None = None
-    by_name: bool = False
-    base_sha: bytes = b''
-    delta: bytes | None = None
+    __slots__ = ('base', 'base_sha', 'by_name', 'delta', 'depth', 'raw', 'sha', 'type_num')
+
+    def __init__(self, sha: bytes, type_num: int, raw: bytes) -> None:
+        self.sha = sha
+        self.type_num = type_num
+        self.raw = raw
+        self.depth = 0
+        self.base: int | None = None
+        self.by_name = False
+        self.base_sha = b''
+        self.delta: bytes | None = None
 
 
-@dataclass
 class Plan:
-    records: list[Record] = field(default_factory=list)
-    placed: dict[bytes, int] = field(default_factory=dict)  # hex id -> index in records
-    deltas: int = 0
+    """The new records in writing order, where each object went, how many are deltas."""
+
+    __slots__ = ('deltas', 'placed', 'records')
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.placed: dict[bytes, int] = {}  # hex id -> index in records
+        self.deltas = 0
 
 
-@dataclass
 class _Base:
-    raw: bytes
-    depth: int
-    reference: int  # as Record.base
-    by_name: bool = False
-    sha: bytes = b''
+    __slots__ = ('by_name', 'depth', 'raw', 'reference', 'sha')
+
+    def __init__(
+        self, raw: bytes, depth: int, reference: int, by_name: bool = False, sha: bytes = b''
+    ) -> None:
+        self.raw = raw
+        self.depth = depth
+        self.reference = reference  # as Record.base
+        self.by_name = by_name
+        self.sha = sha
 
 
 def plan(
@@ -375,8 +413,8 @@ def plan(
 ) -> Plan:
     """Orders new objects and picks each one's delta base.
 
-    The base of an object is its previous version: a tree or blob at the same path in the
-    parent commit, a commit's first parent; it must be in ``target`` or placed earlier. Chains
+    The base of a tree or blob is its previous version, at the same path in the parent commit;
+    it must be in ``target`` or placed earlier (commits are stored whole). Chains
     are built in runs: a version is a delta of the one before it (an ``OFS_DELTA``) for up to
     ``RUN`` versions, then the next is a *head*, a delta of the previous head (an ``REF_DELTA``,
     which is how a head is recognised later, in this pack or once copied), so a chain holds at
@@ -533,7 +571,9 @@ def plan(
             else:
                 old_tree = _target_commit_tree(target, parent, cache) or tree_of_commit(parent)
         walk(commit.tree, old_tree)
-        place(commit, parent)
+        # A commit whole: against its parent, dulwich's delta saves a few bytes at best (its
+        # tree and parent ids, the times and the message all change).
+        place(commit, None)
     for obj in batch.values():  # what no new commit reaches: whole
         place(obj, None)
     return result
@@ -663,7 +703,11 @@ def write(pack_dir: str, target: PackView | None, records: list[Record], *, dura
         raise
     locked = basename + '.idx.lock'
     try:
-        fd = os.open(locked, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
+        try:
+            os.remove(locked)  # a stale one (we hold the repository's lock)
+        except FileNotFoundError:
+            pass
+        fd = os.open(locked, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         with os.fdopen(fd, 'wb') as out:
             out.write(index)
             out.flush()

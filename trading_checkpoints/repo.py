@@ -214,7 +214,12 @@ class ShadowRepo:
 
     def close(self) -> None:
         if self._dulwich is not None:
-            self._dulwich.close()
+            try:
+                self._dulwich.close()
+            except BufferError:
+                # Reading a damaged packed object failed, and the error on its way out still
+                # holds a view of the pack's mapping: the mapping is released with it instead.
+                pass
             self._dulwich = None
 
     # -- configuration ---------------------------------------------------------------------

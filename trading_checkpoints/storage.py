@@ -16,11 +16,10 @@ is extended. So the repository as the snapshots leave it stays close to what ``g
 
 The operations below run under the repository's lock:
 
-- :func:`roll_up` folds the small packs (the tail) and any loose objects into the largest pack,
-  the same way: the largest copied as it is, the others' objects re-encoded as deltas against
-  it (a tail's first versions are whole: here they become deltas of the versions before them);
-- :func:`pack_loose` packs the loose objects into one new pack (repositories written before
-  appending, or by other tools);
+- :func:`roll_up` folds the small packs (the tail) and any loose objects (of repositories
+  written before, or by other tools) into the largest pack, the same way: the largest copied as
+  it is, the others' objects re-encoded as deltas against it (a tail's first versions are
+  whole: here they become deltas of the versions before them);
 - :func:`consolidate` rewrites everything reachable into a single pack, drops the old packs
   and loose objects, and so also removes what nothing references any more.
 
@@ -33,14 +32,13 @@ about one time in eight).
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree, sha_to_hex
+from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree
 from dulwich.pack import UnpackedObject, create_delta
 
 from .durability import fsync_folder
@@ -61,8 +59,6 @@ ROLL_INPUT_MAX = 4 * TAIL_MAX
 # Pack the loose objects once there are this many (none are written any more: this is for
 # repositories written before, or by other tools).
 LOOSE_LIMIT = 64
-# Loose objects (each zlib'd whole) shrink about this much once packed with deltas.
-LOOSE_TO_PACKED = 4
 # How often the hook looks: every CHECK_EVERY commits made by this process, and also when a
 # commit id starts with one of these hex digits (1 in 8), which covers short-lived processes
 # (one snapshot per command) at no I/O cost.
@@ -230,6 +226,7 @@ def append_objects(repo, objects: list[ShaFile]) -> None:
 
 def _commit_tree(repo, sha: bytes) -> bytes | None:
     """The tree of an existing commit, or None when it cannot be read (no delta base, then)."""
+
     try:
         return repo.commit_info(sha).tree
     except Exception:  # noqa: BLE001 - a base is an optimisation; the commit is checked elsewhere
@@ -265,37 +262,35 @@ def roll_up(repo) -> StorageStats:
             if size > ROLL_INPUT_MAX:
                 continue
             try:
-                objects += _objects_of(packfile, basename)
+                objects += _objects_of(basename)
             except (OSError, packfile.PackDamaged):
                 continue  # left as it is
             sources.append(basename)
         for sha in loose:
-            obj = store._get_loose_object(sha)
+            try:
+                obj = store._get_loose_object(sha)
+            except Exception:  # noqa: BLE001 - a damaged loose object stays where it is
+                obj = None
             if obj is not None:
                 objects.append(obj)
         if not objects:
             return StorageStats(0, 0, packs_before, packs_before, len(loose), before, before)
         plan = packfile.plan(objects, target, lambda sha: _commit_tree(repo, sha))
-        if plan.records or sources:
+        written = target.basename if target is not None else None
+        if plan.records:
             written = packfile.write(pack_dir, target, plan.records, durable=True)
             fsync_folder(pack_dir)
             packfile.remember_recent(pack_dir, written, plan.records)
-        else:
-            written = None
-        for basename in sources:
+        for basename in sources if written is not None else []:
             if basename != written:
                 packfile.remove(basename)
-        if target is not None and written is not None and written != target.basename:
+        if target is not None and written != target.basename:
             target.close()
             packfile.remove(target.basename)
     finally:
         if target is not None:
             target.close()
-    for sha in loose:
-        try:
-            store.delete_loose_object(sha)
-        except OSError:
-            pass
+    _delete_loose(store, [sha for sha in loose if sha in plan.placed], written, loose)
     _drop_empty_fanout(repo.path)
     store._update_pack_cache()
     return StorageStats(
@@ -309,8 +304,28 @@ def roll_up(repo) -> StorageStats:
     )
 
 
-def _objects_of(packfile, basename: str) -> list[ShaFile]:
+def _delete_loose(store, placed: list[bytes], written: str | None, loose: set[bytes]) -> None:
+    """Deletes the loose objects now in the pack ``written`` (an unreadable one stays)."""
+    from . import packfile
+
+    gone = set(placed)
+    if written is not None and len(gone) < len(loose):
+        try:
+            with packfile.PackView(written) as view:
+                gone.update(sha for sha in loose if sha in view)
+        except (OSError, packfile.PackDamaged):
+            pass
+    for sha in gone:
+        try:
+            store.delete_loose_object(sha)
+        except OSError:
+            pass
+
+
+def _objects_of(basename: str) -> list[ShaFile]:
     """Every object of a pack, each checked against its name."""
+    from . import packfile
+
     found = []
     with packfile.PackView(basename) as view:
         cache = packfile.Cache()
@@ -410,6 +425,8 @@ def _deltified(
     counter: list[int],
 ) -> Iterator[UnpackedObject]:
     """Objects as pack records, deltas chosen like git's: same type, close path, big first."""
+    from . import packfile
+
     # Same type, same path, biggest first, then in the order given (newest history first), so
     # neighbouring versions meet in the window.
     ordered = [
@@ -442,7 +459,7 @@ def _deltified(
                 continue
             own_depth = best_base[1] + 1 if best_base else 1
             scaled = limit * (max_depth - base_depth) // (max_depth - own_depth + 1)
-            if scaled <= 0 or size - len(base_raw) >= scaled or not _alike(base_raw, raw):
+            if scaled <= 0 or size - len(base_raw) >= scaled or not packfile.alike(base_raw, raw):
                 continue
             tries -= 1
             delta = b''.join(create_delta(base_raw, raw))
@@ -469,71 +486,6 @@ def _deltified(
             recent.pop()
 
 
-def _alike(base: bytes, target: bytes, samples: int = 8, width: int = 24) -> bool:
-    """Whether a delta could pay: some pieces of ``target`` occur in ``base``.
-
-    A cheap guard (a few substring searches) in front of ``create_delta``, which is slow on
-    unrelated content such as two versions of a compressed or random binary file.
-    """
-    if len(target) < samples * width * 2 or len(base) < width:
-        return True
-    step = (len(target) - width) // (samples - 1)
-    found = sum(1 for i in range(samples) if target[i * step : i * step + width] in base)
-    return found >= 2
-
-
-def _reusable_deltas(packs: list, candidates: set[bytes]) -> dict[bytes, UnpackedObject]:
-    """Deltas already stored in ``packs`` whose base is also being packed: copied, not redone."""
-    reused: dict[bytes, UnpackedObject] = {}
-    for pack in packs:
-        shas = [sha_to_hex(sha) for sha, _, _ in pack.index.iterentries()]
-        for unpacked in pack.iter_unpacked_subset(shas, convert_ofs_delta=True):
-            base = unpacked.delta_base
-            if isinstance(base, bytes) and sha_to_hex(base) in candidates:
-                reused[sha_to_hex(unpacked.sha())] = unpacked
-    _break_cycles(reused)
-    return reused
-
-
-def _break_cycles(reused: dict[bytes, UnpackedObject]) -> None:
-    """Drops one delta of each loop (A based on B in one pack, B on A in another).
-
-    Two rolled-up packs may store the same pair of objects as deltas of each other; copying both
-    would write a pack no reader can resolve. A dropped one is packed whole, or deltified anew.
-    """
-    done: set[bytes] = set()
-    for start in list(reused):
-        path: list[bytes] = []
-        on_path: set[bytes] = set()
-        sha = start
-        while sha in reused and sha not in done:
-            if sha in on_path:
-                del reused[sha]  # closes a loop: written as a plain object instead
-                break
-            path.append(sha)
-            on_path.add(sha)
-            sha = sha_to_hex(reused[sha].delta_base)
-        done.update(path)
-
-
-def _in_dependency_order(reused: dict[bytes, UnpackedObject]) -> list[UnpackedObject]:
-    """Reused deltas ordered so that one whose base is another reused delta comes after it."""
-    depth: dict[bytes, int] = {}
-
-    def depth_of(sha: bytes) -> int:
-        chain = []
-        while sha in reused and sha not in depth:
-            chain.append(sha)
-            sha = sha_to_hex(reused[sha].delta_base)
-        level = depth.get(sha, 0)
-        for item in reversed(chain):
-            level += 1
-            depth[item] = level
-        return depth.get(chain[0], level) if chain else level
-
-    return [reused[sha] for sha in sorted(reused, key=depth_of)]
-
-
 def write_pack(
     store,
     objects: list[tuple[ShaFile, bytes | None]],
@@ -541,22 +493,14 @@ def write_pack(
     window: int = WINDOW,
     max_depth: int = MAX_DEPTH,
     progress: ProgressFn | None = None,
-    reused: dict[bytes, UnpackedObject] | None = None,
 ):  # -> (Pack | None, number of new deltas)
-    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count.
-
-    ``reused`` deltas (whose bases are among ``objects`` or ``reused``) are written as they are,
-    after everything they may depend on.
-    """
+    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count."""
     counter = [0]
-    reused = reused or {}
-    if not objects and not reused:
+    if not objects:
         return None, 0
-    records = itertools.chain(
-        _deltified(objects, window, max_depth, progress, counter), _in_dependency_order(reused)
-    )
+    records = _deltified(objects, window, max_depth, progress, counter)
     try:
-        pack = store.add_pack_data(len(objects) + len(reused), records)
+        pack = store.add_pack_data(len(objects), records)
     except OSError as error:
         raise CheckpointError(f'cannot write a pack into {store.path}: {error}') from error
     if pack is not None:
@@ -574,81 +518,6 @@ def _fsync_pack(basename: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def pack_loose(repo, progress: ProgressFn | None = None, *, roll_up: bool = True) -> StorageStats:
-    """Packs the loose objects into one new pack (with deltas) and deletes the loose copies.
-
-    With ``roll_up`` the new pack also absorbs the small packs before it, geometric-style: a
-    pack is merged while it is smaller than twice everything merged so far. So each pack is
-    at least twice the size of all younger ones together, there are O(log n) packs, and an
-    object is rewritten O(log n) times over the repository's life.
-    """
-    store = object_store(repo)
-    loose = set(store._iter_loose_objects())
-    before = objects_size(repo.path)
-    packs_before = pack_count(repo.path)
-    if not loose:
-        return StorageStats(0, 0, packs_before, packs_before, 0, before, before)
-    merged_packs = _packs_to_roll_up(repo.path, store, loose) if roll_up else []
-    candidates = set(loose)
-    for pack in merged_packs:
-        candidates.update(sha_to_hex(sha) for sha, _, _ in pack.index.iterentries())
-    # Paths for delta grouping: walk only the commits that are themselves being packed.
-    hints = reachable(
-        store, ref_heads(repo), read_shallow(repo.path), enter_commit=lambda sha: sha in candidates
-    )
-    reused = _reusable_deltas(merged_packs, candidates)
-    objects = []
-    # In walk order (newest history first), so neighbouring versions meet in the delta window.
-    for sha in [*(s for s in hints if s in candidates), *(s for s in candidates if s not in hints)]:
-        if sha in reused:
-            continue
-        obj = store._get_loose_object(sha) if sha in loose else store[sha]
-        if obj is not None:
-            objects.append((obj, hints.get(sha)))
-    new_pack, deltas = write_pack(store, objects, progress=progress, reused=reused)
-    new_name = new_pack.name() if new_pack is not None else None
-    for pack in merged_packs:
-        if pack.name() != new_name:
-            _remove_pack(store, pack)
-    for obj, _ in objects:  # only what is now in the new pack
-        if obj.id in loose:
-            try:
-                store.delete_loose_object(obj.id)
-            except OSError:
-                pass
-    _drop_empty_fanout(repo.path)
-    store._update_pack_cache()
-    return StorageStats(
-        len(objects) + len(reused),
-        deltas + len(reused),
-        packs_before,
-        pack_count(repo.path),
-        len(loose),
-        before,
-        objects_size(repo.path),
-    )
-
-
-def _packs_to_roll_up(repository: Path, store, loose: set[bytes]) -> list:
-    objects = Path(repository) / 'objects'
-    total = 0
-    for sha in loose:
-        try:
-            total += os.path.getsize(objects / sha[:2].decode() / sha[2:].decode())
-        except OSError:
-            pass
-    total //= LOOSE_TO_PACKED  # what the loose objects will take once delta-compressed
-    merged = []
-    for size, pack in sorted(
-        ((os.path.getsize(pack._data_path), pack) for pack in store.packs), key=lambda e: e[0]
-    ):
-        if size >= 2 * total:
-            break
-        merged.append(pack)
-        total += size
-    return merged
 
 
 def consolidate(
