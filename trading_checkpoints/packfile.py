@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dulwich.objects import Commit, ShaFile, Tree, parse_tree
 from dulwich.pack import apply_delta, create_delta
 
+from .durability import fsync_fds
+
 # Delta chains: at most MAX_DEPTH long, in runs of RUN versions (see plan()).
 MAX_DEPTH = 50
 RUN = 25
@@ -463,31 +465,31 @@ def plan(
             links.append((offset, kind))
         return links
 
-    def content(reference: int, sha: bytes | None) -> tuple[bytes, bytes] | None:
-        """A version's (raw, hex id), read back and checked (None if it cannot be used)."""
+    def content(reference: int, sha: bytes | None, type_num: int) -> tuple[bytes, bytes] | None:
+        """A version's (raw, hex id), read back and checked: its id when known, and its type
+        (a delta takes its base's type). None when it cannot serve as a base."""
         if reference < 0:
             record = result.records[-1 - reference]
-            return record.raw, record.sha
+            return (record.raw, record.sha) if record.type_num == type_num else None
         assert target is not None
         known = recent.get(sha) if sha is not None else None
         if known is not None:
-            return known[1], sha  # type: ignore[return-value]
-        try:
-            kind, raw, _ = target.read(reference, cache)
-        except PackDamaged:
+            kind, raw = known
+        else:
+            try:
+                kind, raw, _ = target.read(reference, cache)
+            except PackDamaged:
+                return None
+        if kind != type_num:
             return None
-        if kind not in _TYPE_NAMES:
-            return None
-        found = object_sha(kind, raw)
+        found = sha if known is not None else object_sha(kind, raw)
         if sha is not None and found != sha:
             return None
-        return raw, found
+        return raw, found  # type: ignore[return-value]
 
     def base_for(old: bytes, type_num: int) -> _Base | None:
         reference = locate(old)
         if reference is None:
-            return None
-        if reference < 0 and result.records[-1 - reference].type_num != type_num:
             return None
         try:
             links = chain(reference)
@@ -498,12 +500,12 @@ def plan(
         while run < len(links) and links[run][1] == OFS_DELTA:
             run += 1
         if run < RUN and depth < MAX_DEPTH:
-            found = content(reference, old)
+            found = content(reference, old, type_num)
             return _Base(found[0], depth, reference) if found is not None else None
         head_depth = depth - run
         if head_depth + 1 + RUN > MAX_DEPTH:
             return None  # the heads are used up too: this version starts a new chain, whole
-        found = content(links[run][0], None)
+        found = content(links[run][0], None, type_num)
         if found is None:
             return None
         return _Base(found[0], head_depth, links[run][0], by_name=True, sha=found[1])
@@ -532,7 +534,7 @@ def plan(
             raw = obj.as_raw_string()
         else:
             reference = locate(sha)
-            found = content(reference, sha) if reference is not None else None
+            found = content(reference, sha, Tree.type_num) if reference is not None else None
             if found is None:
                 return None
             raw = found[0]
@@ -664,15 +666,17 @@ def _encode(records: list[Record], start: int) -> Iterator[tuple[bytes, bytes, i
 def write(pack_dir: str, target: PackView | None, records: list[Record], *, durable: bool) -> str:
     """Writes the target's records and then ``records`` as a new pack; returns its basename.
 
-    Raises :class:`PackDamaged` (having written nothing that stays) when the target's content
-    does not match its checksum.
+    The pack and its index are written to temporary names, flushed together when ``durable``,
+    then renamed into place, the pack first (the caller flushes the folder). Raises
+    :class:`PackDamaged`, leaving nothing behind, when the target's content does not match its
+    checksum.
     """
     count = (target.count if target is not None else 0) + len(records)
     temporary = os.path.join(pack_dir, f'tmp_pack_{os.getpid()}_{os.urandom(6).hex()}.pack')
     new_entries: list[tuple[bytes, int, int]] = []
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+    leftovers = [temporary]
     try:
-        with os.fdopen(fd, 'wb', buffering=_COPY_CHUNK) as out:
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), 'wb') as out:
             digest = hashlib.sha1()
             header = b'PACK' + struct.pack('>II', 2, count)
             out.write(header)
@@ -687,40 +691,31 @@ def write(pack_dir: str, target: PackView | None, records: list[Record], *, dura
             checksum = digest.digest()
             out.write(checksum)
             out.flush()
-            if durable:
-                os.fsync(out.fileno())
-        index, name = _index(target, new_entries, checksum)
-        basename = os.path.join(pack_dir, f'pack-{name}')
-        if os.path.exists(basename + '.idx'):
-            os.remove(temporary)  # the very same objects are already packed under this name
-            return basename
+            index, name = _index(target, new_entries, checksum)
+            basename = os.path.join(pack_dir, f'pack-{name}')
+            if os.path.exists(basename + '.idx'):
+                return basename  # the very same objects are already packed under this name
+            locked = basename + '.idx.lock'
+            try:
+                os.remove(locked)  # a stale one (we hold the repository's lock)
+            except FileNotFoundError:
+                pass
+            leftovers.append(locked)
+            with open(os.open(locked, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444), 'wb') as idx:
+                idx.write(index)
+                idx.flush()
+                if durable:  # both at once: the journal commits them together
+                    fsync_fds([out.fileno(), idx.fileno()])
         os.rename(temporary, basename + '.pack')
-    except BaseException:
-        try:
-            os.remove(temporary)
-        except OSError:
-            pass
-        raise
-    locked = basename + '.idx.lock'
-    try:
-        try:
-            os.remove(locked)  # a stale one (we hold the repository's lock)
-        except FileNotFoundError:
-            pass
-        fd = os.open(locked, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
-        with os.fdopen(fd, 'wb') as out:
-            out.write(index)
-            out.flush()
-            if durable:
-                os.fsync(out.fileno())
+        leftovers[0] = basename + '.pack'
         os.rename(locked, basename + '.idx')
-    except BaseException:
-        for leftover in (locked, basename + '.pack'):
+        leftovers = []
+    finally:
+        for leftover in leftovers:
             try:
                 os.remove(leftover)
             except OSError:
                 pass
-        raise
     return basename
 
 

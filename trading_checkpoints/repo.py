@@ -587,8 +587,8 @@ class ShadowRepo:
         block per object plus a whole copy of each changed file and folder. When durable, the
         pack and its index are flushed, with the folder that names them, before this returns,
         so a branch moved afterwards never names an object a power cut could lose. A new commit
-        is read back at once: that checks it, and remembers it for the next snapshot (which
-        then finds it in the commit memo, even in a new process, without opening the pack).
+        is remembered as read, so the next snapshot finds it in the commit memo (even in a new
+        process) without opening the pack.
         """
         from . import storage
 
@@ -596,9 +596,24 @@ class ShadowRepo:
             storage.append_objects(self, objects)
         except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+        packs = None
         for obj in objects:
             if isinstance(obj, Commit):
-                self.commit_info(obj.id)
+                # As commit_info would read it back: kept for this process, and (through
+                # remember_packed_commits, at the end of the lock) in the on-disk memo.
+                info = CommitInfo(
+                    sha=obj.id.decode(),
+                    tree=obj.tree,
+                    parents=tuple(obj.parents),
+                    created_at=_iso(obj.commit_time, obj.commit_timezone),
+                    message=obj.message.decode('utf-8', 'replace'),
+                )
+                packs = packs or self._pack_signature()
+                if len(_COMMITS) >= 512:
+                    _COMMITS.clear()
+                _COMMITS[(os.fspath(self.path), obj.id)] = (info, packs)
+                self.packed_read.append(info)
+                self.packed_signature = packs
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())
