@@ -47,6 +47,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trading_checkpoints import Checkpoints, storage  # noqa: E402
 
+try:
+    from trading_checkpoints import packfile  # noqa: E402
+except ImportError:  # the code before appended packs
+    packfile = None  # type: ignore[assignment]
+
 
 def file_bytes(repository: Path) -> int:
     total = 0
@@ -95,8 +100,16 @@ def git_gc(repository: Path) -> float:
     return time.perf_counter() - started
 
 
+def settle() -> None:
+    """Waits for the background deletion of replaced packs (done within milliseconds)."""
+    wait = getattr(packfile, 'wait_for_removals', None)
+    if wait is not None:
+        wait()
+
+
 def sample(repository: Path, scratch: Path, snapshots: int) -> dict[str, float]:
     """The repository as the snapshots left it, next to git gc --aggressive of a copy of it."""
+    settle()
     ours = measure(repository)
     row: dict[str, float] = {
         'snapshots': snapshots,
@@ -192,6 +205,7 @@ def main() -> None:
             samples.append(sample(repository, root / 'sample.git', done))
 
     seconds = play(cps, desk, args.snapshots, rng, times, after)
+    settle()
     result: dict[str, object] = {
         'snapshots': args.snapshots,
         'files': args.files,

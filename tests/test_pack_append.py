@@ -72,6 +72,7 @@ def test_each_snapshot_extends_the_tail(cps: Checkpoints, desk: Path, repo_dir: 
     with _view(second) as view:
         assert view.count == count + 5  # Memory.md, the note, two trees and the commit
         count = view.count
+    packfile.wait_for_removals()  # the old pack is deleted in the background
     assert storage.loose_count(repo_dir) == 0 and _leftovers(repo_dir) == []
     if GIT:
         git(repo_dir, 'verify-pack', str(second.with_suffix('.idx')))
@@ -254,6 +255,7 @@ def _sweep(tmp_path: Path, prepare, action, step: int = 1) -> int:
         after = Checkpoints(repo_dir, desk).snapshot('next')
         assert after is not None
         assert tracked(files_of(desk)) == version_of(repo_dir, after)
+        packfile.wait_for_removals()  # what the next writer swept is deleted in the background
         assert _leftovers(repo_dir) == [], f'killed at {kill_at}'
         assert storage.loose_count(repo_dir) == 0
         fsck(repo_dir)

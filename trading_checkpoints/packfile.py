@@ -808,13 +808,72 @@ def forget_recent(pack_dir: str) -> None:
 
 
 def remove(basename: str) -> None:
-    """Removes a pack that another pack now holds entirely: its index first, so no reader
-    finds an index without its pack; then the pack and what other tools keep beside it."""
-    for suffix in ('.idx', '.pack', '.rev', '.bitmap', '.mtimes'):
+    """Removes a pack that another pack now holds entirely.
+
+    Its index goes first, so no reader finds an index without its pack, and with it the pack
+    stops being one (git and dulwich need both). Freeing the pack's blocks can take
+    milliseconds (on a file system mounted with ``discard`` it is the slowest step of a
+    snapshot), so the pack file is renamed to a temporary name and deleted by a background
+    thread, which the interpreter waits for at exit; if the process dies first, the next writer
+    sweeps the ``tmp_*.pack`` file away like any crash leftover.
+    """
+    for suffix in ('.idx', '.rev', '.bitmap', '.mtimes'):
         try:
             os.remove(basename + suffix)
         except OSError:
             pass
+    doomed = os.path.join(
+        os.path.dirname(basename), f'tmp_old_{os.getpid()}_{os.urandom(6).hex()}.pack'
+    )
+    try:
+        os.rename(basename + '.pack', doomed)
+    except OSError:
+        return
+    _unlink_later(doomed)
+
+
+_REMOVER = None
+_REMOVER_PID = 0
+
+
+def _unlink_later(path: str) -> None:
+    global _REMOVER, _REMOVER_PID
+    if _REMOVER is None or _REMOVER_PID != os.getpid():
+        # A forked child inherits the executor object but not its thread: it makes its own.
+        from concurrent.futures import ThreadPoolExecutor
+
+        _REMOVER = ThreadPoolExecutor(1, thread_name_prefix='checkpoints-remove')
+        _REMOVER_PID = os.getpid()
+    try:
+        _REMOVER.submit(_unlink, path)
+    except RuntimeError:  # the interpreter is shutting down: no new threads
+        _unlink(path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def sweep_removals(pack_dir: str) -> None:
+    """Hands to the background thread the packs a process left renamed for removal when it
+    ended before its thread deleted them (call under the repository's lock)."""
+    try:
+        names = os.listdir(pack_dir)
+    except OSError:
+        return
+    mine = f'tmp_old_{os.getpid()}_'
+    for name in names:
+        if name.startswith('tmp_old_') and name.endswith('.pack') and not name.startswith(mine):
+            _unlink_later(os.path.join(pack_dir, name))
+
+
+def wait_for_removals() -> None:
+    """Waits until the packs handed to the background thread are deleted (for tests)."""
+    if _REMOVER is not None and _REMOVER_PID == os.getpid():
+        _REMOVER.submit(lambda: None).result()
 
 
 # -- choosing where to write -----------------------------------------------------------------

@@ -126,11 +126,12 @@ def loose_count(repository: Path) -> int:
 
 
 def pack_count(repository: Path) -> int:
+    """The packs readers see: a ``.pack`` with its ``.idx`` (not one being written or deleted)."""
     try:
-        names = os.listdir(Path(repository) / 'objects' / 'pack')
+        names = set(os.listdir(Path(repository) / 'objects' / 'pack'))
     except OSError:
         return 0
-    return sum(1 for name in names if name.endswith('.pack'))
+    return sum(1 for name in names if name.endswith('.pack') and name[:-5] + '.idx' in names)
 
 
 def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
@@ -188,6 +189,7 @@ def append_objects(repo, objects: list[ShaFile]) -> None:
         return
     pack_dir = os.path.join(repo.path, 'objects', 'pack')
     os.makedirs(pack_dir, exist_ok=True)
+    packfile.sweep_removals(pack_dir)
     tail = None
     for size, basename in packfile.packs(pack_dir):  # smallest first
         if size > TAIL_MAX:
