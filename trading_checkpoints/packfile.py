@@ -811,25 +811,33 @@ def remove(basename: str) -> None:
     """Removes a pack that another pack now holds entirely.
 
     Its index goes first, so no reader finds an index without its pack, and with it the pack
-    stops being one (git and dulwich need both). Freeing the pack's blocks can take
-    milliseconds (on a file system mounted with ``discard`` it is the slowest step of a
-    snapshot), so the pack file is renamed to a temporary name and deleted by a background
-    thread, which the interpreter waits for at exit; if the process dies first, the next writer
-    sweeps the ``tmp_*.pack`` file away like any crash leftover.
+    stops being one (git and dulwich need both). Freeing a file's blocks can take milliseconds
+    (on a file system mounted with ``discard`` it was the slowest step of a snapshot), so the
+    two files are renamed to temporary names and deleted by a background thread, which the
+    interpreter waits for at exit; if the process ends first, the next writer sweeps them away
+    (:func:`sweep_removals`).
     """
-    for suffix in ('.idx', '.rev', '.bitmap', '.mtimes'):
+    for suffix in ('.rev', '.bitmap', '.mtimes'):  # another tool's, beside the index
         try:
             os.remove(basename + suffix)
         except OSError:
             pass
-    doomed = os.path.join(
-        os.path.dirname(basename), f'tmp_old_{os.getpid()}_{os.urandom(6).hex()}.pack'
-    )
-    try:
-        os.rename(basename + '.pack', doomed)
-    except OSError:
-        return
-    _unlink_later(doomed)
+    folder = os.path.dirname(basename)
+    doomed = os.path.join(folder, f'tmp_old_{os.getpid()}_{os.urandom(6).hex()}')
+    for suffix in ('.idx', '.pack'):
+        # Renamed out of the ``*.pack`` / ``*.idx`` names: no reader (nor the pack signature of
+        # the commit memo) counts them any more.
+        try:
+            os.rename(basename + suffix, f'{doomed}-{suffix[1:]}.old')
+        except FileNotFoundError:
+            continue
+        except OSError:
+            try:
+                os.remove(basename + suffix)
+            except OSError:
+                pass
+            continue
+        _unlink_later(f'{doomed}-{suffix[1:]}.old')
 
 
 _REMOVER = None
@@ -866,7 +874,7 @@ def sweep_removals(pack_dir: str) -> None:
         return
     mine = f'tmp_old_{os.getpid()}_'
     for name in names:
-        if name.startswith('tmp_old_') and name.endswith('.pack') and not name.startswith(mine):
+        if name.startswith('tmp_old_') and not name.startswith(mine):
             _unlink_later(os.path.join(pack_dir, name))
 
 

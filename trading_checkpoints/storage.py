@@ -295,6 +295,7 @@ def roll_up(repo) -> StorageStats:
     _delete_loose(store, [sha for sha in loose if sha in plan.placed], written, loose)
     _drop_empty_fanout(repo.path)
     store._update_pack_cache()
+    packfile.wait_for_removals()  # so that the sizes below are what stays
     return StorageStats(
         len(plan.records),
         plan.deltas,
