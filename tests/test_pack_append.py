@@ -133,6 +133,12 @@ def test_a_damaged_tail_is_never_extended(cps: Checkpoints, desk: Path, repo_dir
     assert pack.read_bytes() == damaged, 'a damaged pack is left exactly as it is'
     assert len(_packs(repo_dir)) == 2
     assert cps.show(new_id, 'notes/fresh.md') == b'written after the damage\n'
+    storage._DAMAGED.clear()  # as in a new process: the damage is found again, then passed by
+    write(desk, 'notes/fresh.md', 'and once more\n')
+    again = cps.snapshot('the next one')
+    assert again is not None and pack.read_bytes() == damaged
+    assert len(_packs(repo_dir)) == 2, 'appended to the new pack, not a third one'
+    assert cps.show(again, 'notes/fresh.md') == b'and once more\n'
 
 
 def test_a_kept_pack_is_never_rewritten(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:

@@ -109,7 +109,7 @@ class PackView:
     def _load(self) -> None:
         st = os.fstat(self._fd)
         self.size = st.st_size
-        self.identity = (st.st_size, st.st_mtime_ns, st.st_ino)
+        self.identity = (self.basename, st.st_size, st.st_mtime_ns, st.st_ino)
         with open(self.basename + '.idx', 'rb') as handle:
             idx = handle.read()
         if len(idx) < 8 + 1024 + 40 or idx[:4] != _IDX_MAGIC or idx[4:8] != b'\0\0\0\2':

@@ -1,4 +1,4 @@
-"""Compact storage for a shadow repository: loose objects into packs, with deltas.
+"""Compact storage for a shadow repository: packs with deltas, from the first write on.
 
 dulwich writes packs without deltas unless asked (``add_objects`` and ``repack`` store every
 object whole), so a ``Memory.md`` that grows by a line per turn would cost a full copy per
@@ -177,11 +177,12 @@ def needs_roll_up(repository: Path) -> bool:
 def append_objects(repo, objects: list[ShaFile]) -> None:
     """Writes new objects into a pack: appended to the tail with deltas, or as a pack of their own.
 
-    The tail is the smallest pack when it is at most ``TAIL_MAX`` and holds together; a damaged
-    one is left as it is. The old tail is removed only once the new pack, which holds all of
-    it, and its index are on the disk (flushed even when not ``durable``: the old objects must
-    never depend on a write that might not have reached the disk). With ``durable``, a pack of
-    its own is flushed too, and so is the pack folder.
+    The tail is the smallest pack that is at most ``TAIL_MAX`` and holds together: a damaged
+    pack (a wrong index, or content that fails its checksum while it is copied) is left exactly
+    as it is, and the next smallest is tried. The old tail is removed only once the new pack,
+    which holds all of it, and its index are on the disk (flushed even when not ``durable``:
+    the old objects must never depend on a write that might not have reached the disk). With
+    ``durable``, a pack of its own is flushed too, and so is the pack folder.
     """
     from . import packfile
 
@@ -190,45 +191,45 @@ def append_objects(repo, objects: list[ShaFile]) -> None:
     pack_dir = os.path.join(repo.path, 'objects', 'pack')
     os.makedirs(pack_dir, exist_ok=True)
     packfile.sweep_removals(pack_dir)
-    tail = None
-    for size, basename in packfile.packs(pack_dir):  # smallest first
-        if size > TAIL_MAX:
-            break
+    tails = [basename for size, basename in packfile.packs(pack_dir) if size <= TAIL_MAX]
+    commit_tree = lambda sha: _commit_tree(repo, sha)  # noqa: E731
+    written = None
+    for basename in [*tails, None]:  # None: a pack of its own
+        tail = None
         try:
-            tail = packfile.PackView(basename)
-            break
-        except (OSError, packfile.PackDamaged):
-            continue  # left alone: roll-ups and consolidate deal with (or report) it
-    try:
-        plan = packfile.plan(objects, tail, lambda sha: _commit_tree(repo, sha))
-        if not plan.records:
-            return
-        durable = repo.durable or tail is not None
-        try:
+            if basename is not None:
+                tail = packfile.PackView(basename)
+                if tail.identity in _DAMAGED:
+                    continue
+            plan = packfile.plan(objects, tail, commit_tree)
+            if not plan.records:
+                return
+            durable = repo.durable or tail is not None
             written = packfile.write(pack_dir, tail, plan.records, durable=durable)
-        except packfile.PackDamaged:
-            # The tail's content fails its checksum: it stays as it is, and the objects get
-            # a pack of their own, with no delta into it.
-            assert tail is not None
-            tail.close()
-            tail = None
-            plan = packfile.plan(objects, None, lambda sha: _commit_tree(repo, sha))
-            written = packfile.write(pack_dir, None, plan.records, durable=repo.durable)
+        except (OSError, packfile.PackDamaged) as error:
+            if basename is None:
+                raise
+            if isinstance(error, packfile.PackDamaged) and tail is not None:
+                _DAMAGED.add(tail.identity)
+            continue
+        finally:
+            if tail is not None:
+                tail.close()
         if durable:
             fsync_folder(pack_dir)
         if tail is not None and written != tail.basename:
-            tail.close()
             packfile.remove(tail.basename)
         packfile.remember_recent(pack_dir, written, plan.records)
-    finally:
-        if tail is not None:
-            tail.close()
+        break
     object_store(repo)._update_pack_cache()
+
+
+# Packs found damaged by this process (path, size, mtime, inode): not tried again as a tail.
+_DAMAGED: set[tuple[str, int, int, int]] = set()
 
 
 def _commit_tree(repo, sha: bytes) -> bytes | None:
     """The tree of an existing commit, or None when it cannot be read (no delta base, then)."""
-
     try:
         return repo.commit_info(sha).tree
     except Exception:  # noqa: BLE001 - a base is an optimisation; the commit is checked elsewhere
