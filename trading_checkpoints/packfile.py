@@ -800,11 +800,9 @@ def remember_recent(pack_dir: str, basename: str, records: list[Record]) -> None
         if total > _RECENT_LIMIT:
             break
         kept[record.sha] = (record.type_num, record.raw)
+    if len(_RECENT) >= 8 and pack_dir not in _RECENT:
+        _RECENT.clear()  # a process writing to many repositories keeps only the latest few
     _RECENT[pack_dir] = (os.path.basename(basename), kept)
-
-
-def forget_recent(pack_dir: str) -> None:
-    _RECENT.pop(pack_dir, None)
 
 
 def remove(basename: str) -> None:
