@@ -5,6 +5,12 @@ every turn appends a line to Memory.md; about half the turns also rewrite a line
 one in ten adds a note, one in twenty edits a file under memory/. Each turn is one
 ``Checkpoints.snapshot``, so the automatic packing runs exactly as it does for an agent.
 
+Along the run, every ``--sample-every`` snapshots (default 25), it copies the shadow repository
+as the snapshots left it, runs ``git gc --aggressive --prune=now`` on the copy, and records both
+sizes: the table of these samples (and their min / median / max ratio) is the storage "as left"
+figure, since a single measurement at the end may fall just after a packing or just before one.
+Each snapshot is timed on its own (the sampling is not timed); the median is reported.
+
 Then it measures, side by side:
 
 - the shadow repository as the snapshots left it (auto-packed),
@@ -12,10 +18,11 @@ Then it measures, side by side:
 - a copy of the original history after ``git gc --aggressive --prune=now`` (needs git).
 
 Sizes are of ``objects/`` (packs, indexes and loose objects), in allocated bytes (what ``du``
-reports) and in file bytes. The ratio target is <= 1.2x git's.
+reports) and in file bytes. The ratio target is <= 1.3x git's at every sampled point.
 
     python benchmarks/bench_storage.py                    # 1,000 snapshots, 1,000 notes
     python benchmarks/bench_storage.py -n 300 -f 200      # quicker
+    python benchmarks/bench_storage.py --sample-every 0   # no sampling along the run
     python benchmarks/bench_storage.py --json
 
 Finally it prunes to ``--prune-keep`` checkpoints (default 100) and reports the prune figures.
@@ -28,15 +35,22 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trading_checkpoints import Checkpoints, storage  # noqa: E402
+
+try:
+    from trading_checkpoints import packfile  # noqa: E402
+except ImportError:  # the code before appended packs
+    packfile = None  # type: ignore[assignment]
 
 
 def file_bytes(repository: Path) -> int:
@@ -70,9 +84,61 @@ def make_desk(desk: Path, files: int, rng: random.Random) -> None:
     (desk / 'Memory.md').write_text('# Memory\n\n')
 
 
-def play(cps: Checkpoints, desk: Path, snapshots: int, rng: random.Random) -> float:
-    notes = sorted((desk / 'notes').iterdir())
+GIT = shutil.which('git')
+GIT_ENV = {**os.environ, 'GIT_CONFIG_NOSYSTEM': '1', 'GIT_CONFIG_GLOBAL': os.devnull}
+
+
+def git_gc(repository: Path) -> float:
+    """``git gc --aggressive --prune=now`` on ``repository``; returns the seconds it took."""
+    assert GIT is not None
     started = time.perf_counter()
+    subprocess.run(
+        [GIT, '--git-dir', str(repository), 'gc', '--aggressive', '--prune=now', '-q'],
+        check=True,
+        env=GIT_ENV,
+    )
+    return time.perf_counter() - started
+
+
+def settle() -> None:
+    """Waits for the background deletion of replaced packs (done within milliseconds)."""
+    wait = getattr(packfile, 'wait_for_removals', None)
+    if wait is not None:
+        wait()
+
+
+def sample(repository: Path, scratch: Path, snapshots: int) -> dict[str, float]:
+    """The repository as the snapshots left it, next to git gc --aggressive of a copy of it."""
+    settle()
+    ours = measure(repository)
+    row: dict[str, float] = {
+        'snapshots': snapshots,
+        'du_bytes': ours['du_bytes'],
+        'packs': ours['packs'],
+        'loose': ours['loose'],
+    }
+    if GIT:
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(repository, scratch)
+        git_gc(scratch)
+        row['git_du_bytes'] = storage.objects_size(scratch)
+        row['ratio'] = round(ours['du_bytes'] / row['git_du_bytes'], 3)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return row
+
+
+def play(
+    cps: Checkpoints,
+    desk: Path,
+    snapshots: int,
+    rng: random.Random,
+    times: list[float] | None = None,
+    after: Callable[[int], None] | None = None,
+) -> float:
+    """Plays ``snapshots`` turns; ``times`` receives each snapshot's seconds, ``after(n)`` runs
+    (untimed) after the n-th snapshot."""
+    notes = sorted((desk / 'notes').iterdir())
+    total = 0.0
     for turn in range(snapshots):
         with open(desk / 'Memory.md', 'a') as handle:
             handle.write(
@@ -93,8 +159,15 @@ def play(cps: Checkpoints, desk: Path, snapshots: int, rng: random.Random) -> fl
             memory = desk / 'memory' / rng.choice(['positions.md', 'strategy.md', 'risk.md'])
             with open(memory, 'a') as handle:
                 handle.write(f'turn {turn}: {rng.random():.6f}\n')
+        started = time.perf_counter()
         cps.snapshot(f'turn {turn}')
-    return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        total += seconds
+        if times is not None:
+            times.append(seconds)
+        if after is not None:
+            after(turn + 1)
+    return total
 
 
 def main() -> None:
@@ -102,6 +175,12 @@ def main() -> None:
     parser.add_argument('-n', '--snapshots', type=int, default=1000)
     parser.add_argument('-f', '--files', type=int, default=1000)
     parser.add_argument('--seed', type=int, default=7)
+    parser.add_argument(
+        '--sample-every',
+        type=int,
+        default=25,
+        help='compare with git gc --aggressive every this many snapshots (0: only at the end)',
+    )
     parser.add_argument('--json', action='store_true')
     parser.add_argument('--keep', type=Path, help='keep the workspace in this folder')
     parser.add_argument(
@@ -118,30 +197,48 @@ def main() -> None:
     desk, repository = root / 'desks' / 'main', root / '.checkpoints' / 'main.git'
     make_desk(desk, args.files, rng)
     cps = Checkpoints(repository, desk)
-    seconds = play(cps, desk, args.snapshots, rng)
+    times: list[float] = []
+    samples: list[dict[str, float]] = []
+
+    def after(done: int) -> None:
+        if args.sample_every and (done % args.sample_every == 0 or done == args.snapshots):
+            samples.append(sample(repository, root / 'sample.git', done))
+
+    seconds = play(cps, desk, args.snapshots, rng, times, after)
+    settle()
     result: dict[str, object] = {
         'snapshots': args.snapshots,
         'files': args.files,
         'memory_md_bytes': (desk / 'Memory.md').stat().st_size,
         'tracked_bytes': sum(p.stat().st_size for p in desk.rglob('*') if p.is_file()),
         'snapshot_seconds': round(seconds, 2),
+        'snapshot_ms': {
+            'median': round(statistics.median(times) * 1000, 2),
+            'mean': round(statistics.fmean(times) * 1000, 2),
+            'p90': round(sorted(times)[int(len(times) * 0.9)] * 1000, 2),
+            'max': round(max(times) * 1000, 2),
+        },
         'auto': measure(repository),
     }
+    ratios = [row['ratio'] for row in samples if 'ratio' in row]
+    if samples:
+        result['samples'] = samples
+    if ratios:
+        result['as_left_ratio'] = {
+            'min': min(ratios),
+            'median': round(statistics.median(ratios), 3),
+            'max': max(ratios),
+            'points': len(ratios),
+        }
     reference = root / 'git-gc.git'
     shutil.copytree(repository, reference)
     started = time.perf_counter()
     cps.prune()
     result['consolidate_seconds'] = round(time.perf_counter() - started, 2)
     result['consolidated'] = measure(repository)
-    git = shutil.which('git')
+    git = GIT
     if git:
-        started = time.perf_counter()
-        subprocess.run(
-            [git, '--git-dir', str(reference), 'gc', '--aggressive', '--prune=now', '-q'],
-            check=True,
-            env={**os.environ, 'GIT_CONFIG_NOSYSTEM': '1', 'GIT_CONFIG_GLOBAL': os.devnull},
-        )
-        result['git_gc_seconds'] = round(time.perf_counter() - started, 2)
+        result['git_gc_seconds'] = round(git_gc(reference), 2)
         result['git_gc_aggressive'] = measure(reference)
         for name in ('auto', 'consolidated'):
             for unit in ('du_bytes', 'file_bytes'):
@@ -175,6 +272,26 @@ def main() -> None:
         f'(Memory.md grew to {result["memory_md_bytes"]:,} bytes; '
         f'tracked files {result["tracked_bytes"]:,} bytes)'
     )
+    ms = result['snapshot_ms']
+    print(
+        f'per snapshot: median {ms["median"]} ms, mean {ms["mean"]} ms, '  # type: ignore[index]
+        f'p90 {ms["p90"]} ms, max {ms["max"]} ms'  # type: ignore[index]
+    )
+    if samples:
+        print(
+            f'{"snapshots":>9}{"ours du":>12}{"git gc du":>12}{"ratio":>7}{"packs":>7}{"loose":>7}'
+        )
+        for row in samples:
+            print(
+                f'{row["snapshots"]:>9}{row["du_bytes"]:>12,}{row.get("git_du_bytes", 0):>12,}'
+                f'{row.get("ratio", 0):>7.3f}{row["packs"]:>7}{row["loose"]:>7}'
+            )
+    if 'as_left_ratio' in result:
+        r = result['as_left_ratio']
+        print(
+            f'as left, ratio to git gc --aggressive over {r["points"]} points: '  # type: ignore[index]
+            f'min {r["min"]}x, median {r["median"]}x, max {r["max"]}x'  # type: ignore[index]
+        )
     print(f'{"":24}{"du bytes":>12}{"file bytes":>12}{"packs":>7}{"loose":>7}')
     rows = [
         ('shadow repo (auto)', 'auto'),

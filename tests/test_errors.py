@@ -27,6 +27,7 @@ from trading_checkpoints import (
     Checkpoints,
     CorruptRepositoryError,
     LockTimeoutError,
+    packfile,
 )
 from trading_checkpoints import lock as lock_module
 from trading_checkpoints import repo as repo_module
@@ -53,21 +54,41 @@ def cli_error(workspace: Path, *args: str) -> str:
     return lines[0]
 
 
-def loose_objects(repo: Path) -> list[Path]:
-    return [f for d in (repo / 'objects').iterdir() if len(d.name) == 2 for f in d.iterdir()]
+def object_count(repo: Path) -> int:
+    """Objects in the repository: loose, and in the packs (snapshots write packs)."""
+    loose = [f for d in (repo / 'objects').iterdir() if len(d.name) == 2 for f in d.iterdir()]
+    packed = 0
+    for idx in (repo / 'objects' / 'pack').glob('*.idx'):
+        with packfile.PackView(str(idx)[: -len('.idx')]) as view:
+            packed += view.count
+    return len(loose) + packed
 
 
-def head_object(repo: Path) -> Path:
-    sha = (repo / 'refs' / 'heads' / 'main').read_text().strip()
-    return repo / 'objects' / sha[:2] / sha[2:]
+def damage_object(repo: Path, sha: str) -> None:
+    """Garbles one object where it is stored: a loose file is cut in half; a packed one gets its
+    compressed data overwritten (the rest of the pack stays readable)."""
+    loose = repo / 'objects' / sha[:2] / sha[2:]
+    if loose.exists():
+        data = loose.read_bytes()
+        loose.chmod(0o644)
+        loose.write_bytes(data[: len(data) // 2])
+        return
+    for idx in (repo / 'objects' / 'pack').glob('*.idx'):
+        with packfile.PackView(str(idx)[: -len('.idx')]) as view:
+            offset = view.offset_of(bytes.fromhex(sha))
+        if offset is not None:
+            pack = idx.with_suffix('.pack')
+            pack.chmod(0o644)
+            with open(pack, 'r+b') as handle:
+                handle.seek(offset + 4)  # past the record's header and the zlib header
+                handle.write(b'\xff\xfe\xfd\xfc')
+            return
+    raise AssertionError(f'no object {sha}')
 
 
 def test_truncated_head_commit(ws) -> None:
     tmp_path, desk, repo, cps, first = ws
-    path = head_object(repo)
-    data = path.read_bytes()
-    path.chmod(0o644)
-    path.write_bytes(data[: len(data) // 2])
+    damage_object(repo, (repo / 'refs' / 'heads' / 'main').read_text().strip())
     # Listing answers from the commit memo, whose copies are checked against their ids.
     assert [c.checkpoint_id for c in cps.list()] == [first]
     repo_module._COMMITS.clear()
@@ -90,10 +111,7 @@ def test_truncated_blob_refuses_restore_before_any_write(ws) -> None:
     before = files_of(desk)
     from dulwich.objects import Blob
 
-    blob = repo / 'objects' / Blob.from_string(b'a1').id.decode()[:2]
-    target = blob / Blob.from_string(b'a1').id.decode()[2:]
-    target.chmod(0o644)
-    target.write_bytes(target.read_bytes()[:5])
+    damage_object(repo, Blob.from_string(b'a1').id.decode())
     with pytest.raises(CorruptRepositoryError, match='unreadable'):
         cps.restore(first)
     assert files_of(desk) == before, 'nothing written: the blobs are vetted first'
@@ -127,12 +145,12 @@ def test_garbage_branch(ws, content: bytes) -> None:
     tmp_path, desk, repo, cps, first = ws
     (repo / 'refs' / 'heads' / 'main').write_bytes(content)
     put(desk, 'Memory.md', '-', b'v2')
-    objects_before = len(loose_objects(repo))
+    objects_before = object_count(repo)
     with pytest.raises(CheckpointError):
         cps.snapshot('x')
     with pytest.raises(CheckpointError):
         cps.list()
-    assert len(loose_objects(repo)) <= objects_before + 3  # no commit was made
+    assert object_count(repo) <= objects_before + 3  # no commit was made
     cli_error(tmp_path, 'list')
     cli_error(tmp_path, 'snapshot')
 
@@ -355,7 +373,8 @@ def test_held_lock_times_out_naming_the_lock_and_its_holder(ws) -> None:
 def test_leftovers_of_a_writer_killed_holding_the_lock_are_removed(ws) -> None:
     tmp_path, desk, repo, cps, first = ws
     lock_path = repo / 'checkpoints' / 'lock'
-    fanout = next(d for d in (repo / 'objects').iterdir() if len(d.name) == 2)
+    fanout = repo / 'objects' / 'ab'  # where a loose object was being written
+    fanout.mkdir(exist_ok=True)
     leftovers = [
         repo / 'refs' / 'heads' / 'main.lock',
         repo / 'HEAD.lock',

@@ -1,14 +1,12 @@
-"""Many new objects go into one pack, few go loose."""
+"""Every snapshot goes into a pack: the first as a pack of its own, later ones appended to it."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from conftest import write
 
-from trading_checkpoints import Checkpoints
-from trading_checkpoints.repo import PACK_THRESHOLD
+from trading_checkpoints import Checkpoints, packfile
 
 
 def _loose(repo_dir: Path) -> list[str]:
@@ -21,21 +19,25 @@ def _loose(repo_dir: Path) -> list[str]:
     )
 
 
-def _packs(repo_dir: Path) -> list[str]:
-    return sorted(p.name for p in (repo_dir / 'objects' / 'pack').glob('*.pack'))
+def _packs(repo_dir: Path) -> list[Path]:
+    return sorted((repo_dir / 'objects' / 'pack').glob('*.pack'))
 
 
-def test_first_snapshot_packs_and_later_ones_stay_loose(desk: Path, repo_dir: Path) -> None:
-    for i in range(PACK_THRESHOLD + 10):
+def test_first_snapshot_packs_and_later_ones_are_appended(desk: Path, repo_dir: Path) -> None:
+    for i in range(74):
         write(desk, f'memory/d{i % 4}/f{i}.md', f'file {i}')
     first = Checkpoints(repo_dir, desk).snapshot('first')
     assert first is not None
-    assert len(_packs(repo_dir)) == 1
+    (pack,) = _packs(repo_dir)
     assert _loose(repo_dir) == []
+    with packfile.PackView(str(pack)[: -len('.pack')]) as view:
+        count = view.count
     write(desk, 'memory/d0/f0.md', 'changed')
     second = Checkpoints(repo_dir, desk).snapshot('second')
     assert second is not None
-    assert len(_packs(repo_dir)) == 1
+    assert _loose(repo_dir) == []
+    (appended,) = _packs(repo_dir)
+    assert appended != pack
     # One blob, the changed trees (d0, memory, root) and the commit.
-    assert len(_loose(repo_dir)) == 1 + 3 + 1
-    assert os.path.getsize(repo_dir / 'objects' / 'pack' / _packs(repo_dir)[0]) > 0
+    with packfile.PackView(str(appended)[: -len('.pack')]) as view:
+        assert view.count == count + 1 + 3 + 1

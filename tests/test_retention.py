@@ -19,6 +19,7 @@ from trading_checkpoints import (
     retention,
     storage,
 )
+from trading_checkpoints.repo import ShadowRepo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -163,9 +164,20 @@ def test_prune_max_bytes_drops_oldest_until_it_fits(
 
 def test_prune_without_limits_only_compacts(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
     _turns(cps, desk, 10)
-    assert _loose_objects(repo_dir) > 0
+    repo = ShadowRepo.open(repo_dir)
+    assert repo is not None
+    try:  # an orphan, and a second pack: what compacting removes and merges
+        orphan = repo.make_commit(repo.commit_info(repo.head() or b'').tree, None, 'orphan\n')
+        storage.object_store(repo).add_object(orphan)
+        write(desk, 'notes/big.bin', os.urandom(300_000))  # a pack too big to extend
+        cps.snapshot('big')
+        write(desk, 'notes/n0.md', 'after the big one\n')
+        cps.snapshot('after')  # a pack of its own
+        assert _loose_objects(repo_dir) == 1 and storage.pack_count(repo_dir) == 2
+    finally:
+        repo.close()
     result = cps.prune()
-    assert result.checkpoints_before == result.checkpoints_after == 10
+    assert result.checkpoints_before == result.checkpoints_after == 12
     assert _loose_objects(repo_dir) == 0 and storage.pack_count(repo_dir) == 1
     assert result.bytes_after < result.bytes_before
 

@@ -1,4 +1,4 @@
-"""Compact storage: loose objects packed automatically, with deltas; packs consolidated."""
+"""Compact storage: snapshots append to a pack with deltas; roll-ups; packs consolidated."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 from conftest import GIT, git, needs_git, write
+from dulwich.objects import Blob
 
-from trading_checkpoints import Checkpoints, storage
+from trading_checkpoints import Checkpoints, packfile, storage
 from trading_checkpoints.repo import ShadowRepo
 
 
@@ -53,18 +54,21 @@ def test_a_growing_memory_file_is_stored_as_deltas(
 ) -> None:
     _grow_memory(cps, desk, 120)
     final_size = (desk / 'Memory.md').stat().st_size
-    repo = _open(repo_dir)
-    try:
-        stats = storage.consolidate(repo)
-    finally:
-        repo.close()
-    assert stats.deltas >= 110 and storage.loose_count(repo_dir) == 0  # nearly every blob
+    # As the snapshots leave it: nothing loose, one pack, nearly every version a delta.
+    assert storage.loose_count(repo_dir) == 0 and storage.pack_count(repo_dir) == 1
     objects, deltas, longest = _pack_stats(repo_dir)
-    assert objects == stats.objects and deltas == stats.deltas
-    assert longest <= storage.MAX_DEPTH
+    assert objects == 360 and deltas >= 110  # nearly every blob
+    assert longest <= packfile.MAX_DEPTH
     # 120 full copies would be ~60x the final file; with deltas the pack is a few copies.
     pack = sum(p.stat().st_size for p in (repo_dir / 'objects' / 'pack').glob('*.pack'))
     assert pack < 6 * final_size, (pack, final_size)
+    git(repo_dir, 'fsck', '--strict', '--no-dangling')
+    repo = _open(repo_dir)
+    try:
+        storage.consolidate(repo)  # what prune does: still one pack, still deltas
+    finally:
+        repo.close()
+    assert _pack_stats(repo_dir)[1] >= 110
     git(repo_dir, 'fsck', '--strict', '--no-dangling')
 
 
@@ -95,19 +99,17 @@ def test_every_checkpoint_reads_back_after_packing(
             assert (desk / path).read_bytes() == data
 
 
-def test_snapshots_pack_loose_objects_automatically(
+def test_snapshots_leave_no_loose_objects_and_few_packs(
     cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i : i + 1] for i in range(16))
-    )
-    monkeypatch.setattr(storage, 'LOOSE_LIMIT', 20)
+    monkeypatch.setattr(storage, 'TAIL_MAX', 4096)  # a new small pack every few snapshots
+    monkeypatch.setattr(storage, 'ROLL_MIN', 8192)
     _grow_memory(cps, desk, 120)
-    assert storage.loose_count(repo_dir) < 20
-    # Geometric roll-up: few packs, each at least twice the size of all younger ones together.
+    assert storage.loose_count(repo_dir) == 0
+    # Rolled up as they go: the largest pack and a few small ones, never more.
     sizes = sorted(p.stat().st_size for p in (repo_dir / 'objects' / 'pack').glob('*.pack'))
-    assert 1 <= len(sizes) <= 5
-    assert all(size >= sum(sizes[:i]) for i, size in enumerate(sizes))
+    assert 1 <= len(sizes) <= 1 + storage.MAX_SMALL_PACKS
+    assert sum(sizes[:-1]) < max(storage.ROLL_MIN, sizes[-1] * storage.ROLL_FRACTION) + 4096
     assert len(cps.list(200)) == 120
     cps.restore(cps.list(200)[-1].checkpoint_id)
     assert (desk / 'Memory.md').read_text().count('turn') == 1
@@ -115,57 +117,61 @@ def test_snapshots_pack_loose_objects_automatically(
         git(repo_dir, 'fsck', '--strict', '--no-dangling')
 
 
-def test_the_hook_looks_only_for_some_commits(repo_dir: Path, desk: Path) -> None:
+def test_loose_objects_of_an_older_repository_are_rolled_in(repo_dir: Path, desk: Path) -> None:
+    """Repositories written before (or by other tools) hold loose objects: the hook looks at
+    them on some commits only, and then folds them into the pack."""
     cps = Checkpoints(repo_dir, desk)
     _grow_memory(cps, desk, 2)
     repo = _open(repo_dir)
     try:
+        store = storage.object_store(repo)
+        blobs = [Blob.from_string(b'loose %d\n' % i) for i in range(3)]
+        for blob in blobs:
+            store.add_object(blob)
         original = storage.LOOSE_LIMIT
         storage.LOOSE_LIMIT = 1
         try:
             assert storage.maybe_pack(repo, b'1' * 40) is None  # not looked at
-            assert storage.loose_count(repo_dir) > 0
+            assert storage.loose_count(repo_dir) == 3
             stats = storage.maybe_pack(repo, b'0' * 40)
         finally:
             storage.LOOSE_LIMIT = original
+        assert stats is not None and stats.objects == 3
+        assert storage.loose_count(repo_dir) == 0 and storage.pack_count(repo_dir) == 1
+        assert all(repo.read_blob(blob.id) == blob.data for blob in blobs)
     finally:
         repo.close()
-    assert stats is not None and stats.objects > 0
-    assert storage.loose_count(repo_dir) == 0
+    assert len(cps.list()) == 2
 
 
-def test_a_failing_pack_never_fails_the_snapshot(
+def test_a_failing_roll_up_never_fails_the_snapshot(
     cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError(28, 'No space left on device')
 
-    monkeypatch.setattr(
-        storage, 'CHECK_PREFIXES', tuple(b'0123456789abcdef'[i : i + 1] for i in range(16))
-    )
-    monkeypatch.setattr(storage, 'LOOSE_LIMIT', 1)
-    monkeypatch.setattr(storage, 'pack_loose', broken)
+    monkeypatch.setattr(storage, 'needs_roll_up', lambda path: True)
+    monkeypatch.setattr(storage, 'roll_up', broken)
     ids = _grow_memory(cps, desk, 3)
     assert [c.checkpoint_id for c in cps.list()] == ids[::-1]
 
 
 @needs_git
 def test_consolidate_merges_packs_and_drops_unreachable_objects(
-    cps: Checkpoints, desk: Path, repo_dir: Path
+    cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(storage, 'TAIL_MAX', 1)  # every write a pack of its own
+    monkeypatch.setattr(storage, 'needs_roll_up', lambda path: False)
     _grow_memory(cps, desk, 10)
     repo = _open(repo_dir)
     try:
-        storage.pack_loose(repo)
-        _grow_memory(cps, desk, 10, start=10)
-        storage.pack_loose(repo)
         orphan = repo.make_commit(repo.commit_info(repo.head() or b'').tree, None, 'orphan\n')
         repo.write_objects([orphan])
-        assert storage.pack_count(repo_dir) == 2 and repo.contains(orphan.id)
+        assert storage.pack_count(repo_dir) == 11 and repo.contains(orphan.id)
         stats = storage.consolidate(repo)
     finally:
         repo.close()
-    assert (stats.packs_before, stats.packs_after) == (2, 1)
+    assert (stats.packs_before, stats.packs_after) == (11, 1)
     assert storage.loose_count(repo_dir) == 0
     repo = _open(repo_dir)
     try:
@@ -173,68 +179,11 @@ def test_consolidate_merges_packs_and_drops_unreachable_objects(
     finally:
         repo.close()
     git(repo_dir, 'fsck', '--strict', '--no-dangling')
-    assert len(git(repo_dir, 'log', '--format=%h').split()) == 20
+    assert len(git(repo_dir, 'log', '--format=%h').split()) == 10
 
 
 def test_delta_guard_skips_unrelated_content() -> None:
     text = b''.join(b'line %d of a note\n' % i for i in range(400))
-    assert storage._alike(text, text + b'one more line\n')
-    assert not storage._alike(os.urandom(8000), os.urandom(8000))
-    assert storage._alike(b'short', b'tiny')
-
-
-@needs_git
-def test_a_roll_up_keeps_the_deltas_it_merges(
-    cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(storage, 'LOOSE_LIMIT', 10**9)  # only the packing this test asks for
-    ids = _grow_memory(cps, desk, 30)
-    repo = _open(repo_dir)
-    try:
-        first = storage.pack_loose(repo, roll_up=False)
-        assert first.deltas >= 25
-        old_pack = next((repo_dir / 'objects' / 'pack').glob('*.pack')).name
-        reused = storage._reusable_deltas(list(storage.object_store(repo).packs), set())
-        assert reused == {}  # no base among the candidates: nothing reusable
-        packs = list(storage.object_store(repo).packs)
-        everything = {s.hex().encode() for s, _, _ in packs[0].index.iterentries()}
-        assert len(storage._reusable_deltas(packs, everything)) == first.deltas
-        ids += _grow_memory(cps, desk, 5, start=30)
-        monkeypatch.setattr(storage, '_packs_to_roll_up', lambda path, store, loose: store.packs)
-        merged = storage.pack_loose(repo)  # the first pack rolls up into the new one
-    finally:
-        repo.close()
-    packs = [p.name for p in (repo_dir / 'objects' / 'pack').glob('*.pack')]
-    assert len(packs) == 1 and packs != [old_pack]
-    assert merged.deltas >= first.deltas + 4
-    objects, deltas, longest = _pack_stats(repo_dir)
-    assert objects == merged.objects and deltas == merged.deltas and longest <= storage.MAX_DEPTH
-    git(repo_dir, 'fsck', '--strict', '--no-dangling')
-    cps.restore(ids[0])
-    assert (desk / 'Memory.md').read_text().count('turn') == 1
-
-
-def test_reused_deltas_that_form_a_loop_are_broken() -> None:
-    """Two packs may hold A as a delta of B and B as a delta of A: never copy both."""
-    from dulwich.pack import REF_DELTA, UnpackedObject
-
-    from trading_checkpoints.storage import _break_cycles, _in_dependency_order
-
-    a, b, c, d = (bytes([n]) * 20 for n in (1, 2, 3, 4))
-
-    def delta(sha: bytes, base: bytes) -> UnpackedObject:
-        unpacked = UnpackedObject(REF_DELTA, delta_base=base, sha=sha)
-        return unpacked
-
-    hexed = {x: x.hex().encode() for x in (a, b, c, d)}
-    reused = {
-        hexed[a]: delta(a, b),
-        hexed[b]: delta(b, a),  # the loop
-        hexed[c]: delta(c, a),  # hangs off it
-        hexed[d]: delta(d, d),  # a delta of itself
-    }
-    _break_cycles(reused)
-    assert (hexed[a] in reused) != (hexed[b] in reused), 'exactly one of the loop is dropped'
-    assert hexed[d] not in reused and hexed[c] in reused
-    ordered = _in_dependency_order(reused)  # terminates, and bases come first
-    assert len(ordered) == len(reused)
+    assert packfile.alike(text, text + b'one more line\n')
+    assert not packfile.alike(os.urandom(8000), os.urandom(8000))
+    assert packfile.alike(b'short', b'tiny')

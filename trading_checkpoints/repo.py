@@ -30,7 +30,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
 from . import commitmemo, prunedlog
 from . import config as repo_config
-from .commitinfo import CommitInfo, iso_time
+from .commitinfo import CommitInfo, iso_time, parse_commit
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
@@ -188,12 +188,22 @@ class ShadowRepo:
     def close(self) -> None:
         self._commits.flush()
         if self._dulwich is not None:
-            self._dulwich.close()
+            try:
+                self._dulwich.close()
+            except BufferError:
+                # Reading a damaged packed object failed, and the error on its way out still
+                # holds a view of the pack's mapping: the mapping is released with it instead.
+                pass
             self._dulwich = None
 
     def remember_commit(self, commit: Commit) -> None:
-        """A commit just written: kept in the memo, so readers find it without the packs."""
-        self._commits.remember(commit.id, commit.as_raw_string())
+        """A commit just written: kept for this process and in the on-disk memo, so readers
+        (even in a new process) find it without opening the pack."""
+        raw = commit.as_raw_string()
+        self._commits.remember(commit.id, raw)
+        if len(_COMMITS) >= 512:
+            _COMMITS.clear()
+        _COMMITS[(os.fspath(self.path), commit.id)] = parse_commit(commit.id, raw)
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -515,33 +525,24 @@ class ShadowRepo:
             ) from error
 
     def write_objects(self, objects: list[ShaFile]) -> None:
-        """Stores new objects: loose when few, one pack when many.
+        """Stores new objects in a pack at once, never as loose files.
 
-        When durable, each object file is flushed before it is renamed into place and the
-        folders that received them are flushed before this returns, so a branch moved
-        afterwards never names an object a power cut could lose.
+        They are appended to the newest small pack as deltas against the versions they replace
+        (see ``storage.append_objects``), so a snapshot costs about what it adds, not a 4 KiB
+        block per object plus a whole copy of each changed file and folder. When durable, the
+        pack and its index are flushed, with the folder that names them, before this returns,
+        so a branch moved afterwards never names an object a power cut could lose. A new commit
+        is remembered (see ``remember_commit``).
         """
-        store = self._repo.object_store
-        durable = self.durable
-        if hasattr(store, 'fsync_object_files'):
-            store.fsync_object_files = durable
-        objects_dir = os.path.join(self.path, 'objects')
-        folders: set[str] = set()
-        packed = objects if len(objects) >= PACK_THRESHOLD else []
+        from . import storage
+
         try:
-            if packed:
-                store.add_objects([(obj, None) for obj in packed])
-                folders.add(os.path.join(objects_dir, 'pack'))
-            for obj in objects if not packed else []:
-                folder = os.path.join(objects_dir, obj.id[:2].decode())
-                if durable and not os.path.isdir(folder):
-                    folders.add(objects_dir)  # a new fan-out folder is itself a new name
-                store.add_object(obj)
-                folders.add(folder)
+            storage.append_objects(self, objects)
         except (OSError, ValueError, ObjectFormatException) as error:
             raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
-        if durable:
-            fsync_folders(folders)
+        for obj in objects:
+            if isinstance(obj, Commit):
+                self.remember_commit(obj)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
         now = int(time.time())

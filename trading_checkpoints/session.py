@@ -154,7 +154,6 @@ class Session:
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
-            repo.remember_commit(commit)
             new_sha = commit.id
             storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head or b''
@@ -228,7 +227,6 @@ class Session:
         repo.write_objects([*objects, commit])
         if move_branch:
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
-        repo.remember_commit(commit)
         return commit.id
 
     def snapshot(self, message: str) -> tuple[bytes | None, Scan]:

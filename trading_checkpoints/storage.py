@@ -1,4 +1,4 @@
-"""Compact storage for a shadow repository: loose objects into packs, with deltas.
+"""Compact storage for a shadow repository: packs with deltas, from the first write on.
 
 dulwich writes packs without deltas unless asked (``add_objects`` and ``repack`` store every
 object whole), so a ``Memory.md`` that grows by a line per turn would cost a full copy per
@@ -8,35 +8,57 @@ as a delta against the best of the previous ``window`` objects, with chains at m
 ``max_depth`` long (and a git-like bias towards shallow bases so chains stay short). The deltas
 are computed by dulwich's ``create_delta`` (its Rust extension when installed).
 
-Two operations, both run under the repository's lock:
+Objects are never left loose. :func:`append_objects` (what ``ShadowRepo.write_objects`` calls)
+appends a snapshot's few new objects to the smallest pack (the *tail*, while it is under
+``TAIL_MAX``) as deltas against the versions they replace; see ``packfile.py`` for how a pack
+is extended. So the repository as the snapshots leave it stays close to what ``git gc
+--aggressive`` makes of it, instead of swinging with loose copies waiting for the next packing.
 
-- :func:`pack_loose` packs the loose objects into one new pack;
+The operations below run under the repository's lock:
+
+- :func:`roll_up` folds the small packs (the tail) and any loose objects (of repositories
+  written before, or by other tools) into the largest pack, the same way: the largest copied as
+  it is, the others' objects re-encoded as deltas against it (a tail's first versions are
+  whole: here they become deltas of the versions before them);
 - :func:`consolidate` rewrites everything reachable into a single pack, drops the old packs
   and loose objects, and so also removes what nothing references any more.
 
-:func:`maybe_pack` is the cheap hook called after each commit: it counts the loose objects only
-on every eighth commit of a process, or when the commit's id starts with 0 or 8 (so a process
-that takes one snapshot and exits still looks about one time in eight), never otherwise.
+:func:`maybe_pack` is the cheap hook called after each commit: it looks at the pack sizes (one
+folder listing) and rolls up when the small packs together pass ``ROLL_FRACTION`` of the
+largest; it counts the loose objects only on every eighth commit of a process, or when the
+commit's id starts with 0 or 8 (so a process that takes one snapshot and exits still looks
+about one time in eight).
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree, sha_to_hex
+from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree
 from dulwich.pack import UnpackedObject, create_delta
 
+from .durability import fsync_folder
 from .errors import CheckpointError
 
-# Pack the loose objects once there are this many (a snapshot usually writes 3 to 6).
+# The tail: new objects are appended to the smallest pack while it is at most this big (each
+# append rewrites it, so this bounds what one snapshot writes).
+TAIL_MAX = 256 * 1024
+# Roll the small packs into the largest once together they pass this fraction of it (each
+# small pack holds whole copies of what changed since it started), but never before ROLL_MIN;
+# or when there are more than MAX_SMALL_PACKS of them (each at most TAIL_MAX when it was
+# last extended).
+ROLL_FRACTION = 0.2
+ROLL_MIN = 32 * 1024
+MAX_SMALL_PACKS = 4
+# Packs bigger than this are never re-encoded by a roll-up (only copied, as its target).
+ROLL_INPUT_MAX = 4 * TAIL_MAX
+# Pack the loose objects once there are this many (none are written any more: this is for
+# repositories written before, or by other tools).
 LOOSE_LIMIT = 64
-# Loose objects (each zlib'd whole) shrink about this much once packed with deltas.
-LOOSE_TO_PACKED = 4
 # How often the hook looks: every CHECK_EVERY commits made by this process, and also when a
 # commit id starts with one of these hex digits (1 in 8), which covers short-lived processes
 # (one snapshot per command) at no I/O cost.
@@ -66,7 +88,7 @@ class StorageStats:
 
 
 def object_store(repo):  # -> dulwich DiskObjectStore; ShadowRepo keeps the dulwich Repo private
-    return repo._repo.object_store
+    return repo.dulwich_repo.object_store
 
 
 def objects_size(repository: Path) -> int:
@@ -104,33 +126,219 @@ def loose_count(repository: Path) -> int:
 
 
 def pack_count(repository: Path) -> int:
+    """The packs readers see: a ``.pack`` with its ``.idx`` (not one being written or deleted)."""
     try:
-        names = os.listdir(Path(repository) / 'objects' / 'pack')
+        names = set(os.listdir(Path(repository) / 'objects' / 'pack'))
     except OSError:
         return 0
-    return sum(1 for name in names if name.endswith('.pack'))
+    return sum(1 for name in names if name.endswith('.pack') and name[:-5] + '.idx' in names)
 
 
 def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
-    """The hook after a commit: cheap except on the 1 commit in 8 that looks at the loose objects.
+    """The hook after a commit: one listing of the pack folder, and on 1 commit in 8 a count of
+    the loose objects; rolls up when :func:`needs_roll_up` says so.
 
     Packing only saves space, so a failure here never fails the snapshot that triggered it
-    (the objects stay loose and the next check tries again).
+    (everything stays where it is and the next check tries again).
     """
     key = str(repo.path)
     count = _commits_since_check.get(key, 0) + 1
-    if count < CHECK_EVERY and not new_commit.startswith(CHECK_PREFIXES):
-        _commits_since_check[key] = count
-        return None
-    _commits_since_check[key] = 0
+    look_loose = count >= CHECK_EVERY or new_commit.startswith(CHECK_PREFIXES)
+    _commits_since_check[key] = 0 if look_loose else count
     try:
-        if loose_count(repo.path) < LOOSE_LIMIT:
-            return None
-        return pack_loose(repo)
+        if look_loose and loose_count(repo.path) >= LOOSE_LIMIT:
+            return roll_up(repo)
+        if needs_roll_up(repo.path):
+            return roll_up(repo)
+        return None
     except Exception:  # noqa: BLE001 - e.g. a damaged loose object dulwich cannot parse
         if os.environ.get('CHECKPOINTS_DEBUG'):
             raise
         return None
+
+
+def needs_roll_up(repository: Path) -> bool:
+    """Whether the small packs have grown enough, next to the largest, to fold them into it."""
+    from . import packfile
+
+    sizes = [size for size, _ in packfile.packs(os.path.join(repository, 'objects', 'pack'))]
+    if len(sizes) < 2:
+        return False
+    small = [size for size in sizes[:-1] if size <= ROLL_INPUT_MAX]
+    if not small:
+        return False
+    limit = max(ROLL_MIN, int(sizes[-1] * ROLL_FRACTION))
+    return sum(small) >= limit or len(small) > MAX_SMALL_PACKS
+
+
+# -- appending (the write path) ------------------------------------------------------------
+
+
+def append_objects(repo, objects: list[ShaFile]) -> None:
+    """Writes new objects into a pack: appended to the tail with deltas, or as a pack of their own.
+
+    The tail is the smallest pack that is at most ``TAIL_MAX`` and holds together: a damaged
+    pack (a wrong index, or content that fails its checksum while it is copied) is left exactly
+    as it is, and the next smallest is tried. The old tail is removed only once the new pack,
+    which holds all of it, and its index are on the disk (flushed even when not ``durable``:
+    the old objects must never depend on a write that might not have reached the disk). With
+    ``durable``, a pack of its own is flushed too, and so is the pack folder.
+    """
+    from . import packfile
+
+    if not objects:
+        return
+    pack_dir = os.path.join(repo.path, 'objects', 'pack')
+    os.makedirs(pack_dir, exist_ok=True)
+    packfile.sweep_removals(pack_dir)
+    tails = [basename for size, basename in packfile.packs(pack_dir) if size <= TAIL_MAX]
+    commit_tree = lambda sha: _commit_tree(repo, sha)  # noqa: E731
+    written = None
+    for basename in [*tails, None]:  # None: a pack of its own
+        tail = None
+        try:
+            if basename is not None:
+                tail = packfile.PackView(basename)
+                if tail.identity in _DAMAGED:
+                    continue
+            plan = packfile.plan(objects, tail, commit_tree)
+            if not plan.records:
+                return
+            durable = repo.durable or tail is not None
+            written = packfile.write(pack_dir, tail, plan.records, durable=durable)
+        except (OSError, packfile.PackDamaged) as error:
+            if basename is None:
+                raise
+            if isinstance(error, packfile.PackDamaged) and tail is not None:
+                _DAMAGED.add(tail.identity)
+            continue
+        finally:
+            if tail is not None:
+                tail.close()
+        if durable:
+            fsync_folder(pack_dir)
+        if tail is not None and written != tail.basename:
+            packfile.remove(tail.basename)
+        packfile.remember_recent(pack_dir, written, plan.records)
+        break
+    object_store(repo)._update_pack_cache()
+
+
+# Packs found damaged by this process (path, size, mtime, inode): not tried again as a tail.
+_DAMAGED: set[tuple[str, int, int, int]] = set()
+
+
+def _commit_tree(repo, sha: bytes) -> bytes | None:
+    """The tree of an existing commit, or None when it cannot be read (no delta base, then)."""
+    try:
+        return repo.commit_info(sha).tree
+    except Exception:  # noqa: BLE001 - a base is an optimisation; the commit is checked elsewhere
+        return None
+
+
+def roll_up(repo) -> StorageStats:
+    """Folds the small packs and the loose objects into the largest pack.
+
+    The largest pack is copied as it is and the others' objects appended to it, re-encoded as
+    deltas against the versions before them (which is where a tail's whole first versions
+    shrink). Packs above ``ROLL_INPUT_MAX`` other than the largest, packs with a ``.keep``
+    file and damaged packs are left as they are. Must run under the repository's lock.
+    """
+    from . import packfile
+
+    store = object_store(repo)
+    pack_dir = os.path.join(repo.path, 'objects', 'pack')
+    before = objects_size(repo.path)
+    packs_before = pack_count(repo.path)
+    loose = set(store._iter_loose_objects())
+    candidates = packfile.packs(pack_dir)
+    target = None
+    if candidates:
+        try:
+            target = packfile.PackView(candidates[-1][1])
+        except (OSError, packfile.PackDamaged):
+            target = None
+    sources = []
+    objects: list[ShaFile] = []
+    try:
+        for size, basename in candidates[:-1] if target is not None else candidates:
+            if size > ROLL_INPUT_MAX:
+                continue
+            try:
+                objects += _objects_of(basename)
+            except (OSError, packfile.PackDamaged):
+                continue  # left as it is
+            sources.append(basename)
+        for sha in loose:
+            try:
+                obj = store._get_loose_object(sha)
+            except Exception:  # noqa: BLE001 - a damaged loose object stays where it is
+                obj = None
+            if obj is not None:
+                objects.append(obj)
+        if not objects:
+            return StorageStats(0, 0, packs_before, packs_before, len(loose), before, before)
+        plan = packfile.plan(objects, target, lambda sha: _commit_tree(repo, sha))
+        written = target.basename if target is not None else None
+        if plan.records:
+            written = packfile.write(pack_dir, target, plan.records, durable=True)
+            fsync_folder(pack_dir)
+            packfile.remember_recent(pack_dir, written, plan.records)
+        for basename in sources if written is not None else []:
+            if basename != written:
+                packfile.remove(basename)
+        if target is not None and written != target.basename:
+            target.close()
+            packfile.remove(target.basename)
+    finally:
+        if target is not None:
+            target.close()
+    _delete_loose(store, [sha for sha in loose if sha in plan.placed], written, loose)
+    _drop_empty_fanout(repo.path)
+    store._update_pack_cache()
+    packfile.wait_for_removals()  # so that the sizes below are what stays
+    return StorageStats(
+        len(plan.records),
+        plan.deltas,
+        packs_before,
+        pack_count(repo.path),
+        len(loose),
+        before,
+        objects_size(repo.path),
+    )
+
+
+def _delete_loose(store, placed: list[bytes], written: str | None, loose: set[bytes]) -> None:
+    """Deletes the loose objects now in the pack ``written`` (an unreadable one stays)."""
+    from . import packfile
+
+    gone = set(placed)
+    if written is not None and len(gone) < len(loose):
+        try:
+            with packfile.PackView(written) as view:
+                gone.update(sha for sha in loose if sha in view)
+        except (OSError, packfile.PackDamaged):
+            pass
+    for sha in gone:
+        try:
+            store.delete_loose_object(sha)
+        except OSError:
+            pass
+
+
+def _objects_of(basename: str) -> list[ShaFile]:
+    """Every object of a pack, each checked against its name."""
+    from . import packfile
+
+    found = []
+    with packfile.PackView(basename) as view:
+        cache = packfile.Cache()
+        for offset, sha in view.entries():
+            type_num, raw, _ = view.read(offset, cache)
+            if packfile.object_sha(type_num, raw) != sha:
+                raise packfile.PackDamaged(f'{view.name}.pack holds a damaged object {sha!r}')
+            found.append(ShaFile.from_raw_string(type_num, raw, sha))
+    return found
 
 
 # -- walking the history -------------------------------------------------------------------
@@ -145,7 +353,7 @@ def read_shallow(repository: Path) -> set[bytes]:
 
 def ref_heads(repo) -> list[bytes]:
     """Every commit a ref points at (all refs; symbolic ones resolved)."""
-    refs = repo._repo.refs
+    refs = repo.dulwich_repo.refs
     heads = []
     for name in refs.allkeys():
         if name == b'HEAD':
@@ -221,6 +429,8 @@ def _deltified(
     counter: list[int],
 ) -> Iterator[UnpackedObject]:
     """Objects as pack records, deltas chosen like git's: same type, close path, big first."""
+    from . import packfile
+
     # Same type, same path, biggest first, then in the order given (newest history first), so
     # neighbouring versions meet in the window.
     ordered = [
@@ -253,7 +463,7 @@ def _deltified(
                 continue
             own_depth = best_base[1] + 1 if best_base else 1
             scaled = limit * (max_depth - base_depth) // (max_depth - own_depth + 1)
-            if scaled <= 0 or size - len(base_raw) >= scaled or not _alike(base_raw, raw):
+            if scaled <= 0 or size - len(base_raw) >= scaled or not packfile.alike(base_raw, raw):
                 continue
             tries -= 1
             delta = b''.join(create_delta(base_raw, raw))
@@ -280,71 +490,6 @@ def _deltified(
             recent.pop()
 
 
-def _alike(base: bytes, target: bytes, samples: int = 8, width: int = 24) -> bool:
-    """Whether a delta could pay: some pieces of ``target`` occur in ``base``.
-
-    A cheap guard (a few substring searches) in front of ``create_delta``, which is slow on
-    unrelated content such as two versions of a compressed or random binary file.
-    """
-    if len(target) < samples * width * 2 or len(base) < width:
-        return True
-    step = (len(target) - width) // (samples - 1)
-    found = sum(1 for i in range(samples) if target[i * step : i * step + width] in base)
-    return found >= 2
-
-
-def _reusable_deltas(packs: list, candidates: set[bytes]) -> dict[bytes, UnpackedObject]:
-    """Deltas already stored in ``packs`` whose base is also being packed: copied, not redone."""
-    reused: dict[bytes, UnpackedObject] = {}
-    for pack in packs:
-        shas = [sha_to_hex(sha) for sha, _, _ in pack.index.iterentries()]
-        for unpacked in pack.iter_unpacked_subset(shas, convert_ofs_delta=True):
-            base = unpacked.delta_base
-            if isinstance(base, bytes) and sha_to_hex(base) in candidates:
-                reused[sha_to_hex(unpacked.sha())] = unpacked
-    _break_cycles(reused)
-    return reused
-
-
-def _break_cycles(reused: dict[bytes, UnpackedObject]) -> None:
-    """Drops one delta of each loop (A based on B in one pack, B on A in another).
-
-    Two rolled-up packs may store the same pair of objects as deltas of each other; copying both
-    would write a pack no reader can resolve. A dropped one is packed whole, or deltified anew.
-    """
-    done: set[bytes] = set()
-    for start in list(reused):
-        path: list[bytes] = []
-        on_path: set[bytes] = set()
-        sha = start
-        while sha in reused and sha not in done:
-            if sha in on_path:
-                del reused[sha]  # closes a loop: written as a plain object instead
-                break
-            path.append(sha)
-            on_path.add(sha)
-            sha = sha_to_hex(reused[sha].delta_base)
-        done.update(path)
-
-
-def _in_dependency_order(reused: dict[bytes, UnpackedObject]) -> list[UnpackedObject]:
-    """Reused deltas ordered so that one whose base is another reused delta comes after it."""
-    depth: dict[bytes, int] = {}
-
-    def depth_of(sha: bytes) -> int:
-        chain = []
-        while sha in reused and sha not in depth:
-            chain.append(sha)
-            sha = sha_to_hex(reused[sha].delta_base)
-        level = depth.get(sha, 0)
-        for item in reversed(chain):
-            level += 1
-            depth[item] = level
-        return depth.get(chain[0], level) if chain else level
-
-    return [reused[sha] for sha in sorted(reused, key=depth_of)]
-
-
 def write_pack(
     store,
     objects: list[tuple[ShaFile, bytes | None]],
@@ -352,22 +497,14 @@ def write_pack(
     window: int = WINDOW,
     max_depth: int = MAX_DEPTH,
     progress: ProgressFn | None = None,
-    reused: dict[bytes, UnpackedObject] | None = None,
 ):  # -> (Pack | None, number of new deltas)
-    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count.
-
-    ``reused`` deltas (whose bases are among ``objects`` or ``reused``) are written as they are,
-    after everything they may depend on.
-    """
+    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count."""
     counter = [0]
-    reused = reused or {}
-    if not objects and not reused:
+    if not objects:
         return None, 0
-    records = itertools.chain(
-        _deltified(objects, window, max_depth, progress, counter), _in_dependency_order(reused)
-    )
+    records = _deltified(objects, window, max_depth, progress, counter)
     try:
-        pack = store.add_pack_data(len(objects) + len(reused), records)
+        pack = store.add_pack_data(len(objects), records)
     except OSError as error:
         raise CheckpointError(f'cannot write a pack into {store.path}: {error}') from error
     if pack is not None:
@@ -385,81 +522,6 @@ def _fsync_pack(basename: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-def pack_loose(repo, progress: ProgressFn | None = None, *, roll_up: bool = True) -> StorageStats:
-    """Packs the loose objects into one new pack (with deltas) and deletes the loose copies.
-
-    With ``roll_up`` the new pack also absorbs the small packs before it, geometric-style: a
-    pack is merged while it is smaller than twice everything merged so far. So each pack is
-    at least twice the size of all younger ones together, there are O(log n) packs, and an
-    object is rewritten O(log n) times over the repository's life.
-    """
-    store = object_store(repo)
-    loose = set(store._iter_loose_objects())
-    before = objects_size(repo.path)
-    packs_before = pack_count(repo.path)
-    if not loose:
-        return StorageStats(0, 0, packs_before, packs_before, 0, before, before)
-    merged_packs = _packs_to_roll_up(repo.path, store, loose) if roll_up else []
-    candidates = set(loose)
-    for pack in merged_packs:
-        candidates.update(sha_to_hex(sha) for sha, _, _ in pack.index.iterentries())
-    # Paths for delta grouping: walk only the commits that are themselves being packed.
-    hints = reachable(
-        store, ref_heads(repo), read_shallow(repo.path), enter_commit=lambda sha: sha in candidates
-    )
-    reused = _reusable_deltas(merged_packs, candidates)
-    objects = []
-    # In walk order (newest history first), so neighbouring versions meet in the delta window.
-    for sha in [*(s for s in hints if s in candidates), *(s for s in candidates if s not in hints)]:
-        if sha in reused:
-            continue
-        obj = store._get_loose_object(sha) if sha in loose else store[sha]
-        if obj is not None:
-            objects.append((obj, hints.get(sha)))
-    new_pack, deltas = write_pack(store, objects, progress=progress, reused=reused)
-    new_name = new_pack.name() if new_pack is not None else None
-    for pack in merged_packs:
-        if pack.name() != new_name:
-            _remove_pack(store, pack)
-    for obj, _ in objects:  # only what is now in the new pack
-        if obj.id in loose:
-            try:
-                store.delete_loose_object(obj.id)
-            except OSError:
-                pass
-    _drop_empty_fanout(repo.path)
-    store._update_pack_cache()
-    return StorageStats(
-        len(objects) + len(reused),
-        deltas + len(reused),
-        packs_before,
-        pack_count(repo.path),
-        len(loose),
-        before,
-        objects_size(repo.path),
-    )
-
-
-def _packs_to_roll_up(repository: Path, store, loose: set[bytes]) -> list:
-    objects = Path(repository) / 'objects'
-    total = 0
-    for sha in loose:
-        try:
-            total += os.path.getsize(objects / sha[:2].decode() / sha[2:].decode())
-        except OSError:
-            pass
-    total //= LOOSE_TO_PACKED  # what the loose objects will take once delta-compressed
-    merged = []
-    for size, pack in sorted(
-        ((os.path.getsize(pack._data_path), pack) for pack in store.packs), key=lambda e: e[0]
-    ):
-        if size >= 2 * total:
-            break
-        merged.append(pack)
-        total += size
-    return merged
 
 
 def consolidate(
