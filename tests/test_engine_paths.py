@@ -188,3 +188,14 @@ print((peak - base) // 1024)
     assert grown_mib < 128, f'memory grew by {grown_mib} MiB for 512 MiB of files'
     cps = Checkpoints(tmp_path / 'repo.git', tmp_path / 'desk')
     assert cps.show(cps.list()[0].checkpoint_id, 'notes/big3.bin')[:8] == b'header 3'
+
+
+def test_names_with_a_carriage_return_are_left_out_and_reported(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'notes/plain.md', 'plain')
+    write(desk, 'notes/a\rb.md', 'carriage return in the name')
+    result = cps.snapshot_with_result('with a CR name')
+    assert [path for path, _ in result.skipped] == ['notes/a\rb.md']
+    assert list(version_of(repo_dir, result.checkpoint_id)) == ['notes/plain.md']
+    assert cps.restore_with_result(result.checkpoint_id).deleted == ()

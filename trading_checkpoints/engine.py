@@ -35,7 +35,9 @@ def locked(config: DeskConfig) -> Iterator[Session]:
             f'{path} is not a checkpoint repository and is not empty; '
             'refusing to create one inside it'
         )
-    check_repository_outside(config, config.requested)
+    if not is_initialized(path):
+        check_repository_outside(config, config.requested)  # before creating it (the session
+        # checks the tracked paths in effect of an existing one)
     try:
         if not os.path.isdir(path / PRIVATE_DIR):
             (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)

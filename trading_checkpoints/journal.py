@@ -106,7 +106,7 @@ def finish(repository: Path) -> None:
 
 
 def pending(repository: Path) -> bool:
-    return os.path.lexists(record_path(repository))
+    return os.path.lexists(os.path.join(repository, PRIVATE_DIR, RECORD))
 
 
 def _short(error: BaseException) -> str:

@@ -25,26 +25,30 @@ def foreign_content(path: Path) -> bool:
     return any(name not in _REPOSITORY_NAMES and not name.endswith('.tmp') for name in names)
 
 
+# The lock files of every file and ref the library (or dulwich for it) writes.
+_LOCK_FILES = (
+    'config.lock',
+    'HEAD.lock',
+    'packed-refs.lock',
+    'shallow.lock',
+    os.path.join('refs', 'heads', 'main.lock'),
+    os.path.join('refs', 'checkpoints', 'sealed.lock'),
+)
+
+
 def remove_stale_lock_files(path: Path) -> None:
-    """Removes ``*.lock`` files a killed writer left behind; we hold the only writer's lock."""
-    names = ('config.lock', 'HEAD.lock', 'packed-refs.lock', 'shallow.lock')
-    candidates = [os.path.join(path, name) for name in os.listdir(path) if name in names]
-    pending = [os.path.join(path, 'refs')]
-    while pending:
-        try:
-            with os.scandir(pending.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        pending.append(entry.path)
-                    elif entry.name.endswith('.lock'):
-                        candidates.append(entry.path)
-        except OSError:
-            pass
-    for candidate in candidates:
-        try:
-            os.unlink(candidate)
-        except OSError:
-            pass
+    """Removes ``*.lock`` files a killed writer left behind; we hold the only writer's lock.
+
+    Only the lock files of what we write are looked for (a stat each); a killed holder of our
+    own lock gets the full sweep of :func:`remove_crash_leftovers`."""
+    root = os.fspath(path)
+    for name in _LOCK_FILES:
+        candidate = os.path.join(root, name)
+        if os.path.lexists(candidate):
+            try:
+                os.unlink(candidate)
+            except OSError:
+                pass
 
 
 def remove_crash_leftovers(path: Path) -> None:

@@ -52,6 +52,7 @@ _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 # (repository, sha) -> commit, see commit_info
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
+_UNREAD = object()  # the branch not read yet
 
 # What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
 _DAMAGE: tuple[type[BaseException], ...] = (
@@ -122,6 +123,7 @@ class ShadowRepo:
         # Commits read from the on-disk memo or loose objects without dulwich; packed ones it
         # had to read, and the ones written here, are added to the memo when this is closed.
         self._commits = commitmemo.CommitReader(path)
+        self._head: bytes | None | object = _UNREAD
 
     @property
     def _repo(self) -> Repo:
@@ -221,7 +223,16 @@ class ShadowRepo:
     # -- refs and history ------------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The newest checkpoint's sha, or None when the branch has no commit yet."""
+        """The newest checkpoint's sha, or None when the branch has no commit yet.
+
+        Read once per object (one verb, which holds the lock to write): ``update_branch``
+        keeps it current."""
+        if self._head is not _UNREAD:
+            return self._head  # type: ignore[return-value]
+        self._head = self._read_head()
+        return self._head
+
+    def _read_head(self) -> bytes | None:
         try:
             # The common case, read directly: a loose branch file holding one commit id.
             data = read_file(os.path.join(self.path, 'refs', 'heads', 'main'), 100)
@@ -350,9 +361,11 @@ class ShadowRepo:
         except OSError as error:
             raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
         if not done:
+            self._head = _UNREAD
             raise CheckpointError(
                 f'the branch main of {self.path} moved while a checkpoint was being written'
             )
+        self._head = new
         if self.durable:
             fsync_folder(self.path / 'refs' / 'heads')
 

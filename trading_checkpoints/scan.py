@@ -238,7 +238,13 @@ def _walk_folder(
         with os.scandir(fd) as listing:
             for child in listing:
                 name = child.name
-                if not name.isascii() or name[0] == '.' or '\\' in name or '\n' in name:
+                if (
+                    not name.isascii()
+                    or name[0] == '.'
+                    or '\\' in name
+                    or '\n' in name
+                    or '\r' in name
+                ):
                     problem = _name_problem(prefix + name, name)
                     if problem:
                         if problem != '.git':
