@@ -245,3 +245,30 @@ def test_set_tracked_paths_is_remembered_and_effective(repo_dir, desk) -> None:
     with pytest.raises(CheckpointError, match='not usable'):
         Checkpoints(repo_dir, desk).set_tracked_paths(['../x'])
     assert Checkpoints(repo_dir, desk).effective_tracked_paths() == ('notes', 'plans')
+
+
+def test_tracked_paths_from_the_config_may_never_cover_the_repository(desk: Path) -> None:
+    """A repository kept inside the desk, and `git config --add checkpoints.tracked shadow.git`:
+    every verb refuses, naming the config, and the history stays whole."""
+    repo_dir = desk / 'shadow.git'
+    write(desk, 'notes/a.md', 'first')
+    cps = Checkpoints(repo_dir, desk)
+    first = cps.snapshot('first')
+    write(desk, 'notes/a.md', 'second')
+    cps.snapshot('second')
+    config = repo_dir / 'config'
+    config.write_text(config.read_text() + '[checkpoints]\n\ttracked = shadow.git\n')
+    for verb in (lambda: cps.snapshot('x'), lambda: cps.restore(first), lambda: cps.status()):
+        with pytest.raises(CheckpointError, match='as remembered in its config'):
+            verb()
+    config.write_text(config.read_text().replace('\ttracked = shadow.git\n', ''))
+    assert [c.reason for c in cps.list()] == ['second', 'first']
+    assert (repo_dir / 'HEAD').is_file()
+
+
+def test_a_folder_that_is_not_a_path_is_a_checkpoint_error(desk: Path) -> None:
+    for bad in (None, 7, ''):
+        with pytest.raises(CheckpointError, match='must be a path'):
+            Checkpoints(bad, desk)  # type: ignore[arg-type]
+        with pytest.raises(CheckpointError, match='must be a path'):
+            Checkpoints(desk.parent / 'repo.git', bad)  # type: ignore[arg-type]
