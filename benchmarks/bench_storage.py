@@ -48,9 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trading_checkpoints import Checkpoints, storage  # noqa: E402
 
 try:
-    from trading_checkpoints import packfile  # noqa: E402
-except ImportError:  # the code before appended packs
-    packfile = None  # type: ignore[assignment]
+    from trading_checkpoints import packfolder  # noqa: E402
+except ImportError:
+    try:  # the code before packfile.py was split
+        from trading_checkpoints import packfile as packfolder  # noqa: E402
+    except ImportError:  # the code before appended packs
+        packfolder = None  # type: ignore[assignment]
 
 
 def file_bytes(repository: Path) -> int:
@@ -102,7 +105,7 @@ def git_gc(repository: Path) -> float:
 
 def settle() -> None:
     """Waits for the background deletion of replaced packs (done within milliseconds)."""
-    wait = getattr(packfile, 'wait_for_removals', None)
+    wait = getattr(packfolder, 'wait_for_removals', None)
     if wait is not None:
         wait()
 

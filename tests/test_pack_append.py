@@ -1,4 +1,4 @@
-"""Snapshots append to a small pack (packfile.py): the mechanics, damage, crashes, and the size.
+"""Snapshots append to a small pack (packappend.py): the mechanics, damage, crashes, and the size.
 
 Each snapshot's new objects are appended, as deltas, to the smallest pack (a new pack made of
 the old one's records and the new ones); roll-ups fold the small packs into the largest the
@@ -22,7 +22,16 @@ import pytest
 from conftest import GIT, git, needs_git, write
 from faults import files_of, fsck, history, put, run_child, tracked, version_of
 
-from trading_checkpoints import Checkpoints, packfile, storage
+from trading_checkpoints import (
+    Checkpoints,
+    packappend,
+    packfile,
+    packfolder,
+    packplan,
+    packrollup,
+    packwrite,
+    storage,
+)
 from trading_checkpoints.repo import ShadowRepo
 
 
@@ -72,7 +81,7 @@ def test_each_snapshot_extends_the_tail(cps: Checkpoints, desk: Path, repo_dir: 
     with _view(second) as view:
         assert view.count == count + 5  # Memory.md, the note, two trees and the commit
         count = view.count
-    packfile.wait_for_removals()  # the old pack is deleted in the background
+    packfolder.wait_for_removals()  # the old pack is deleted in the background
     assert storage.loose_count(repo_dir) == 0 and _leftovers(repo_dir) == []
     if GIT:
         git(repo_dir, 'verify-pack', str(second.with_suffix('.idx')))
@@ -97,12 +106,12 @@ def test_chains_run_with_heads_and_stay_short(cps: Checkpoints, desk: Path, repo
             wholes += len(links) == 1
         links = view.chain(view.offset_of(bytes.fromhex(newest['Memory.md'][1].decode())) or 0)
         kinds = [kind for _, kind in links]
-    assert max(depths) <= packfile.MAX_DEPTH
+    assert max(depths) <= packplan.MAX_DEPTH
     # The newest Memory.md: a run of at most RUN offset deltas, then heads (named deltas), then
     # the one whole version its chain starts from.
     assert kinds[-1] == 0 and packfile.REF_DELTA in kinds
     run = next(i for i, kind in enumerate(kinds) if kind != packfile.OFS_DELTA)
-    assert run <= packfile.RUN and all(kind == packfile.REF_DELTA for kind in kinds[run:-1])
+    assert run <= packplan.RUN and all(kind == packfile.REF_DELTA for kind in kinds[run:-1])
     # Whole: the commits and the root trees (too small for a delta to pay), the first version
     # of each file and folder, little else.
     assert wholes <= 2 * 130 + 20, wholes
@@ -133,7 +142,7 @@ def test_a_damaged_tail_is_never_extended(cps: Checkpoints, desk: Path, repo_dir
     assert pack.read_bytes() == damaged, 'a damaged pack is left exactly as it is'
     assert len(_packs(repo_dir)) == 2
     assert cps.show(new_id, 'notes/fresh.md') == b'written after the damage\n'
-    storage._DAMAGED.clear()  # as in a new process: the damage is found again, then passed by
+    packappend._DAMAGED.clear()  # as in a new process: the damage is found again, then passed by
     write(desk, 'notes/fresh.md', 'and once more\n')
     again = cps.snapshot('the next one')
     assert again is not None and pack.read_bytes() == damaged
@@ -165,7 +174,7 @@ def _handmade_pack(folder: Path, records: list[bytes], names: list[bytes]) -> st
         entries.append((name, zlib.crc32(record), len(body)))
         body += record
     checksum = hashlib.sha1(body).digest()
-    index, pack_name = packfile._index(None, entries, checksum)
+    index, pack_name = packwrite._index(None, entries, checksum)
     basename = str(folder / f'pack-{pack_name}')
     Path(basename + '.pack').write_bytes(body + checksum)
     Path(basename + '.idx').write_bytes(index)
@@ -173,14 +182,14 @@ def _handmade_pack(folder: Path, records: list[bytes], names: list[bytes]) -> st
 
 
 def test_hostile_record_sizes_are_refused(tmp_path: Path) -> None:
-    whole = packfile._object_header(3, 5) + zlib.compress(b'hello')
-    huge = packfile._object_header(3, 1 << 40) + zlib.compress(b'x' * 1000)
+    whole = packwrite._object_header(3, 5) + zlib.compress(b'hello')
+    huge = packwrite._object_header(3, 1 << 40) + zlib.compress(b'x' * 1000)
     # A delta on the first record claiming a result of 2^40 bytes.
     delta = bytes([5, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20]) + b'\x05hello'
     distance = 1 + len(whole) + len(huge)
     bomb = (
-        packfile._object_header(packfile.OFS_DELTA, len(delta))
-        + packfile._ofs_header(len(whole) + len(huge))
+        packwrite._object_header(packfile.OFS_DELTA, len(delta))
+        + packwrite._ofs_header(len(whole) + len(huge))
         + zlib.compress(delta)
     )
     assert distance > 0
@@ -195,7 +204,7 @@ def test_hostile_record_sizes_are_refused(tmp_path: Path) -> None:
 
 def test_a_garbage_index_is_refused(tmp_path: Path) -> None:
     basename = _handmade_pack(
-        tmp_path, [bytes(packfile._object_header(3, 2) + zlib.compress(b'hi'))], [b'\1' * 20]
+        tmp_path, [bytes(packwrite._object_header(3, 2) + zlib.compress(b'hi'))], [b'\1' * 20]
     )
     Path(basename + '.idx').write_bytes(b'\xfftOc\0\0\0\2' + os.urandom(2000))
     with pytest.raises(packfile.PackDamaged):
@@ -209,8 +218,8 @@ def test_a_roll_up_folds_the_small_packs_into_the_largest(
     for i in range(60):
         write(desk, f'notes/base-{i}.md', f'a note of the first snapshot, number {i}\n' * 20)
     ids = _grow(cps, desk, 1)
-    monkeypatch.setattr(storage, 'TAIL_MAX', 3000)  # small packs fill up quickly
-    monkeypatch.setattr(storage, 'needs_roll_up', lambda path: False)
+    monkeypatch.setattr(packappend, 'TAIL_MAX', 3000)  # small packs fill up quickly
+    monkeypatch.setattr(packrollup, 'needs_roll_up', lambda path: False)
     ids += _grow(cps, desk, 30, start=1)
     packs = _packs(repo_dir)
     assert len(packs) >= 4
@@ -261,7 +270,7 @@ def _sweep(tmp_path: Path, prepare, action, step: int = 1) -> int:
         after = Checkpoints(repo_dir, desk).snapshot('next')
         assert after is not None
         assert tracked(files_of(desk)) == version_of(repo_dir, after)
-        packfile.wait_for_removals()  # what the next writer swept is deleted in the background
+        packfolder.wait_for_removals()  # what the next writer swept is deleted in the background
         assert _leftovers(repo_dir) == [], f'killed at {kill_at}'
         assert storage.loose_count(repo_dir) == 0
         fsck(repo_dir)
@@ -298,8 +307,8 @@ def test_every_crash_point_of_a_roll_up(tmp_path: Path, monkeypatch: pytest.Monk
     def prepare(desk: Path, repo_dir: Path) -> None:
         _prepared(desk, repo_dir)
         with monkeypatch.context() as patch:
-            patch.setattr(storage, 'TAIL_MAX', 1)  # three more packs of their own
-            patch.setattr(storage, 'needs_roll_up', lambda path: False)
+            patch.setattr(packappend, 'TAIL_MAX', 1)  # three more packs of their own
+            patch.setattr(packrollup, 'needs_roll_up', lambda path: False)
             cps = Checkpoints(repo_dir, desk)
             for turn in range(3):
                 put(desk, 'notes/f1.md', '-', b'turn %d\n' % turn + b'same line\n' * 40)

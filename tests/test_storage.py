@@ -9,7 +9,7 @@ import pytest
 from conftest import GIT, git, needs_git, write
 from dulwich.objects import Blob
 
-from trading_checkpoints import Checkpoints, packfile, storage
+from trading_checkpoints import Checkpoints, packappend, packplan, packrollup, storage
 from trading_checkpoints.repo import ShadowRepo
 
 
@@ -58,7 +58,7 @@ def test_a_growing_memory_file_is_stored_as_deltas(
     assert storage.loose_count(repo_dir) == 0 and storage.pack_count(repo_dir) == 1
     objects, deltas, longest = _pack_stats(repo_dir)
     assert objects == 360 and deltas >= 110  # nearly every blob
-    assert longest <= packfile.MAX_DEPTH
+    assert longest <= packplan.MAX_DEPTH
     # 120 full copies would be ~60x the final file; with deltas the pack is a few copies.
     pack = sum(p.stat().st_size for p in (repo_dir / 'objects' / 'pack').glob('*.pack'))
     assert pack < 6 * final_size, (pack, final_size)
@@ -102,14 +102,14 @@ def test_every_checkpoint_reads_back_after_packing(
 def test_snapshots_leave_no_loose_objects_and_few_packs(
     cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage, 'TAIL_MAX', 4096)  # a new small pack every few snapshots
-    monkeypatch.setattr(storage, 'ROLL_MIN', 8192)
+    monkeypatch.setattr(packappend, 'TAIL_MAX', 4096)  # a new small pack every few snapshots
+    monkeypatch.setattr(packrollup, 'ROLL_MIN', 8192)
     _grow_memory(cps, desk, 120)
     assert storage.loose_count(repo_dir) == 0
     # Rolled up as they go: the largest pack and a few small ones, never more.
     sizes = sorted(p.stat().st_size for p in (repo_dir / 'objects' / 'pack').glob('*.pack'))
-    assert 1 <= len(sizes) <= 1 + storage.MAX_SMALL_PACKS
-    assert sum(sizes[:-1]) < max(storage.ROLL_MIN, sizes[-1] * storage.ROLL_FRACTION) + 4096
+    assert 1 <= len(sizes) <= 1 + packrollup.MAX_SMALL_PACKS
+    assert sum(sizes[:-1]) < max(packrollup.ROLL_MIN, sizes[-1] * packrollup.ROLL_FRACTION) + 4096
     assert len(cps.list(200)) == 120
     cps.restore(cps.list(200)[-1].checkpoint_id)
     assert (desk / 'Memory.md').read_text().count('turn') == 1
@@ -128,14 +128,14 @@ def test_loose_objects_of_an_older_repository_are_rolled_in(repo_dir: Path, desk
         blobs = [Blob.from_string(b'loose %d\n' % i) for i in range(3)]
         for blob in blobs:
             store.add_object(blob)
-        original = storage.LOOSE_LIMIT
-        storage.LOOSE_LIMIT = 1
+        original = packrollup.LOOSE_LIMIT
+        packrollup.LOOSE_LIMIT = 1
         try:
             assert storage.maybe_pack(repo, b'1' * 40) is None  # not looked at
             assert storage.loose_count(repo_dir) == 3
             stats = storage.maybe_pack(repo, b'0' * 40)
         finally:
-            storage.LOOSE_LIMIT = original
+            packrollup.LOOSE_LIMIT = original
         assert stats is not None and stats.objects == 3
         assert storage.loose_count(repo_dir) == 0 and storage.pack_count(repo_dir) == 1
         assert all(repo.read_blob(blob.id) == blob.data for blob in blobs)
@@ -150,8 +150,8 @@ def test_a_failing_roll_up_never_fails_the_snapshot(
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError(28, 'No space left on device')
 
-    monkeypatch.setattr(storage, 'needs_roll_up', lambda path: True)
-    monkeypatch.setattr(storage, 'roll_up', broken)
+    monkeypatch.setattr(packrollup, 'needs_roll_up', lambda path: True)
+    monkeypatch.setattr(packrollup, 'roll_up', broken)
     ids = _grow_memory(cps, desk, 3)
     assert [c.checkpoint_id for c in cps.list()] == ids[::-1]
 
@@ -160,8 +160,8 @@ def test_a_failing_roll_up_never_fails_the_snapshot(
 def test_consolidate_merges_packs_and_drops_unreachable_objects(
     cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(storage, 'TAIL_MAX', 1)  # every write a pack of its own
-    monkeypatch.setattr(storage, 'needs_roll_up', lambda path: False)
+    monkeypatch.setattr(packappend, 'TAIL_MAX', 1)  # every write a pack of its own
+    monkeypatch.setattr(packrollup, 'needs_roll_up', lambda path: False)
     _grow_memory(cps, desk, 10)
     repo = _open(repo_dir)
     try:
@@ -184,6 +184,6 @@ def test_consolidate_merges_packs_and_drops_unreachable_objects(
 
 def test_delta_guard_skips_unrelated_content() -> None:
     text = b''.join(b'line %d of a note\n' % i for i in range(400))
-    assert packfile.alike(text, text + b'one more line\n')
-    assert not packfile.alike(os.urandom(8000), os.urandom(8000))
-    assert packfile.alike(b'short', b'tiny')
+    assert packplan.alike(text, text + b'one more line\n')
+    assert not packplan.alike(os.urandom(8000), os.urandom(8000))
+    assert packplan.alike(b'short', b'tiny')
