@@ -18,14 +18,17 @@ import stat
 import subprocess
 import sys
 import tracemalloc
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob
-from faults import files_of, put, run_child
+from faults import files_of, put, run_child, version_of
 
 from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints, retention, storage
 from trading_checkpoints import journal as journal_module
+from trading_checkpoints.checkout import Plan
+from trading_checkpoints.commitinfo import CommitInfo
 from trading_checkpoints.deskio import DeskFolders, NotAFolderError, same_file
 from trading_checkpoints.errors import CorruptRepositoryError, DeskChangedError
 from trading_checkpoints.paths import Allowlist, check_tree_path, component_problem, path_problem
@@ -103,13 +106,16 @@ def test_allowlists_compare_and_hash_by_their_entries() -> None:
         ([b'notes'], "tracked path b'notes' is not a string"),
         ([], 'the list of tracked paths is empty'),
         (['C:/Users'], "tracked path 'C:/Users' is not usable: it has an absolute path"),
-        (['notes/a\0b'], 'it has a NUL or newline character'),
+        (
+            ['notes/a\0b'],
+            "tracked path 'notes/a\\x00b' is not usable: it has a NUL or newline character",
+        ),
     ],
 )
 def test_unusable_allowlists_are_refused_saying_why(entries: list, message: str) -> None:
     with pytest.raises(CheckpointError) as caught:
         Allowlist(entries)
-    assert message in str(caught.value)
+    assert str(caught.value) == message
 
 
 def test_a_tree_path_is_refused_for_what_it_is() -> None:
@@ -737,6 +743,59 @@ def test_a_write_landing_during_a_restore_in_process_is_saved_and_reported(
     assert not journal_module.pending(repo_dir)
 
 
+def test_an_undo_whose_deleted_file_changes_meanwhile_is_completed_as_an_undo(
+    tmp_path: Path,
+) -> None:
+    """Another writer edits a file the undo deletes, while the undo writes its record (in
+    this process, timed by an audit hook): saved first, then deleted, and reported as such."""
+    desk, repo_dir, cps, old, new = _two_versions(tmp_path)
+    put(desk, 'notes/extra.md', '-', b'only in the newest')
+    newest = cps.snapshot('newest')
+    fired = []
+
+    def writer(event: str, args: tuple) -> None:
+        if event == 'open' and 'restore-journal' in str(args[0]) and not fired:
+            fired.append(True)
+            put(desk, 'notes/extra.md', '-', b'edited by another agent during the undo')
+
+    with _armed(writer):
+        result = cps.undo()
+    recovery = cps.last_recovery
+    assert fired and recovery is not None
+    assert (recovery.written, recovery.deleted) == ((), ('notes/extra.md',))
+    assert (result.action, result.deleted) == ('undo', ('notes/extra.md',))
+    [undone, saved, *_] = cps.list()
+    assert saved.reason.startswith('desk as found after a restore during which notes/extra.md')
+    assert undone.reason == f'undo: back to {new} (new)'
+    assert version_of(repo_dir, saved.checkpoint_id)['notes/extra.md'] == (
+        '-',
+        b'edited by another agent during the undo',
+    )
+    assert not (desk / 'notes' / 'extra.md').exists() and newest is not None
+
+
+def test_a_completion_racing_the_same_writer_again_keeps_its_record(tmp_path: Path) -> None:
+    desk, repo_dir, cps, old, _ = _two_versions(tmp_path)
+    edits = []
+
+    def writer(event: str, args: tuple) -> None:
+        if event == 'open' and str(args[0]).startswith('.f') and '.checkpoint-' in str(args[0]):
+            edits.append(True)
+            put(desk, 'notes/f9.md', '-', b'edit %d' % len(edits))
+
+    record = journal_module.record_path(repo_dir)
+    with _armed(writer), pytest.raises(CheckpointError) as caught:
+        cps.restore(old)
+    assert str(caught.value) == (
+        f'a restore during which notes/f9.md was changed by another writer of {old} cannot be '
+        f'completed: notes/f9.md keeps changing; its record is kept ({record}), run any '
+        'command again'
+    )
+    assert journal_module.pending(repo_dir)
+    assert cps.snapshot_with_result('next').recovered  # the writer is gone: completed
+    assert files_of(desk) == {f'notes/f{i}.md': ('-', b'old') for i in range(10)}
+
+
 def test_completing_an_undo_keeps_its_message_and_touches_only_its_paths(tmp_path: Path) -> None:
     desk, repo_dir, cps, old, new = _two_versions(tmp_path)
     _kill_until_pending(repo_dir, lambda: Checkpoints(repo_dir, desk).undo())
@@ -806,6 +865,8 @@ def test_a_record_naming_a_missing_checkpoint_is_refused_saying_so(
     assert [r.getMessage() for r in caplog.records] == [expected]
     assert recovery is not None
     assert (recovery.before_id, recovery.saved_id) == (saved.checkpoint_id[:7],) * 2
+    assert (recovery.label, recovery.target_id, recovery.restored_id) == ('', '', None)
+    assert (recovery.written, recovery.deleted) == ((), ())
     assert (desk / 'notes' / 'a.md').read_bytes() == b'half restored'
 
 
@@ -982,3 +1043,279 @@ def test_stored_limits_are_read_and_bad_ones_named(tmp_path: Path) -> None:
         f'checkpoints.keep in {repo_dir / "config"} (line {line}) is not a whole number of '
         'at least 1'
     )
+
+
+# -- journal.py: the restore intent record -----------------------------------------------------
+
+SHA_A, SHA_B, BLOB_SHA = 'a' * 40, 'b' * 40, 'c' * 40
+
+
+def _record(**changes: object) -> dict:
+    record = {
+        'format': 2,
+        'label': 'abc1234',
+        'target': SHA_A,
+        'before': SHA_B,
+        'pids': [11, 12],
+        'started_at': 1700000000.5,
+        'changes': [
+            ['notes/a.md', [0o100644, BLOB_SHA], [0o100755, BLOB_SHA]],
+            ['notes/gone.md', [0o120000, BLOB_SHA], None],
+            ['Memory.md', None, [0o100644, BLOB_SHA]],
+        ],
+        'message': 'restored abc1234\n\nAction: restore\n',
+    }
+    record.update(changes)
+    return record
+
+
+def _read_record(tmp_path: Path, data: object) -> journal_module.Record | None:
+    repo_dir = tmp_path / 'repo.git'
+    path = journal_module.record_path(repo_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return journal_module.read(repo_dir, ALLOW)
+
+
+def test_a_record_reads_back_exactly(tmp_path: Path) -> None:
+    record = _read_record(tmp_path, _record())
+    assert record == journal_module.Record(
+        label='abc1234',
+        target=SHA_A,
+        before=SHA_B,
+        pids=(11, 12),
+        started_at=1700000000.5,
+        changes=(
+            journal_module.Change(
+                'notes/a.md', (0o100644, BLOB_SHA.encode()), (0o100755, BLOB_SHA.encode())
+            ),
+            journal_module.Change('notes/gone.md', (0o120000, BLOB_SHA.encode()), None),
+            journal_module.Change('Memory.md', None, (0o100644, BLOB_SHA.encode())),
+        ),
+        message='restored abc1234\n\nAction: restore\n',
+    )
+    old = _record(format=1)
+    del old['message']
+    assert _read_record(tmp_path, old).message == 'restored abc1234\n'  # type: ignore[union-attr]
+    assert journal_module.read(tmp_path / 'no-repo.git', ALLOW) is None
+
+
+def test_what_a_record_holds_is_cut_to_size(tmp_path: Path) -> None:
+    record = _read_record(
+        tmp_path,
+        _record(label='  many\n words\t' + 'x' * 200, pids=list(range(100)), message='m' * 70000),
+    )
+    assert record is not None
+    assert record.label == ('many words ' + 'x' * 200)[:100]
+    assert record.pids == tuple(range(64))
+    assert record.message == 'm' * 65536
+
+
+def test_begin_writes_what_read_gives_back(tmp_path: Path) -> None:
+    repo_dir = tmp_path / 'repo.git'
+    journal_module.record_path(repo_dir).parent.mkdir(parents=True)
+    blob = BLOB_SHA.encode()
+    plan = Plan(write=['notes/a.md', 'notes/new.md'], delete=['notes/gone.md'])
+    current = {'notes/a.md': (FILE_MODE, blob), 'notes/gone.md': (FILE_MODE, blob)}
+    target = {'notes/a.md': (SYMLINK_MODE, blob), 'notes/new.md': (FILE_MODE, blob)}
+    empty = journal_module.begin(repo_dir, 'l', b'a' * 40, b'b' * 40, Plan([], []), {}, {}, 'm')
+    assert empty is None and not journal_module.pending(repo_dir)
+    written = journal_module.begin(
+        repo_dir, 'label', SHA_A.encode(), SHA_B.encode(), plan, current, target, 'msg\n', (7,)
+    )
+    assert written is not None and written.pids == (7, os.getpid())
+    assert journal_module.read(repo_dir, ALLOW) == written
+    assert [c.path for c in written.changes] == ['notes/a.md', 'notes/gone.md', 'notes/new.md']
+    journal_module.finish(repo_dir)
+    journal_module.finish(repo_dir)  # already gone: fine
+    assert not journal_module.pending(repo_dir)
+
+
+@pytest.mark.parametrize(
+    ('record', 'why'),
+    [
+        ('{"format": 2, "label": ', 'Expecting value'),
+        ('[1, 2]', 'unknown format'),
+        (_record(format=3), 'unknown format'),
+        (_record(changes=[[7, None, None]]), 'a path is not a string'),
+        (_record(changes=[['scratch.txt', None, None]]), 'outside the tracked paths'),
+        (_record(changes=[['notes/a.md', None, [0o100664, BLOB_SHA]]]), 'bad mode 33204'),
+        (_record(changes=[['notes/a.md', None, ['33188', BLOB_SHA]]]), "bad mode '33188'"),
+        (_record(changes=[['notes/a.md', None, [0o100644, 'C' * 40]]]), 'bad object id'),
+        (_record(changes=[['notes/a.md', [0o100644, 7], None]]), 'bad object id 7'),
+        (_record(label=7), 'a label or message is not a string'),
+        (_record(message=None), 'a label or message is not a string'),
+        (_record(target='A' * 40), 'bad checkpoint id'),
+        (_record(before=SHA_B[:39]), 'bad checkpoint id'),
+        (_record(pids=['x']), 'invalid literal'),
+    ],
+)
+def test_a_record_that_cannot_be_understood_is_refused_saying_why(
+    tmp_path: Path, record: object, why: str
+) -> None:
+    with pytest.raises(CorruptRepositoryError) as caught:
+        _read_record(tmp_path, record)
+    message = str(caught.value)
+    path = journal_module.record_path(tmp_path / 'repo.git')
+    assert message.startswith(f'the restore record {path} is unreadable or unsafe (')
+    assert message.endswith('); the restore it describes cannot be completed')
+    assert why in message
+
+
+def test_a_hostile_record_is_reported_in_one_short_line(tmp_path: Path) -> None:
+    hostile = _record(changes=[['notes/' + 'x\n' * 400 + 'end', None, None]])
+    with pytest.raises(CorruptRepositoryError) as caught:
+        _read_record(tmp_path, hostile)
+    reason = str(caught.value).partition(' (')[2].rpartition('); ')[0]
+    assert '\n' not in reason and len(reason) == 160 and reason.endswith('...')
+    for length, shown in ((62, 160), (63, 160)):  # reasons of 160 and 161 characters
+        with pytest.raises(CorruptRepositoryError) as caught:
+            _read_record(tmp_path, _record(changes=[['z' * length, None, None]]))
+        reason = str(caught.value).partition(' (')[2].rpartition('); ')[0]
+        assert len(reason) == shown and reason.endswith('...') == (length == 63)
+
+
+def _info(number: int, created_at: str, message: str = 'turn\n') -> CommitInfo:
+    return CommitInfo(f'{number:040x}', b'', (), created_at, message)
+
+
+def test_count_and_age_limits_choose_the_newest() -> None:
+    history = [_info(i, f'2024-01-0{9 - i}T00:00:00+00:00') for i in range(5)]  # newest first
+    day = 86400.0
+    now = datetime.fromisoformat('2024-01-09T00:00:00+00:00').timestamp()
+    assert retention.choose_kept(history, 1, None, now) == 1
+    assert retention.choose_kept(history, 0, None, now) == 1  # at least one is kept
+    assert retention.choose_kept(history, 3, None, now) == 3
+    assert retention.choose_kept(history, 9, None, now) == 5
+    assert retention.choose_kept(history, None, 2 * day, now) == 3  # exactly 2 days old: kept
+    assert retention.choose_kept(history, None, 2 * day - 1, now) == 2
+    assert retention.choose_kept(history, None, 0.5, now) == 1
+    assert retention.choose_kept(history, None, 0.5, now + 10 * day) == 1  # all old: the newest
+    assert retention.choose_kept(history, 2, 3 * day, now) == 2
+    assert retention.choose_kept([], 3, None, now) == 0
+    assert retention.choose_kept([], None, None, now) == 0
+
+
+@pytest.mark.parametrize('keep', [True, '3', 0, 1.5])
+def test_a_keep_that_is_no_whole_number_is_refused(tmp_path: Path, keep: object) -> None:
+    repo = ShadowRepo.create(tmp_path / 'repo.git', TRACKED_PATHS)
+    try:
+        with pytest.raises(CheckpointError) as caught:
+            retention.prune(repo, keep=keep)  # type: ignore[arg-type]
+        assert str(caught.value) == f'keep must be a whole number of at least 1, not {keep!r}'
+    finally:
+        repo.close()
+
+
+def test_pruning_an_empty_repository_changes_nothing(tmp_path: Path) -> None:
+    repo = ShadowRepo.create(tmp_path / 'repo.git', TRACKED_PATHS)
+    try:
+        for dry_run in (True, False):
+            result = retention.prune(repo, keep=1, dry_run=dry_run)
+            assert (result.checkpoints_before, result.checkpoints_after) == (0, 0)
+            assert (result.pruned, result.oldest_kept, result.dry_run) == ((), None, dry_run)
+    finally:
+        repo.close()
+
+
+def test_prune_results_and_what_a_prune_leaves_behind(tmp_path: Path) -> None:
+    desk, repo_dir = _big_turns(tmp_path, 6)
+    cps = Checkpoints(repo_dir, desk)
+    ids = [c.checkpoint_id for c in cps.list()]  # newest first
+    before = storage.objects_size(repo_dir)
+    private = repo_dir / 'checkpoints'
+    assert list(private.glob('statcache*'))
+    estimate = cps.prune(keep=4, dry_run=True)
+    assert (estimate.checkpoints_before, estimate.checkpoints_after) == (6, 4)
+    assert (estimate.bytes_before, estimate.dry_run) == (before, True)
+    assert estimate.bytes_after < before
+    assert (estimate.pruned, estimate.oldest_kept) == (tuple(ids[4:]), ids[3])
+    nothing = cps.prune(keep=6, dry_run=True)
+    assert (nothing.bytes_after, nothing.pruned, nothing.oldest_kept) == (before, (), ids[5])
+    assert storage.objects_size(repo_dir) == before  # a dry run changes nothing
+    done = cps.prune(keep=4)
+    assert (done.checkpoints_before, done.checkpoints_after, done.dry_run) == (6, 4, False)
+    assert (done.bytes_before, done.pruned, done.oldest_kept) == (before, tuple(ids[4:]), ids[3])
+    assert done.bytes_after == storage.objects_size(repo_dir) == estimate.bytes_after
+    assert not list(private.glob('statcache*'))  # it may name trees that are gone
+    full = [c.checkpoint_id for c in cps.list()]
+    assert full == ids[:4]
+    # The shallow file holds the one boundary, the reflog only what moved to a kept commit.
+    head = _full_head(repo_dir)
+    reflog = (repo_dir / 'logs' / 'refs' / 'heads' / 'main').read_bytes().splitlines()
+    assert len(reflog) == 4 and reflog[0].startswith(b'0' * 40 + b' ')
+    assert reflog[-1].split(b' ')[1] == head.encode()
+    boundary = (repo_dir / 'shallow').read_bytes()
+    cps.prune(keep=2)
+    assert (repo_dir / 'shallow').read_bytes() != boundary
+    assert len((repo_dir / 'shallow').read_bytes().split()) == 1
+    assert len((repo_dir / 'logs' / 'refs' / 'heads' / 'main').read_bytes().splitlines()) == 2
+
+
+def test_malformed_reflog_lines_are_dropped_and_the_rest_kept(tmp_path: Path) -> None:
+    desk, repo_dir = _big_turns(tmp_path, 4)
+    reflog = repo_dir / 'logs' / 'refs' / 'heads' / 'main'
+    lines = reflog.read_bytes().splitlines(keepends=True)
+    reflog.write_bytes(
+        b'short '
+        + b'1' * 40
+        + b' x <x@x> 1 +0000\tbroken\n'
+        + b'2' * 40
+        + b' short x <x@x> 1 +0000\tbroken\n'
+        + b'no spaces at all\n'
+        + b''.join(lines)
+    )
+    Checkpoints(repo_dir, desk).prune(keep=3)
+    kept = reflog.read_bytes().splitlines(keepends=True)
+    assert kept == [b'0' * 40 + lines[1][40:], *lines[2:]]
+
+
+def test_a_size_budget_never_keeps_two_that_do_not_fit(tmp_path: Path) -> None:
+    desk, repo_dir = _big_turns(tmp_path, 3)
+    result = Checkpoints(repo_dir, desk).prune(keep=2, max_bytes=1)
+    assert result.checkpoints_after == 1
+
+
+def test_prune_refuses_while_a_restore_record_exists_saying_why(tmp_path: Path) -> None:
+    desk, repo_dir = _big_turns(tmp_path, 2)
+    record = repo_dir / 'checkpoints' / 'restore-journal.part'
+    record.write_text('{}')
+    repo = ShadowRepo.open(repo_dir)
+    assert repo is not None
+    try:
+        with pytest.raises(CheckpointError) as caught:
+            retention.prune(repo, keep=1)
+    finally:
+        repo.close()
+    assert str(caught.value) == (
+        f'a restore is in progress or was interrupted ({record}); finish it (run the '
+        'restore again) before pruning, so the checkpoints it needs stay'
+    )
+
+
+@pytest.mark.parametrize(('value', 'good'), [('1', True), ('12', True), ('0', False), ('x', False)])
+def test_a_stored_keep_must_be_a_whole_number_of_at_least_one(
+    tmp_path: Path, value: str, good: bool
+) -> None:
+    repo_dir = tmp_path / 'repo.git'
+    ShadowRepo.create(repo_dir, TRACKED_PATHS).close()
+    retention.write_limits(repo_dir, retention.Limits(None, None, '2G'))
+    (repo_dir / 'config').write_bytes(
+        (repo_dir / 'config')
+        .read_bytes()
+        .replace(b'[checkpoints]', f'[checkpoints]\n\tkeep = {value}'.encode())
+    )
+    if good:
+        assert retention.read_limits(repo_dir) == retention.Limits(int(value), None, '2G')
+    else:
+        with pytest.raises(CheckpointError, match='is not a whole number of at least 1'):
+            retention.read_limits(repo_dir)
+
+
+def test_limits_written_are_read_back(tmp_path: Path) -> None:
+    repo_dir = tmp_path / 'repo.git'
+    ShadowRepo.create(repo_dir, TRACKED_PATHS).close()
+    retention.write_limits(repo_dir, retention.Limits(None, '30d', '1G'))
+    assert retention.read_limits(repo_dir) == retention.Limits(None, '30d', '1G')
+    retention.write_limits(repo_dir, retention.Limits(7, None, None))
+    assert retention.read_limits(repo_dir) == retention.Limits(7, '30d', '1G')
