@@ -25,7 +25,14 @@ import pytest
 from dulwich.objects import Blob
 from faults import files_of, put, run_child, version_of
 
-from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints, retention, storage
+from trading_checkpoints import (
+    TRACKED_PATHS,
+    CheckpointError,
+    Checkpoints,
+    credentials,
+    retention,
+    storage,
+)
 from trading_checkpoints import journal as journal_module
 from trading_checkpoints.checkout import Plan
 from trading_checkpoints.commitinfo import CommitInfo
@@ -1319,3 +1326,64 @@ def test_limits_written_are_read_back(tmp_path: Path) -> None:
     assert retention.read_limits(repo_dir) == retention.Limits(None, '30d', '1G')
     retention.write_limits(repo_dir, retention.Limits(7, None, None))
     assert retention.read_limits(repo_dir) == retention.Limits(7, '30d', '1G')
+
+
+# -- credentials.py: secrets kept out of the repository ----------------------------------------
+
+
+def test_user_info_is_percent_encoded_whole() -> None:
+    url = 'https://host.example/team/repo.git'
+    tricky = credentials.Credentials('us@r:/x', 'p@ss:/w?#')
+    joined = credentials.join(url, tricky)
+    assert joined == 'https://us%40r%3A%2Fx:p%40ss%3A%2Fw%3F%23@host.example/team/repo.git'
+    assert credentials.split(joined) == (url, tricky)
+    token = credentials.join(url, credentials.Credentials(None, 'tok/en'))
+    assert token == 'https://:tok%2Fen@host.example/team/repo.git'
+    user = credentials.join(url, credentials.Credentials('me', None))
+    assert user == 'https://me@host.example/team/repo.git'
+    assert repr(tricky) == 'Credentials(username=***, password=***)'
+    assert repr(credentials.Credentials(None, 'x')) == 'Credentials(username=None, password=***)'
+
+
+def test_the_credential_file_is_never_put_inside_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ('repo.git', 'repo.git '):  # a trailing space is part of the name
+        repo_dir = _mkdirs(tmp_path / name)
+        for store in (repo_dir / 'credentials', repo_dir / 'deep' / 'er' / 'credentials'):
+            monkeypatch.setenv(credentials.STORE_ENV, str(store))
+            with pytest.raises(CheckpointError) as caught:
+                credentials.save('https://h/x', credentials.Credentials('u', 'p'), repo_dir)
+            assert str(caught.value) == (
+                f'the credential file {store} would lie inside the repository {repo_dir}; '
+                f'point ${credentials.STORE_ENV} elsewhere'
+            )
+            assert not store.exists()
+    beside = tmp_path / 'repo.git-credentials' / 'credentials'  # a sibling, not inside
+    monkeypatch.setenv(credentials.STORE_ENV, str(beside))
+    credentials.save('https://h/x', credentials.Credentials('u', 'p'), tmp_path / 'repo.git')
+    assert beside.read_text() == 'https://u:p@h/x\n'
+
+
+def test_saving_replaces_the_url_s_line_and_keeps_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / 'new' / 'folders' / 'credentials'
+    monkeypatch.setenv(credentials.STORE_ENV, str(store))
+    assert credentials.save('https://a.example/x', credentials.Credentials('u1', 'p1')) == store
+    assert stat.S_IMODE(store.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    credentials.save('https://b.example/y', credentials.Credentials('u2', 'p2'))
+    with open(store, 'a') as handle:
+        handle.write('\n# a comment\nhttps://%ff@c.example/z\n')
+    credentials.save('https://A.example/x/', credentials.Credentials('u3', 'p3'))
+    assert store.read_text().splitlines() == [
+        'https://u2:p2@b.example/y',
+        '# a comment',
+        'https://%ff@c.example/z',
+        'https://u3:p3@A.example/x/',
+    ]
+    assert credentials.lookup('https://a.example/x') == credentials.Credentials('u3', 'p3')
+    # Bytes of a path that are not UTF-8 are kept as they were.
+    credentials.save('file:///srv/re\udcffpo', credentials.Credentials('u4', None))
+    assert store.read_bytes().endswith(b'file://u4@/srv/re\xffpo\n')
