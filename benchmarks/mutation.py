@@ -2,18 +2,25 @@
 
 For each safety module this builds a scratch copy of the project (the package, ``tests/`` and a
 ``pyproject.toml`` whose ``[tool.mutmut]`` names only that module and the test files that
-exercise it), runs ``mutmut run`` there and prints the survivors. The worktree is never
-touched; mutmut's ``mutants/`` folder lives in the scratch copy, which is kept between runs
-(mutmut reuses its results) until ``--fresh``.
+exercise it), runs ``mutmut run`` there and prints the mutants no test killed. The worktree is
+never touched: mutmut's ``mutants/`` folder lives in the scratch copy
+(``$MUTATION_SCRATCH``, default ``/tmp/trading-checkpoints-mutation/<module>``).
 
     pip install 'mutmut>=3.3,<4'
-    python benchmarks/mutation.py paths               # one module
+    python benchmarks/mutation.py paths               # one module (see MODULES for the names)
     python benchmarks/mutation.py all                 # every safety module, one after another
-    python benchmarks/mutation.py safety --fresh      # forget earlier results first
     python benchmarks/mutation.py paths --show        # also print each survivor's diff
+    python benchmarks/mutation.py paths --baseline    # without tests/test_safety_checks.py
+    python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
 
-Every surviving mutant of a safety check is either a missing test or an equivalent mutant
-(``benchmarks/README.md`` lists the equivalent ones and why).
+A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
+checkout: the symlink races run for every mutant they cover); ``--max-children 2`` halves that
+on an idle machine. Every surviving mutant of a safety check is either a missing test or an
+equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
+
+mutmut only learns which tests cover a function from calls made in the test process itself, so
+a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
+the tests in ``tests/test_safety_checks.py`` exercise such checks in-process for that reason.
 """
 
 from __future__ import annotations

@@ -1141,20 +1141,30 @@ def test_begin_writes_what_read_gives_back(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ('record', 'why'),
     [
-        ('{"format": 2, "label": ', 'Expecting value'),
+        ('{"format": 2, "label": ', 'Expecting value: line 1 column 24 (char 23)'),
         ('[1, 2]', 'unknown format'),
+        ('{"format": "2"}', 'unknown format'),
         (_record(format=3), 'unknown format'),
         (_record(changes=[[7, None, None]]), 'a path is not a string'),
-        (_record(changes=[['scratch.txt', None, None]]), 'outside the tracked paths'),
+        (
+            _record(changes=[['scratch.txt', None, None]]),
+            "the checkpoint holds 'scratch.txt', which is outside the tracked paths "
+            'Memory.md, memory, notes, skills/agent',
+        ),
         (_record(changes=[['notes/a.md', None, [0o100664, BLOB_SHA]]]), 'bad mode 33204'),
         (_record(changes=[['notes/a.md', None, ['33188', BLOB_SHA]]]), "bad mode '33188'"),
-        (_record(changes=[['notes/a.md', None, [0o100644, 'C' * 40]]]), 'bad object id'),
+        (
+            _record(changes=[['notes/a.md', None, [0o100644, 'C' * 40]]]),
+            f'bad object id {"C" * 40!r}',
+        ),
+        (_record(changes=[['notes/a.md', None, [True, BLOB_SHA]]]), 'bad mode True'),
         (_record(changes=[['notes/a.md', [0o100644, 7], None]]), 'bad object id 7'),
         (_record(label=7), 'a label or message is not a string'),
         (_record(message=None), 'a label or message is not a string'),
         (_record(target='A' * 40), 'bad checkpoint id'),
         (_record(before=SHA_B[:39]), 'bad checkpoint id'),
-        (_record(pids=['x']), 'invalid literal'),
+        (_record(pids=['x']), "invalid literal for int() with base 10: 'x'"),
+        (_record(label='x', message=7), 'a label or message is not a string'),
     ],
 )
 def test_a_record_that_cannot_be_understood_is_refused_saying_why(
@@ -1164,9 +1174,20 @@ def test_a_record_that_cannot_be_understood_is_refused_saying_why(
         _read_record(tmp_path, record)
     message = str(caught.value)
     path = journal_module.record_path(tmp_path / 'repo.git')
-    assert message.startswith(f'the restore record {path} is unreadable or unsafe (')
-    assert message.endswith('); the restore it describes cannot be completed')
-    assert why in message
+    assert message == (
+        f'the restore record {path} is unreadable or unsafe ({why}); the restore it describes '
+        'cannot be completed'
+    )
+
+
+def test_a_record_that_cannot_be_read_is_refused_saying_why(tmp_path: Path) -> None:
+    path = journal_module.record_path(tmp_path / 'repo.git')
+    path.mkdir(parents=True)  # a folder where the record should be
+    with pytest.raises(CorruptRepositoryError) as caught:
+        journal_module.read(tmp_path / 'repo.git', ALLOW)
+    assert str(caught.value) == (
+        f"cannot read the restore record {path}: [Errno 21] Is a directory: '{path}'"
+    )
 
 
 def test_a_hostile_record_is_reported_in_one_short_line(tmp_path: Path) -> None:
