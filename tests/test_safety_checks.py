@@ -1408,3 +1408,29 @@ def test_saving_replaces_the_url_s_line_and_keeps_the_others(
     # Bytes of a path that are not UTF-8 are kept as they were.
     credentials.save('file:///srv/re\udcffpo', credentials.Credentials('u4', None))
     assert store.read_bytes().endswith(b'file://u4@/srv/re\xffpo\n')
+
+
+def test_a_record_that_cannot_be_written_or_removed_is_an_error_naming_it(tmp_path: Path) -> None:
+    repo_dir = tmp_path / 'repo.git'
+    repo_dir.mkdir()
+    (repo_dir / 'checkpoints').write_text('a file where the private folder should be')
+    blob = BLOB_SHA.encode()
+    plan = Plan(write=['notes/a.md'], delete=[])
+    with pytest.raises(CheckpointError) as caught:
+        journal_module.begin(
+            repo_dir,
+            'l',
+            SHA_A.encode(),
+            SHA_B.encode(),
+            plan,
+            {},
+            {'notes/a.md': (FILE_MODE, blob)},
+            'm',
+        )
+    assert str(caught.value).startswith('cannot write the restore record: ')
+    (repo_dir / 'checkpoints').unlink()
+    record = journal_module.record_path(repo_dir)
+    (record / 'in-the-way').mkdir(parents=True)  # a folder, not empty, where the record is
+    with pytest.raises(CheckpointError) as removing:
+        journal_module.finish(repo_dir)
+    assert str(removing.value) == f'cannot remove the restore record {record}: Is a directory'
