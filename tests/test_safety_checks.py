@@ -333,59 +333,43 @@ def test_a_folder_removed_while_held_open_is_an_error_naming_it(tmp_path: Path) 
 
 
 def test_a_symlink_planted_as_a_folder_is_being_made_is_never_followed(tmp_path: Path) -> None:
-    """Another process puts a symlink where the restore is creating a folder (a real symlink,
+    """Another writer puts a symlink where the restore is creating a folder (a real symlink,
     timed by an audit hook at the ``mkdir``): it is refused, nothing is written through it."""
-    desk = tmp_path / 'desk'
-    desk.mkdir()
-    outside = tmp_path / 'outside'
-    outside.mkdir()
+    desk = _mkdirs(tmp_path / 'desk')
+    outside = _mkdirs(tmp_path / 'outside')
 
-    def make_folder_while_a_symlink_lands() -> None:
-        def hook(event: str, args: tuple) -> None:
-            if event == 'os.mkdir' and args[0] == 'notes' and not os.path.lexists(desk / 'notes'):
-                os.symlink(outside, desk / 'notes')
+    def planter(event: str, args: tuple) -> None:
+        if event == 'os.mkdir' and args[0] == 'notes' and not os.path.lexists(desk / 'notes'):
+            os.symlink(outside, desk / 'notes')
 
-        sys.addaudithook(hook)
-        with DeskFolders(desk) as folders:
-            try:
-                folders.folder('notes/new', create=True)
-            except NotAFolderError as error:
-                assert error.folder == str(desk / 'notes'), error.folder
-                assert folders.created == []
-                return
-        raise AssertionError('the planted symlink was followed')
-
-    outcome = run_child(make_folder_while_a_symlink_lands)
-    assert outcome.error is None, outcome.error
+    with DeskFolders(desk) as folders, _armed(planter):
+        with pytest.raises(NotAFolderError) as caught:
+            folders.folder('notes/new', create=True)
+        assert caught.value.folder == str(desk / 'notes')
+        assert folders.created == []
     assert os.listdir(outside) == []
 
 
 def test_a_folder_made_but_not_opened_is_an_error_naming_it(tmp_path: Path) -> None:
-    """The folder is made, then opening it fails (no descriptor left: a real RLIMIT_NOFILE
-    lowered at the ``mkdir``, in a child process): a clear error naming the folder."""
-    desk = tmp_path / 'desk'
-    desk.mkdir()
+    """The folder is made, then opening it fails (no descriptor left: RLIMIT_NOFILE lowered
+    at the ``mkdir`` by an audit hook, and restored after): a clear error naming the folder."""
+    desk = _mkdirs(tmp_path / 'desk')
+    limits = resource.getrlimit(resource.RLIMIT_NOFILE)
 
-    def make_folder_with_no_descriptor_left() -> None:
-        def hook(event: str, args: tuple) -> None:
-            if event == 'os.mkdir' and args[0] == 'notes':
-                lowest = os.dup(0)
-                os.close(lowest)
-                resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
+    def exhaust(event: str, args: tuple) -> None:
+        if event == 'os.mkdir' and args[0] == 'notes':
+            lowest = os.dup(0)
+            os.close(lowest)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, limits[1]))
 
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        sys.addaudithook(hook)
-        with DeskFolders(desk) as folders:
-            try:
+    with DeskFolders(desk) as folders:
+        try:
+            with _armed(exhaust), pytest.raises(CheckpointError) as caught:
                 folders.folder('notes', create=True)
-            except CheckpointError as error:
-                assert str(error) == f'cannot list {desk / "notes"}: Too many open files', error
-                assert folders.created == ['notes']
-                return
-        raise AssertionError('no error')
-
-    outcome = run_child(make_folder_with_no_descriptor_left)
-    assert outcome.error is None, outcome.error
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+        assert str(caught.value) == f'cannot list {desk / "notes"}: Too many open files'
+        assert folders.created == ['notes']
     assert (desk / 'notes').is_dir()
 
 
@@ -1434,3 +1418,113 @@ def test_a_record_that_cannot_be_written_or_removed_is_an_error_naming_it(tmp_pa
     with pytest.raises(CheckpointError) as removing:
         journal_module.finish(repo_dir)
     assert str(removing.value) == f'cannot remove the restore record {record}: Is a directory'
+
+
+# -- repo.py flatten_tree: vetting the trees read from a repository ----------------------------
+
+
+def _hostile_restore(tmp_path: Path, build) -> str:
+    """The message of the restore of a commit whose root tree ``build(repo_dir)`` makes."""
+    from test_hostile_repositories import commit
+
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/mine.md', '-', b'mine')
+    repo_dir = tmp_path / 'repo.git'
+    cps = Checkpoints(repo_dir, desk)
+    cps.snapshot('mine')
+    hostile = commit(repo_dir, build(repo_dir))
+    before = files_of(desk)
+    with pytest.raises(CorruptRepositoryError) as caught:
+        cps.restore(hostile)
+    assert files_of(desk) == before
+    return str(caught.value)
+
+
+def _entries(*names: tuple[bytes, bytes]):
+    from test_hostile_repositories import BLOB, TREE, blob, in_notes, tree
+
+    def build(repo_dir: Path) -> str:
+        ok = blob(repo_dir, b'payload')
+        sub = tree(repo_dir, (BLOB, b'x.md', ok))
+        return in_notes(
+            repo_dir, *((mode, name, sub if mode == TREE else ok) for mode, name in names)
+        )
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ('names', 'message'),
+    [
+        (
+            ((b'100644', b'a.md'), (b'100644', b'a.md')),
+            "the checkpoint has two entries named notes/b'a.md'",
+        ),
+        (
+            ((b'100644', b'a/../../b'),),
+            "the checkpoint holds a name with a slash: 'notes/a/../../b'",
+        ),
+        (
+            ((b'40000', b'.git'),),
+            "the checkpoint holds an unsafe path 'notes/.git': a .git component",
+        ),
+        (
+            ((b'160000', b'sub'),),
+            "the checkpoint holds 'notes/sub' with mode 160000, which we do not write",
+        ),
+    ],
+)
+def test_each_hostile_tree_entry_is_refused_saying_why(
+    tmp_path: Path, names: tuple, message: str
+) -> None:
+    assert _hostile_restore(tmp_path, _entries(*names)) == message
+
+
+def test_hostile_names_at_the_root_are_refused_for_what_they_are(tmp_path: Path) -> None:
+    from test_hostile_repositories import BLOB, TREE, blob, tree
+
+    def drive(repo_dir: Path) -> str:
+        return tree(repo_dir, (BLOB, b'C:evil', blob(repo_dir, b'x')))
+
+    def outside(repo_dir: Path) -> str:
+        deep = tree(repo_dir, (BLOB, b'x.md', blob(repo_dir, b'x')))
+        return tree(repo_dir, (TREE, b'memory_extra', tree(repo_dir, (TREE, b'deep', deep))))
+
+    assert _hostile_restore(tmp_path / 'a', drive) == (
+        "the checkpoint holds an unsafe path 'C:evil': an absolute path"
+    )
+    assert _hostile_restore(tmp_path / 'b', outside) == (
+        "the checkpoint holds 'memory_extra', which is outside the tracked paths "
+        'Memory.md, memory, notes, skills/agent'
+    )
+
+
+def test_a_tree_is_flattened_with_the_id_of_every_folder(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    for path in ('notes/BOX/a.md', 'notes/BOX/deep/b.md', 'skills/agent/s.md', 'Memory.md'):
+        put(desk, path, '-', path.encode())
+    repo_dir = tmp_path / 'repo.git'
+    Checkpoints(repo_dir, desk).snapshot('all')
+    repo = ShadowRepo.open(repo_dir)
+    assert repo is not None
+    try:
+        root = repo.commit_info(repo.head()).tree  # type: ignore[arg-type]
+        files, folders = repo.flatten_tree(root, ALLOW)
+        assert sorted(files) == [
+            'Memory.md',
+            'notes/BOX/a.md',
+            'notes/BOX/deep/b.md',
+            'skills/agent/s.md',
+        ]
+        assert sorted(folders) == [
+            '',
+            'notes',
+            'notes/BOX',
+            'notes/BOX/deep',
+            'skills',
+            'skills/agent',
+        ]
+        assert folders[''] == root
+        assert folders['notes/BOX'] == repo.read_tree(folders['notes'])[b'BOX'][1]
+    finally:
+        repo.close()
