@@ -174,6 +174,8 @@ def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     if (place / 'mutants').exists():
         shutil.rmtree(place / 'mutants' / 'trading_checkpoints', ignore_errors=True)
         shutil.rmtree(place / 'mutants' / 'tests', ignore_errors=True)
+        # Which tests cover which function is learnt again: the tests may have changed.
+        (place / 'mutants' / 'mutmut-stats.json').unlink(missing_ok=True)
     return place
 
 
