@@ -1268,8 +1268,12 @@ def test_malformed_reflog_lines_are_dropped_and_the_rest_kept(tmp_path: Path) ->
     desk, repo_dir = _big_turns(tmp_path, 4)
     reflog = repo_dir / 'logs' / 'refs' / 'heads' / 'main'
     lines = reflog.read_bytes().splitlines(keepends=True)
+    head = lines[-1].split(b' ')[1]  # kept: a malformed line moving to it is dropped all the same
     reflog.write_bytes(
         b'short '
+        + head
+        + b' x <x@x> 1 +0000\tforged\n'
+        + b'short '
         + b'1' * 40
         + b' x <x@x> 1 +0000\tbroken\n'
         + b'2' * 40
