@@ -699,16 +699,18 @@ def _kill_until_pending(repo_dir: Path, action) -> None:
     raise AssertionError('no kill left a restore record')
 
 
+@pytest.mark.parametrize(('count', 'changed'), [(10, 'f9'), (200, 'f1')])  # 200: two batches
 def test_a_write_landing_during_a_restore_in_process_is_saved_and_reported(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, count: int, changed: str
 ) -> None:
-    desk, repo_dir, cps, old, new = _two_versions(tmp_path)
+    desk, repo_dir, cps, old, new = _two_versions(tmp_path, count)
+    rewritten = 1 if count == 10 else count - 1  # all after the changed one, in sorted order
     fired = []
 
     def writer(event: str, args: tuple) -> None:
         if event == 'os.rename' and not fired and '.checkpoint-' in str(args[0]):
             fired.append(True)
-            with open(desk / 'notes' / 'f9.md', 'wb') as handle:
+            with open(desk / 'notes' / f'{changed}.md', 'wb') as handle:
                 handle.write(b'written by another agent during the restore')
 
     with caplog.at_level(logging.WARNING, logger='trading_checkpoints'), _armed(writer):
@@ -716,21 +718,23 @@ def test_a_write_landing_during_a_restore_in_process_is_saved_and_reported(
     assert fired
     recovery = cps.last_recovery  # before another verb resets it
     [restored, saved, *_] = cps.list()
-    cause = f'a restore during which notes/f9.md was changed by another writer of {old[:7]}'
+    cause = f'a restore during which notes/{changed}.md was changed by another writer of {old[:7]}'
     assert saved.reason == f'desk as found after {cause}'
     expected = (
-        f'completed {cause} (1 written, 0 deleted); undo with: checkpoints restore {new[:7]}; '
+        f'completed {cause} ({rewritten} written, 0 deleted); undo with: checkpoints restore '
+        f'{new[:7]}; '
         f'the desk as found was saved first as {saved.checkpoint_id[:7]}'
     )
     assert result.recovered == expected
     assert (result.before_id, result.target_id) == (new[:7], old[:7])
     assert result.restored_id == restored.checkpoint_id[:7] and restored.reason == f'restored {old}'
-    assert (result.written, result.deleted, result.action) == (('notes/f9.md',), (), 'restore')
+    assert (len(result.written), result.deleted, result.action) == (rewritten, (), 'restore')
+    assert f'notes/{changed}.md' in result.written
     assert recovery is not None and str(recovery) == expected
     assert (recovery.label, recovery.target_id, recovery.before_id) == (old, old[:7], new[:7])
     assert recovery.saved_id == saved.checkpoint_id[:7]
     assert [r.getMessage() for r in caplog.records] == [expected]
-    assert files_of(desk) == {f'notes/f{i}.md': ('-', b'old') for i in range(10)}
+    assert files_of(desk) == {f'notes/f{i}.md': ('-', b'old') for i in range(count)}
     assert not journal_module.pending(repo_dir)
 
 
@@ -1532,3 +1536,116 @@ def test_a_tree_is_flattened_with_the_id_of_every_folder(tmp_path: Path) -> None
         assert folders['notes/BOX'] == repo.read_tree(folders['notes'])[b'BOX'][1]
     finally:
         repo.close()
+
+
+def test_restored_files_get_their_modes_from_the_umask(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/plain.md', '-', b'plain')
+    put(desk, 'notes/tool.sh', 'x', b'#!/bin/sh\n')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    first = cps.snapshot('modes')
+    assert first is not None
+    umask = os.umask(0o022)
+    try:
+        for path in ('notes/plain.md', 'notes/tool.sh'):
+            (desk / path).unlink()
+        cps.restore(first)
+        assert stat.S_IMODE((desk / 'notes/plain.md').stat().st_mode) == 0o644
+        assert stat.S_IMODE((desk / 'notes/tool.sh').stat().st_mode) == 0o755
+        os.umask(0)
+        (desk / 'notes/plain.md').unlink()
+        cps.restore(first)
+        assert stat.S_IMODE((desk / 'notes/plain.md').stat().st_mode) == 0o666
+    finally:
+        os.umask(umask)
+
+
+def test_a_folder_where_the_temporary_file_goes_is_an_error_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/a.md', '-', b'old')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    old = cps.snapshot('old')
+    put(desk, 'notes/a.md', '-', b'new')
+    cps.snapshot('new')
+    assert old is not None
+    planted = desk / 'notes' / f'.a.md.checkpoint-{os.getpid()}.tmp'
+    (planted / 'inside').mkdir(parents=True)
+    with pytest.raises(CheckpointError) as caught:
+        cps.restore(old)
+    assert str(caught.value) == f'cannot write {desk / "notes/a.md"}: Is a directory'
+    assert (desk / 'notes/a.md').read_bytes() == b'new' and (planted / 'inside').is_dir()
+
+
+@pytest.mark.parametrize('fifo', ['notes/z.md', 'notes/sub/c.md'])
+def test_untracked_entries_in_the_way_are_refused_before_any_write(
+    tmp_path: Path, fifo: str
+) -> None:
+    """A named pipe (never snapshotted) where the target has a file, or above one: refused,
+    even after a planned path in a folder the restore creates."""
+    desk = tmp_path / 'desk'
+    for path in ('notes/a-new/x.md', 'notes/sub/c.md', 'notes/z.md'):
+        put(desk, path, '-', b'target')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    target = cps.snapshot('target')
+    assert target is not None
+    shutil.rmtree(desk / 'notes')
+    put(desk, 'notes/other.md', '-', b'other')
+    cps.snapshot('other')
+    pipe = desk / fifo.rpartition('/')[0] if fifo.count('/') == 2 else desk / fifo
+    os.mkfifo(pipe)
+    before = files_of(desk)
+    with pytest.raises(CheckpointError) as caught:
+        cps.restore(target)
+    if pipe.name == 'sub':
+        assert str(caught.value) == (
+            f'cannot restore notes/sub/c.md: {pipe} is in the way and is not tracked (it is a '
+            'file or a symlink, and restoring never writes through one)'
+        )
+    else:
+        assert str(caught.value) == (
+            f'cannot restore notes/z.md: {pipe} exists but is not tracked (not a regular file '
+            'or symlink, or left out of snapshots), and would be lost'
+        )
+    assert files_of(desk) == before and stat.S_ISFIFO(os.lstat(pipe).st_mode)
+
+
+def test_a_tracked_symlink_replaced_by_a_file_needs_no_recovery(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/entry', '-', b'a file')
+    put(desk, 'notes/target.md', '-', b'what the link points at')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    as_file = cps.snapshot('a file')
+    (desk / 'notes' / 'entry').unlink()
+    os.symlink('target.md', desk / 'notes' / 'entry')
+    cps.snapshot('a link')
+    assert as_file is not None
+    result = cps.restore_with_result(as_file)
+    assert result.recovered is None and result.written == ('notes/entry',)
+    assert (desk / 'notes' / 'entry').read_bytes() == b'a file'
+
+
+def test_deletes_go_on_past_entries_gone_or_turned_into_folders(tmp_path: Path) -> None:
+    """While the restore writes its record (timed by an audit hook), one file it deletes is
+    removed and another becomes a folder: the others are still deleted, the folder is kept."""
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/keep.md', '-', b'keep')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    first = cps.snapshot('first')
+    for name in ('a', 'b', 'c', 'd'):
+        put(desk, f'notes/{name}.md', '-', name.encode())
+    cps.snapshot('more')
+    assert first is not None
+    fired = []
+
+    def meddler(event: str, args: tuple) -> None:
+        if event == 'open' and 'restore-journal' in str(args[0]) and not fired:
+            fired.append(True)
+            (desk / 'notes' / 'd.md').unlink()  # deleted first (reverse order): gone already
+            (desk / 'notes' / 'c.md').unlink()
+            (desk / 'notes' / 'c.md').mkdir()  # a folder now: newer work, left alone
+
+    with _armed(meddler):
+        cps.restore(first)
+    assert sorted(os.listdir(desk / 'notes')) == ['c.md', 'keep.md']
