@@ -1649,3 +1649,42 @@ def test_deletes_go_on_past_entries_gone_or_turned_into_folders(tmp_path: Path) 
     with _armed(meddler):
         cps.restore(first)
     assert sorted(os.listdir(desk / 'notes')) == ['c.md', 'keep.md']
+
+
+def test_the_credential_file_is_found_where_documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(credentials.STORE_ENV, raising=False)
+    monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path / 'xdg'))
+    assert credentials.store_path() == tmp_path / 'xdg' / 'trading-checkpoints' / 'credentials'
+    monkeypatch.delenv('XDG_CONFIG_HOME')
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    assert credentials.store_path() == (
+        tmp_path / 'home' / '.config' / 'trading-checkpoints' / 'credentials'
+    )
+    monkeypatch.setenv(credentials.STORE_ENV, str(tmp_path / 'explicit'))
+    assert credentials.store_path() == tmp_path / 'explicit'
+
+
+def test_a_planted_temporary_credential_file_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / 'store' / 'credentials'
+    monkeypatch.setenv(credentials.STORE_ENV, str(store))
+    store.parent.mkdir(mode=0o700)
+    temporary = store.parent / f'.credentials.{os.getpid()}.tmp'
+    elsewhere = tmp_path / 'elsewhere.txt'
+    elsewhere.write_text('not for secrets')
+    os.symlink(elsewhere, temporary)
+    with pytest.raises(CheckpointError) as caught:
+        credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
+    assert str(caught.value) == (
+        f'cannot write the credential file {store}: Too many levels of symbolic links; give the '
+        'credentials through $CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD '
+        'instead'
+    )
+    assert elsewhere.read_text() == 'not for secrets' and not store.exists()
+    temporary.unlink()
+    temporary.write_text('a much longer leftover of a killed save\n' * 3)
+    credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
+    assert store.read_text() == 'https://user:secret@h/x\n'
