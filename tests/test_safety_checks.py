@@ -1688,3 +1688,19 @@ def test_a_planted_temporary_credential_file_is_never_written_through(
     temporary.write_text('a much longer leftover of a killed save\n' * 3)
     credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
     assert store.read_text() == 'https://user:secret@h/x\n'
+
+
+def test_a_file_becoming_a_folder_does_not_end_the_plan_check(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/a/inner.md', '-', b'a is a folder in the target')
+    put(desk, 'notes/z.md', '-', b'z')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    target = cps.snapshot('target')
+    assert target is not None
+    shutil.rmtree(desk / 'notes')
+    put(desk, 'notes/a', '-', b'a is a file now (tracked, replaced by the restore)')
+    cps.snapshot('a is a file')
+    os.mkfifo(desk / 'notes' / 'z.md')  # untracked, where the target has a file
+    with pytest.raises(CheckpointError, match='notes/z.md exists but is not tracked'):
+        cps.restore(target)
+    assert (desk / 'notes' / 'a').is_file() and stat.S_ISFIFO(os.lstat(desk / 'notes/z.md').st_mode)
