@@ -1704,3 +1704,70 @@ def test_a_file_becoming_a_folder_does_not_end_the_plan_check(tmp_path: Path) ->
     with pytest.raises(CheckpointError, match='notes/z.md exists but is not tracked'):
         cps.restore(target)
     assert (desk / 'notes' / 'a').is_file() and stat.S_ISFIFO(os.lstat(desk / 'notes/z.md').st_mode)
+
+
+def test_user_info_is_split_at_the_last_at_sign_and_decoded_strictly() -> None:
+    split = credentials.split
+    assert split('https://us@er:p@ss@host/x') == (
+        'https://host/x',
+        credentials.Credentials('us@er', 'p@ss'),
+    )
+    assert split('https://:tok@host/x') == ('https://host/x', credentials.Credentials(None, 'tok'))
+    for bad in ('https://%ff:x@host/', 'https://user:%ff@host/'):
+        with pytest.raises(CheckpointError) as caught:
+            split(bad)
+        assert str(caught.value) == (
+            'the user name or password in the remote URL is not valid percent-encoded UTF-8'
+        )
+
+
+def test_stored_credentials_match_scheme_host_port_and_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / 'credentials'
+    monkeypatch.setenv(credentials.STORE_ENV, str(store))
+    credentials.save('https://host.example/repo', credentials.Credentials('u', 'p'))
+    found = credentials.Credentials('u', 'p')
+    assert credentials.lookup('HTTPS://HOST.example/repo/') == found
+    for other in (
+        'https://host.example:8443/repo',
+        'https://other.example/repo',
+        'https://host.example/repoX',
+        'http://host.example/repo',
+    ):
+        assert credentials.lookup(other) == credentials.NONE, other
+
+
+def test_a_credential_file_that_is_no_small_private_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / 'credentials'
+    monkeypatch.setenv(credentials.STORE_ENV, str(store))
+
+    def refused() -> str:
+        with pytest.raises(CheckpointError) as caught:
+            credentials.lookup('https://h/x')
+        return str(caught.value)
+
+    store.mkdir()
+    assert refused() == f'the credential file {store} is not a small regular file'
+    store.rmdir()
+    os.mkfifo(store)  # opened without blocking, then refused
+    assert refused() == f'the credential file {store} is not a small regular file'
+    store.unlink()
+    line = b'https://u:p@h/x\n'
+    store.write_bytes(b'#' * (credentials.MAX_BYTES - len(line) - 1) + b'\n' + line)
+    store.chmod(0o644)
+    assert refused() == f'the credential file {store} can be read by other users; chmod 600 it'
+    store.chmod(0o600)
+    assert store.stat().st_size == credentials.MAX_BYTES  # exactly the limit: read whole
+    assert credentials.lookup('https://h/x') == credentials.Credentials('u', 'p')
+    with open(store, 'ab') as handle:
+        handle.write(b'\xff\n')  # one byte more, and not UTF-8
+    assert refused() == f'the credential file {store} is not a small regular file'
+    store.write_bytes(b'\xff\xfe not UTF-8\n' + line)
+    assert credentials.lookup('https://h/x') == credentials.Credentials('u', 'p')
+    monkeypatch.setenv(credentials.STORE_ENV, str(store / 'below-a-file'))
+    assert refused() == (
+        f'cannot read the credential file {store / "below-a-file"}: Not a directory'
+    )
