@@ -13,6 +13,7 @@ next operation finish the rest (see ``recovery.py``). Rewriting files in place w
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from .trees import EXECUTABLE_MODE, SYMLINK_MODE, FileEntry, folders_of
 
 Guard = Callable[[str, 'os.stat_result | None'], None]
 _BATCH = 128  # written files held open at once, to be flushed together
+_NAME_MAX = 255  # bytes in one path component on every common file system
 
 
 @dataclass
@@ -164,8 +166,16 @@ def apply(
 
 
 def temporary_name(name: str, pid: int | None = None) -> str:
-    """The temporary file a restore writes in a file's folder before renaming it into place."""
-    return f'.{name}.checkpoint-{os.getpid() if pid is None else pid}.tmp'
+    """The temporary file a restore writes in a file's folder before renaming it into place.
+
+    A name too long to take the affixes within the file system's limit (255 bytes) is replaced
+    by a digest of it, so the temporary name always fits and is the same for the same file.
+    """
+    suffix = f'.checkpoint-{os.getpid() if pid is None else pid}.tmp'
+    encoded = os.fsencode(name)
+    if 1 + len(encoded) + len(suffix) > _NAME_MAX:
+        return f'.{hashlib.sha256(encoded).hexdigest()[:32]}{suffix}'
+    return f'.{name}{suffix}'
 
 
 class _Pending:

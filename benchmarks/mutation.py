@@ -1,0 +1,267 @@
+"""Mutation testing of the safety checks, one module at a time, with mutmut (not a test).
+
+For each safety module this builds a scratch copy of the project (the package, ``tests/`` and a
+``pyproject.toml`` whose ``[tool.mutmut]`` names only that module and the test files that
+exercise it), runs ``mutmut run`` there and prints the mutants no test killed. The worktree is
+never touched: mutmut's ``mutants/`` folder lives in the scratch copy
+(``$MUTATION_SCRATCH``, default ``/tmp/trading-checkpoints-mutation/<module>``).
+
+    pip install 'mutmut>=3.3,<4'
+    python benchmarks/mutation.py paths               # one module (see MODULES for the names)
+    python benchmarks/mutation.py all                 # every safety module, one after another
+    python benchmarks/mutation.py paths --show        # also print each survivor's diff
+    python benchmarks/mutation.py paths --baseline    # without tests/test_safety_checks.py
+    python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
+
+A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
+checkout: the symlink races run for every mutant they cover); ``--max-children 2`` halves that
+on an idle machine. Every surviving mutant of a safety check is either a missing test or an
+equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
+
+mutmut only learns which tests cover a function from calls made in the test process itself, so
+a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
+the tests in ``tests/test_safety_checks.py`` exercise such checks in-process for that reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = Path(os.environ.get('MUTATION_SCRATCH', '/tmp/trading-checkpoints-mutation'))
+
+# module -> (mutant name pattern, focused test files)
+MODULES: dict[str, tuple[str, list[str]]] = {
+    'paths': (
+        'trading_checkpoints.paths.*',
+        [
+            'tests/test_tracked_paths.py',
+            'tests/test_tree_vetting.py',
+            'tests/test_untrusted_trees.py',
+            'tests/test_hostile_repositories.py',
+            'tests/test_hostile_config.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'deskio': (
+        'trading_checkpoints.deskio.*',
+        [
+            'tests/test_symlink_races.py',
+            'tests/test_engine_paths.py',
+            'tests/test_hostile_repositories.py',
+            'tests/test_tracked_paths.py',
+            'tests/test_statcache.py',
+            'tests/test_fs.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'safety': (
+        'trading_checkpoints.safety.*',
+        [
+            'tests/test_untrusted_trees.py',
+            'tests/test_hostile_repositories.py',
+            'tests/test_hostile_inputs.py',
+            'tests/test_crash_recovery.py',
+            'tests/test_external_edits.py',
+            'tests/test_fast_paths.py',
+            'tests/test_errors.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'checkout': (
+        'trading_checkpoints.checkout.*',
+        [
+            'tests/test_hostile_repositories.py',
+            'tests/test_symlink_races.py',
+            'tests/test_snapshot_list_restore.py',
+            'tests/test_engine_paths.py',
+            'tests/test_crash_recovery.py',
+            'tests/test_restore_options.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'journal': (
+        'trading_checkpoints.journal.*',
+        [
+            'tests/test_crash_recovery.py',
+            'tests/test_engine_paths.py',
+            'tests/test_retention.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'recovery': (
+        'trading_checkpoints.recovery.*',
+        [
+            'tests/test_crash_recovery.py',
+            'tests/test_engine_paths.py',
+            'tests/test_external_edits.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'retention': (
+        'trading_checkpoints.retention.*',
+        [
+            'tests/test_retention.py',
+            'tests/test_backup_after_prune.py',
+            'tests/test_hostile_config.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'credentials': (
+        'trading_checkpoints.credentials.*',
+        [
+            'tests/test_credentials.py',
+            'tests/test_remote.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+    'flatten_tree': (
+        'trading_checkpoints.repo.xǁShadowRepoǁflatten_tree__mutmut_*',
+        [
+            'tests/test_tree_vetting.py',
+            'tests/test_untrusted_trees.py',
+            'tests/test_hostile_repositories.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
+}
+
+
+NEW_TESTS = 'tests/test_safety_checks.py'  # the tests this mutation testing found missing
+
+
+def _config(module: str, tests: list[str]) -> str:
+    source = 'repo.py' if module == 'flatten_tree' else f'{module}.py'
+    lines = [
+        '',
+        '[tool.mutmut]',
+        'source_paths = ["trading_checkpoints"]',
+        f'only_mutate = ["trading_checkpoints/{source}"]',
+        'pytest_add_cli_args_test_selection = [',
+        *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
+        ']',
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]',
+        'use_setproctitle = false',
+        '',
+    ]
+    return '\n'.join(lines)
+
+
+def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
+    pattern, tests = MODULES[module]
+    if baseline:
+        tests = [test for test in tests if test != NEW_TESTS]
+    place = SCRATCH / (f'{module}-baseline' if baseline else module)
+    if fresh and place.exists():
+        shutil.rmtree(place)
+    place.mkdir(parents=True, exist_ok=True)
+    for name in ('trading_checkpoints', 'tests'):
+        if (place / name).exists():
+            shutil.rmtree(place / name)
+        shutil.copytree(ROOT / name, place / name, ignore=shutil.ignore_patterns('__pycache__'))
+    if baseline:
+        (place / NEW_TESTS).unlink(missing_ok=True)
+    text = (ROOT / 'pyproject.toml').read_text()
+    text = re.sub(r'\n\[tool\.mutmut\].*?(?=\n\[|\Z)', '', text, flags=re.S)
+    (place / 'pyproject.toml').write_text(text + _config(module, tests))
+    # mutmut copies a source file again only when it changed: start from the current code.
+    if (place / 'mutants').exists():
+        shutil.rmtree(place / 'mutants' / 'trading_checkpoints', ignore_errors=True)
+        shutil.rmtree(place / 'mutants' / 'tests', ignore_errors=True)
+        # Which tests cover which function is learnt again: the tests may have changed.
+        (place / 'mutants' / 'mutmut-stats.json').unlink(missing_ok=True)
+    return place
+
+
+def _mutmut(place: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith('CHECKPOINTS_')}
+    return subprocess.run(
+        [sys.executable, '-m', 'mutmut', *args],
+        cwd=place,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def _not_killed(place: Path, prefix: str) -> list[str]:
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    names = []
+    for line in listing.splitlines():
+        name, _, status = line.strip().rpartition(': ')
+        if name.startswith(prefix) and status not in ('killed', 'caught by type check'):
+            names.append(name)
+    return names
+
+
+def run(
+    module: str,
+    max_children: int,
+    fresh: bool,
+    show: bool,
+    baseline: bool = False,
+    recheck: bool = False,
+) -> dict[str, int]:
+    pattern, _ = MODULES[module]
+    wanted = [pattern]
+    if recheck:  # only the mutants that the baseline run left alive
+        wanted = _not_killed(SCRATCH / f'{module}-baseline', pattern.rstrip('*'))
+        if not wanted:
+            print(f'== {module}: the baseline run left no mutant alive')
+            return {}
+    place = _prepare(module, fresh, baseline)
+    print(f'== {module}: mutmut run {pattern!r} ({len(wanted)} names) in {place}', flush=True)
+    done = _mutmut(place, 'run', '--max-children', str(max_children), *wanted)
+    (place / 'run.log').write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep='\n')
+        raise SystemExit(f'mutmut failed for {module} (see {place / "run.log"})')
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    prefix = pattern.rstrip('*')
+    counts: dict[str, int] = {}
+    survivors = []
+    for line in listing.splitlines():
+        name, _, status = line.strip().rpartition(': ')
+        if not name.startswith(prefix) or (recheck and name not in wanted):
+            continue
+        counts[status] = counts.get(status, 0) + 1
+        if status not in ('killed', 'caught by type check'):
+            survivors.append((name, status))
+    total = sum(counts.values())
+    summary = ', '.join(f'{count} {status}' for status, count in sorted(counts.items()))
+    print(f'   {total} mutants: {summary}')
+    for name, status in survivors:
+        print(f'   {status}: {name}')
+        if show:
+            print(_mutmut(place, 'show', name).stdout)
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('module', choices=[*MODULES, 'all'])
+    parser.add_argument('--max-children', type=int, default=1, help='parallel workers (1)')
+    parser.add_argument('--fresh', action='store_true', help='forget earlier results')
+    parser.add_argument('--show', action='store_true', help="print each survivor's diff")
+    parser.add_argument(
+        '--baseline', action='store_true', help=f'without {NEW_TESTS} (the figures before it)'
+    )
+    parser.add_argument(
+        '--recheck',
+        action='store_true',
+        help='run only the mutants a --baseline run of the module left alive',
+    )
+    args = parser.parse_args()
+    for module in MODULES if args.module == 'all' else [args.module]:
+        run(module, args.max_children, args.fresh, args.show, args.baseline, args.recheck)
+
+
+if __name__ == '__main__':
+    main()
