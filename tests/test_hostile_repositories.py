@@ -284,3 +284,38 @@ def test_a_name_that_is_not_utf8_is_skipped_and_reported(setup) -> None:
     assert cps.list()
     assert cps.show(target, 'notes/fine.md') == b'restored'
     assert 'notes/fine.md' not in cps.diff(target).paths
+
+
+@pytest.mark.parametrize(
+    'when', [b'4611686018427387904 +0000', b'1700000000 +9900', b'-99999999999999 -3000']
+)
+def test_a_commit_dated_out_of_range_lists_with_a_date(setup, when: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: a head commit dated in the year 146 billion, or with
+    a 99-hour offset, made list, log, status, turns and undo raise OSError or ValueError."""
+    from datetime import datetime
+
+    tmp_path, desk, repo, cps = setup
+    honest = cps.list()[0].checkpoint_id
+    head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
+    tree_sha = commit_tree_of(repo, head)
+    body = (
+        b'tree ' + tree_sha.encode() + b'\nparent ' + head.encode() + b'\n'
+        b'author x <x@x> ' + when + b'\ncommitter x <x@x> ' + when + b'\n\nodd date\n'
+    )
+    odd = write_object(repo, b'commit', body)
+    (repo / 'refs' / 'heads' / 'main').write_text(odd + '\n')
+    listed = cps.list()
+    assert [c.checkpoint_id for c in listed] == [odd[:7], honest]
+    datetime.fromisoformat(listed[0].created_at).timestamp()  # a date retention can compare
+    assert cps.log()[0].checkpoint.checkpoint_id == odd[:7]
+    assert cps.status().newest_id == odd[:7]
+    cps.turns()
+    cps.prune(keep=5, dry_run=True)
+    assert cps.undo(force=True).before_id
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'list'])
+    assert result.exit_code == 0 and odd[:7] in result.output, result.output
+
+
+def commit_tree_of(repo: Path, sha: str) -> str:
+    raw = zlib.decompress((repo / 'objects' / sha[:2] / sha[2:]).read_bytes())
+    return raw.split(b'\0', 1)[1].split(b'\n', 1)[0].split(b' ')[1].decode()

@@ -74,8 +74,18 @@ def _local_offset_seconds(now: float) -> int:
 
 
 def _iso(timestamp: int, offset_seconds: int) -> str:
-    zone = timezone(timedelta(seconds=offset_seconds))
-    return datetime.fromtimestamp(timestamp, zone).isoformat()
+    """A commit's time in ISO 8601 with its offset. A commit another tool wrote may hold any
+    numbers: an offset of a day or more is shown as UTC, and a time outside the years 1 to
+    9999 as the nearest end of that range (in UTC)."""
+    try:
+        zone = timezone(timedelta(seconds=offset_seconds))
+    except (ValueError, OverflowError):
+        zone = timezone.utc
+    try:
+        return datetime.fromtimestamp(timestamp, zone).isoformat()
+    except (ValueError, OverflowError, OSError):
+        edge = datetime.max if timestamp > 0 else datetime.min
+        return edge.replace(tzinfo=timezone.utc).isoformat()
 
 
 def is_initialized(path: Path) -> bool:
