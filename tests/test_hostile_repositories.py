@@ -9,6 +9,7 @@ written, and the same through the command line, as one line without a traceback.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -319,3 +320,51 @@ def test_a_commit_dated_out_of_range_lists_with_a_date(setup, when: bytes) -> No
 def commit_tree_of(repo: Path, sha: str) -> str:
     raw = zlib.decompress((repo / 'objects' / sha[:2] / sha[2:]).read_bytes())
     return raw.split(b'\0', 1)[1].split(b'\n', 1)[0].split(b' ')[1].decode()
+
+
+@pytest.mark.parametrize(
+    ('name', 'content'),
+    [
+        ('packed-refs', b''),  # dulwich: StopIteration (RuntimeError inside a generator)
+        ('packed-refs', b'^{head}\n'),  # a peeled line first
+        ('packed-refs', b'{head} refs/heads/main\n^{head}\n'),  # peeled without the header
+        ('packed-refs', b'{head}\n'),  # no ref name
+        ('packed-refs', b'\x8b\n'),
+        ('packed-refs', b'# pack-refs with: peeled fully-peeled sorted \n{head}` refs/x\n'),
+        ('refs/checkpoints/sealed', b'ref: ../../../outside/precious.txt\n'),
+        ('refs/heads/main', b'ref: ../../../outside/precious.txt\n'),
+    ],
+)
+def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: a damaged packed-refs file (with the branch only
+    there) or a symbolic ref leaving refs/ made every verb raise dulwich's PackedRefsException,
+    RefFormatError, StopIteration or RuntimeError."""
+    tmp_path, desk, repo, cps = setup
+    branch = repo / 'refs' / 'heads' / 'main'
+    head = branch.read_text().strip()
+    if name == 'packed-refs':
+        branch.unlink()
+    (repo / name).parent.mkdir(parents=True, exist_ok=True)
+    (repo / name).write_bytes(content.replace(b'{head}', head.encode()))
+    outside = files_of(tmp_path / 'outside')
+    desk_before = files_of(desk)
+    for verb in (
+        lambda: cps.list(),
+        lambda: cps.status(),
+        lambda: cps.log(),
+        lambda: cps.turns(),
+        lambda: cps.prune(keep=1, dry_run=True),
+        lambda: cps.snapshot('x'),
+        lambda: cps.undo(force=True),
+        lambda: cps.seal(),
+    ):
+        try:
+            verb()
+        except CheckpointError:
+            assert files_of(desk) == desk_before
+    assert files_of(tmp_path / 'outside') == outside
+    if name == 'refs/checkpoints/sealed':  # ours, never symbolic: replaced, not followed
+        assert re.fullmatch('[0-9a-f]{40}\n', (repo / name).read_text())
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'list'])
+    assert result.exit_code in (0, 1), result.output
+    assert 'unexpected' not in result.output and 'Traceback' not in result.output

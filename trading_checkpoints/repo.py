@@ -24,6 +24,7 @@ from dulwich.errors import (
     FileFormatException,
     NotGitRepository,
     ObjectFormatException,
+    RefFormatError,
     WrongObjectException,
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
@@ -65,6 +66,17 @@ _DAMAGE: tuple[type[BaseException], ...] = (
     ApplyDeltaError,
     WrongObjectException,
     ObjectFormatException,
+)
+
+# What dulwich raises on a damaged ref, ``packed-refs`` file or symbolic ref: a malformed line
+# (PackedRefsException), an empty packed-refs file (StopIteration), a symbolic ref to a name
+# outside refs/ (RefFormatError).
+REF_DAMAGE: tuple[type[BaseException], ...] = (
+    OSError,
+    ValueError,
+    FileFormatException,
+    RefFormatError,
+    StopIteration,
 )
 
 
@@ -241,13 +253,13 @@ class ShadowRepo:
             pass
         try:
             sha = self._repo.refs.read_ref(BRANCH)
-        except (OSError, ValueError) as error:
+        except REF_DAMAGE as error:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
                 sha = self._repo.refs.get_packed_refs().get(BRANCH)
-            except _DAMAGE as error:
+            except _DAMAGE + REF_DAMAGE as error:
                 raise CorruptRepositoryError(
                     f'cannot read {self.path / "packed-refs"}: {error}'
                 ) from error
@@ -384,7 +396,7 @@ class ShadowRepo:
                 done = refs.add_if_new(BRANCH, new, **kwargs)
             else:
                 done = refs.set_if_equals(BRANCH, old, new, **kwargs)
-        except OSError as error:
+        except REF_DAMAGE as error:
             raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
         if not done:
             raise CheckpointError(
@@ -410,7 +422,7 @@ class ShadowRepo:
                     return data[:40]
         try:
             sha = self._repo.refs.read_ref(name)
-        except (OSError, ValueError) as error:
+        except REF_DAMAGE as error:
             raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
         if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
             return None
@@ -420,10 +432,15 @@ class ShadowRepo:
         """Points a ref other than ``main`` (such as the seal) at ``sha``.
 
         No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
+        Like :meth:`read_ref`, it never follows a symbolic ref (only another tool writes one):
+        such a ref is replaced.
         """
+        refs = self._repo.refs
         try:
-            self._repo.refs.set_if_equals(name, None, sha)
-        except OSError as error:
+            if self.read_ref(name) is None and refs.read_loose_ref(name) is not None:
+                refs.remove_if_equals(name, None)
+            refs.set_if_equals(name, None, sha)
+        except REF_DAMAGE as error:
             raise CheckpointError(
                 f'cannot update {name.decode()} in {self.path}: {error}'
             ) from error

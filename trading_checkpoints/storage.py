@@ -31,7 +31,7 @@ from pathlib import Path
 from dulwich.objects import Commit, ShaFile, Tag, Tree, parse_tree, sha_to_hex
 from dulwich.pack import UnpackedObject, create_delta
 
-from .errors import CheckpointError
+from .errors import CheckpointError, CorruptRepositoryError
 
 # Pack the loose objects once there are this many (a snapshot usually writes 3 to 6).
 LOOSE_LIMIT = 64
@@ -145,16 +145,21 @@ def read_shallow(repository: Path) -> set[bytes]:
 
 def ref_heads(repo) -> list[bytes]:
     """Every commit a ref points at (all refs; symbolic ones resolved)."""
+    from .repo import REF_DAMAGE
+
     refs = repo._repo.refs
     heads = []
-    for name in refs.allkeys():
-        if name == b'HEAD':
-            continue
-        try:
-            sha = refs[name]
-        except KeyError:
-            continue
-        heads.append(sha)
+    try:
+        for name in refs.allkeys():
+            if name == b'HEAD':
+                continue
+            try:
+                sha = refs[name]
+            except KeyError:
+                continue
+            heads.append(sha)
+    except REF_DAMAGE as error:
+        raise CorruptRepositoryError(f'cannot read the refs of {repo.path}: {error}') from error
     return heads
 
 
