@@ -368,3 +368,31 @@ def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> Non
     result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'list'])
     assert result.exit_code in (0, 1), result.output
     assert 'unexpected' not in result.output and 'Traceback' not in result.output
+
+
+@pytest.mark.parametrize(
+    'content',
+    [b'X\n', b'{head}\n\x1d\n', b'{head}x\n', b'\xc2\xb3' * 500],
+    ids=['letter', 'control', 'long-id', 'long-line'],
+)
+def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: dulwich parses ``shallow`` when it opens the
+    repository, and a line that is not an object id made snapshot, undo and restore raise its
+    ObjectFormatException."""
+    tmp_path, desk, repo, cps = setup
+    head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
+    (repo / 'shallow').write_bytes(content.replace(b'{head}', head.encode()))
+    (desk / 'notes' / 'mine.md').write_text('more unsaved work')
+    desk_before = files_of(desk)
+    for verb in (
+        lambda: cps.snapshot('x'),
+        lambda: cps.undo(force=True),
+        lambda: cps.restore(head[:7]),
+    ):
+        with pytest.raises(CheckpointError, match='cannot open the repository') as caught:
+            verb()
+        assert len(str(caught.value)) < 400
+        assert files_of(desk) == desk_before
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'snapshot', '-m', 'x'])
+    assert result.exit_code == 1 and result.output.startswith('error: cannot open'), result.output
+    assert 'unexpected' not in result.output
