@@ -14,7 +14,7 @@ import time
 import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,7 +31,7 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
 from . import config as repo_config
 from . import prunedlog
-from .commitinfo import CommitInfo
+from .commitinfo import CommitInfo, from_commit
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
@@ -85,21 +85,6 @@ def _local_offset_seconds(now: float) -> int:
     return int(offset.total_seconds()) if offset is not None else 0
 
 
-def _iso(timestamp: int, offset_seconds: int) -> str:
-    """A commit's time in ISO 8601 with its offset. A commit another tool wrote may hold any
-    numbers: an offset of a day or more is shown as UTC, and a time outside the years 1 to
-    9999 as the nearest end of that range (in UTC)."""
-    try:
-        zone = timezone(timedelta(seconds=offset_seconds))
-    except (ValueError, OverflowError):
-        zone = timezone.utc
-    try:
-        return datetime.fromtimestamp(timestamp, zone).isoformat()
-    except (ValueError, OverflowError, OSError):
-        edge = datetime.max if timestamp > 0 else datetime.min
-        return edge.replace(tzinfo=timezone.utc).isoformat()
-
-
 def is_initialized(path: Path) -> bool:
     """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
     return (path / 'HEAD').is_file()
@@ -147,7 +132,7 @@ class ShadowRepo:
         # The vetted config, read once (see config.load); writes here replace it.
         self._config = config
         # Packed commits read from the packs by this object (see remember_packed_commits).
-        self.packed_read: list[CommitInfo] = []
+        self.packed_read: list[tuple[bytes, bytes]] = []  # (id, raw commit)
         self.packed_signature: tuple[tuple[str, int, int, int], ...] = ()
 
     @property
@@ -295,15 +280,9 @@ class ShadowRepo:
             info = remembered
         else:
             commit = self._read(sha, Commit)
-            info = CommitInfo(
-                sha=sha.decode(),
-                tree=commit.tree,
-                parents=tuple(commit.parents),
-                created_at=_iso(commit.commit_time, commit.commit_timezone),
-                message=commit.message.decode('utf-8', 'replace'),
-            )
+            info = from_commit(sha, commit)
             if packs:
-                self.packed_read.append(info)
+                self.packed_read.append((sha, commit.as_raw_string()))
                 self.packed_signature = packs
         if len(_COMMITS) >= 512:
             _COMMITS.clear()
