@@ -396,3 +396,23 @@ def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
     result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'snapshot', '-m', 'x'])
     assert result.exit_code == 1 and result.output.startswith('error: cannot open'), result.output
     assert 'unexpected' not in result.output
+
+
+@pytest.mark.parametrize('tree_sha', ['0' * 40, 'f' * 40])
+def test_prune_of_a_commit_naming_a_missing_tree_is_a_clear_error(setup, tree_sha: str) -> None:
+    """Found by tests/test_fuzz_disk.py: prune (even a dry run) walked a commit whose tree the
+    store lacks and raised dulwich's KeyError."""
+    tmp_path, desk, repo, cps = setup
+    (desk / 'notes' / 'mine.md').write_text('saved')
+    cps.snapshot('second')
+    (repo / 'refs' / 'heads' / 'main').write_text(commit(repo, tree_sha) + '\n')
+    before = files_of(tmp_path)
+    with pytest.raises(CheckpointError, match='missing'):
+        cps.prune(keep=1, dry_run=True)
+    assert files_of(tmp_path) == before
+    with pytest.raises(CheckpointError, match='missing'):
+        cps.prune(keep=1)
+    after = files_of(tmp_path)
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert all(p.startswith('.checkpoints/') for p in changed), sorted(changed)
+    assert cps.list()[0].reason == 'hostile'

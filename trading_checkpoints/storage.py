@@ -176,21 +176,28 @@ def reachable(
     """
     found: dict[bytes, bytes | None] = {}
     commits = [sha for sha in heads]
-    while commits:
-        sha = commits.pop()
-        if sha in found or (enter_commit is not None and not enter_commit(sha)):
-            continue
-        obj = store[sha]
-        if isinstance(obj, Tag):
+    try:
+        while commits:
+            sha = commits.pop()
+            if sha in found or (enter_commit is not None and not enter_commit(sha)):
+                continue
+            obj = store[sha]
+            if isinstance(obj, Tag):
+                found[sha] = None
+                commits.append(obj.object[1])
+                continue
+            if not isinstance(obj, Commit):
+                raise CheckpointError(f'the ref target {sha.decode()} is not a commit')
             found[sha] = None
-            commits.append(obj.object[1])
-            continue
-        if not isinstance(obj, Commit):
-            raise CheckpointError(f'the ref target {sha.decode()} is not a commit')
-        found[sha] = None
-        _walk_tree(store, obj.tree, b'', found)
-        if sha not in shallow:
-            commits.extend(p for p in obj.parents if p not in found)
+            _walk_tree(store, obj.tree, b'', found)
+            if sha not in shallow:
+                commits.extend(p for p in obj.parents if p not in found)
+    except KeyError as error:  # a commit (written by another tool) names a missing object
+        missing = error.args[0] if error.args else b'?'
+        name = missing.decode(errors='replace') if isinstance(missing, bytes) else str(missing)
+        raise CorruptRepositoryError(
+            f'the object {name[:40]} is missing from the repository, though a checkpoint names it'
+        ) from error
     return found
 
 
