@@ -78,6 +78,26 @@ def test_truncated_head_commit(ws) -> None:
     assert 'unreadable' in cli_error(tmp_path, 'snapshot')
 
 
+def test_every_truncation_of_the_head_commit_is_a_clear_error(ws) -> None:
+    """dulwich parses some truncated loose commits without complaint, with the committer line
+    (and so the time) missing: list, log and status then raised TypeError. This made
+    test_truncated_head_commit fail now and then (found while running the disk fuzz test)."""
+    from trading_checkpoints import repo as repo_module
+
+    tmp_path, desk, repo, cps, first = ws
+    path = head_object(repo)
+    data = path.read_bytes()
+    path.chmod(0o644)
+    for length in range(1, len(data)):
+        path.write_bytes(data[:length])
+        repo_module._COMMITS.clear()
+        for verb in (cps.list, cps.log, cps.status):
+            try:
+                verb()
+            except CheckpointError:
+                pass
+
+
 def test_truncated_blob_refuses_restore_before_any_write(ws) -> None:
     tmp_path, desk, repo, cps, first = ws
     put(desk, 'Memory.md', '-', b'v2 unsaved')

@@ -66,6 +66,7 @@ _DAMAGE: tuple[type[BaseException], ...] = (
     ApplyDeltaError,
     WrongObjectException,
     ObjectFormatException,
+    TypeError,  # from parsing some truncated loose objects
 )
 
 # What dulwich raises on a damaged ref, ``packed-refs`` file or symbolic ref: a malformed line
@@ -280,6 +281,12 @@ class ShadowRepo:
             info = remembered
         else:
             commit = self._read(sha, Commit)
+            if None in (commit.tree, commit.commit_time, commit.commit_timezone, commit.message):
+                # dulwich parses a truncated loose commit without complaint, fields missing.
+                raise CorruptRepositoryError(
+                    f'the object {sha.decode()} in {self.path} is unreadable: the commit is '
+                    'incomplete'
+                )
             info = from_commit(sha, commit)
             if packs:
                 self.packed_read.append((sha, commit.as_raw_string()))
