@@ -453,3 +453,28 @@ def test_a_lying_cache_never_makes_a_restore_lose_unsaved_work(
     cps.restore(before)
     assert (desk / 'Memory.md').read_text() == 'unsaved work'
     assert (desk / 'notes' / 'new.md').read_text() == 'an unsaved new file'
+
+
+@pytest.mark.parametrize('mode', [2**40, -1])
+def test_a_cached_mode_out_of_range_is_only_a_stale_entry(
+    desk: Path, repo_dir: Path, mode: int
+) -> None:
+    """Found by tests/test_fuzz_disk.py (slow run): a bit flipped in a cached st_mode, with the
+    checksum fixed up, made a restore's snapshot raise OverflowError from the stat module (the
+    change counts read the cached mode). It matches no file, so the file is read again."""
+    cps = Checkpoints(repo_dir, desk)
+    write(desk, 'Memory.md', 'first')
+    first = cps.snapshot('first')
+    write(desk, 'Memory.md', 'unsaved')
+
+    def bad_mode(cache: statcache.StatCache) -> None:
+        numbers = array('q', cache.numbers)
+        numbers[4] = mode
+        cache.set_columns(cache.names, numbers, cache.shas)
+        cache.commit = (repo_dir / 'refs' / 'heads' / 'main').read_bytes().strip()
+
+    _lying_cache(desk, repo_dir, bad_mode)
+    assert cps.status().changes
+    before = cps.restore(first)
+    assert cps.show(before, 'Memory.md') == b'unsaved'
+    assert (desk / 'Memory.md').read_text() == 'first'
