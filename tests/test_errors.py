@@ -64,6 +64,28 @@ def object_count(repo: Path) -> int:
     return len(loose) + packed
 
 
+def loose_head_from_another_tool(repo: Path) -> Path:
+    """A new newest commit written loose (as git or an older version would), and its file: this
+    library itself only ever appends objects to packs."""
+    from dulwich.objects import Commit
+    from dulwich.repo import Repo
+
+    with Repo(str(repo)) as dulwich_repo:
+        head = dulwich_repo.refs[b'refs/heads/main']
+        commit = Commit()
+        commit.tree = dulwich_repo[head].tree
+        commit.parents = [head]
+        commit.author = commit.committer = b'someone <someone@example.com>'
+        commit.author_time = commit.commit_time = 1_700_000_000
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.message = b'written by another tool\n'
+        dulwich_repo.object_store.add_object(commit)
+        dulwich_repo.refs[b'refs/heads/main'] = commit.id
+    path = repo / 'objects' / commit.id.decode()[:2] / commit.id.decode()[2:]
+    assert path.is_file()
+    return path
+
+
 def damage_object(repo: Path, sha: str) -> None:
     """Garbles one object where it is stored: a loose file is cut in half; a packed one gets its
     compressed data overwritten (the rest of the pack stays readable)."""
@@ -102,6 +124,27 @@ def test_truncated_head_commit(ws) -> None:
         cps.snapshot('on top of a broken commit')
     assert 'unreadable' in cli_error(tmp_path, 'list')
     assert 'unreadable' in cli_error(tmp_path, 'snapshot')
+
+
+def test_every_truncation_of_the_head_commit_is_a_clear_error(ws) -> None:
+    """dulwich parses some truncated loose commits without complaint, with the committer line
+    (and so the time) missing: list, log and status then raised TypeError. This made
+    test_truncated_head_commit fail now and then (found while running the disk fuzz test)."""
+    from trading_checkpoints import repo as repo_module
+
+    tmp_path, desk, repo, cps, first = ws
+    path = loose_head_from_another_tool(repo)
+    data = path.read_bytes()
+    path.chmod(0o644)
+    for length in range(1, len(data)):
+        path.write_bytes(data[:length])
+        repo_module._COMMITS.clear()
+        (repo / 'checkpoints' / 'commits').unlink(missing_ok=True)  # read the object itself
+        for verb in (cps.list, cps.log, cps.status):
+            try:
+                verb()
+            except CheckpointError:
+                pass
 
 
 def test_truncated_blob_refuses_restore_before_any_write(ws) -> None:

@@ -101,6 +101,42 @@ def test_torn_memo_is_ignored(repo_dir: Path, desk: Path) -> None:
     assert Checkpoints(repo_dir, desk).list()[0].checkpoint_id == first
 
 
+def test_a_forged_memo_entry_is_not_believed(repo_dir: Path, desk: Path) -> None:
+    """Found by tests/test_fuzz_disk.py: the memo lives in the repository, so anyone may write
+    it. An entry (well formed, filed under the real id) that gave the newest commit
+    itself as its parent made list() repeat it and turns(), undo() and log() loop forever; one
+    with another tree made restore() put back files the checkpoint never held."""
+    from dulwich.object_store import DiskObjectStore
+
+    from trading_checkpoints import commitmemo
+
+    cps = Checkpoints(repo_dir, desk)
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('first')
+    write(desk, 'notes/a.md', 'two')
+    second = cps.snapshot('second')
+    cps.prune()  # one pack: both commits are packed
+    _forget()
+    assert Checkpoints(repo_dir, desk).snapshot('no-op') is None  # writes the memo
+    assert (repo_dir / 'checkpoints' / NAME).is_file()
+    head = (repo_dir / 'refs' / 'heads' / 'main').read_bytes().strip()
+    store = DiskObjectStore(str(repo_dir / 'objects'))
+    raw = store[head].as_raw_string()
+    parent = store[head].parents[0]
+    first_tree = store[parent].tree
+    store.close()
+    forged = raw.replace(b'parent ' + parent, b'parent ' + head)
+    forged = forged.replace(raw.split(b'\n', 1)[0], b'tree ' + first_tree)
+    commitmemo.append(repo_dir, [commitmemo.record(head, forged)])  # the last word on head
+    _forget()
+    cps = Checkpoints(repo_dir, desk)
+    assert [c.checkpoint_id for c in cps.list(limit=10)] == [second, first]
+    assert [e.checkpoint.checkpoint_id for e in cps.log(limit=10)] == [second, first]
+    cps.turns()
+    assert cps.show(second, 'notes/a.md') == b'two'
+    assert not cps.diff(second).changes
+
+
 def _reference(data: bytes) -> tuple[object, object]:
     config = ConfigFile.from_file(BytesIO(data))
     try:

@@ -9,6 +9,7 @@ written, and the same through the command line, as one line without a traceback.
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -284,3 +285,139 @@ def test_a_name_that_is_not_utf8_is_skipped_and_reported(setup) -> None:
     assert cps.list()
     assert cps.show(target, 'notes/fine.md') == b'restored'
     assert 'notes/fine.md' not in cps.diff(target).paths
+
+
+@pytest.mark.parametrize(
+    'when', [b'4611686018427387904 +0000', b'1700000000 +9900', b'-99999999999999 -3000']
+)
+def test_a_commit_dated_out_of_range_lists_with_a_date(setup, when: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: a head commit dated in the year 146 billion, or with
+    a 99-hour offset, made list, log, status, turns and undo raise OSError or ValueError."""
+    from datetime import datetime
+
+    tmp_path, desk, repo, cps = setup
+    honest = cps.list()[0].checkpoint_id
+    head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
+    tree_sha = commit_tree_of(repo, head)
+    body = (
+        b'tree ' + tree_sha.encode() + b'\nparent ' + head.encode() + b'\n'
+        b'author x <x@x> ' + when + b'\ncommitter x <x@x> ' + when + b'\n\nodd date\n'
+    )
+    odd = write_object(repo, b'commit', body)
+    (repo / 'refs' / 'heads' / 'main').write_text(odd + '\n')
+    listed = cps.list()
+    assert [c.checkpoint_id for c in listed] == [odd[:7], honest]
+    datetime.fromisoformat(listed[0].created_at).timestamp()  # a date retention can compare
+    assert cps.log()[0].checkpoint.checkpoint_id == odd[:7]
+    assert cps.status().newest_id == odd[:7]
+    cps.turns()
+    cps.prune(keep=5, dry_run=True)
+    assert cps.undo(force=True).before_id
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'list'])
+    assert result.exit_code == 0 and odd[:7] in result.output, result.output
+
+
+def commit_tree_of(repo: Path, sha: str) -> str:
+    from dulwich.object_store import DiskObjectStore
+
+    store = DiskObjectStore(str(repo / 'objects'))
+    try:
+        return store[sha.encode()].tree.decode()  # packed: the library appends to packs
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ('name', 'content'),
+    [
+        ('packed-refs', b''),  # dulwich: StopIteration (RuntimeError inside a generator)
+        ('packed-refs', b'^{head}\n'),  # a peeled line first
+        ('packed-refs', b'{head} refs/heads/main\n^{head}\n'),  # peeled without the header
+        ('packed-refs', b'{head}\n'),  # no ref name
+        ('packed-refs', b'\x8b\n'),
+        ('packed-refs', b'# pack-refs with: peeled fully-peeled sorted \n{head}` refs/x\n'),
+        ('refs/checkpoints/sealed', b'ref: ../../../outside/precious.txt\n'),
+        ('refs/heads/main', b'ref: ../../../outside/precious.txt\n'),
+    ],
+)
+def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: a damaged packed-refs file (with the branch only
+    there) or a symbolic ref leaving refs/ made every verb raise dulwich's PackedRefsException,
+    RefFormatError, StopIteration or RuntimeError."""
+    tmp_path, desk, repo, cps = setup
+    branch = repo / 'refs' / 'heads' / 'main'
+    head = branch.read_text().strip()
+    if name == 'packed-refs':
+        branch.unlink()
+    (repo / name).parent.mkdir(parents=True, exist_ok=True)
+    (repo / name).write_bytes(content.replace(b'{head}', head.encode()))
+    outside = files_of(tmp_path / 'outside')
+    desk_before = files_of(desk)
+    for verb in (
+        lambda: cps.list(),
+        lambda: cps.status(),
+        lambda: cps.log(),
+        lambda: cps.turns(),
+        lambda: cps.prune(keep=1, dry_run=True),
+        lambda: cps.snapshot('x'),
+        lambda: cps.undo(force=True),
+        lambda: cps.seal(),
+    ):
+        try:
+            verb()
+        except CheckpointError:
+            assert files_of(desk) == desk_before
+    assert files_of(tmp_path / 'outside') == outside
+    if name == 'refs/checkpoints/sealed':  # ours, never symbolic: replaced, not followed
+        assert re.fullmatch('[0-9a-f]{40}\n', (repo / name).read_text())
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'list'])
+    assert result.exit_code in (0, 1), result.output
+    assert 'unexpected' not in result.output and 'Traceback' not in result.output
+
+
+@pytest.mark.parametrize(
+    'content',
+    [b'X\n', b'{head}\n\x1d\n', b'{head}x\n', b'\xc2\xb3' * 500],
+    ids=['letter', 'control', 'long-id', 'long-line'],
+)
+def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
+    """Found by tests/test_fuzz_disk.py: dulwich parses ``shallow`` when it opens the
+    repository, and a line that is not an object id made snapshot, undo and restore raise its
+    ObjectFormatException."""
+    tmp_path, desk, repo, cps = setup
+    head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
+    (repo / 'shallow').write_bytes(content.replace(b'{head}', head.encode()))
+    (desk / 'notes' / 'mine.md').write_text('more unsaved work')
+    desk_before = files_of(desk)
+    for verb in (
+        lambda: cps.snapshot('x'),
+        lambda: cps.undo(force=True),
+        lambda: cps.restore(head[:7]),
+    ):
+        with pytest.raises(CheckpointError, match='cannot open the repository') as caught:
+            verb()
+        assert len(str(caught.value)) < 400
+        assert files_of(desk) == desk_before
+    result = CliRunner().invoke(cli, ['--workspace', str(tmp_path), 'snapshot', '-m', 'x'])
+    assert result.exit_code == 1 and result.output.startswith('error: cannot open'), result.output
+    assert 'unexpected' not in result.output
+
+
+@pytest.mark.parametrize('tree_sha', ['0' * 40, 'f' * 40])
+def test_prune_of_a_commit_naming_a_missing_tree_is_a_clear_error(setup, tree_sha: str) -> None:
+    """Found by tests/test_fuzz_disk.py: prune (even a dry run) walked a commit whose tree the
+    store lacks and raised dulwich's KeyError."""
+    tmp_path, desk, repo, cps = setup
+    (desk / 'notes' / 'mine.md').write_text('saved')
+    cps.snapshot('second')
+    (repo / 'refs' / 'heads' / 'main').write_text(commit(repo, tree_sha) + '\n')
+    before = files_of(tmp_path)
+    with pytest.raises(CheckpointError, match='missing'):
+        cps.prune(keep=1, dry_run=True)
+    assert files_of(tmp_path) == before
+    with pytest.raises(CheckpointError, match='missing'):
+        cps.prune(keep=1)
+    after = files_of(tmp_path)
+    changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert all(p.startswith('.checkpoints/') for p in changed), sorted(changed)
+    assert cps.list()[0].reason == 'hostile'

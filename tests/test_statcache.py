@@ -381,3 +381,100 @@ def test_random_restores_leave_a_cache_that_matches_the_desk(desk: Path, repo_di
             if rng.random() < 0.5:
                 time.sleep(statcache.RACY_WINDOW_NS / 1e9 * 1.2)
             assert Checkpoints(repo_dir, desk).snapshot('after restore') is None
+
+
+# -- a cache that lies (it lives in the repository, where anyone may write) --------------------
+
+
+def _lying_cache(desk: Path, repo_dir: Path, lie) -> None:
+    """Replaces the cache with one made from a real scan of the desk (every stat matches, none
+    racy), then changed by ``lie(cache)``."""
+    from trading_checkpoints.desk import DeskState
+
+    state = DeskState(desk, ALLOWLIST, cache_path(repo_dir))
+    try:
+        result = state.scan(statcache.StatCache(context=state.context))
+        cache = statcache.StatCache(
+            names=list(result.names),
+            numbers=array('q', result.numbers),
+            shas=result.shas,
+            context=state.context,
+            written_at_ns=time.time_ns() + 3600 * SECOND,
+        )
+        lie(cache)
+        statcache.save(cache_path(repo_dir), cache)
+    finally:
+        state.close()
+
+
+def _point(cache: statcache.StatCache, path: str, sha: bytes) -> None:
+    position = cache.names.index(path)
+    shas = bytearray(cache.shas)
+    shas[position * 20 : position * 20 + 20] = bytes.fromhex(sha.decode())
+    cache.set_columns(cache.names, cache.numbers, bytes(shas))
+
+
+@pytest.mark.parametrize('lie', ['unstored-blob', 'other-blob', 'trees-of-head'])
+def test_a_lying_cache_never_makes_a_restore_lose_unsaved_work(
+    desk: Path, repo_dir: Path, lie: str
+) -> None:
+    """Found by tests/test_fuzz_disk.py: a restore's pre-snapshot trusted the cache for files
+    whose stat matched, so a cache that named a blob the store lacks (the file's own id, never
+    stored), another file's blob, or the newest checkpoint's trees (so the desk looked
+    unchanged) left the unsaved bytes out of every checkpoint, and the restore then
+    overwrote or deleted them."""
+    cps = Checkpoints(repo_dir, desk)
+    write(desk, 'Memory.md', 'first')
+    write(desk, 'notes/keep.md', 'kept')
+    first = cps.snapshot('first')
+    write(desk, 'Memory.md', 'second')
+    second = cps.snapshot('second')
+    assert first and second
+    write(desk, 'Memory.md', 'unsaved work')
+    write(desk, 'notes/new.md', 'an unsaved new file')
+    head = (repo_dir / 'refs' / 'heads' / 'main').read_bytes().strip()
+    if lie == 'unstored-blob':  # the true ids, which the store does not hold
+        _lying_cache(desk, repo_dir, lambda cache: None)
+    elif lie == 'other-blob':
+        _lying_cache(desk, repo_dir, lambda c: _point(c, 'Memory.md', blob_id(b'second')))
+    else:
+        tree = ShadowRepo.open(repo_dir).commit_info(head).tree
+
+        def trees_of_head(cache: statcache.StatCache) -> None:
+            cache.trees = {'': tree}
+            cache.commit = head
+
+        _lying_cache(desk, repo_dir, trees_of_head)
+    before = cps.restore(first)
+    assert (desk / 'Memory.md').read_text() == 'first'
+    assert not (desk / 'notes' / 'new.md').exists()
+    assert cps.show(before, 'Memory.md') == b'unsaved work'
+    assert cps.show(before, 'notes/new.md') == b'an unsaved new file'
+    cps.restore(before)
+    assert (desk / 'Memory.md').read_text() == 'unsaved work'
+    assert (desk / 'notes' / 'new.md').read_text() == 'an unsaved new file'
+
+
+@pytest.mark.parametrize('mode', [2**40, -1])
+def test_a_cached_mode_out_of_range_is_only_a_stale_entry(
+    desk: Path, repo_dir: Path, mode: int
+) -> None:
+    """Found by tests/test_fuzz_disk.py (slow run): a bit flipped in a cached st_mode, with the
+    checksum fixed up, made a restore's snapshot raise OverflowError from the stat module (the
+    change counts read the cached mode). It matches no file, so the file is read again."""
+    cps = Checkpoints(repo_dir, desk)
+    write(desk, 'Memory.md', 'first')
+    first = cps.snapshot('first')
+    write(desk, 'Memory.md', 'unsaved')
+
+    def bad_mode(cache: statcache.StatCache) -> None:
+        numbers = array('q', cache.numbers)
+        numbers[4] = mode
+        cache.set_columns(cache.names, numbers, cache.shas)
+        cache.commit = (repo_dir / 'refs' / 'heads' / 'main').read_bytes().strip()
+
+    _lying_cache(desk, repo_dir, bad_mode)
+    assert cps.status().changes
+    before = cps.restore(first)
+    assert cps.show(before, 'Memory.md') == b'unsaved'
+    assert (desk / 'Memory.md').read_text() == 'first'

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 SHORT_ID_LENGTH = 7
 
@@ -28,14 +29,23 @@ class CommitInfo:
         return self.message.split('\n', 1)[0].strip()
 
 
+def iso_time(timestamp: int, offset_seconds: int) -> str:
+    """A commit's time in ISO 8601 with its offset. A commit another tool wrote may hold any
+    numbers: an offset of a day or more is shown as UTC, and a time outside the years 1 to
+    9999 as the nearest end of that range (in UTC)."""
+    try:
+        zone = timezone(timedelta(seconds=offset_seconds))
+    except (ValueError, OverflowError):
+        zone = timezone.utc
+    try:
+        return datetime.fromtimestamp(timestamp, zone).isoformat()
+    except (ValueError, OverflowError, OSError):
+        edge = datetime.max if timestamp > 0 else datetime.min
+        return edge.replace(tzinfo=timezone.utc).isoformat()
+
+
 _HEX = re.compile(rb'[0-9a-f]{40}')
 _WHEN = re.compile(rb'.* (\d{1,12}) ([+-])(\d\d)(\d\d)')
-
-
-def iso_time(timestamp: int, offset_seconds: int) -> str:
-    """A commit time as ISO 8601 with its UTC offset."""
-    zone = timezone(timedelta(seconds=offset_seconds))
-    return datetime.fromtimestamp(timestamp, zone).isoformat()
 
 
 def parse_commit(sha: bytes, raw: bytes) -> CommitInfo:
@@ -61,14 +71,22 @@ def parse_commit(sha: bytes, raw: bytes) -> CommitInfo:
     offset = (int(when.group(3)) * 60 + int(when.group(4))) * 60
     if when.group(2) == b'-':
         offset = -offset
-    try:
-        created_at = iso_time(int(when.group(1)), offset)
-    except (OverflowError, OSError, ValueError) as error:
-        raise ValueError('bad commit time') from error
+    created_at = iso_time(int(when.group(1)), offset)
     return CommitInfo(
         sha=sha.decode(),
         tree=tree,
         parents=tuple(parents),
         created_at=created_at,
         message=message.decode('utf-8', 'replace'),
+    )
+
+
+def from_commit(sha: bytes, commit: Any) -> CommitInfo:
+    """What the library needs of a parsed commit (dulwich's ``Commit``) whose id is ``sha``."""
+    return CommitInfo(
+        sha=sha.decode(),
+        tree=commit.tree,
+        parents=tuple(commit.parents),
+        created_at=iso_time(commit.commit_time, commit.commit_timezone),
+        message=commit.message.decode('utf-8', 'replace'),
     )

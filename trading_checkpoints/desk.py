@@ -108,6 +108,10 @@ class DeskState:
     def save(self, cache: StatCache) -> None:
         statcache.save(self.cache_path, cache)
 
+    def forget_cache(self) -> None:
+        """Empties the stat cache, so the next scan reads every file again."""
+        self.save(StatCache(context=self.context))
+
     def remember(
         self, cache: StatCache, result: Scan, trees: dict[str, bytes], commit: bytes
     ) -> None:

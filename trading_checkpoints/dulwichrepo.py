@@ -29,7 +29,7 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
     so neither a ``.git`` file nor a ``commondir`` file inside it is followed.
     """
     from dulwich.config import ConfigFile
-    from dulwich.errors import NotGitRepository
+    from dulwich.errors import FileFormatException, NotGitRepository
 
     global _DULWICH_REPO
     if config is None:
@@ -64,5 +64,9 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
         raise CorruptRepositoryError(f'{root} is not a git repository (no objects or refs folder)')
     try:
         return _DULWICH_REPO(root, vetted)
-    except (NotGitRepository, OSError, ValueError, KeyError) as error:
-        raise CorruptRepositoryError(f'cannot open the repository {root}: {error}') from error
+    except (NotGitRepository, OSError, ValueError, KeyError, FileFormatException) as error:
+        # FileFormatException: a damaged ``shallow`` (or ``info/grafts``) file, which dulwich
+        # parses on opening; its message quotes the bad line, cut short here.
+        text = ' '.join(str(error).split())
+        text = text if len(text) <= 200 else text[:197] + '...'
+        raise CorruptRepositoryError(f'cannot open the repository {root}: {text}') from error

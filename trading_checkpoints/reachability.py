@@ -7,7 +7,8 @@ from pathlib import Path
 
 from dulwich.objects import Commit, Tag, Tree, parse_tree
 
-from .errors import CheckpointError
+from .errors import CheckpointError, CorruptRepositoryError
+from .refdamage import REF_DAMAGE
 
 
 def read_shallow(repository: Path) -> set[bytes]:
@@ -21,14 +22,17 @@ def ref_heads(repo) -> list[bytes]:
     """Every commit a ref points at (all refs; symbolic ones resolved)."""
     refs = repo.dulwich_repo.refs
     heads = []
-    for name in refs.allkeys():
-        if name == b'HEAD':
-            continue
-        try:
-            sha = refs[name]
-        except KeyError:
-            continue
-        heads.append(sha)
+    try:
+        for name in refs.allkeys():
+            if name == b'HEAD':
+                continue
+            try:
+                sha = refs[name]
+            except KeyError:
+                continue
+            heads.append(sha)
+    except REF_DAMAGE as error:
+        raise CorruptRepositoryError(f'cannot read the refs of {repo.path}: {error}') from error
     return heads
 
 
@@ -45,21 +49,28 @@ def reachable(
     """
     found: dict[bytes, bytes | None] = {}
     commits = [sha for sha in heads]
-    while commits:
-        sha = commits.pop()
-        if sha in found or (enter_commit is not None and not enter_commit(sha)):
-            continue
-        obj = store[sha]
-        if isinstance(obj, Tag):
+    try:
+        while commits:
+            sha = commits.pop()
+            if sha in found or (enter_commit is not None and not enter_commit(sha)):
+                continue
+            obj = store[sha]
+            if isinstance(obj, Tag):
+                found[sha] = None
+                commits.append(obj.object[1])
+                continue
+            if not isinstance(obj, Commit):
+                raise CheckpointError(f'the ref target {sha.decode()} is not a commit')
             found[sha] = None
-            commits.append(obj.object[1])
-            continue
-        if not isinstance(obj, Commit):
-            raise CheckpointError(f'the ref target {sha.decode()} is not a commit')
-        found[sha] = None
-        _walk_tree(store, obj.tree, b'', found)
-        if sha not in shallow:
-            commits.extend(p for p in obj.parents if p not in found)
+            _walk_tree(store, obj.tree, b'', found)
+            if sha not in shallow:
+                commits.extend(p for p in obj.parents if p not in found)
+    except KeyError as error:  # a commit (written by another tool) names a missing object
+        missing = error.args[0] if error.args else b'?'
+        name = missing.decode(errors='replace') if isinstance(missing, bytes) else str(missing)
+        raise CorruptRepositoryError(
+            f'the object {name[:40]} is missing from the repository, though a checkpoint names it'
+        ) from error
     return found
 
 

@@ -30,11 +30,12 @@ from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
 from . import commitmemo, prunedlog
 from . import config as repo_config
-from .commitinfo import CommitInfo, iso_time, parse_commit
+from .commitinfo import CommitInfo, from_commit, parse_commit
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
 from .paths import Allowlist, check_tree_path, component_problem, path_problem
+from .refdamage import REF_DAMAGE
 from .trees import BLOB_MODES, TREE_MODE
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ _DAMAGE: tuple[type[BaseException], ...] = (
     ApplyDeltaError,
     WrongObjectException,
     ObjectFormatException,
+    TypeError,  # from parsing some truncated loose objects
 )
 
 
@@ -242,13 +244,13 @@ class ShadowRepo:
             pass
         try:
             sha = self._repo.refs.read_ref(BRANCH)
-        except (OSError, ValueError) as error:
+        except REF_DAMAGE as error:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
                 sha = self._repo.refs.get_packed_refs().get(BRANCH)
-            except _DAMAGE as error:
+            except _DAMAGE + REF_DAMAGE as error:
                 raise CorruptRepositoryError(
                     f'cannot read {self.path / "packed-refs"}: {error}'
                 ) from error
@@ -273,13 +275,13 @@ class ShadowRepo:
         info = self._commits.find(sha) if _HEX_SHA.fullmatch(sha) else None
         if info is None:
             commit = self._read(sha, Commit)
-            info = CommitInfo(
-                sha=sha.decode(),
-                tree=commit.tree,
-                parents=tuple(commit.parents),
-                created_at=iso_time(commit.commit_time, commit.commit_timezone),
-                message=commit.message.decode('utf-8', 'replace'),
-            )
+            if None in (commit.tree, commit.commit_time, commit.commit_timezone, commit.message):
+                # dulwich parses a truncated loose commit without complaint, fields missing.
+                raise CorruptRepositoryError(
+                    f'the object {sha.decode()} in {self.path} is unreadable: the commit is '
+                    'incomplete'
+                )
+            info = from_commit(sha, commit)
             self._commits.remember(sha, commit.as_raw_string())
         if len(_COMMITS) >= 512:
             _COMMITS.clear()
@@ -358,7 +360,7 @@ class ShadowRepo:
                 done = refs.add_if_new(BRANCH, new, **kwargs)
             else:
                 done = refs.set_if_equals(BRANCH, old, new, **kwargs)
-        except OSError as error:
+        except REF_DAMAGE as error:
             raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
         if not done:
             self._head = _UNREAD
@@ -386,7 +388,7 @@ class ShadowRepo:
                     return data[:40]
         try:
             sha = self._repo.refs.read_ref(name)
-        except (OSError, ValueError) as error:
+        except REF_DAMAGE as error:
             raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
         if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
             return None
@@ -396,10 +398,15 @@ class ShadowRepo:
         """Points a ref other than ``main`` (such as the seal) at ``sha``.
 
         No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
+        Like :meth:`read_ref`, it never follows a symbolic ref (only another tool writes one):
+        such a ref is replaced.
         """
+        refs = self._repo.refs
         try:
-            self._repo.refs.set_if_equals(name, None, sha)
-        except OSError as error:
+            if self.read_ref(name) is None and refs.read_loose_ref(name) is not None:
+                refs.remove_if_equals(name, None)
+            refs.set_if_equals(name, None, sha)
+        except REF_DAMAGE as error:
             raise CheckpointError(
                 f'cannot update {name.decode()} in {self.path}: {error}'
             ) from error

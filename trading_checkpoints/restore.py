@@ -9,7 +9,8 @@ and clone's first checkout are all this pipeline with different requests:
 2. **vet**: everything the plan writes is read first: each blob must exist and be writable as
    its mode says, every name must fit the file system, and nothing untracked may be in the way.
 3. **pre-snapshot**: the desk as found is committed, so everything the restore overwrites or
-   deletes stays in a checkpoint (files over the size limit that it reverts included).
+   deletes stays in a checkpoint (files over the size limit that it reverts included); each
+   of those files is read once more to make sure (the stat cache lives in the repository).
 4. **journal**: the intent record is written and flushed; from here on a crash is completed by
    the next operation (``recovery.py``).
 5. **apply**: writes and deletes through the desk's folder descriptors, each checked just
@@ -20,17 +21,23 @@ and clone's first checkout are all this pipeline with different requests:
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import changestats, external, history, journal, metadata, safety, undo
 from .checkout import Plan, plan
 from .commitinfo import SHORT_ID_LENGTH
+from .deskio import DeskFolders
 from .errors import CheckpointError, ExternalChangesError
+from .objectio import as_objects
+from .repo import ShadowRepo
 from .results import RestoreResult
-from .scan import Scan
+from .scan import Scan, git_mode, hash_stream
 from .session import Session
-from .trees import SYMLINK_MODE, FileEntry, RawObject, build_trees
+from .trees import BLOB_MODES, SYMLINK_MODE, TREE_MODE, FileEntry, RawObject, blob_id, build_trees
 
 TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
 CHANGED_OUTSIDE = 'changed outside the agent'
@@ -106,9 +113,37 @@ class _Desired:
         return self.governed is None or path in self.governed
 
 
+class _Unheld(Exception):
+    """A file the restore would replace or delete holds bytes no checkpoint holds."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
 def run(session: Session, request: Request) -> Outcome:
     """Runs the pipeline; raises ``DeskChangedError`` (journal kept) when another writer
-    changed a planned file during the writes: the caller completes it through the journal."""
+    changed a planned file during the writes: the caller completes it through the journal.
+
+    When a file it would replace or delete turns out to hold bytes the pre-snapshot does not
+    (the stat cache, which lives in the repository, described it wrongly, or it changed just
+    then), nothing has been touched yet: the stat cache is dropped and the restore starts
+    again from a scan that reads every file.
+    """
+    try:
+        return _run(session, request)
+    except _Unheld:
+        session.desk.forget_cache()
+    try:
+        return _run(session, request)
+    except _Unheld as unheld:
+        raise CheckpointError(
+            f'cannot {request.action}: {unheld.path} keeps changing while the desk is saved '
+            'first, and would be lost; nothing was changed'
+        ) from None
+
+
+def _run(session: Session, request: Request) -> Outcome:
     repo = session.repo
     target_info = repo.commit_info(request.target)
     tree_skipped: list[tuple[str, str]] = []
@@ -147,6 +182,7 @@ def run(session: Session, request: Request) -> Outcome:
     head = repo.head()
     assert head is not None
     repo.require_commit(head)  # the restored state is committed on it: it must be readable
+    _check_held(session, request, the_plan, current, scan, head)
     _vet(session, the_plan, scan, current)
     read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
     head_tree = repo.commit_info(head).tree  # read before the desk is touched
@@ -285,6 +321,84 @@ def _worth_saving(request: Request, scan: Scan) -> bool:
         return True
     found = scan.files
     return any(found.get(path) not in pair for path, pair in request.expected.items())
+
+
+def _check_held(
+    session: Session,
+    request: Request,
+    the_plan: Plan,
+    current: dict[str, FileEntry],
+    scan: Scan,
+    head: bytes,
+) -> None:
+    """Makes sure every file the plan replaces or deletes is held byte for byte by the newest
+    checkpoint (the pre-snapshot) or, completing a journal, by the commits it names; raises
+    ``_Unheld`` for the first that is not.
+
+    The scan takes a file's blob id from the stat cache while its stat is unchanged, and the
+    cache lives in the repository, where anyone may write: one naming a blob the store lacks,
+    another file's blob, or trees the desk does not have would leave bytes out of the
+    pre-snapshot that the restore then destroys. So each such file is read once more here; a
+    blob the pre-snapshot names but the store lacks is stored when this scan read it.
+    """
+    repo = session.repo
+    root = repo.commit_info(head).tree
+    trees: dict[bytes, Any] = {}
+    for path in (*the_plan.write, *the_plan.delete):
+        if path not in current or path in scan.carried:
+            continue  # nothing there, or changed while read (the checkout's guard stops it)
+        found = _entry_now(session.desk.folders, path)
+        if found is None:
+            continue  # gone: nothing to lose
+        held = {_entry_at(repo, root, path, trees)}
+        if request.expected is not None:
+            held.update(request.expected.get(path, ()))
+        if found not in held:
+            raise _Unheld(path)
+        if not repo.contains(found[1]):
+            data = scan.new_blobs.get(found[1])
+            if data is None:
+                raise _Unheld(path)  # taken from the cache: read afresh on the next try
+            repo.write_objects(as_objects([(found[1], b'blob', data)]))
+
+
+def _entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
+    """A desk file's entry as it is now (read in chunks), or None when it is not a file."""
+    st = folders.lstat(path)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        target = folders.read_link(path)
+        return None if target is None else (SYMLINK_MODE, blob_id(target))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    fd = folders.open_file(path)
+    if fd is None:
+        return None
+    try:
+        sha = hash_stream(fd, 0)
+    finally:
+        os.close(fd)
+    return (git_mode(st.st_mode), sha or b'changed while read')
+
+
+def _entry_at(
+    repo: ShadowRepo, tree: bytes, path: str, trees: dict[bytes, Any]
+) -> FileEntry | None:
+    """The entry a tree holds at ``path`` (None when none), reading each tree once."""
+    names = path.encode('utf-8', 'surrogateescape').split(b'/')
+    sha, mode = tree, TREE_MODE
+    for name in names:
+        if mode != TREE_MODE:
+            return None
+        listing = trees.get(sha)
+        if listing is None:
+            listing = trees[sha] = repo.read_tree(sha)
+        try:
+            mode, sha = listing[name]
+        except KeyError:
+            return None
+    return (mode, sha) if mode in BLOB_MODES else None
 
 
 def _make_desk(session: Session) -> None:

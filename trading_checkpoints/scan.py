@@ -59,7 +59,8 @@ def too_large(limit: int) -> str:
 
 
 def git_mode(st_mode: int) -> int:
-    if stat.S_ISLNK(st_mode):
+    # Bit tests, not stat.S_ISLNK: a mode read from a damaged stat cache may not fit a C int.
+    if st_mode & _FORMAT_MASK == _S_IFLNK:
         return SYMLINK_MODE
     return EXECUTABLE_MODE if st_mode & stat.S_IXUSR else FILE_MODE
 
