@@ -187,3 +187,9 @@ def test_delta_guard_skips_unrelated_content() -> None:
     assert packplan.alike(text, text + b'one more line\n')
     assert not packplan.alike(os.urandom(8000), os.urandom(8000))
     assert packplan.alike(b'short', b'tiny')
+    # Small files too: a note rewritten whole is not worth a delta (create_delta is slow on
+    # unrelated content even at a few hundred bytes), one edited in place is.
+    note = b''.join(b'- item %d\n' % i for i in range(30))
+    assert packplan.alike(note, note.replace(b'item 7', b'item seven'))
+    assert not packplan.alike(os.urandom(512).hex().encode(), b'x1 10\n' * 40)
+    assert not packplan.alike(b'b 10\n' * 40, os.urandom(120).hex().encode())

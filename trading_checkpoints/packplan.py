@@ -40,7 +40,10 @@ def alike(base: bytes, target: bytes, samples: int = 8, width: int = 24) -> bool
     A cheap guard (a few substring searches) in front of ``create_delta``, which is slow on
     unrelated content such as two versions of a compressed or random binary file.
     """
-    if len(target) < samples * width * 2 or len(base) < width:
+    # Small targets get narrower pieces: create_delta costs milliseconds on unrelated content
+    # of a few hundred bytes too (a 1 KiB base), and a snapshot may hold hundreds of them.
+    width = max(8, min(width, len(target) // (samples * 2)))
+    if len(target) < samples * width or len(base) < width:
         return True
     step = (len(target) - width) // (samples - 1)
     found = sum(1 for i in range(samples) if target[i * step : i * step + width] in base)
