@@ -1755,7 +1755,7 @@ def test_a_credential_file_that_is_no_small_private_file_is_refused(
     os.mkfifo(store)  # opened without blocking, then refused
     assert refused() == f'the credential file {store} is not a small regular file'
     store.unlink()
-    line = b'https://u:p@h/x\n'
+    line = b'https://u:p@h/x'  # no newline: the file's very last byte is part of the entry
     store.write_bytes(b'#' * (credentials.MAX_BYTES - len(line) - 1) + b'\n' + line)
     store.chmod(0o644)
     assert refused() == f'the credential file {store} can be read by other users; chmod 600 it'
@@ -1765,7 +1765,7 @@ def test_a_credential_file_that_is_no_small_private_file_is_refused(
     with open(store, 'ab') as handle:
         handle.write(b'\xff\n')  # one byte more, and not UTF-8
     assert refused() == f'the credential file {store} is not a small regular file'
-    store.write_bytes(b'\xff\xfe not UTF-8\n' + line)
+    store.write_bytes(b'\xff\xfe not UTF-8\n' + line + b'\n')
     assert credentials.lookup('https://h/x') == credentials.Credentials('u', 'p')
     monkeypatch.setenv(credentials.STORE_ENV, str(store / 'below-a-file'))
     assert refused() == (
