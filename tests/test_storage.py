@@ -193,3 +193,15 @@ def test_delta_guard_skips_unrelated_content() -> None:
     assert packplan.alike(note, note.replace(b'item 7', b'item seven'))
     assert not packplan.alike(os.urandom(512).hex().encode(), b'x1 10\n' * 40)
     assert not packplan.alike(b'b 10\n' * 40, os.urandom(120).hex().encode())
+
+
+def test_sizes_leave_out_packs_waiting_to_be_deleted(repo_dir: Path, desk: Path) -> None:
+    """A replaced pack is renamed away and deleted by a background thread; a prune's
+    ``bytes_before`` (and every size reported) must not depend on how far that thread got."""
+    write(desk, 'notes/a.md', 'one')
+    Checkpoints(repo_dir, desk).snapshot('one')
+    size = storage.objects_size(repo_dir)
+    pending = repo_dir / 'objects' / 'pack' / f'tmp_old_{os.getpid()}_0a1b2c3d4e5f-pack.old'
+    pending.write_bytes(os.urandom(64 * 1024))
+    assert storage.objects_size(repo_dir) == size
+    assert Checkpoints(repo_dir, desk).prune(keep=1, dry_run=True).bytes_before == size

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .packfolder import REMOVED_PREFIX
+
 
 @dataclass(frozen=True)
 class StorageStats:
@@ -29,11 +31,15 @@ def objects_size(repository: Path) -> int:
     """Disk space the repository's objects (loose and packed) take, as ``du`` counts it.
 
     Allocated blocks rather than file lengths: a loose object of 150 bytes still takes a
-    whole block, which is exactly the bloat packing removes.
+    whole block, which is exactly the bloat packing removes. Packs already replaced and only
+    waiting for the background thread to delete them are not counted: the figure must not
+    depend on how far that thread has got.
     """
     total = 0
     for folder, _, names in os.walk(Path(repository) / 'objects'):
         for name in names:
+            if name.startswith(REMOVED_PREFIX):
+                continue
             try:
                 st = os.lstat(os.path.join(folder, name))
             except OSError:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 
+# Packs renamed out of the way, waiting for the background thread to delete them.
+REMOVED_PREFIX = 'tmp_old_'
+
 
 def packs(pack_dir: str) -> list[tuple[int, str]]:
     """The packs git and dulwich see (a ``.pack`` with its ``.idx``), as ``(size, basename)``,
@@ -46,7 +49,7 @@ def remove(basename: str) -> None:
         except OSError:
             pass
     folder = os.path.dirname(basename)
-    doomed = os.path.join(folder, f'tmp_old_{os.getpid()}_{os.urandom(6).hex()}')
+    doomed = os.path.join(folder, f'{REMOVED_PREFIX}{os.getpid()}_{os.urandom(6).hex()}')
     for suffix in ('.idx', '.pack'):
         # Renamed out of the ``*.pack`` / ``*.idx`` names: no reader (nor the pack signature of
         # the commit memo) counts them any more.
@@ -95,9 +98,9 @@ def sweep_removals(pack_dir: str) -> None:
         names = os.listdir(pack_dir)
     except OSError:
         return
-    mine = f'tmp_old_{os.getpid()}_'
+    mine = f'{REMOVED_PREFIX}{os.getpid()}_'
     for name in names:
-        if name.startswith('tmp_old_') and not name.startswith(mine):
+        if name.startswith(REMOVED_PREFIX) and not name.startswith(mine):
             _unlink_later(os.path.join(pack_dir, name))
 
 
