@@ -122,7 +122,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'flatten_tree': (
-        'trading_checkpoints.repo.xǁShadowRepoǁflatten_tree__mutmut_*',
+        'trading_checkpoints.treevetting.*',
         [
             'tests/test_tree_vetting.py',
             'tests/test_untrusted_trees.py',
@@ -137,7 +137,7 @@ NEW_TESTS = 'tests/test_safety_checks.py'  # the tests this mutation testing fou
 
 
 def _config(module: str, tests: list[str]) -> str:
-    source = 'repo.py' if module == 'flatten_tree' else f'{module}.py'
+    source = 'treevetting.py' if module == 'flatten_tree' else f'{module}.py'
     lines = [
         '',
         '[tool.mutmut]',

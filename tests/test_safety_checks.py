@@ -1428,7 +1428,7 @@ def test_a_record_that_cannot_be_written_or_removed_is_an_error_naming_it(tmp_pa
     assert str(removing.value) == f'cannot remove the restore record {record}: Is a directory'
 
 
-# -- repo.py flatten_tree: vetting the trees read from a repository ----------------------------
+# -- treevetting.py: vetting the trees read from a repository ---------------------------------
 
 
 def _hostile_restore(tmp_path: Path, build) -> str:

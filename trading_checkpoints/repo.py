@@ -28,15 +28,14 @@ from dulwich.errors import (
 )
 from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
 
-from . import commitmemo, prunedlog
+from . import commitmemo, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
-from .paths import Allowlist, check_tree_path, component_problem, path_problem
+from .paths import Allowlist
 from .refdamage import REF_DAMAGE
-from .trees import BLOB_MODES, TREE_MODE
 
 if TYPE_CHECKING:
     from dulwich.repo import Repo
@@ -476,62 +475,11 @@ class ShadowRepo:
         allowlist: Allowlist,
         skipped: list[tuple[str, str]] | None = None,
     ) -> tuple[dict[str, tuple[int, bytes]], dict[str, bytes]]:
-        """Every file of a tree as ``path -> (mode, blob sha)``, refusing unsafe entries.
+        """Every file of a tree as ``path -> (mode, blob sha)``, refusing unsafe entries, and
+        the tree id of every folder (see ``treevetting.flatten_tree``)."""
+        return treevetting.flatten_tree(self.tree_entries, tree_sha, allowlist, skipped)
 
-        Also returns the tree id of every folder (``''`` for the root). An entry whose name is
-        not valid UTF-8 (written by an older version or another tool) is left out and, when
-        ``skipped`` is given, listed there with why: it can neither be matched against the desk
-        nor written back under the name it has.
-        """
-        files: dict[str, tuple[int, bytes]] = {}
-        folders: dict[str, bytes] = {}
-        # (prefix, tree id, whether the allowlist covers the folder and so all below it)
-        pending: list[tuple[str, bytes, bool]] = [('', tree_sha, False)]
-        while pending:
-            prefix, sha, covered = pending.pop()
-            folders[prefix.rstrip('/')] = sha
-            seen: set[bytes] = set()
-            for name, mode, child in self._tree_entries(sha):
-                if name in seen:
-                    raise CorruptRepositoryError(
-                        f'the checkpoint has two entries named {prefix}{name!r}'
-                    )
-                seen.add(name)
-                try:
-                    text = name.decode('utf-8')
-                except UnicodeDecodeError:
-                    if skipped is not None:
-                        shown = prefix + name.decode('utf-8', 'backslashreplace')
-                        skipped.append((shown, 'its name is not valid UTF-8'))
-                    continue
-                path = prefix + text
-                if '/' in text:
-                    raise CorruptRepositoryError(
-                        f'the checkpoint holds a name with a slash: {path!r}'
-                    )
-                # The prefix was vetted with its folder: below the root only the new name needs
-                # a check (at the root the whole path is checked, as it could look absolute).
-                problem = component_problem(text) if prefix else path_problem(path)
-                if problem:
-                    raise CorruptRepositoryError(
-                        f'the checkpoint holds an unsafe path {path!r}: {problem}'
-                    )
-                if mode == TREE_MODE:
-                    inside = covered or allowlist.covers(path)
-                    if not inside and not allowlist.is_ancestor(path):
-                        check_tree_path(path, allowlist)
-                    pending.append((path + '/', child, inside))
-                elif mode in BLOB_MODES:
-                    if not covered:
-                        check_tree_path(path, allowlist)
-                    files[path] = (mode, child)
-                else:
-                    raise CorruptRepositoryError(
-                        f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write'
-                    )
-        return files, folders
-
-    def _tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+    def tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
