@@ -1578,6 +1578,75 @@ def test_a_folder_where_the_temporary_file_goes_is_an_error_naming_the_file(
     assert (desk / 'notes/a.md').read_bytes() == b'new' and (planted / 'inside').is_dir()
 
 
+def test_an_entry_planted_where_a_symlink_is_being_made_is_replaced(tmp_path: Path) -> None:
+    """A file appears at a symlink's temporary name just before the restore makes the link
+    there (timed by an audit hook): it is removed and the link made; nothing is followed."""
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/a.md', '-', b'a')
+    put(desk, 'notes/link', 'link', b'a.md')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    old = cps.snapshot('old')
+    (desk / 'notes/link').unlink()
+    put(desk, 'notes/link', 'link', b'elsewhere.md')
+    cps.snapshot('new')
+    assert old is not None
+    planted = desk / 'notes' / f'.link.checkpoint-{os.getpid()}.tmp'
+    made: list[str] = []
+
+    def planter(event: str, args: tuple) -> None:
+        if event == 'os.symlink' and os.fsdecode(args[1]) == planted.name and not made:
+            made.append(planted.name)
+            planted.write_bytes(b'planted')
+
+    with _armed(planter):
+        cps.restore(old)
+    assert made, 'the restore made no symlink'
+    assert os.readlink(desk / 'notes/link') == 'a.md'
+    assert not planted.exists() and not planted.is_symlink()
+
+
+def test_a_folder_becoming_a_file_that_fills_up_as_it_is_removed_stays(tmp_path: Path) -> None:
+    """A file appears in an empty folder just as the restore removes it to put a file there
+    (timed by an audit hook at the ``rmdir``): the folder and the file stay, with a clear error."""
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/x', '-', b'x as a file')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    as_file = cps.snapshot('x is a file')
+    assert as_file is not None
+    (desk / 'notes' / 'x').unlink()
+    (desk / 'notes' / 'x' / 'empty').mkdir(parents=True)
+
+    def intruder(event: str, args: tuple) -> None:
+        if event == 'os.rmdir' and os.fsdecode(args[0]) == 'empty':
+            (desk / 'notes' / 'x' / 'empty' / 'late.md').write_bytes(b'written meanwhile')
+
+    with _armed(intruder), pytest.raises(CheckpointError) as caught:
+        cps.restore(as_file)
+    assert str(caught.value) == f'cannot write {desk / "notes/x"}: Directory not empty'
+    assert (desk / 'notes/x/empty/late.md').read_bytes() == b'written meanwhile'
+    assert not [name for name in os.listdir(desk / 'notes') if '.checkpoint-' in name]
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='needs /proc')
+def test_a_restore_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    """A restore of many files in few folders holds one descriptor per folder and closes all
+    of them: a descriptor per file would leak hundreds per restore."""
+    desk = tmp_path / 'desk'
+    for i in range(150):
+        put(desk, f'notes/n{i:03d}.md', '-', b'one %d' % i)
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    first = cps.snapshot('one')
+    for i in range(150):
+        put(desk, f'notes/n{i:03d}.md', '-', b'two %d' % i)
+    cps.snapshot('two')
+    assert first is not None
+    cps.restore(first)  # warm up: memos, the background remover's thread
+    before = len(os.listdir('/proc/self/fd'))
+    cps.undo()  # 150 files written back into one folder
+    assert (desk / 'notes/n149.md').read_bytes() == b'two 149'
+    assert len(os.listdir('/proc/self/fd')) <= before
+
+
 @pytest.mark.parametrize('fifo', ['notes/z.md', 'notes/sub/c.md'])
 def test_untracked_entries_in_the_way_are_refused_before_any_write(
     tmp_path: Path, fifo: str
