@@ -66,7 +66,7 @@ from faults import put
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trading_checkpoints import CheckpointError, Checkpoints, commitmemo
+from trading_checkpoints import CheckpointError, Checkpoints, commitmemo, packfolder
 from trading_checkpoints import repo as repo_module
 from trading_checkpoints.cli import cli
 from trading_checkpoints.desk import DeskState
@@ -181,6 +181,7 @@ def _build(root: Path) -> Template:
     blobs = sorted({blob for flat in files.values() for _, blob in flat.values()})
     assert (repo / 'checkpoints' / 'commits').is_file(), 'the memo was not written'
     assert (repo / 'checkpoints' / 'remote-heads').is_file()
+    packfolder.wait_for_removals()  # every example copies it: no pack may vanish mid-copy
     return Template(root, commits, packed, trees, blobs, files)
 
 

@@ -75,3 +75,50 @@ def test_cold_list_and_clean_status_load_no_dulwich(tmp_path: Path) -> None:
     modules = _modules_after(code)
     assert 'trading_checkpoints.listing' in modules
     assert not any(name.startswith('dulwich') for name in modules)
+
+
+def _cli_in_new_process(workspace: Path, *args: str) -> tuple[set[str], str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    code = (
+        'import sys\nfrom trading_checkpoints.cli import main\n'
+        f'sys.argv = ["checkpoints", "--workspace", {str(workspace)!r}, *{list(args)!r}]\n'
+        'try:\n    main()\nexcept SystemExit:\n    pass\n'
+        'print("MODULES", " ".join(sys.modules))'
+    )
+    out = subprocess.run(
+        [sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    text, _, modules = out.rpartition('MODULES ')
+    return set(modules.split()), text
+
+
+def test_status_and_a_no_op_snapshot_of_an_unchanged_desk_load_no_dulwich(tmp_path: Path) -> None:
+    """What a hook runs before every tool call (a snapshot that finds nothing changed) and a
+    `status` of an unchanged desk, in new processes, after a restore left a seal: neither opens
+    the packs through dulwich (the seal is found in the pack index, the trees compared by id)."""
+    from trading_checkpoints import Checkpoints
+
+    desk = tmp_path / 'desks' / 'main'
+    (desk / 'notes').mkdir(parents=True)
+    cps = Checkpoints(tmp_path / '.checkpoints' / 'main.git', desk)
+    for i in range(70):
+        (desk / 'notes' / f'{i}.md').write_text(f'note {i}')
+    first = cps.snapshot('many files')
+    (desk / 'notes' / '1.md').write_text('changed')
+    cps.snapshot('one change')
+    assert first is not None
+    cps.restore(first)  # leaves a seal on the restored state
+    # The first snapshot that finds nothing changed after the restore records an announcement
+    # (a write); the ones after it, as before every further tool call, write nothing.
+    _cli_in_new_process(tmp_path, 'snapshot', '-m', 'before a write')
+    for args, expected in (
+        (('status',), 'No changes since checkpoint'),
+        (('snapshot', '-m', 'before a write'), 'Nothing changed'),
+    ):
+        modules, output = _cli_in_new_process(tmp_path, *args)
+        assert expected in output, output
+        assert 'trading_checkpoints.external' in modules
+        assert not any(name.startswith('dulwich') for name in modules), args
+    (desk / 'notes' / '2.md').write_text('changed outside')
+    modules, output = _cli_in_new_process(tmp_path, 'status')
+    assert 'M notes/2.md' in output, output  # a changed desk still reads the trees

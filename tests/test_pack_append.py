@@ -349,6 +349,7 @@ def test_storage_as_left_stays_close_to_git_gc_aggressive(
         cps.snapshot(f'turn {turn}')
         if turn % 30 == 29:
             copy = tmp_path / f'gc-{turn}.git'
+            packfolder.wait_for_removals()  # a replaced pack vanishing mid-copy fails the copy
             shutil.copytree(repo_dir, copy)
             git(copy, 'gc', '--aggressive', '--prune=now', '-q')
             ratios.append(storage.objects_size(repo_dir) / storage.objects_size(copy))

@@ -30,6 +30,7 @@ from trading_checkpoints import (
     CheckpointError,
     Checkpoints,
     credentials,
+    packfolder,
     retention,
     storage,
 )
@@ -1000,6 +1001,7 @@ def test_the_dry_run_estimate_is_the_size_a_prune_leaves(tmp_path: Path, packed:
         Checkpoints(repo_dir, desk).prune()  # one pack; else every object is loose
     for keep in (1, 3, 6):
         copy = tmp_path / f'copy-{keep}.git'
+        packfolder.wait_for_removals()  # a replaced pack vanishing mid-copy fails the copy
         shutil.copytree(repo_dir, copy)
         cps = Checkpoints(copy, desk)
         estimate = cps.prune(keep=keep, dry_run=True)

@@ -16,7 +16,7 @@ from .errors import BadPathError, CheckpointError
 from .paths import Allowlist, path_problem
 from .repo import ShadowRepo
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
-from .scan import Scan
+from .scan import LazyFiles, Scan
 from .session import Session
 from .trees import SYMLINK_MODE, TREE_MODE, FileEntry
 
@@ -317,9 +317,14 @@ def status(session: Session) -> Status:
     skipped = tuple(result.skipped)
     if head is None:
         return Status(None, compare({}, result.files), (), external.NONE, skipped)
-    newest, _ = session.flatten(repo.commit_info(head).tree)
-    changes = compare(newest, result.files)
-    attribution = external.attribute(session, result.files, session.known_tree(result, cache))
+    newest_tree = repo.commit_info(head).tree
+    known = session.known_tree(result, cache)
+    if known is not None and known == newest_tree and not result.skipped:
+        changes: tuple[FileChange, ...] = ()  # the desk is the newest checkpoint: no tree read
+    else:
+        newest, _ = session.flatten(newest_tree)
+        changes = compare(newest, result.files)
+    attribution = external.attribute(session, LazyFiles(result), known)
     return Status(
         head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis, skipped
     )

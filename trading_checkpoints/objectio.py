@@ -16,20 +16,22 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dulwich.objects import Blob, ShaFile, Tree
-
 from .durability import fsync_folders
 from .errors import CheckpointError
 
 if TYPE_CHECKING:
+    from dulwich.objects import ShaFile
+
     from .repo import ShadowRepo
 
-_TYPES = {b'blob': Blob.type_num, b'tree': Tree.type_num}
+_TYPES = {b'blob': 3, b'tree': 2}  # git's type numbers
 _CHUNK = 1 << 20
 
 
 def as_objects(raw: Iterable[tuple[bytes, bytes, bytes]]) -> list[ShaFile]:
     """dulwich objects for ``(hex id, type name, body)`` triples (the id is trusted)."""
+    from dulwich.objects import ShaFile
+
     return [ShaFile.from_raw_string(_TYPES[kind], body, sha=sha) for sha, kind, body in raw]
 
 

@@ -16,8 +16,6 @@ import os
 import struct
 import zlib
 
-from dulwich.pack import apply_delta
-
 OFS_DELTA = 6
 REF_DELTA = 7
 _TYPE_NAMES = {1: b'commit', 2: b'tree', 3: b'blob', 4: b'tag'}
@@ -278,6 +276,8 @@ class PackView:
             if base in (p[0] for p in pending) or len(pending) > 10_000:
                 raise PackDamaged(f'{self.name}.pack has a delta loop at {offset}')
             current = base
+        from dulwich.pack import apply_delta  # only a delta needs it: opening a view does not
+
         for at, start, size in reversed(pending):
             delta = self._inflate(start, size)
             base_size, result_size = _delta_sizes(delta)
@@ -327,3 +327,21 @@ class Cache:
             self._bytes = 0
         self._items[offset] = item
         self._bytes += len(item[1])
+
+
+def listed_in_packs(pack_dir: str, name: bytes) -> bool:
+    """Whether the index of one of the folder's packs lists a binary object id (read without
+    dulwich). False also when an index cannot be read: the caller then asks dulwich."""
+    try:
+        names = os.listdir(pack_dir)
+    except OSError:
+        return False
+    for entry in names:
+        if entry.startswith('pack-') and entry.endswith('.idx'):
+            try:
+                with PackView(os.path.join(pack_dir, entry[: -len('.idx')])) as view:
+                    if view.offset_of(name) is not None:
+                        return True
+            except (OSError, PackDamaged):
+                continue
+    return False

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dulwich.objects import Commit, Tag, Tree, parse_tree
 
+from .damage import ref_damage
 from .errors import CheckpointError, CorruptRepositoryError
-from .refdamage import REF_DAMAGE
 
 
 def read_shallow(repository: Path) -> set[bytes]:
@@ -31,7 +31,7 @@ def ref_heads(repo) -> list[bytes]:
             except KeyError:
                 continue
             heads.append(sha)
-    except REF_DAMAGE as error:
+    except ref_damage() as error:
         raise CorruptRepositoryError(f'cannot read the refs of {repo.path}: {error}') from error
     return heads
 

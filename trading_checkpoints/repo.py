@@ -11,33 +11,24 @@ from __future__ import annotations
 import os
 import re
 import time
-import zlib
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dulwich.errors import (
-    ApplyDeltaError,
-    ChecksumMismatch,
-    FileFormatException,
-    NotGitRepository,
-    ObjectFormatException,
-    WrongObjectException,
-)
-from dulwich.objects import Blob, Commit, ShaFile, Tree, parse_tree
-
 from . import commitmemo, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
+from .damage import object_damage, ref_damage
 from .durability import fsync_folder, fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
 from .fs import read_file
+from .packfile import listed_in_packs
 from .paths import Allowlist
-from .refdamage import REF_DAMAGE
 
 if TYPE_CHECKING:
+    from dulwich.objects import Commit, ShaFile, Tree
     from dulwich.repo import Repo
 
 BRANCH = b'refs/heads/main'
@@ -54,20 +45,8 @@ _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
 _UNREAD = object()  # the branch not read yet
 
-# What dulwich raises on a damaged object, pack or index (truncated, bit-flipped, missing base).
-_DAMAGE: tuple[type[BaseException], ...] = (
-    OSError,
-    ValueError,
-    AssertionError,
-    IndexError,
-    zlib.error,
-    FileFormatException,
-    ChecksumMismatch,
-    ApplyDeltaError,
-    WrongObjectException,
-    ObjectFormatException,
-    TypeError,  # from parsing some truncated loose objects
-)
+# git's object type numbers (dulwich is imported only when an object is read through it)
+_COMMIT, _TREE, _BLOB = 1, 2, 3
 
 
 def _local_offset_seconds(now: float) -> int:
@@ -133,7 +112,7 @@ class ShadowRepo:
             # following any .git or commondir file; dulwich is imported when first needed.
             try:
                 self._dulwich = repo_config.open_dulwich(self.path, self.config)
-            except (NotGitRepository, OSError, ValueError, KeyError) as error:
+            except (OSError, ValueError, KeyError) as error:  # NotGitRepository is an OSError
                 raise CorruptRepositoryError(
                     f'cannot open the checkpoint repository {self.path}: {error}'
                 ) from error
@@ -243,13 +222,13 @@ class ShadowRepo:
             pass
         try:
             sha = self._repo.refs.read_ref(BRANCH)
-        except REF_DAMAGE as error:
+        except ref_damage() as error:
             raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
                 sha = self._repo.refs.get_packed_refs().get(BRANCH)
-            except _DAMAGE + REF_DAMAGE as error:
+            except object_damage() + ref_damage() as error:
                 raise CorruptRepositoryError(
                     f'cannot read {self.path / "packed-refs"}: {error}'
                 ) from error
@@ -273,6 +252,8 @@ class ShadowRepo:
             return info
         info = self._commits.find(sha) if _HEX_SHA.fullmatch(sha) else None
         if info is None:
+            from dulwich.objects import Commit
+
             commit = self._read(sha, Commit)
             if None in (commit.tree, commit.commit_time, commit.commit_timezone, commit.message):
                 # dulwich parses a truncated loose commit without complaint, fields missing.
@@ -289,6 +270,8 @@ class ShadowRepo:
 
     def require_commit(self, sha: bytes) -> None:
         """Reads a commit from the store itself (not the memo): a clear error if it is damaged."""
+        from dulwich.objects import Commit
+
         self._read(sha, Commit)
 
     def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
@@ -320,8 +303,8 @@ class ShadowRepo:
         prefix = checkpoint_id.strip().lower().encode()
         try:
             candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
-            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == Commit.type_num]
-        except _DAMAGE as error:
+            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+        except object_damage() as error:
             raise CorruptRepositoryError(
                 f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
             ) from error
@@ -359,7 +342,7 @@ class ShadowRepo:
                 done = refs.add_if_new(BRANCH, new, **kwargs)
             else:
                 done = refs.set_if_equals(BRANCH, old, new, **kwargs)
-        except REF_DAMAGE as error:
+        except ref_damage() as error:
             raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
         if not done:
             self._head = _UNREAD
@@ -387,7 +370,7 @@ class ShadowRepo:
                     return data[:40]
         try:
             sha = self._repo.refs.read_ref(name)
-        except REF_DAMAGE as error:
+        except ref_damage() as error:
             raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
         if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
             return None
@@ -405,7 +388,7 @@ class ShadowRepo:
             if self.read_ref(name) is None and refs.read_loose_ref(name) is not None:
                 refs.remove_if_equals(name, None)
             refs.set_if_equals(name, None, sha)
-        except REF_DAMAGE as error:
+        except ref_damage() as error:
             raise CheckpointError(
                 f'cannot update {name.decode()} in {self.path}: {error}'
             ) from error
@@ -421,7 +404,7 @@ class ShadowRepo:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} is missing from {self.path}'
             ) from error
-        except _DAMAGE as error:
+        except object_damage() as error:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}'
             ) from error
@@ -446,6 +429,8 @@ class ShadowRepo:
         """
         if not _HEX_SHA.fullmatch(sha):
             return None
+        from dulwich.objects import ShaFile
+
         hex_id = sha.decode()
         try:
             return ShaFile.from_path(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
@@ -453,20 +438,36 @@ class ShadowRepo:
             return None
 
     def contains(self, sha: bytes) -> bool:
+        if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
+            return True
         try:
             return sha in self._repo.object_store
-        except _DAMAGE:
+        except object_damage():
             return True  # there, but damaged: reading it says so
+
+    def _found_without_dulwich(self, sha: bytes) -> bool:
+        """A loose file or a pack index entry for the object (the seal check of a snapshot of an
+        unchanged desk, and ``status``, then never open dulwich); not found means ask dulwich,
+        which also knows alternates and packs whose index is damaged."""
+        hex_id = sha.decode()
+        objects = os.path.join(self.path, 'objects')
+        if os.path.isfile(os.path.join(objects, hex_id[:2], hex_id[2:])):
+            return True
+        return listed_in_packs(os.path.join(objects, 'pack'), bytes.fromhex(hex_id))
 
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
-        if type_num != Blob.type_num:
+        if type_num != _BLOB:
+            from dulwich.objects import Blob
+
             return self._read(sha, Blob).as_raw_string()  # raises, naming what it is instead
         return raw
 
     def read_tree(self, sha: bytes) -> Tree:
+        from dulwich.objects import Tree
+
         return self._read(sha, Tree)
 
     def flatten_tree(
@@ -483,8 +484,11 @@ class ShadowRepo:
         """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
-        if type_num != Tree.type_num:
+        if type_num != _TREE:
             raise CorruptRepositoryError(f'the object {sha.decode()} in {self.path} is not a tree')
+        from dulwich.errors import ObjectFormatException
+        from dulwich.objects import parse_tree
+
         try:
             return parse_tree(bytes(raw), 20)
         except (ObjectFormatException, ValueError) as error:
@@ -502,6 +506,9 @@ class ShadowRepo:
         so a branch moved afterwards never names an object a power cut could lose. A new commit
         is remembered (see ``remember_commit``).
         """
+        from dulwich.errors import ObjectFormatException
+        from dulwich.objects import Commit
+
         from . import storage
 
         try:
@@ -513,6 +520,8 @@ class ShadowRepo:
                 self.remember_commit(obj)
 
     def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
+        from dulwich.objects import Commit
+
         now = int(time.time())
         offset = _local_offset_seconds(now)
         commit = Commit()

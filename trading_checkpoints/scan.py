@@ -24,7 +24,7 @@ import os
 import stat
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
 from .deskio import DeskFolders, same_file
@@ -147,6 +147,22 @@ class Scan:
                 self.stored.update(self.new_blobs)
             self.new_blobs = {}  # without a store: read again from the desk when needed
             self._memory = 0
+
+
+class LazyFiles(Mapping):
+    """A scan's files, built only if asked for (an unchanged desk's attribution never does)."""
+
+    def __init__(self, result: Scan) -> None:
+        self._result = result
+
+    def __getitem__(self, path: str) -> FileEntry:
+        return self._result.files[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._result.files)
+
+    def __len__(self) -> int:
+        return len(self._result.files)
 
 
 def _mode_bits(git_mode_value: int) -> int:

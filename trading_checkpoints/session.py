@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import changestats, metadata, safety, storage
+from . import changestats, metadata, safety
 from .commitinfo import SHORT_ID_LENGTH
 from .desk import DeskState
 from .errors import CheckpointError
@@ -155,6 +155,8 @@ class Session:
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
             new_sha = commit.id
+            from . import storage  # loads dulwich's pack code: only once a commit is written
+
             storage.maybe_pack(repo, commit.id)  # cheap: looks only for 1 commit in 8
         current = new_sha or head or b''
         if (

@@ -22,12 +22,38 @@ uses them: change them there.
 
 from __future__ import annotations
 
-from .consolidation import consolidate
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .objectsfolder import StorageStats, loose_count, object_store, objects_size, pack_count
-from .packappend import append_objects
-from .packrollup import maybe_pack, roll_up
-from .packwindow import write_pack
-from .reachability import reachable, read_shallow, ref_heads
+
+if TYPE_CHECKING:
+    from .consolidation import consolidate
+    from .packappend import append_objects
+    from .packrollup import maybe_pack, roll_up
+    from .packwindow import write_pack
+    from .reachability import reachable, read_shallow, ref_heads
+
+# The pack writers and the reachability walk load dulwich: they are imported on first use, so
+# that the read verbs (a cold ``list``, ``status`` of an unchanged desk) never load it.
+_LAZY = {
+    'consolidate': 'consolidation',
+    'append_objects': 'packappend',
+    'maybe_pack': 'packrollup',
+    'roll_up': 'packrollup',
+    'write_pack': 'packwindow',
+    'reachable': 'reachability',
+    'read_shallow': 'reachability',
+    'ref_heads': 'reachability',
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(f'.{module}', __package__), name)
+
 
 __all__ = [
     'StorageStats',
