@@ -65,6 +65,7 @@ TARGETS = {  # (ratio name, size) -> upper bound
     ('list/git', 10000): 1.5,
     ('cli/python', 200): 4.0,
     ('cli/python', 10000): 4.0,
+    ('status/python', 200): 4.0,
 }
 
 
@@ -364,13 +365,21 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     out = subprocess.run(cli, env=env, capture_output=True, check=True).stdout
     rows = [line for line in out.splitlines() if not line.startswith((b'hint:', b'...'))]
     assert len(rows) == 20, out
-    cli_samples, bare_samples = [], []
+    # ... and `checkpoints status` of the unchanged desk (what a person checks before acting).
+    status = [sys.executable, '-c', entry, '--workspace', str(ours_ws), 'status']
+    out = subprocess.run(status, env=env, capture_output=True, check=True).stdout
+    assert out.startswith(b'No changes'), out
+    cli_samples, status_samples, bare_samples = [], [], []
     for _ in range(reps * 2):
         bare_samples.append(timed(lambda: subprocess.run(bare, env=env, check=True)))
         cli_samples.append(
             timed(lambda: subprocess.run(cli, env=env, check=True, capture_output=True))
         )
+        status_samples.append(
+            timed(lambda: subprocess.run(status, env=env, check=True, capture_output=True))
+        )
     results['cli list'] = median_ms(cli_samples)
+    results['cli status'] = median_ms(status_samples)
     results['python pass'] = median_ms(bare_samples)
     remove_tree(work)
     return results
@@ -396,6 +405,13 @@ ROWS = [
         'cli list',
         'python pass',
         'cli/python',
+    ),
+    (
+        'cold `checkpoints status` (unchanged desk) vs `python -c pass`',
+        'cli status',
+        'cli status',
+        'python pass',
+        'status/python',
     ),
 ]
 

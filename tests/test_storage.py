@@ -205,3 +205,32 @@ def test_sizes_leave_out_packs_waiting_to_be_deleted(repo_dir: Path, desk: Path)
     pending.write_bytes(os.urandom(64 * 1024))
     assert storage.objects_size(repo_dir) == size
     assert Checkpoints(repo_dir, desk).prune(keep=1, dry_run=True).bytes_before == size
+
+
+def test_pack_indexes_answer_whether_an_object_is_there(repo_dir: Path, desk: Path) -> None:
+    """The lookup that lets `status` and a no-op snapshot skip dulwich: every stored object is
+    found, no other id is, and an index that cannot be read answers no (dulwich decides)."""
+    import hashlib
+
+    from trading_checkpoints.packfile import listed_in_packs
+
+    for i in range(120):
+        write(desk, f'notes/n{i:03d}.md', f'note {i}')
+    cps = Checkpoints(repo_dir, desk)
+    cps.snapshot('many')
+    write(desk, 'notes/n007.md', 'changed')
+    cps.snapshot('one more pack')
+    pack_dir = str(repo_dir / 'objects' / 'pack')
+    repo = _open(repo_dir)
+    try:
+        stored = list(repo.dulwich_repo.object_store)
+        assert len(stored) > 120
+        assert all(listed_in_packs(pack_dir, bytes.fromhex(sha.decode())) for sha in stored)
+        others = [hashlib.sha1(b'%d' % i).digest() for i in range(400)] + [b'\0' * 20, b'\xff' * 20]
+        assert not any(listed_in_packs(pack_dir, other) for other in others if other not in stored)
+        for idx in (repo_dir / 'objects' / 'pack').glob('*.idx'):
+            idx.chmod(0o644)
+            idx.write_bytes(b'garbage')
+        assert not listed_in_packs(pack_dir, bytes.fromhex(stored[0].decode()))
+    finally:
+        repo.close()

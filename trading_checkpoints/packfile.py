@@ -330,8 +330,12 @@ class Cache:
 
 
 def listed_in_packs(pack_dir: str, name: bytes) -> bool:
-    """Whether the index of one of the folder's packs lists a binary object id (read without
-    dulwich). False also when an index cannot be read: the caller then asks dulwich."""
+    """Whether the index of one of the folder's packs lists a binary object id.
+
+    Read without dulwich and without checking the index's checksum (a lookup reads only the
+    fan-out table and the names under the id's first byte). False also when an index cannot be
+    read: the caller then asks dulwich, which says whether the object is there.
+    """
     try:
         names = os.listdir(pack_dir)
     except OSError:
@@ -339,9 +343,33 @@ def listed_in_packs(pack_dir: str, name: bytes) -> bool:
     for entry in names:
         if entry.startswith('pack-') and entry.endswith('.idx'):
             try:
-                with PackView(os.path.join(pack_dir, entry[: -len('.idx')])) as view:
-                    if view.offset_of(name) is not None:
-                        return True
-            except (OSError, PackDamaged):
+                if _index_lists(os.path.join(pack_dir, entry), name):
+                    return True
+            except (OSError, struct.error):
                 continue
+    return False
+
+
+def _index_lists(path: str, name: bytes) -> bool:
+    with open(path, 'rb') as handle:
+        header = handle.read(8 + 1024)
+        if len(header) < 8 + 1024 or header[:4] != IDX_MAGIC or header[4:8] != b'\0\0\0\2':
+            return False
+        first = name[0]
+        start = struct.unpack_from('>I', header, 8 + 4 * (first - 1))[0] if first else 0
+        end = struct.unpack_from('>I', header, 8 + 4 * first)[0]
+        if end <= start:
+            return False
+        handle.seek(8 + 1024 + 20 * start)
+        block = handle.read(20 * (end - start))
+    low, high = 0, len(block) // 20
+    while low < high:
+        middle = (low + high) // 2
+        found = block[middle * 20 : middle * 20 + 20]
+        if found == name:
+            return True
+        if found < name:
+            low = middle + 1
+        else:
+            high = middle
     return False
