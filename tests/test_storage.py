@@ -228,6 +228,12 @@ def test_pack_indexes_answer_whether_an_object_is_there(repo_dir: Path, desk: Pa
         assert all(listed_in_packs(pack_dir, bytes.fromhex(sha.decode())) for sha in stored)
         others = [hashlib.sha1(b'%d' % i).digest() for i in range(400)] + [b'\0' * 20, b'\xff' * 20]
         assert not any(listed_in_packs(pack_dir, other) for other in others if other not in stored)
+        packs = sorted((repo_dir / 'objects' / 'pack').glob('*.pack'))
+        for pack in packs:
+            pack.rename(pack.with_suffix('.moved'))  # an index without its pack is no pack
+        assert not listed_in_packs(pack_dir, bytes.fromhex(stored[0].decode()))
+        for pack in packs:
+            pack.with_suffix('.moved').rename(pack)
         for idx in (repo_dir / 'objects' / 'pack').glob('*.idx'):
             idx.chmod(0o644)
             idx.write_bytes(b'garbage')

@@ -340,8 +340,10 @@ def listed_in_packs(pack_dir: str, name: bytes) -> bool:
         names = os.listdir(pack_dir)
     except OSError:
         return False
+    present = set(names)
     for entry in names:
-        if entry.startswith('pack-') and entry.endswith('.idx'):
+        # Only a pack with its index counts, as for git and dulwich.
+        if entry.startswith('pack-') and entry.endswith('.idx') and entry[:-4] + '.pack' in present:
             try:
                 if _index_lists(os.path.join(pack_dir, entry), name):
                     return True
