@@ -1649,6 +1649,61 @@ def test_a_restore_leaves_no_descriptor_open(tmp_path: Path) -> None:
     assert len(os.listdir('/proc/self/fd')) <= before
 
 
+def test_an_untracked_entry_at_a_tracked_root_is_refused_before_any_write(tmp_path: Path) -> None:
+    """Every folder above a planned path is checked, the tracked root (``notes``) included: a
+    named pipe there stops the restore before anything is written, ``Memory.md`` included."""
+    desk = tmp_path / 'desk'
+    put(desk, 'Memory.md', '-', b'target')
+    put(desk, 'notes/a/b/c.md', '-', b'target')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    target = cps.snapshot('target')
+    assert target is not None
+    shutil.rmtree(desk / 'notes')
+    put(desk, 'Memory.md', '-', b'other')
+    cps.snapshot('other')
+    os.mkfifo(desk / 'notes')
+    before = files_of(desk)
+    with pytest.raises(CheckpointError) as caught:
+        cps.restore(target)
+    assert str(caught.value) == (
+        f'cannot restore notes/a/b/c.md: {desk / "notes"} is in the way and is not tracked (it '
+        'is a file or a symlink, and restoring never writes through one)'
+    )
+    assert files_of(desk) == before
+
+
+@pytest.mark.parametrize('step', ['write', 'delete'])
+def test_a_folder_moved_out_of_the_desk_mid_restore_stops_it(tmp_path: Path, step: str) -> None:
+    """A folder the restore writes into (or deletes from) is moved out of the desk meanwhile
+    (timed by an audit hook): after its writes the restore checks every folder it touched is
+    still where it opened it, and stops with an error naming the folder."""
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/sub/deep/a.md', '-', b'one')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    first = cps.snapshot('one')
+    if step == 'write':
+        put(desk, 'notes/sub/deep/a.md', '-', b'two')
+    else:
+        put(desk, 'notes/sub/deep/b.md', '-', b'to be deleted')
+    cps.snapshot('two')
+    assert first is not None
+    away = tmp_path / 'away'
+    event = 'os.rename' if step == 'write' else 'os.remove'
+
+    def mover(name: str, args: tuple) -> None:
+        if name != event or away.exists():
+            return
+        if os.fsdecode(args[1] if name == 'os.rename' else args[0]) in ('a.md', 'b.md'):
+            os.rename(desk / 'notes' / 'sub' / 'deep', away)
+
+    with _armed(mover), pytest.raises(CheckpointError) as caught:
+        cps.restore(first)
+    assert away.exists(), 'the folder was never moved'
+    assert str(caught.value) == (
+        f'the folder {desk / "notes/sub/deep"} was moved away while it was being restored'
+    )
+
+
 @pytest.mark.parametrize('fifo', ['notes/z.md', 'notes/sub/c.md'])
 def test_untracked_entries_in_the_way_are_refused_before_any_write(
     tmp_path: Path, fifo: str

@@ -65,6 +65,10 @@ class DeskFolders:
         self.identity = (st.st_dev, st.st_ino)
         self._fds: dict[str, int] = {'': fd}
         self.created: list[str] = []
+        # Folders this object removed, and the identities of folders it stopped holding: a
+        # folder moved out of the desk is found out even after its parent was emptied and removed.
+        self._removed: set[str] = set()
+        self._released: dict[str, tuple[int, int]] = {}
 
     def __enter__(self) -> DeskFolders:
         return self
@@ -134,13 +138,16 @@ class DeskFolders:
         return (st.st_dev, st.st_ino)
 
     def still_in_place(self, path: str) -> bool:
-        """Whether the folder held open for ``path`` is still the one found at that path.
+        """Whether the folder held open (or once held) for ``path`` is still the one found at
+        that path; a folder this object removed counts as in place.
 
         A folder moved elsewhere after it was opened (renamed out of the desk) no longer is.
         Walks again from the desk, one component at a time, without the cache.
         """
-        held = self.opened_identity(path)
-        if held is None or not path:
+        if not path or path in self._removed:
+            return True
+        held = self.opened_identity(path) or self._released.get(path)
+        if held is None:
             return True
         current = os.dup(self.root_fd)
         try:
@@ -159,7 +166,12 @@ class DeskFolders:
     def forget(self, path: str) -> None:
         """Closes the descriptors of ``path`` and of every folder below it (it was removed)."""
         for key in [k for k in self._fds if k and (k == path or k.startswith(path + '/'))]:
-            os.close(self._fds.pop(key))
+            fd = self._fds.pop(key)
+            try:
+                st = os.fstat(fd)
+                self._released[key] = (st.st_dev, st.st_ino)
+            finally:
+                os.close(fd)
 
     def _make(self, parent_fd: int, name: str, here: str) -> int:
         try:
@@ -264,11 +276,12 @@ class DeskFolders:
         fd = self.folder(parent)
         if fd is None:
             return False
-        self.forget(path)
         try:
             os.rmdir(name, dir_fd=fd)
         except OSError:
             return False
+        self._removed.add(path)
+        self.forget(path)
         return True
 
     def listing(self, path: str) -> list[tuple[str, os.stat_result]] | None:
