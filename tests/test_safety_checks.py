@@ -1649,24 +1649,28 @@ def test_a_restore_leaves_no_descriptor_open(tmp_path: Path) -> None:
     assert len(os.listdir('/proc/self/fd')) <= before
 
 
-def test_an_untracked_entry_at_a_tracked_root_is_refused_before_any_write(tmp_path: Path) -> None:
-    """Every folder above a planned path is checked, the tracked root (``notes``) included: a
-    named pipe there stops the restore before anything is written, ``Memory.md`` included."""
+@pytest.mark.parametrize('where', ['notes', 'notes/a'])
+def test_an_untracked_entry_above_a_planned_path_is_refused_before_any_write(
+    tmp_path: Path, where: str
+) -> None:
+    """Every folder above a planned path is checked, from the tracked root (``notes``) down,
+    also below a real folder met first: a named pipe there stops the restore before anything is
+    written, ``Memory.md`` included."""
     desk = tmp_path / 'desk'
     put(desk, 'Memory.md', '-', b'target')
     put(desk, 'notes/a/b/c.md', '-', b'target')
     cps = Checkpoints(tmp_path / 'repo.git', desk)
     target = cps.snapshot('target')
     assert target is not None
-    shutil.rmtree(desk / 'notes')
+    shutil.rmtree(desk / where)
     put(desk, 'Memory.md', '-', b'other')
     cps.snapshot('other')
-    os.mkfifo(desk / 'notes')
+    os.mkfifo(desk / where)
     before = files_of(desk)
     with pytest.raises(CheckpointError) as caught:
         cps.restore(target)
     assert str(caught.value) == (
-        f'cannot restore notes/a/b/c.md: {desk / "notes"} is in the way and is not tracked (it '
+        f'cannot restore notes/a/b/c.md: {desk / where} is in the way and is not tracked (it '
         'is a file or a symlink, and restoring never writes through one)'
     )
     assert files_of(desk) == before
