@@ -6,7 +6,9 @@ Usage: swap_racer.py FOLDER SPARE SECONDS [APPEND_TO]
 outside it) are exchanged atomically with ``renameat2(RENAME_EXCHANGE)`` as fast as possible,
 so at any instant ``FOLDER`` is either the real folder or the symlink. With ``APPEND_TO`` (a
 file name), every hundredth swap also appends to that file inside whichever of the two is the
-real folder, so restores find a planned file changed under them and take the recovery path.
+real folder, so restores find a planned file changed under them and take the recovery path,
+and then leaves the real folder in place for a few milliseconds, so that restores get into
+their writes before the swapping goes on.
 The racer itself never writes outside the desk. It prints the number of swaps when done.
 """
 
@@ -44,6 +46,11 @@ def main() -> None:
                 os.write(fd, b'+')
             finally:
                 os.close(fd)
+            # Then a pause with the real folder in place, long enough for a restore to get past
+            # its checks into its writes, so that the next swaps land in the middle of them.
+            if os.path.islink(folder):
+                exchange(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+            time.sleep(0.004)
     if os.path.islink(folder):  # leave the real folder in place
         exchange(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
     print(swaps)
