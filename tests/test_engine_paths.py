@@ -128,6 +128,43 @@ def test_a_crafted_journal_never_deletes_unsaved_work(
     assert (desk / 'notes' / 'unsaved.md').exists()
 
 
+@pytest.mark.parametrize('field', ['message', 'label'])
+def test_a_journal_with_a_lone_surrogate_is_refused_not_a_crash(
+    cps: Checkpoints, desk: Path, repo_dir: Path, field: str
+) -> None:
+    """Found by tests/test_fuzz_disk.py: JSON allows a lone surrogate (``\\udc00``), which no
+    commit message can hold; the completion raised UnicodeEncodeError from every verb."""
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('first')
+    write(desk, 'notes/a.md', 'two')
+    second = cps.snapshot('second')
+    assert first is not None and second is not None
+    record = {
+        'format': 2,
+        'label': first,
+        'target': _full(repo_dir, first),
+        'before': _full(repo_dir, second),
+        'pids': [1],
+        'started_at': 0,
+        # A record that would be completed: the pre-snapshot holds 'two', the target 'one'.
+        'changes': [['notes/a.md', [33188, _blob(b'two')], [33188, _blob(b'one')]]],
+        'message': f'restored {first}\n',
+    }
+    record[field] = 'odd \udc00 text'
+    record_path(repo_dir).write_text(json.dumps(record))  # written as the escape \udc00
+    assert '\\udc00' in record_path(repo_dir).read_text()
+    cps.list()
+    assert cps.last_recovery is not None
+    assert not record_path(repo_dir).exists()
+    assert (desk / 'notes' / 'a.md').read_text() == 'two'
+
+
+def _blob(data: bytes) -> str:
+    from dulwich.objects import Blob
+
+    return Blob.from_string(data).id.decode()
+
+
 def _full(repo_dir: Path, short: str) -> str:
     repo = Repo(str(repo_dir))
     try:

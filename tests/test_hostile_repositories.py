@@ -377,8 +377,8 @@ def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> Non
 
 @pytest.mark.parametrize(
     'content',
-    [b'X\n', b'{head}\n\x1d\n', b'{head}x\n', b'\xc2\xb3' * 500],
-    ids=['letter', 'control', 'long-id', 'long-line'],
+    [b'X\n', b'{head}\n\x1d\n', b'{head}x\n', b'\xc2\xb3' * 500, b'\r'],
+    ids=['letter', 'control', 'long-id', 'long-line', 'only-whitespace'],
 )
 def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
     """Found by tests/test_fuzz_disk.py: dulwich parses ``shallow`` when it opens the

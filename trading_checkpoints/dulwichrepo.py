@@ -64,9 +64,17 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
         raise CorruptRepositoryError(f'{root} is not a git repository (no objects or refs folder)')
     try:
         return _DULWICH_REPO(root, vetted)
-    except (NotGitRepository, OSError, ValueError, KeyError, FileFormatException) as error:
-        # FileFormatException: a damaged ``shallow`` (or ``info/grafts``) file, which dulwich
-        # parses on opening; its message quotes the bad line, cut short here.
+    except (
+        NotGitRepository,
+        OSError,
+        ValueError,
+        KeyError,
+        IndexError,
+        FileFormatException,
+    ) as error:
+        # FileFormatException (or IndexError, for a line of only whitespace): a damaged
+        # ``shallow`` (or ``info/grafts``) file, which dulwich parses on opening; its message
+        # quotes the bad line, cut short here.
         text = ' '.join(str(error).split())
         text = text if len(text) <= 200 else text[:197] + '...'
         raise CorruptRepositoryError(f'cannot open the repository {root}: {text}') from error

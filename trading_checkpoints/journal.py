@@ -182,6 +182,8 @@ def read(repository: Path, allowlist: Allowlist) -> Record | None:
         message = data.get('message', f'restored {label}\n')
         if not isinstance(label, str) or not isinstance(message, str):
             raise ValueError('a label or message is not a string')
+        for text in (label, message):
+            text.encode('utf-8', 'surrogateescape')  # a lone surrogate (JSON allows one): refused
         record = Record(
             label=' '.join(label.split())[:100],
             target=str(data['target']),
