@@ -36,9 +36,6 @@ IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
 
 
-# Past this many new objects, one pack beats thousands of loose files.
-PACK_THRESHOLD = 64
-
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 # (repository, sha) -> commit, see commit_info
