@@ -916,9 +916,14 @@ def _mkdirs(folder: Path) -> Path:
     return folder
 
 
-def test_a_folder_becoming_a_file_that_fills_up_meanwhile_is_not_removed(tmp_path: Path) -> None:
-    """Another writer puts a file in the folder after the plan was checked (timed by an audit
-    hook): the folder and what was put there stay, and the error says why."""
+@pytest.mark.parametrize('moment', ['open', 'os.rmdir'])
+def test_a_folder_becoming_a_file_that_fills_up_meanwhile_is_not_removed(
+    tmp_path: Path, moment: str
+) -> None:
+    """Another writer puts a file in the folder after the plan was checked, or just as the
+    restore removes the folder to put a file there (timed by an audit hook at the temporary
+    file's ``open`` or at the ``rmdir``): the folder and what was put there stay, and the error
+    says why."""
     desk = tmp_path / 'desk'
     put(desk, 'notes/x', '-', b'x as a file')
     cps = Checkpoints(tmp_path / 'repo.git', desk)
@@ -926,15 +931,19 @@ def test_a_folder_becoming_a_file_that_fills_up_meanwhile_is_not_removed(tmp_pat
     assert as_file is not None
     (desk / 'notes' / 'x').unlink()
     (desk / 'notes' / 'x' / 'empty').mkdir(parents=True)
+    late = desk / 'notes' / 'x' / 'empty' / 'new.md'
 
     def intruder(event: str, args: tuple) -> None:
-        if event == 'open' and str(args[0]).startswith('.x.checkpoint-'):
-            (desk / 'notes' / 'x' / 'empty' / 'new.md').write_bytes(b'written meanwhile')
+        if event != moment or late.exists():
+            return
+        name = os.fsdecode(args[0]) if isinstance(args[0], (str, bytes)) else ''
+        if name.startswith('.x.checkpoint-') or (moment == 'os.rmdir' and name == 'empty'):
+            late.write_bytes(b'written meanwhile')
 
     with _armed(intruder), pytest.raises(CheckpointError) as caught:
         cps.restore(as_file)
     assert str(caught.value) == f'cannot write {desk / "notes/x"}: Directory not empty'
-    assert (desk / 'notes/x/empty/new.md').read_bytes() == b'written meanwhile'
+    assert late.read_bytes() == b'written meanwhile'
     assert not [name for name in os.listdir(desk / 'notes') if '.checkpoint-' in name]
 
 
@@ -1605,28 +1614,6 @@ def test_an_entry_planted_where_a_symlink_is_being_made_is_replaced(tmp_path: Pa
     assert made, 'the restore made no symlink'
     assert os.readlink(desk / 'notes/link') == 'a.md'
     assert not planted.exists() and not planted.is_symlink()
-
-
-def test_a_folder_becoming_a_file_that_fills_up_as_it_is_removed_stays(tmp_path: Path) -> None:
-    """A file appears in an empty folder just as the restore removes it to put a file there
-    (timed by an audit hook at the ``rmdir``): the folder and the file stay, with a clear error."""
-    desk = tmp_path / 'desk'
-    put(desk, 'notes/x', '-', b'x as a file')
-    cps = Checkpoints(tmp_path / 'repo.git', desk)
-    as_file = cps.snapshot('x is a file')
-    assert as_file is not None
-    (desk / 'notes' / 'x').unlink()
-    (desk / 'notes' / 'x' / 'empty').mkdir(parents=True)
-
-    def intruder(event: str, args: tuple) -> None:
-        if event == 'os.rmdir' and os.fsdecode(args[0]) == 'empty':
-            (desk / 'notes' / 'x' / 'empty' / 'late.md').write_bytes(b'written meanwhile')
-
-    with _armed(intruder), pytest.raises(CheckpointError) as caught:
-        cps.restore(as_file)
-    assert str(caught.value) == f'cannot write {desk / "notes/x"}: Directory not empty'
-    assert (desk / 'notes/x/empty/late.md').read_bytes() == b'written meanwhile'
-    assert not [name for name in os.listdir(desk / 'notes') if '.checkpoint-' in name]
 
 
 @pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='needs /proc')
