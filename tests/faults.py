@@ -214,6 +214,24 @@ def _is_mutation(event: str, args: tuple) -> bool:
     return False
 
 
+def lands_a_desk_file(event: str, args: tuple, suffix: str = '.md') -> bool:
+    """Whether an audit event is a restore putting a file (named ``*<suffix>``) at its name:
+    a temporary file renamed into place, or the file opened to be rewritten or created in
+    place (by its bare name, through its folder's descriptor)."""
+    if event == 'os.rename':
+        return '.checkpoint-' in os.fsdecode(args[0])
+    if event != 'open' or len(args) < 3 or not isinstance(args[0], (str, bytes)):
+        return False
+    name, flags = os.fsdecode(args[0]), args[2]
+    return (
+        isinstance(flags, int)
+        and bool(flags & (os.O_WRONLY | os.O_RDWR))
+        and '/' not in name
+        and '.checkpoint-' not in name
+        and name.endswith(suffix)
+    )
+
+
 def kill_self_at(event_number: int) -> None:
     """In a child: SIGKILL this process just before its Nth file-system mutation."""
     seen = [0]

@@ -30,6 +30,7 @@ from faults import (
     files_of,
     fsck,
     history,
+    lands_a_desk_file,
     mutate,
     put,
     remove,
@@ -168,8 +169,21 @@ def test_restore_killed_mid_write_is_completed_by_next_operation(tmp_path: Path)
     put(desk, 'notes/added.md', '-', b'created later')
     new_state = files_of(desk)
     cps.snapshot('new')
-    # Killed at its 40th mutation: the record is written, about half the files are replaced.
-    outcome = run_child(lambda: Checkpoints(repo_dir, desk).restore(old), kill_at=40)
+
+    # Killed as it puts its 16th file in place: the record is written, half the files are not.
+    def killed_half_way() -> None:
+        landed = []
+
+        def hook(event: str, args: tuple) -> None:
+            if lands_a_desk_file(event, args):
+                landed.append(1)
+                if len(landed) == 16:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        sys.addaudithook(hook)
+        Checkpoints(repo_dir, desk).restore(old)
+
+    outcome = run_child(killed_half_way)
     assert outcome.killed
     assert journal_module.pending(repo_dir)
     half = files_of(desk)
@@ -372,7 +386,7 @@ def test_every_crash_point_of_a_restore(tmp_path: Path, step: int) -> None:
 
 def test_a_write_landing_during_a_restore_is_saved_not_lost(tmp_path: Path) -> None:
     """Another writer changes a planned file mid-restore (a real write, timed by an audit hook
-    at the restore's first rename): its bytes are committed before the restore finishes."""
+    at the restore's first file write): its bytes are committed before the restore finishes."""
     desk = tmp_path / 'desk'
     repo_dir = tmp_path / 'repo.git'
     for i in range(10):
@@ -387,7 +401,7 @@ def test_a_write_landing_during_a_restore_is_saved_not_lost(tmp_path: Path) -> N
         fired = []
 
         def hook(event: str, args: tuple) -> None:
-            if event == 'os.rename' and not fired and '.checkpoint-' in str(args[0]):
+            if not fired and lands_a_desk_file(event, args):
                 fired.append(True)
                 with open(desk / 'notes' / 'f9.md', 'wb') as handle:
                     handle.write(b'written by another agent during the restore')

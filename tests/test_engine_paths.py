@@ -77,16 +77,17 @@ def test_an_interrupted_clone_is_resumed_by_cloning_again(tmp_path: Path) -> Non
 import os, signal, sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
+from faults import lands_a_desk_file
 renames = []
 def hook(event, args):
-    if event == 'os.rename' and '.checkpoint-' in str(args[0]):
+    if lands_a_desk_file(event, args):
         renames.append(1)
         if len(renames) == 10:
             os.kill(os.getpid(), signal.SIGKILL)
 sys.addaudithook(hook)
 Checkpoints.clone({str(tmp_path / 'source.git')!r}, Path({str(repository)!r}), Path({str(desk)!r}))
 """
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join((str(ROOT), str(ROOT / 'tests')))}
     done = subprocess.run([sys.executable, '-c', code], env=env, timeout=60)
     assert done.returncode == -9, 'the clone was not killed mid-checkout'
     landed = [path for path in files_of(desk) if '.checkpoint-' not in path]

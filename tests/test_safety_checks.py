@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob
-from faults import files_of, put, run_child, version_of
+from faults import files_of, lands_a_desk_file, put, run_child, version_of
 
 from trading_checkpoints import (
     TRACKED_PATHS,
@@ -709,7 +709,7 @@ def test_a_write_landing_during_a_restore_in_process_is_saved_and_reported(
     fired = []
 
     def writer(event: str, args: tuple) -> None:
-        if event == 'os.rename' and not fired and '.checkpoint-' in str(args[0]):
+        if not fired and lands_a_desk_file(event, args):
             fired.append(True)
             with open(desk / 'notes' / f'{changed}.md', 'wb') as handle:
                 handle.write(b'written by another agent during the restore')
@@ -775,7 +775,7 @@ def test_a_completion_racing_the_same_writer_again_keeps_its_record(tmp_path: Pa
     edits = []
 
     def writer(event: str, args: tuple) -> None:
-        if event == 'open' and str(args[0]).startswith('.f') and '.checkpoint-' in str(args[0]):
+        if lands_a_desk_file(event, args):
             edits.append(True)
             put(desk, 'notes/f9.md', '-', b'edit %d' % len(edits))
 
@@ -947,13 +947,18 @@ def test_a_folder_becoming_a_file_that_fills_up_meanwhile_is_not_removed(
     assert not [name for name in os.listdir(desk / 'notes') if '.checkpoint-' in name]
 
 
-def test_a_failed_restore_removes_the_temporary_files_it_wrote(tmp_path: Path) -> None:
+@pytest.mark.parametrize('atomic', [True, False])
+def test_a_failed_restore_removes_the_temporary_files_it_wrote(
+    tmp_path: Path, atomic: bool
+) -> None:
     """The restore stops when a folder it is about to create turns out to be a symlink (planted
-    after the plan was checked): the temporary files already written are removed at once."""
+    after the plan was checked): the temporary files already written are removed at once; a
+    file already rewritten in place is left to the restore's record, and nothing is written
+    outside."""
     desk = tmp_path / 'desk'
     put(desk, 'notes/a.md', '-', b'old a')
     put(desk, 'notes/sub/b.md', '-', b'old b')
-    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    cps = Checkpoints(tmp_path / 'repo.git', desk, atomic_writes=atomic)
     old = cps.snapshot('old')
     assert old is not None
     (desk / 'notes' / 'sub' / 'b.md').unlink()
@@ -963,14 +968,17 @@ def test_a_failed_restore_removes_the_temporary_files_it_wrote(tmp_path: Path) -
     outside = _mkdirs(tmp_path / 'outside')
 
     def planter(event: str, args: tuple) -> None:
-        if event == 'open' and str(args[0]).startswith('.a.md.checkpoint-'):
+        temporary = event == 'open' and str(args[0]).startswith('.a.md.checkpoint-')
+        if temporary or lands_a_desk_file(event, args):
             if not (desk / 'notes' / 'sub').is_symlink():
                 os.symlink(outside, desk / 'notes' / 'sub')
 
     with _armed(planter), pytest.raises(NotAFolderError):
         cps.restore(old)
     assert sorted(os.listdir(desk / 'notes')) == ['a.md', 'sub']
-    assert (desk / 'notes' / 'a.md').read_bytes() == b'new a' and os.listdir(outside) == []
+    assert os.listdir(outside) == []
+    assert (desk / 'notes' / 'a.md').read_bytes() == (b'new a' if atomic else b'old a')
+    assert journal_module.pending(tmp_path / 'repo.git')
 
 
 # -- retention.py: what prune keeps ------------------------------------------------------------
@@ -1576,7 +1584,7 @@ def test_a_folder_where_the_temporary_file_goes_is_an_error_naming_the_file(
 ) -> None:
     desk = tmp_path / 'desk'
     put(desk, 'notes/a.md', '-', b'old')
-    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    cps = Checkpoints(tmp_path / 'repo.git', desk, atomic_writes=True)
     old = cps.snapshot('old')
     put(desk, 'notes/a.md', '-', b'new')
     cps.snapshot('new')
@@ -1663,28 +1671,34 @@ def test_an_untracked_entry_above_a_planned_path_is_refused_before_any_write(
     assert files_of(desk) == before
 
 
-@pytest.mark.parametrize('step', ['write', 'delete'])
+@pytest.mark.parametrize('step', ['write', 'rewrite', 'delete'])
 def test_a_folder_moved_out_of_the_desk_mid_restore_stops_it(tmp_path: Path, step: str) -> None:
-    """A folder the restore writes into (or deletes from) is moved out of the desk meanwhile
-    (timed by an audit hook): after its writes the restore checks every folder it touched is
-    still where it opened it, and stops with an error naming the folder."""
+    """A folder the restore writes into (through a temporary file, or in place) or deletes
+    from is moved out of the desk meanwhile (timed by an audit hook): after its writes the
+    restore checks every folder it touched is still where it opened it, and stops with an
+    error naming the folder."""
     desk = tmp_path / 'desk'
     put(desk, 'notes/sub/deep/a.md', '-', b'one')
-    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    cps = Checkpoints(tmp_path / 'repo.git', desk, atomic_writes=step == 'write')
     first = cps.snapshot('one')
-    if step == 'write':
-        put(desk, 'notes/sub/deep/a.md', '-', b'two')
-    else:
+    if step == 'delete':
         put(desk, 'notes/sub/deep/b.md', '-', b'to be deleted')
+    else:
+        put(desk, 'notes/sub/deep/a.md', '-', b'two')
     cps.snapshot('two')
     assert first is not None
     away = tmp_path / 'away'
-    event = 'os.rename' if step == 'write' else 'os.remove'
 
     def mover(name: str, args: tuple) -> None:
-        if name != event or away.exists():
+        if away.exists():
             return
-        if os.fsdecode(args[1] if name == 'os.rename' else args[0]) in ('a.md', 'b.md'):
+        if step == 'write':
+            hit = name == 'os.rename' and os.fsdecode(args[1]) == 'a.md'
+        elif step == 'rewrite':
+            hit = lands_a_desk_file(name, args)
+        else:
+            hit = name == 'os.remove' and os.fsdecode(args[0]) == 'b.md'
+        if hit:
             os.rename(desk / 'notes' / 'sub' / 'deep', away)
 
     with _armed(mover), pytest.raises(CheckpointError) as caught:

@@ -167,10 +167,11 @@ def test_a_folder_moved_out_of_the_desk_mid_restore_is_reported(tmp_path: Path) 
 import os, sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
+from faults import lands_a_desk_file
 desk = Path({str(desk)!r})
 moved = []
 def hook(event, args):
-    if event == 'os.rename' and not moved and '.checkpoint-' in str(args[0]):
+    if not moved and lands_a_desk_file(event, args):
         moved.append(1)
         os.rename(desk / 'notes', Path({str(tmp_path)!r}) / 'taken-away')
 sys.addaudithook(hook)
@@ -179,7 +180,8 @@ try:
 except Exception as error:
     print(type(error).__name__, error)
 """
-    env = {**os.environ, 'PYTHONPATH': str(Path(__file__).resolve().parent.parent)}
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join((str(root), str(root / 'tests')))}
     out = subprocess.run(
         [sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=60
     ).stdout

@@ -4,11 +4,15 @@ Every write and delete goes through :class:`~trading_checkpoints.deskio.DeskFold
 swapped for a symlink is refused, never written through, and nothing is created outside a
 folder that was opened as a real folder of the desk.
 
-Every file is written whole to a temporary file inside its folder (through the folder's
-descriptor), flushed, and renamed over the old entry, so a reader never sees half a file and a
-crash leaves each path either as it was or as restored; the restore's intent record lets the
-next operation finish the rest (see ``recovery.py``). Rewriting files in place was measured
-(``benchmarks/README.md``) and saves too little to give that up.
+A file that is already a regular file with a single name is rewritten in place, through a
+descriptor opened without following links and checked to be the file the scan saw; a new file
+is created at its name. Everything else (symlinks, a folder or a hard-linked file in the way,
+a file that changed meanwhile) and, with ``atomic``, every file, is written whole to a
+temporary file in its folder and renamed over the old entry, so a reader sees either the old
+file or the new one. Rewriting in place is what makes a restore faster than git's
+(``benchmarks/README.md``); what a reader or a crash can see is in the README ("Restores write
+in place"): the restore's intent record lets the next operation finish an interrupted one
+(``recovery.py``), and the pre-snapshot holds every byte it overwrites.
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .deskio import CREATE_FLAGS, DeskFolders
-from .durability import fsync_fds
+from .deskio import CREATE_FLAGS, REWRITE_FLAGS, DeskFolders
+from .durability import fsync_fds, sync_file_system
 from .errors import CheckpointError
 from .paths import Allowlist
 from .statcache import StatKey, stat_key
@@ -123,18 +127,21 @@ def apply(
     read_blob: Callable[[bytes], bytes],
     *,
     durable: bool = True,
+    atomic: bool = False,
     guard: Guard | None = None,
 ) -> dict[str, StatKey]:
     """Makes the desk match ``target`` for the planned paths; returns the stat of what it wrote.
 
-    Every file is written to a temporary file in its folder and renamed into place, so no
-    reader (and no crash) ever sees half a file. ``guard(path, lstat or None)`` is called just
-    before an entry is deleted or replaced and may raise to stop (it checks the entry still is
-    what the plan was made from). With ``durable``, each file is flushed before its rename and
-    every folder whose entries changed is flushed before this returns.
+    A regular file with a single name is rewritten in place and a new file created at its
+    name, unless ``atomic``; everything else goes through a temporary file renamed into place
+    (see the module's docstring). ``guard(path, stat or None)`` is called just before an entry
+    is deleted, rewritten or replaced and may raise to stop (it checks the entry still is what
+    the plan was made from). With ``durable``, every written file is flushed, and so is every
+    folder whose entries changed, before this returns.
     """
-    touched: set[str] = set()  # folders whose entries changed
-    _delete(folders, allowlist, the_plan.delete, guard, touched)
+    renamed: set[str] = set()  # folders whose entries changed
+    written_in: set[str] = set()  # folders a file was written in
+    _delete(folders, allowlist, the_plan.delete, guard, renamed)
     written: dict[str, StatKey] = {}
     batch = _Batch()
     try:
@@ -144,25 +151,54 @@ def apply(
             fd = folders.folder(parent, create=True)
             assert fd is not None  # create=True raises instead
             folder_fd = batch.hold(parent, fd)
-            batch.pending.append(
-                _write_temporary(folders, folder_fd, path, name, mode, read_blob(sha))
-            )
-            touched.add(parent)
+            data = read_blob(sha)
+            pending = None
+            if not atomic and mode != SYMLINK_MODE:
+                pending = _write_at_name(folders, folder_fd, path, name, mode, data, guard)
+            if pending is None:
+                pending = _write_temporary(folders, folder_fd, path, name, mode, data)
+            if pending.renames or pending.created:
+                renamed.add(parent)
+            written_in.add(parent)
+            batch.pending.append(pending)
             if len(batch.pending) >= _BATCH:
                 _finish_batch(folders, batch, durable, guard, written)
         _finish_batch(folders, batch, durable, guard, written)
     finally:
         batch.discard()  # after an error: what was not renamed is removed
-    touched.update(folder.rpartition('/')[0] for folder in folders.created)
-    touched.update(folders.created)
-    moved = [folder for folder in sorted(touched) if not folders.still_in_place(folder)]
+    renamed.update(folder.rpartition('/')[0] for folder in folders.created)
+    renamed.update(folders.created)
+    moved = [f for f in sorted(renamed | written_in) if not folders.still_in_place(f)]
     if moved:
         raise CheckpointError(
             f'the folder {folders.full(moved[0])} was moved away while it was being restored'
         )
     if durable:
-        _flush_folders(folders, touched)
+        _flush_folders(folders, renamed)
     return written
+
+
+def midway(found: bytes, old: bytes | None, new: bytes) -> bool:
+    """Whether ``found`` is what rewriting ``old`` in place with ``new`` can leave when stopped
+    part way (a crash, a full disk): the start of the new bytes written over the old ones, and
+    the old tail not cut yet. Such a file holds nothing of its own: ``old`` and ``new`` do."""
+    if found == new:
+        return True
+    old = old or b''
+    same = _common_prefix(found, new)
+    return len(found) == max(len(old), same) and found[same:] == old[same : len(found)]
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """The length of the longest common start of ``a`` and ``b``."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # compared in halves: slices compare in C
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def temporary_name(name: str, pid: int | None = None) -> str:
@@ -179,10 +215,21 @@ def temporary_name(name: str, pid: int | None = None) -> str:
 
 
 class _Pending:
-    """A written temporary file waiting to be renamed into place."""
+    """A written file waiting to be flushed and closed, and (``renames``) renamed into place
+    from its temporary name."""
 
-    def __init__(self, path: str, folder_fd: int, name: str, fd: int) -> None:
+    def __init__(
+        self,
+        path: str,
+        folder_fd: int,
+        name: str,
+        fd: int,
+        *,
+        renames: bool = True,
+        created: bool = False,
+    ) -> None:
         self.path, self.folder_fd, self.name, self.fd = path, folder_fd, name, fd
+        self.renames, self.created = renames, created
 
     def close_file(self) -> None:
         if self.fd >= 0:
@@ -204,6 +251,9 @@ class _Batch:
             held = self._folders[folder] = os.dup(fd)
         return held
 
+    def any_folder(self) -> int:
+        return next(iter(self._folders.values()), -1)
+
     def release(self) -> None:
         for fd in self._folders.values():
             os.close(fd)
@@ -212,6 +262,8 @@ class _Batch:
     def discard(self) -> None:
         for pending in self.pending:
             pending.close_file()
+            if not pending.renames:
+                continue  # written at its name: the restore's record completes it
             try:
                 os.unlink(temporary_name(pending.name), dir_fd=pending.folder_fd)
             except OSError:
@@ -255,6 +307,92 @@ def _write_temporary(
     return pending
 
 
+def _write_at_name(
+    folders: DeskFolders,
+    folder_fd: int,
+    path: str,
+    name: str,
+    mode: int,
+    data: bytes,
+    guard: Guard | None,
+) -> _Pending | None:
+    """Rewrites a regular file with a single name in place, or creates a file where there is
+    none; None when something else is there (a symlink, a folder, a hard-linked or special
+    file, a file that appeared meanwhile): that goes through a temporary file instead.
+
+    The descriptor written through is the one checked: opened without following a symlink,
+    its own stat is what the guard compares with the scan's, so a file swapped in after the
+    scan is never written to. A hard-linked file is never written in place: its other names,
+    perhaps outside the desk, would change too. Only a regular file is ever opened.
+    """
+    where = folders.full(path)
+    try:
+        try:
+            st = os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            if guard is not None:
+                guard(path, None)
+            try:
+                fd = os.open(name, CREATE_FLAGS, _mode_bits(mode), dir_fd=folder_fd)
+            except FileExistsError:
+                return None  # appeared meanwhile: the rename's guard looks at it
+            pending = _Pending(path, folder_fd, name, fd, renames=False, created=True)
+            _write_all(pending, data, None, where, 0)  # created with the mode's bits
+            return pending
+    except OSError as error:
+        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+    if not stat.S_ISREG(st.st_mode):
+        return None  # never opened: a pipe or a device could act on an open
+    try:
+        fd = os.open(name, REWRITE_FLAGS, dir_fd=folder_fd)
+    except OSError:
+        return None  # swapped, or not writable: a temporary file and a rename instead
+    pending = _Pending(path, folder_fd, name, fd, renames=False)
+    try:
+        now = os.fstat(fd)
+        if now.st_nlink != 1:
+            pending.close_file()
+            return None  # its other names may be outside the desk: replaced, not written
+        if guard is not None:
+            guard(path, now)  # the file opened is the one the scan saw: a swap changes the stat
+        _write_all(pending, data, _new_mode(now.st_mode, mode), where, now.st_size)
+    except BaseException:
+        pending.close_file()
+        raise
+    return pending
+
+
+def _write_all(pending: _Pending, data: bytes, chmod: int | None, where: str, size: int) -> None:
+    """Writes ``data`` over the start of the open file (``size`` bytes long), cuts what is
+    left of the old bytes, and sets the permission bits (None: as they are)."""
+    fd = pending.fd
+    try:
+        view, offset = memoryview(data), 0
+        while offset < len(data):
+            offset += os.pwrite(fd, view[offset:], offset)
+        if size > len(data):
+            os.ftruncate(fd, len(data))
+        if chmod is not None:
+            os.fchmod(fd, chmod)
+    except OSError as error:
+        pending.close_file()
+        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+
+
+def _mode_bits(mode: int) -> int:
+    return 0o777 if mode == EXECUTABLE_MODE else 0o666
+
+
+def _new_mode(current: int, mode: int) -> int | None:
+    """The permission bits a rewritten file gets: its own, with the x bits git's mode says."""
+    bits = stat.S_IMODE(current)
+    if mode == EXECUTABLE_MODE:
+        wanted = bits | (0o111 & ~_umask()) | 0o100
+    else:
+        wanted = bits & ~0o111
+    return None if wanted == bits else wanted
+
+
 def _make(create: Callable[[], Any], temporary: str, folder_fd: int) -> Any:
     """Creates a temporary file exclusively; a leftover (or anything planted) is removed first,
     never written through."""
@@ -272,18 +410,23 @@ def _finish_batch(
     guard: Guard | None,
     written: dict[str, StatKey],
 ) -> None:
-    """Flushes (durable) and closes a batch's temporary files, then renames each into place."""
+    """Flushes (durable) and closes a batch's files, then renames the temporary ones into
+    place."""
     pending = batch.pending
     try:
         if durable:
-            fsync_fds([item.fd for item in pending if item.fd >= 0])
+            _flush_files([item.fd for item in pending if item.fd >= 0], batch.any_folder())
+        for item in pending:
+            if not item.renames:
+                written[item.path] = stat_key(os.fstat(item.fd))
     except OSError as error:
         where = folders.full(pending[0].path)
         raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
     for item in pending:
         item.close_file()
     while pending:
-        _rename_into_place(folders, pending[0], guard, written)
+        if pending[0].renames:
+            _rename_into_place(folders, pending[0], guard, written)
         del pending[0]
     batch.release()
 
@@ -333,7 +476,20 @@ def _delete(
             touched.add(folder.rpartition('/')[0])
 
 
+def _flush_files(fds: list[int], folder_fd: int) -> None:
+    """Flushes the files open as ``fds``: the whole file system at once where it can be."""
+    if fds and not sync_file_system(folder_fd):
+        fsync_fds(fds)
+
+
 def _flush_folders(folders: DeskFolders, touched: set[str]) -> None:
+    if not touched:
+        return
+    try:
+        if sync_file_system(folders.root_fd):
+            return
+    except OSError:
+        pass  # flushed folder by folder below, which reports nothing either
     fds = []
     for folder in touched:
         fd = folders.folder(folder)

@@ -31,6 +31,7 @@ class DeskState:
         allowlist: What is tracked.
         max_file_size: Files larger than this are left out of snapshots (0: no limit).
         durable: Flush what a checkout writes before it returns.
+        atomic: Write every file through a temporary file and a rename (else in place).
     """
 
     def __init__(
@@ -41,12 +42,14 @@ class DeskState:
         *,
         max_file_size: int = 0,
         durable: bool = True,
+        atomic: bool = False,
     ) -> None:
         self.path = Path(path)
         self.allowlist = allowlist
         self.cache_path = cache_path
         self.max_file_size = max_file_size
         self.durable = durable
+        self.atomic = atomic
         context = '\0'.join((realpath(self.path), *allowlist.entries))
         self.context = context.encode('utf-8', 'surrogateescape')
         self._folders: DeskFolders | None = None
@@ -142,6 +145,7 @@ class DeskState:
             target,
             read_blob,
             durable=self.durable,
+            atomic=self.atomic,
             guard=guard,
         )
 

@@ -42,6 +42,7 @@ class DeskHandle:
         *,
         max_file_size: int | None = None,
         durable: bool = True,
+        atomic_writes: bool | None = None,
         lock_timeout: float = lock.DEFAULT_TIMEOUT,
     ) -> None:
         """Describes the repository without touching the disk.
@@ -55,6 +56,10 @@ class DeskHandle:
                 uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
             durable: Flush objects, refs and restored files to the disk in an order that
                 survives a power cut (see the README); on by default.
+            atomic_writes: Restore every file through a temporary file renamed into place,
+                so a reader of the desk never sees a file half rewritten; slower. None (the
+                default) uses the repository's ``checkpoints.atomicWrites`` config, else
+                off: files are rewritten in place (see the README, "Restores write in place").
             lock_timeout: Seconds to wait for another process holding the desk's lock.
 
         Raises:
@@ -75,6 +80,7 @@ class DeskHandle:
                 None if max_file_size is None else safety.check_max_file_size(max_file_size)
             ),
             durable=bool(durable),
+            atomic_writes=None if atomic_writes is None else bool(atomic_writes),
             lock_timeout=_timeout(lock_timeout),
         )
         self.last_recovery: Recovery | None = None

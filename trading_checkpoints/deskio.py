@@ -24,6 +24,7 @@ _CLOEXEC = getattr(os, 'O_CLOEXEC', 0)
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, 'O_NONBLOCK', 0) | _CLOEXEC
 CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC
+REWRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, 'O_NONBLOCK', 0) | _CLOEXEC
 
 
 # A symlink (or a file) where a folder was expected: O_NOFOLLOW | O_DIRECTORY refuses it.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import changestats, external, history, journal, metadata, safety, undo
-from .checkout import Plan, plan
+from .checkout import Plan, midway, plan
 from .commitinfo import SHORT_ID_LENGTH
 from .deskio import DeskFolders
 from .errors import CheckpointError, ExternalChangesError
@@ -177,7 +177,7 @@ def _run(session: Session, request: Request) -> Outcome:
         return Outcome(result.make(head, None, True))
     decision.raise_if_refused(request)
     saved = None
-    if _worth_saving(request, scan):
+    if _worth_saving(session, request, scan):
         saved = session.commit(scan, cache, _before_message(request))
     head = repo.head()
     assert head is not None
@@ -313,14 +313,45 @@ def _some(paths: list[str]) -> str:
     return ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
 
 
-def _worth_saving(request: Request, scan: Scan) -> bool:
-    """Whether the desk as found holds something no checkpoint holds yet."""
+def _worth_saving(session: Session, request: Request, scan: Scan) -> bool:
+    """Whether the desk as found holds something no checkpoint holds yet.
+
+    Completing a journal, a path holding neither its entry before nor after the restore is
+    someone else's edit, unless it is what the restore's own rewrite left part way (see
+    ``checkout.midway``): its bytes are all in the two checkpoints.
+    """
     if not request.record_before and not scan.files:
         return False
     if request.expected is None:
         return True
     found = scan.files
-    return any(found.get(path) not in pair for path, pair in request.expected.items())
+    return any(
+        found.get(path) not in pair and not _left_midway(session, path, pair, found.get(path))
+        for path, pair in request.expected.items()
+    )
+
+
+def _left_midway(
+    session: Session,
+    path: str,
+    pair: tuple[FileEntry | None, FileEntry | None],
+    found: FileEntry | None,
+) -> bool:
+    """Whether the desk file at ``path`` is the restore's in-place rewrite from ``pair[0]``
+    to ``pair[1]`` stopped part way (its mode either one's)."""
+    before, after = pair
+    if found is None or after is None or found[0] == SYMLINK_MODE or after[0] == SYMLINK_MODE:
+        return False
+    if before is not None and before[0] == SYMLINK_MODE:
+        return False
+    if found[0] not in {after[0], before[0] if before else after[0]}:
+        return False
+    data = session.desk.folders.read_bytes(path)
+    if data is None or blob_id(data) != found[1]:
+        return False
+    repo = session.repo
+    old = repo.read_blob(before[1]) if before is not None else None
+    return midway(data, old, repo.read_blob(after[1]))
 
 
 def _check_held(
@@ -351,9 +382,10 @@ def _check_held(
         if found is None:
             continue  # gone: nothing to lose
         held = {_entry_at(repo, root, path, trees)}
-        if request.expected is not None:
-            held.update(request.expected.get(path, ()))
-        if found not in held:
+        pair = None if request.expected is None else request.expected.get(path)
+        if pair is not None:
+            held.update(pair)
+        if found not in held and not (pair and _left_midway(session, path, pair, found)):
             raise _Unheld(path)
         if not repo.contains(found[1]):
             data = scan.new_blobs.get(found[1])

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # Files larger than this are left out of snapshots (and reported) unless configured otherwise.
 DEFAULT_MAX_FILE_SIZE = 100 * 1024 * 1024
 MAX_FILE_SIZE_KEY = (b'checkpoints', b'maxFileSize')
+ATOMIC_WRITES_KEY = (b'checkpoints', b'atomicWrites')
 
 _NAME_MAX = 255  # bytes in one path component on every common file system
 _LINK_MAX = 4095  # bytes in a symlink target (PATH_MAX - 1 on Linux)

@@ -44,6 +44,8 @@ class DeskConfig:
         explicit: Whether the caller gave it (else the repository's remembered one wins).
         max_file_size: The size limit given by the caller, None for the repository's.
         durable: Flush writes in an order that survives a power cut.
+        atomic_writes: Restore every file through a temporary file and a rename; None for
+            the repository's ``checkpoints.atomicWrites``, else off.
         lock_timeout: Seconds to wait for another holder of the lock.
         limits: Retention limits enforced after every write (empty: the repository's own,
             as saved by ``checkpoints prune --save``).
@@ -55,6 +57,7 @@ class DeskConfig:
     explicit: bool
     max_file_size: int | None = None
     durable: bool = True
+    atomic_writes: bool | None = None
     lock_timeout: float = 60.0
     limits: Limits = field(default_factory=Limits)
 
@@ -82,6 +85,7 @@ class Session:
             repo.path / PRIVATE_DIR / STAT_CACHE,
             max_file_size=size_limit(config, repo),
             durable=config.durable,
+            atomic=atomic_writes(config, repo),
         )
         self.recovery = None
 
@@ -340,6 +344,25 @@ def size_limit(config: DeskConfig, repo: ShadowRepo) -> int:
             f'checkpoints.maxFileSize in {repo.path / "config"} is not a size '
             '(expected a number with k, m or g, like 100m)'
         ) from None
+
+
+def atomic_writes(config: DeskConfig, repo: ShadowRepo) -> bool:
+    """Whether restores write through temporary files: the caller's choice, else the
+    repository's ``checkpoints.atomicWrites``, else not."""
+    if config.atomic_writes is not None:
+        return config.atomic_writes
+    configured = repo.config_string(*safety.ATOMIC_WRITES_KEY)
+    if configured is None:
+        return False
+    value = configured.strip().lower()
+    if value in ('true', 'yes', 'on', '1'):
+        return True
+    if value in ('false', 'no', 'off', '0', ''):
+        return False
+    raise CheckpointError(
+        f'checkpoints.atomicWrites in {repo.path / "config"} is not a boolean '
+        '(expected true or false)'
+    )
 
 
 def check_repository_outside(config: DeskConfig, allowlist: Allowlist) -> None:
