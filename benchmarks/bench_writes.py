@@ -2,9 +2,9 @@
 
 Each way rewrites the same 100 existing files (1,000 bytes each, in 5 folders, opened relative
 to their folder's descriptor as the restore does), without a flush and with the two ways of
-flushing a restore can use: one ``fsync`` per file, issued from 16 threads, or one ``syncfs``
-of the file system (Linux). ``os.sync()`` runs before every sample so each starts with nothing
-else waiting to be written.
+flushing a restore can use, each issued from 16 threads: ``fsync`` per file, or
+``fdatasync`` (the data and size only, not the times). ``os.sync()`` runs before every sample
+so each starts with nothing else waiting to be written.
 
     python benchmarks/bench_writes.py [--reps 7] [--dir /path/on/the/desk/file/system]
 """
@@ -14,15 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from trading_checkpoints.durability import sync_file_system  # noqa: E402
 
 FILES, FOLDERS, SIZE = 100, 5, 1000
 WAYS = {
@@ -67,15 +61,14 @@ def one_run(base: str, way: str, flush: str, pool: ThreadPoolExecutor) -> float:
             fd = os.open(name, flags, 0o666, dir_fd=folder)
             os.write(fd, data)
         opened.append((fd, folder, name))
-    if flush == 'fsync':
-        list(pool.map(os.fsync, [fd for fd, _, _ in opened]))
+    if flush in ('fsync', 'fdatasync'):
+        call = os.fsync if flush == 'fsync' else os.fdatasync
+        list(pool.map(call, [fd for fd, _, _ in opened]))
     for fd, folder, name in opened:
         os.close(fd)
         if way == 'rename':
             os.replace(f'.{name}.tmp', name, src_dir_fd=folder, dst_dir_fd=folder)
-    if flush == 'syncfs' and not sync_file_system(folders[0]):
-        raise SystemExit('syncfs is not available here')
-    if flush == 'fsync' and way in ('rename', 'unlink'):
+    if flush != 'none' and way in ('rename', 'unlink'):
         list(pool.map(os.fsync, folders))  # the new names
     elapsed = time.perf_counter() - started
     for folder in folders:
@@ -88,7 +81,7 @@ def main() -> None:
     parser.add_argument('--reps', type=int, default=7)
     parser.add_argument('--dir', default=None, help='where to make the files (default: tmp)')
     args = parser.parse_args()
-    flushes = ['none', 'fsync'] + (['syncfs'] if sys.platform.startswith('linux') else [])
+    flushes = ['none', 'fsync'] + (['fdatasync'] if hasattr(os, 'fdatasync') else [])
     samples: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(dir=args.dir) as base, ThreadPoolExecutor(16) as pool:
         setup(base)

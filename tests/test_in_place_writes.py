@@ -12,6 +12,7 @@ import random
 import signal
 import stat
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,11 @@ from faults import files_of, put, run_child, version_of
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints import journal as journal_module
 from trading_checkpoints.checkout import Plan, apply, midway
+from trading_checkpoints.desk import DeskState
 from trading_checkpoints.deskio import DeskFolders
-from trading_checkpoints.durability import sync_file_system
-from trading_checkpoints.paths import Allowlist
+from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.statcache import StatCache
+from trading_checkpoints.statcache import save as save_stat_cache
 from trading_checkpoints.trees import blob_id
 
 NEWER_B = b'new b, much longer than the old b ever was, and more'
@@ -215,18 +218,6 @@ def test_midway_recognises_every_state_of_a_rewrite_and_nothing_else() -> None:
     assert not midway(b'ab', b'abcdef', b'abc')  # cut before the new bytes were written
 
 
-def test_the_file_system_is_flushed_in_one_call_where_linux_allows_it(tmp_path: Path) -> None:
-    fd = os.open(tmp_path, os.O_RDONLY)
-    try:
-        flushed = sync_file_system(fd)
-    finally:
-        os.close(fd)
-    assert flushed == sys.platform.startswith('linux')
-    if flushed:
-        with pytest.raises(OSError):
-            sync_file_system(fd)  # closed: the error is raised, not ignored
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason='making a device node needs root')
 def test_a_device_swapped_in_during_the_restore_is_never_opened(tmp_path: Path) -> None:
     """Between the plan's checks and the write, the file becomes a device node (/dev/null's
@@ -253,3 +244,44 @@ def test_a_device_swapped_in_during_the_restore_is_never_opened(tmp_path: Path) 
         _armed.remove(swap_and_watch)
     assert device.is_char_device(), 'the swap never happened, or the device was replaced'
     assert opened == []
+
+
+def test_a_stat_cache_that_lies_about_a_file_cannot_make_a_restore_lose_it(
+    tmp_path: Path,
+) -> None:
+    """The stat cache (in the repository, writable by anyone) gives a file its real stat but
+    the id of an older version, so the pre-snapshot finds the desk unchanged: the restore
+    reads the file again before replacing it, finds bytes no checkpoint holds, and saves
+    them first."""
+    desk, repo_dir = tmp_path / 'desk', tmp_path / 'repo.git'
+    put(desk, 'notes/a.md', '-', b'v0')
+    cps = Checkpoints(repo_dir, desk)
+    v0 = cps.snapshot('v0')
+    put(desk, 'notes/a.md', '-', b'v1')
+    cps.snapshot('v1')
+    put(desk, 'notes/a.md', '-', b'v2, never saved')
+    cache_path = repo_dir / 'checkpoints' / 'statcache'
+    state = DeskState(desk, Allowlist(TRACKED_PATHS), cache_path)
+    try:
+        real = state.load_cache()
+        scanned = state.scan(StatCache(context=state.context))
+    finally:
+        state.close()
+    [row] = [i for i, name in enumerate(scanned.names) if name == 'notes/a.md']
+    shas = bytearray(scanned.shas)
+    shas[row * 20 : row * 20 + 20] = bytes.fromhex(blob_id(b'v1').decode())
+    lying = StatCache(
+        names=list(scanned.names),
+        numbers=array('q', scanned.numbers),
+        shas=bytes(shas),
+        trees=real.trees,
+        context=state.context,
+        commit=real.commit,
+        written_at_ns=2**62,  # never racy: every row is believed
+    )
+    save_stat_cache(cache_path, lying)
+    assert cps.status().clean  # the lie is believed by a plain scan
+    cps.restore(v0)
+    assert (desk / 'notes/a.md').read_bytes() == b'v0'
+    saved = [version_of(repo_dir, c.checkpoint_id).get('notes/a.md') for c in cps.list()]
+    assert ('-', b'v2, never saved') in saved

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .deskio import CREATE_FLAGS, REWRITE_FLAGS, DeskFolders
-from .durability import fsync_fds, sync_file_system
+from .durability import fsync_fds
 from .errors import CheckpointError
 from .paths import Allowlist
 from .statcache import StatKey, stat_key
@@ -251,9 +251,6 @@ class _Batch:
             held = self._folders[folder] = os.dup(fd)
         return held
 
-    def any_folder(self) -> int:
-        return next(iter(self._folders.values()), -1)
-
     def release(self) -> None:
         for fd in self._folders.values():
             os.close(fd)
@@ -415,7 +412,7 @@ def _finish_batch(
     pending = batch.pending
     try:
         if durable:
-            _flush_files([item.fd for item in pending if item.fd >= 0], batch.any_folder())
+            fsync_fds([item.fd for item in pending if item.fd >= 0])
         for item in pending:
             if not item.renames:
                 written[item.path] = stat_key(os.fstat(item.fd))
@@ -476,20 +473,7 @@ def _delete(
             touched.add(folder.rpartition('/')[0])
 
 
-def _flush_files(fds: list[int], folder_fd: int) -> None:
-    """Flushes the files open as ``fds``: the whole file system at once where it can be."""
-    if fds and not sync_file_system(folder_fd):
-        fsync_fds(fds)
-
-
 def _flush_folders(folders: DeskFolders, touched: set[str]) -> None:
-    if not touched:
-        return
-    try:
-        if sync_file_system(folders.root_fd):
-            return
-    except OSError:
-        pass  # flushed folder by folder below, which reports nothing either
     fds = []
     for folder in touched:
         fd = folders.folder(folder)

@@ -19,7 +19,7 @@ from .errors import CheckpointError
 from .fs import realpath
 from .paths import Allowlist
 from .scan import BlobSink, Scan
-from .statcache import StatCache, StatKey
+from .statcache import FIELDS, SHA_SIZE, StatCache, StatKey
 from .trees import FileEntry, RawObject, build_trees, dirty_folders
 
 
@@ -158,23 +158,40 @@ class DeskState:
         written: dict[str, StatKey],
         commit: bytes,
     ) -> None:
-        """Saves the cache after a checkout: the scan's stats, patched where it wrote."""
-        keys = result.keys
-        names: list[str] = []
-        numbers = array('q')
-        shas = bytearray()
-        # In the scan's order (new files last), so the next scan finds the cache's order and
-        # compares the stat columns in bulk.
-        order = dict.fromkeys(result.names)
-        order.update(dict.fromkeys(target))
-        for path in order:
+        """Saves the cache after a checkout: the scan's stats, patched where it wrote.
+
+        The scan's columns are copied whole and only the rows that differ are changed: a
+        file written gets its new stat, a file the target holds differently its id, a file
+        the target lacks is dropped, and a file the restore created is added at the end (so
+        the next scan finds the cache in its own order and compares stats in bulk)."""
+        names = list(result.names)
+        numbers = array('q', result.numbers)
+        shas = bytearray(result.shas)
+        positions = result.positions
+        differ = {path for path, _ in result.files.items() ^ target.items()}
+        dropped: list[int] = []
+        for path in differ.union(written):
+            row = positions.get(path)
+            if row is None:
+                continue  # not in the scan: added below if the restore wrote it
             entry = target.get(path)
-            key = written.get(path) or keys.get(path)
-            if entry is None or key is None:
+            key = written.get(path)
+            if entry is None:
+                dropped.append(row)
                 continue
-            names.append(path)
-            numbers.extend(key)
-            shas += bytes.fromhex(entry[1].decode())
+            if key is not None:
+                numbers[row * FIELDS : row * FIELDS + FIELDS] = array('q', key)
+            shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE] = bytes.fromhex(entry[1].decode())
+        for row in sorted(dropped, reverse=True):
+            del names[row]
+            del numbers[row * FIELDS : row * FIELDS + FIELDS]
+            del shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE]
+        for path in (p for p in target if p in differ and p not in positions):
+            key = written.get(path)
+            if key is not None:
+                names.append(path)
+                numbers.extend(key)
+                shas += bytes.fromhex(target[path][1].decode())
         cache.set_columns(names, numbers, bytes(shas))
         cache.trees = dict(target_trees)
         cache.commit = commit

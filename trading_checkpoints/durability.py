@@ -10,7 +10,6 @@ the page cache); a power cut or kernel crash does.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,7 +21,6 @@ __all__ = [
     'fsync_folders',
     'fsync_folders_at_once',
     'fsync_path',
-    'sync_file_system',
     'write_atomically',
 ]
 
@@ -84,44 +82,6 @@ def fsync_fds(fds: list[int]) -> None:
         return
     for _ in _pool().map(os.fsync, fds):
         pass
-
-
-_SYNCFS: list = []  # [the C function, or None where there is none], looked up once
-
-
-def sync_file_system(fd: int) -> bool:
-    """Flushes everything written to the file system holding ``fd`` (Linux ``syncfs``); False
-    where that call is missing, and the caller flushes file by file instead; raises OSError.
-
-    One call instead of one flush per file: for a restore of 100 small files on ext4, 1.5-2 ms
-    against 8 ms for 100 concurrent ``fsync`` calls (``benchmarks/README.md``). It also flushes
-    whatever else is waiting to be written to that file system.
-    """
-    if not _SYNCFS:
-        _SYNCFS.append(_find_syncfs())
-    syncfs = _SYNCFS[0]
-    if syncfs is None:
-        return False
-    if syncfs(fd) != 0:
-        import ctypes
-
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return True
-
-
-def _find_syncfs():
-    if not sys.platform.startswith('linux'):
-        return None
-    try:
-        import ctypes
-
-        function = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError, ImportError):
-        return None
-    function.argtypes = [ctypes.c_int]
-    function.restype = ctypes.c_int
-    return function
 
 
 def fsync_folders_at_once(paths: Iterable[str | os.PathLike[str]]) -> None:

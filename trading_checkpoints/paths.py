@@ -7,6 +7,7 @@ file or a folder; a folder covers everything below it at a path-component bounda
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 from .errors import CheckpointError, CorruptRepositoryError
@@ -17,6 +18,7 @@ TRACKED_PATHS: tuple[str, ...] = ('Memory.md', 'memory', 'notes', 'skills/agent'
 _FORBIDDEN_COMPONENTS = frozenset({'', '.', '..'})
 
 
+@functools.lru_cache(maxsize=4096)  # names repeat across folders and restores
 def _component_problem(component: str) -> str | None:
     """Why one path component is unacceptable, or None when it is fine."""
     if component in _FORBIDDEN_COMPONENTS:

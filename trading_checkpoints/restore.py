@@ -369,8 +369,9 @@ def _check_held(
     The scan takes a file's blob id from the stat cache while its stat is unchanged, and the
     cache lives in the repository, where anyone may write: one naming a blob the store lacks,
     another file's blob, or trees the desk does not have would leave bytes out of the
-    pre-snapshot that the restore then destroys. So each such file is read once more here; a
-    blob the pre-snapshot names but the store lacks is stored when this scan read it.
+    pre-snapshot that the restore then destroys. So each such file whose id came from the cache
+    is read once more here; a blob the pre-snapshot names but the store lacks is stored when
+    this scan read it.
     """
     repo = session.repo
     root = repo.commit_info(head).tree
@@ -378,7 +379,9 @@ def _check_held(
     for path in (*the_plan.write, *the_plan.delete):
         if path not in current or path in scan.carried:
             continue  # nothing there, or changed while read (the checkout's guard stops it)
-        found = _entry_now(session.desk.folders, path)
+        # A file this scan read itself is known as it was then; a later change fails the
+        # checkout's guard. One whose id the cache gave is read again.
+        found = current[path] if path in scan.hashed else _entry_now(session.desk.folders, path)
         if found is None:
             continue  # gone: nothing to lose
         held = {_entry_at(repo, root, path, trees)}

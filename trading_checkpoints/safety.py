@@ -116,12 +116,11 @@ def unchanged_since(scan: Scan) -> Callable[[str, os.stat_result | None], None]:
     saw nothing, was written by someone else during the restore; replacing it would lose those
     bytes. The restore then saves the desk as found before finishing.
     """
-    keys = scan.keys
 
     def check(path: str, st: os.stat_result | None) -> None:
         if st is None or stat.S_ISDIR(st.st_mode):
             return  # nothing there to lose, or a folder in the way (vetted by check_plan)
-        key = keys.get(path)
+        key = scan.key(path)
         if key is None or stat_key(st) != key:
             raise DeskChangedError(path)
 

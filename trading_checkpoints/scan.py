@@ -29,7 +29,7 @@ from typing import Protocol
 
 from .deskio import DeskFolders, same_file
 from .paths import Allowlist, path_problem
-from .statcache import UNSTABLE, StatCache, StatKey
+from .statcache import FIELDS, SHA_SIZE, UNSTABLE, StatCache, StatKey
 from .trees import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, FileEntry, blob_id
 
 UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
@@ -37,8 +37,6 @@ STREAM_THRESHOLD = 8 * 1024 * 1024
 MEMORY_BUDGET = 64 * 1024 * 1024
 _CHUNK = 1 << 20
 
-_FIELDS = 5
-_SHA = 20
 _FORMAT_MASK = 0o170000
 _S_IFDIR, _S_IFREG, _S_IFLNK = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
 NOT_A_FILE = 'it is not a regular file or a symlink'
@@ -80,6 +78,7 @@ class Scan:
         self.new_blobs: dict[bytes, bytes] = {}  # hex id -> bytes of blobs hashed in this scan
         self.stored: set[bytes] = set()  # hex ids of blobs this scan already gave the store
         self.changed: set[str] = set()  # added, or content or mode differs from the cache
+        self.hashed: set[str] = set()  # read and hashed by this scan, holding still meanwhile
         self.removed: set[str] = set()  # in the cache, gone now
         self.skipped: list[tuple[str, str]] = []  # (path, why)
         self.carried: set[str] = set()  # left out, keeping the newest checkpoint's entry
@@ -93,13 +92,13 @@ class Scan:
         self.refreshed = False
         self._memory = 0
         self._files: dict[str, FileEntry] | None = None
-        self._keys: dict[str, StatKey] | None = None
+        self._positions: dict[str, int] | None = None
 
     @property
     def files(self) -> dict[str, FileEntry]:
         """``path -> (git mode, hex blob id)``."""
         if self._files is None:
-            modes = self.numbers[4::_FIELDS]
+            modes = self.numbers[4::FIELDS]
             hexes = self.shas.hex().encode()
             self._files = {
                 name: (git_mode(modes[i]), hexes[i * 40 : i * 40 + 40])
@@ -108,17 +107,22 @@ class Scan:
         return self._files
 
     @property
-    def keys(self) -> dict[str, StatKey]:
-        """The stat of each file when hashed; ``UNSTABLE_KEY`` for one never to be trusted."""
-        if self._keys is None:
-            numbers = self.numbers
-            self._keys = {
-                name: UNSTABLE_KEY
-                if numbers[i * _FIELDS] == UNSTABLE
-                else tuple(numbers[i * _FIELDS : i * _FIELDS + _FIELDS])  # type: ignore[misc]
-                for i, name in enumerate(self.names)
-            }
-        return self._keys
+    def positions(self) -> dict[str, int]:
+        """``path -> its row`` in ``names``, ``numbers`` and ``shas``."""
+        if self._positions is None:
+            self._positions = dict(zip(self.names, range(len(self.names)), strict=True))
+        return self._positions
+
+    def key(self, path: str) -> StatKey | None:
+        """The stat of a file when hashed (``UNSTABLE_KEY`` for one never to be trusted), or
+        None for a path the scan did not find."""
+        row = self.positions.get(path)
+        if row is None:
+            return None
+        numbers = self.numbers
+        if numbers[row * FIELDS] == UNSTABLE:
+            return UNSTABLE_KEY
+        return tuple(numbers[row * FIELDS : row * FIELDS + FIELDS])  # type: ignore[return-value]
 
     def carry(self, path: str, entry: FileEntry) -> None:
         """Keeps a left-out file's entry from the newest checkpoint (never trusted by stat)."""
@@ -133,7 +137,7 @@ class Scan:
         self.numbers = numbers
         self.shas += bytes.fromhex(entry[1].decode())
         self.unchanged = False
-        self._files = self._keys = None
+        self._files = self._positions = None
 
     def keep_blob(self, sha: bytes, data: bytes, sink: BlobSink | None) -> None:
         """Remembers a fresh blob, handing the batch to the store when over the budget."""
@@ -192,7 +196,7 @@ def scan(
     result.max_file_size = max_file_size
     result.exempt = frozenset(exempt)
     names, numbers = _walk(folders, allowlist, result.skipped)
-    if max_file_size and names and max(numbers[0::_FIELDS]) > max_file_size:
+    if max_file_size and names and max(numbers[0::FIELDS]) > max_file_size:
         names, numbers = _without_large(names, numbers, max_file_size, result, result.exempt)
     if names == cache.names:
         _compare_in_place(folders, names, numbers, cache, result, sink)
@@ -207,7 +211,7 @@ def scan(
 
 
 def _git_mode_of_cached(cache: StatCache, position: int) -> int:
-    return git_mode(cache.numbers[position * _FIELDS + 4])
+    return git_mode(cache.numbers[position * FIELDS + 4])
 
 
 def _walk(
@@ -302,7 +306,7 @@ def _without_large(
     kept_names: list[str] = []
     kept = array('q')
     for i, name in enumerate(names):
-        record = numbers[i * _FIELDS : (i + 1) * _FIELDS]
+        record = numbers[i * FIELDS : (i + 1) * FIELDS]
         if record[0] > limit and stat.S_ISREG(record[4]) and name not in exempt:
             result.skipped.append((name, too_large(limit)))
             result.oversize.add(name)
@@ -334,9 +338,9 @@ def _compare_in_place(
     any_difference = False
     for i in sorted(suspects):
         path = names[i]
-        start = i * _FIELDS
+        start = i * FIELDS
         old_mode = cache.numbers[start + 4]
-        sha, stable = _hash(folders, path, numbers[start : start + _FIELDS], result, sink)
+        sha, stable = _hash(folders, path, numbers[start : start + FIELDS], result, sink)
         if sha is None:  # vanished, replaced or over the limit mid-scan
             result.removed.add(path)
             any_difference = True
@@ -344,12 +348,12 @@ def _compare_in_place(
         if not stable:
             numbers[start] = UNSTABLE
         raw = bytes.fromhex(sha.decode())
-        old_sha = cache.shas[i * _SHA : (i + 1) * _SHA]
+        old_sha = cache.shas[i * SHA_SIZE : (i + 1) * SHA_SIZE]
         if raw != old_sha or not _same_kind(old_mode, numbers[start + 4]):
             result.changed.add(path)
-            shas[i * _SHA : (i + 1) * _SHA] = raw
+            shas[i * SHA_SIZE : (i + 1) * SHA_SIZE] = raw
             any_difference = True
-        elif numbers[start : start + _FIELDS] != cache.numbers[start : start + _FIELDS]:
+        elif numbers[start : start + FIELDS] != cache.numbers[start : start + FIELDS]:
             any_difference = True  # same content, new stat: worth caching
     if result.removed:
         _drop(result, shas)
@@ -371,33 +375,33 @@ def _compare_by_name(
     index = cache.index
     cached_numbers, cached_shas = cache.numbers, cache.shas
     racy = set(cache.racy)
-    shas = bytearray(len(names) * _SHA)
+    shas = bytearray(len(names) * SHA_SIZE)
     gone: list[int] = []
     for i, path in enumerate(names):
-        start = i * _FIELDS
+        start = i * FIELDS
         position = index.get(path)
         if position is not None:
-            cached_start = position * _FIELDS
+            cached_start = position * FIELDS
             same = (
-                numbers[start : start + _FIELDS]
-                == cached_numbers[cached_start : cached_start + _FIELDS]
+                numbers[start : start + FIELDS]
+                == cached_numbers[cached_start : cached_start + FIELDS]
             )
             if same and position not in racy:
-                cached_sha = cached_shas[position * _SHA : (position + 1) * _SHA]
-                shas[i * _SHA : (i + 1) * _SHA] = cached_sha
+                cached_sha = cached_shas[position * SHA_SIZE : (position + 1) * SHA_SIZE]
+                shas[i * SHA_SIZE : (i + 1) * SHA_SIZE] = cached_sha
                 continue
-        sha, stable = _hash(folders, path, numbers[start : start + _FIELDS], result, sink)
+        sha, stable = _hash(folders, path, numbers[start : start + FIELDS], result, sink)
         if sha is None:
             gone.append(i)
             continue
         if not stable:
             numbers[start] = UNSTABLE
         raw = bytes.fromhex(sha.decode())
-        shas[i * _SHA : (i + 1) * _SHA] = raw
+        shas[i * SHA_SIZE : (i + 1) * SHA_SIZE] = raw
         if (
             position is None
-            or raw != cached_shas[position * _SHA : (position + 1) * _SHA]
-            or not _same_kind(cached_numbers[position * _FIELDS + 4], numbers[start + 4])
+            or raw != cached_shas[position * SHA_SIZE : (position + 1) * SHA_SIZE]
+            or not _same_kind(cached_numbers[position * FIELDS + 4], numbers[start + 4])
         ):
             result.changed.add(path)
     result.names, result.numbers = names, numbers
@@ -417,8 +421,8 @@ def _drop(result: Scan, shas: bytearray) -> None:
     numbers = array('q')
     new_shas = bytearray()
     for i in keep:
-        numbers.extend(result.numbers[i * _FIELDS : (i + 1) * _FIELDS])
-        new_shas += shas[i * _SHA : (i + 1) * _SHA]
+        numbers.extend(result.numbers[i * FIELDS : (i + 1) * FIELDS])
+        new_shas += shas[i * SHA_SIZE : (i + 1) * SHA_SIZE]
     result.numbers, result.shas = numbers, bytes(new_shas)
     result.changed -= result.removed
 
@@ -431,12 +435,12 @@ def _same_kind(old_mode: int, new_mode: int) -> bool:
 def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
     """Positions of the file records that differ between two stat columns of equal length."""
     out = []
-    width = chunk * _FIELDS
+    width = chunk * FIELDS
     for start in range(0, len(new), width):
         if new[start : start + width] != old[start : start + width]:
-            for i in range(start, min(start + width, len(new)), _FIELDS):
-                if new[i : i + _FIELDS] != old[i : i + _FIELDS]:
-                    out.append(i // _FIELDS)
+            for i in range(start, min(start + width, len(new)), FIELDS):
+                if new[i : i + FIELDS] != old[i : i + FIELDS]:
+                    out.append(i // FIELDS)
     return out
 
 
@@ -454,6 +458,7 @@ def _hash(
             return None, False
         sha = blob_id(target)
         result.keep_blob(sha, target, sink)
+        result.hashed.add(path)
         return sha, True
     fd = folders.open_file(path)
     if fd is None:
@@ -485,6 +490,8 @@ def _hash(
     elif sink is not None:
         result.stored.add(sha)
     stable = _key(before) == _key(after) == tuple(key)
+    if stable:
+        result.hashed.add(path)
     return sha, stable
 
 

@@ -27,8 +27,8 @@ from .fs import read_file
 _MAGIC = b'TCSTAT2\n'
 _HEADER = struct.Struct('<QQqQ')  # files, folders, written_at_ns, racy entries
 _SECTIONS = 8
-_FIELDS = 5  # size, mtime_ns, ctime_ns, inode, st_mode
-_SHA = 20
+FIELDS = 5  # size, mtime_ns, ctime_ns, inode, st_mode
+SHA_SIZE = 20
 
 # A file modified this close to the moment it was hashed could change again within the same
 # timestamp tick without its stat changing; such entries are hashed again next time (git's
@@ -60,7 +60,7 @@ def racy_indices(numbers: array, hashed_at_ns: int) -> array:
     if not numbers:
         return out
     recent = hashed_at_ns - COARSE_RACY_WINDOW_NS
-    mtimes, ctimes = numbers[1::_FIELDS], numbers[2::_FIELDS]
+    mtimes, ctimes = numbers[1::FIELDS], numbers[2::FIELDS]
     if max(max(mtimes), max(ctimes)) < recent:
         return out  # nothing was touched within the widest window: the common case
     for index, (mtime, ctime) in enumerate(zip(mtimes, ctimes, strict=True)):
@@ -116,12 +116,12 @@ class StatCache:
         return self._index
 
     def key(self, position: int) -> StatKey:
-        start = position * _FIELDS
-        return tuple(self.numbers[start : start + _FIELDS])  # type: ignore[return-value]
+        start = position * FIELDS
+        return tuple(self.numbers[start : start + FIELDS])  # type: ignore[return-value]
 
     def sha(self, position: int) -> bytes:
         """The hex blob id of the entry at ``position``."""
-        return self.shas[position * _SHA : (position + 1) * _SHA].hex().encode()
+        return self.shas[position * SHA_SIZE : (position + 1) * SHA_SIZE].hex().encode()
 
     @property
     def files(self) -> dict[str, tuple[StatKey, bytes]]:
@@ -138,7 +138,7 @@ class StatCache:
         self.set_columns(self.names, numbers, bytes(shas))
 
     def set_columns(self, names: list[str], numbers: array, shas: bytes) -> None:
-        if len(numbers) != len(names) * _FIELDS or len(shas) != len(names) * _SHA:
+        if len(numbers) != len(names) * FIELDS or len(shas) != len(names) * SHA_SIZE:
             raise ValueError('stat cache columns of different lengths')
         self.names, self.numbers, self.shas = names, numbers, shas
         self._index = None
@@ -220,7 +220,7 @@ def _from_little_endian(blob: bytes) -> array:
 
 def _encode(cache: StatCache) -> bytes:
     count = len(cache.names)
-    if len(cache.numbers) != count * _FIELDS or len(cache.shas) != count * _SHA:
+    if len(cache.numbers) != count * FIELDS or len(cache.shas) != count * SHA_SIZE:
         raise ValueError('stat cache columns of different lengths')
     tree_names = list(cache.trees)
     tree_shas = bytes.fromhex(b''.join(cache.trees[name] for name in tree_names).decode())
@@ -266,12 +266,12 @@ def _decode(data: bytes) -> StatCache:
     numbers = _from_little_endian(numbers_blob)
     racy = _from_little_endian(racy_blob)
     names = _split(names_blob, file_count)
-    if len(numbers) != file_count * _FIELDS or len(shas) != file_count * _SHA:
+    if len(numbers) != file_count * FIELDS or len(shas) != file_count * SHA_SIZE:
         raise ValueError('file section size mismatch')
     if len(racy) != racy_count or any(not 0 <= i < file_count for i in racy):
         raise ValueError('racy section mismatch')
     tree_names = _split(tree_names_blob, tree_count)
-    if len(tree_shas) != tree_count * _SHA:
+    if len(tree_shas) != tree_count * SHA_SIZE:
         raise ValueError('tree section size mismatch')
     hex_trees = tree_shas.hex().encode()
     trees = {name: hex_trees[i * 40 : (i + 1) * 40] for i, name in enumerate(tree_names)}
