@@ -40,6 +40,11 @@ _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 # (repository, sha) -> commit, see commit_info
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
+# (repository, sha) -> a tree's entries, see tree_entries; a tree never changes under its id,
+# so a process that restores or compares the same checkpoints again reads each tree once
+_TREES: dict[tuple[str, bytes], list[tuple[bytes, int, bytes]]] = {}
+_TREE_ENTRIES_KEPT = 100_000  # entries in all (a few MB), forgotten all at once past that
+_tree_entries_held = [0]
 _UNREAD = object()  # the branch not read yet
 
 # git's object type numbers (dulwich is imported only when an object is read through it)
@@ -478,7 +483,21 @@ class ShadowRepo:
         return treevetting.flatten_tree(self.tree_entries, tree_sha, allowlist, skipped)
 
     def tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
-        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them)."""
+        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them).
+
+        Kept for the rest of the process (the caller must not change the list)."""
+        key = (os.fspath(self.path), sha)
+        entries = _TREES.get(key)
+        if entries is None:
+            entries = self._read_tree_entries(sha)
+            if _tree_entries_held[0] + len(entries) > _TREE_ENTRIES_KEPT:
+                _TREES.clear()
+                _tree_entries_held[0] = 0
+            _TREES[key] = entries
+            _tree_entries_held[0] += len(entries)
+        return entries
+
+    def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
         if type_num != _TREE:

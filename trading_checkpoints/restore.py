@@ -25,7 +25,6 @@ import os
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import changestats, external, history, journal, metadata, safety, undo
 from .checkout import Plan, midway, plan
@@ -375,7 +374,7 @@ def _check_held(
     """
     repo = session.repo
     root = repo.commit_info(head).tree
-    trees: dict[bytes, Any] = {}
+    trees: dict[bytes, dict[bytes, tuple[int, bytes]]] = {}
     for path in (*the_plan.write, *the_plan.delete):
         if path not in current or path in scan.carried:
             continue  # nothing there, or changed while read (the checkout's guard stops it)
@@ -418,7 +417,7 @@ def _entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
 
 
 def _entry_at(
-    repo: ShadowRepo, tree: bytes, path: str, trees: dict[bytes, Any]
+    repo: ShadowRepo, tree: bytes, path: str, trees: dict[bytes, dict[bytes, tuple[int, bytes]]]
 ) -> FileEntry | None:
     """The entry a tree holds at ``path`` (None when none), reading each tree once."""
     names = path.encode('utf-8', 'surrogateescape').split(b'/')
@@ -428,7 +427,8 @@ def _entry_at(
             return None
         listing = trees.get(sha)
         if listing is None:
-            listing = trees[sha] = repo.read_tree(sha)
+            entries = repo.tree_entries(sha)
+            listing = trees[sha] = {entry: (mode, child) for entry, mode, child in entries}
         try:
             mode, sha = listing[name]
         except KeyError:
