@@ -99,7 +99,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
-        with self._locked() as session:
+        with self._locked(light=True) as session:
             return snapshot.take(session, message)
 
     def list(self, limit: int | None = 20) -> list[Checkpoint]:

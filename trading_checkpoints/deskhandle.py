@@ -12,7 +12,6 @@ from pathlib import Path
 
 from . import engine, journal, lock, safety
 from .errors import CheckpointError
-from .fs import realpath
 from .paths import TRACKED_PATHS
 from .recovery import restore_or_complete
 from .repo import ShadowRepo
@@ -92,11 +91,11 @@ class DeskHandle:
         )
 
     @contextmanager
-    def _locked(self) -> Iterator[Session]:
+    def _locked(self, *, light: bool = False) -> Iterator[Session]:
         """A session under the lock; what it completed of an interrupted restore is kept in
-        ``last_recovery``."""
+        ``last_recovery``. ``light``: see ``engine.locked``."""
         self.last_recovery = None
-        with engine.locked(self.desk_config) as session:
+        with engine.locked(self.desk_config, light=light) as session:
             self.last_recovery = session.recovery
             try:
                 yield session
@@ -132,20 +131,21 @@ class DeskHandle:
 
     def _check_desk(self, must_exist: bool) -> None:
         desk = self.desk_directory
-        resolved = realpath(desk)
-        if os.path.dirname(resolved) == resolved or resolved == _home():
+        try:
+            st = os.stat(desk)
+        except FileNotFoundError:
+            st = None
+        except OSError as error:
+            raise CheckpointError(f'cannot read the desk {desk}: {error.strerror}') from error
+        # The root and home folders are told by identity (device and inode), the same answer
+        # as comparing real paths, without resolving every component of the desk's path.
+        if st is not None and (st.st_dev, st.st_ino) in _forbidden_desks():
             raise CheckpointError(
                 f'refusing to use {desk} as a desk: it is the root or home folder'
             )
-        try:
-            is_folder = stat.S_ISDIR(os.stat(desk).st_mode)
-        except FileNotFoundError:
-            is_folder = None
-        except OSError as error:
-            raise CheckpointError(f'cannot read the desk {desk}: {error.strerror}') from error
-        if is_folder is False:
+        if st is not None and not stat.S_ISDIR(st.st_mode):
             raise CheckpointError(f'the desk {desk} is not a folder')
-        if must_exist and not is_folder:
+        if must_exist and st is None:
             raise CheckpointError(f'the desk folder {desk} does not exist')
 
 
@@ -165,12 +165,13 @@ def _timeout(value: object) -> float:
     raise CheckpointError(f'lock_timeout must be a number of seconds of at least 0, not {value!r}')
 
 
-def _home() -> str:
-    """The real path of the home folder (remembered per value of ``HOME``)."""
-    home = os.path.expanduser('~')
-    if home not in _HOMES:
-        _HOMES[home] = os.path.realpath(home)
-    return _HOMES[home]
-
-
-_HOMES: dict[str, str] = {}
+def _forbidden_desks() -> set[tuple[int, int]]:
+    """The identities of the root folder and of the home folder (when it exists)."""
+    found = set()
+    for folder in (os.sep, os.path.expanduser('~')):
+        try:
+            st = os.stat(folder)
+        except OSError:
+            continue
+        found.add((st.st_dev, st.st_ino))
+    return found

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import leftovers, lock, recovery, retention
+from . import journal, leftovers, lock, recovery, retention
 from .errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
 from .repo import PRIVATE_DIR, ShadowRepo, is_initialized, repair_head
 from .session import DeskConfig, Session, check_repository_outside
@@ -25,47 +25,72 @@ log = logging.getLogger('trading_checkpoints')
 
 
 @contextmanager
-def locked(config: DeskConfig) -> Iterator[Session]:
-    """A session under the repository's lock, creating the repository on first use."""
+def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
+    """A session under the repository's lock, creating the repository on first use.
+
+    With ``light`` (a snapshot, which mostly finds nothing changed), the sweep of stale lock
+    files waits until the session first writes a ref or the config (``Session.prepare_writes``):
+    only those writes can be blocked by one, and reading never is.
+    """
     path = config.repository
-    if path.exists() and not path.is_dir():
-        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
-    if path.is_dir() and not is_initialized(path) and leftovers.foreign_content(path):
-        raise CorruptRepositoryError(
-            f'{path} is not a checkpoint repository and is not empty; '
-            'refusing to create one inside it'
-        )
     if not is_initialized(path):
-        check_repository_outside(config, config.requested)  # before creating it (the session
-        # checks the tracked paths in effect of an existing one)
+        _check_new_repository(config)
     try:
-        if not os.path.isdir(path / PRIVATE_DIR):
+        if not os.path.isdir(os.path.join(path, PRIVATE_DIR)):
             (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
     with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
-        leftovers.remove_stale_lock_files(path)
-        if previous_died:
-            leftovers.remove_crash_leftovers(path)
-        repair_head(path)
-        repo = ShadowRepo.open(path)
+        repo = None
+        if light and not previous_died and not journal.pending(path):
+            repair_head(path)
+            repo = ShadowRepo.open(path)
+            if repo is not None and config.explicit:
+                if repo.tracked_paths() != config.requested.entries:
+                    repo.close()
+                    repo = None  # the config is written: the full upkeep first
+        deferred = repo is not None
         if repo is None:
-            repo = ShadowRepo.create(path, config.requested.entries)
-        elif config.explicit and repo.tracked_paths() != config.requested.entries:
-            repo.remember_tracked_paths(config.requested.entries)
+            leftovers.remove_stale_lock_files(path)
+            if previous_died:
+                leftovers.remove_crash_leftovers(path)
+            repair_head(path)
+            repo = ShadowRepo.open(path)
+            if repo is None:
+                repo = ShadowRepo.create(path, config.requested.entries)
+            elif config.explicit and repo.tracked_paths() != config.requested.entries:
+                repo.remember_tracked_paths(config.requested.entries)
         try:
             session = Session(config, repo)
         except BaseException:
             repo.close()
             raise
         try:
-            session.recovery = recovery.recover(session)
+            if deferred:
+                # No restore record was found under the lock: there is nothing to complete.
+                repo.defer_upkeep(lambda: leftovers.remove_stale_lock_files(path))
+            else:
+                session.recovery = recovery.recover(session)
             head = repo.head()
             yield session
             if repo.head() != head:
                 _enforce_retention(session)
         finally:
             session.close()
+
+
+def _check_new_repository(config: DeskConfig) -> None:
+    """The checks before a repository is created (or its creation finished)."""
+    path = config.repository
+    if path.exists() and not path.is_dir():
+        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+    if path.is_dir() and leftovers.foreign_content(path):
+        raise CorruptRepositoryError(
+            f'{path} is not a checkpoint repository and is not empty; '
+            'refusing to create one inside it'
+        )
+    check_repository_outside(config, config.requested)  # before creating it (the session
+    # checks the tracked paths in effect of an existing one)
 
 
 def _enforce_retention(session: Session) -> None:

@@ -8,10 +8,12 @@ config, hooks or signing are ever consulted), with a fixed identity, and we neve
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -58,7 +60,26 @@ def _local_offset_seconds(now: float) -> int:
 
 def is_initialized(path: Path) -> bool:
     """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
-    return (path / 'HEAD').is_file()
+    return _is_file(os.path.join(path, 'HEAD'))
+
+
+# What ``Path.exists`` takes for absent; any other error is raised, as it does.
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _mode(path: str) -> int | None:
+    """The ``st_mode`` of ``path`` (symlinks followed), None when it is absent."""
+    try:
+        return os.stat(path).st_mode
+    except OSError as error:
+        if error.errno in _ABSENT:
+            return None
+        raise
+
+
+def _is_file(path: str) -> bool:
+    mode = _mode(path)
+    return mode is not None and stat.S_ISREG(mode)
 
 
 def repair_head(path: Path) -> None:
@@ -67,17 +88,16 @@ def repair_head(path: Path) -> None:
     Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
     left to ``create``.
     """
-    head = path / 'HEAD'
     expected = b'ref: ' + BRANCH + b'\n'
     try:
-        if head.read_bytes() == expected:
+        if read_file(os.path.join(path, 'HEAD'), 1 << 16) == expected:
             return
     except FileNotFoundError:
         return
     except OSError:
         pass
     repo_config.load(path, missing_ok=True)  # a repository we refuse is not repaired either
-    write_atomically(head, expected)
+    write_atomically(path / 'HEAD', expected)
 
 
 class ShadowRepo:
@@ -106,6 +126,21 @@ class ShadowRepo:
         # had to read, and the ones written here, are added to the memo when this is closed.
         self._commits = commitmemo.CommitReader(path)
         self._head: bytes | None | object = _UNREAD
+        self._upkeep: Callable[[], None] | None = None
+        # Refs other than main read through this object, like the branch (see ``head``):
+        # forgotten when a ref is written here or dulwich's repository is handed out.
+        self._refs_read: dict[bytes, bytes | None] = {}
+
+    def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
+        """Runs ``upkeep`` (the sweep of stale lock files) before the first write of a ref or
+        the config, or the first hand-over of dulwich's repository to another module."""
+        self._upkeep = upkeep
+
+    def _before_writing(self) -> None:
+        self._refs_read.clear()
+        upkeep, self._upkeep = self._upkeep, None
+        if upkeep is not None:
+            upkeep()
 
     @property
     def _repo(self) -> Repo:
@@ -123,6 +158,7 @@ class ShadowRepo:
     @property
     def dulwich_repo(self) -> Repo:
         """dulwich's repository object, for the store's own modules (packing, transfers)."""
+        self._before_writing()
         return self._repo
 
     @property
@@ -137,13 +173,16 @@ class ShadowRepo:
     @classmethod
     def open(cls, path: Path) -> ShadowRepo | None:
         """The repository at ``path``, or None when none was created there yet."""
-        if not path.exists():
+        root = os.fspath(path)
+        mode = _mode(root)
+        if mode is None:
             return None
-        if not path.is_dir():
+        if not stat.S_ISDIR(mode):
             raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
-        if not is_initialized(path):
+        if not _is_file(os.path.join(root, 'HEAD')):
             return None
-        if not (os.path.isdir(path / 'objects') and os.path.isdir(path / 'refs')):
+        objects, refs = os.path.join(root, 'objects'), os.path.join(root, 'refs')
+        if not (os.path.isdir(objects) and os.path.isdir(refs)):
             raise CorruptRepositoryError(
                 f'cannot open the checkpoint repository {path}: it has no objects or refs folder'
             )
@@ -200,6 +239,7 @@ class ShadowRepo:
         return self.config.string(section, name)
 
     def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
+        self._before_writing()
         self._config = repo_config.set_tracked(self.path, tracked)
 
     # -- refs and history ------------------------------------------------------------------
@@ -331,6 +371,7 @@ class ShadowRepo:
 
     def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
         """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
+        self._before_writing()
         now = int(time.time())
         kwargs = {
             'committer': IDENTITY,
@@ -356,7 +397,16 @@ class ShadowRepo:
             fsync_folder(self.path / 'refs' / 'heads')
 
     def read_ref(self, name: bytes) -> bytes | None:
-        """The sha a ref other than ``main`` points at (such as the seal), or None."""
+        """The sha a ref other than ``main`` points at (such as the seal), or None.
+
+        Read once per object, like the branch (see :meth:`head`)."""
+        if name in self._refs_read:
+            return self._refs_read[name]
+        sha = self._read_ref(name)
+        self._refs_read[name] = sha
+        return sha
+
+    def _read_ref(self, name: bytes) -> bytes | None:
         if self._dulwich is None and re.fullmatch(rb'refs/[a-z0-9/_-]+', name):
             # Read directly when the answer is certain: a loose ref holding one id, or no ref
             # at all and no packed refs; anything else goes through dulwich.
@@ -385,9 +435,10 @@ class ShadowRepo:
         Like :meth:`read_ref`, it never follows a symbolic ref (only another tool writes one):
         such a ref is replaced.
         """
+        self._before_writing()
         refs = self._repo.refs
         try:
-            if self.read_ref(name) is None and refs.read_loose_ref(name) is not None:
+            if self._read_ref(name) is None and refs.read_loose_ref(name) is not None:
                 refs.remove_if_equals(name, None)
             refs.set_if_equals(name, None, sha)
         except ref_damage() as error:
