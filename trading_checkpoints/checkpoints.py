@@ -99,8 +99,12 @@ class Checkpoints(StorageVerbs, AgentVerbs):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
         self._check_desk(must_exist=True)
+        self.last_recovery = None
+        earlier = snapshot.look(self.desk_config, message)
+        if earlier is not None and earlier.answer is not None:
+            return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
         with self._locked(light=True) as session:
-            return snapshot.take(session, message)
+            return snapshot.take(session, message, earlier)
 
     def list(self, limit: int | None = 20) -> list[Checkpoint]:
         """The most recent checkpoints, newest first (``limit=None``: all of them); ``[]`` when

@@ -203,22 +203,33 @@ def announce(repo: ShadowRepo, message: str) -> None:
     wrongly hold; instead the seal becomes an *announcement* on the newest checkpoint carrying
     the declared paths (skipped when the effective declaration is already the same).
     """
+    text = announcement(repo, message)
+    if text is None:
+        return
     head = repo.head()
     if head is None:
         return
+    commit = repo.make_commit(repo.commit_info(head).tree, head, text)
+    repo.write_objects([commit])
+    repo.set_ref(SEAL_REF, commit.id)
+
+
+def announcement(repo: ShadowRepo, message: str) -> str | None:
+    """The message of the announcement :func:`announce` would write (reads only), or None
+    when there is no checkpoint or the effective declaration is already the same."""
+    head = repo.head()
+    if head is None:
+        return None
     declared = metadata.parse(message).paths
     seal = current_seal(repo, head)
     if seal is None:
         if metadata.parse(repo.commit_info(head).message).paths == declared:
-            return
+            return None
     elif (
         metadata.action_of(seal.message) == ANNOUNCE
         and metadata.parse(seal.message).paths == declared
     ):
-        return
+        return None
     existing = metadata.trailers(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
-    text += f'{metadata.ACTION}: {ANNOUNCE}\n'
-    commit = repo.make_commit(repo.commit_info(head).tree, head, text)
-    repo.write_objects([commit])
-    repo.set_ref(SEAL_REF, commit.id)
+    return text + f'{metadata.ACTION}: {ANNOUNCE}\n'

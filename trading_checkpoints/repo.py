@@ -88,16 +88,22 @@ def repair_head(path: Path) -> None:
     Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
     left to ``create``.
     """
-    expected = b'ref: ' + BRANCH + b'\n'
-    try:
-        if read_file(os.path.join(path, 'HEAD'), 1 << 16) == expected:
-            return
-    except FileNotFoundError:
+    if head_is_sound(path):
         return
-    except OSError:
-        pass
+    expected = b'ref: ' + BRANCH + b'\n'
     repo_config.load(path, missing_ok=True)  # a repository we refuse is not repaired either
     write_atomically(path / 'HEAD', expected)
+
+
+def head_is_sound(path: Path) -> bool:
+    """Whether ``HEAD`` needs no repair: it points at ``main``, or is missing (an unfinished
+    creation, left to ``create``)."""
+    try:
+        return read_file(os.path.join(path, 'HEAD'), 1 << 16) == b'ref: ' + BRANCH + b'\n'
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 class ShadowRepo:
@@ -253,6 +259,11 @@ class ShadowRepo:
             return self._head  # type: ignore[return-value]
         self._head = self._read_head()
         return self._head
+
+    def read_head_again(self) -> bytes | None:
+        """The branch as it is on disk now (a reader without the lock checking that it held)."""
+        self._head = _UNREAD
+        return self.head()
 
     def _read_head(self) -> bytes | None:
         try:
