@@ -1,0 +1,235 @@
+"""A snapshot looks at the desk without the lock first (``snapshot.look``).
+
+A no-op answers without the lock only when no restore record existed before or after it looked
+and the branch did not move; anything else, and every snapshot that writes, runs under the
+lock. A scan made without the lock is reused under it only when what it depended on held.
+Other writers are real processes (forked children), run at the moment under test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write
+from faults import files_of, run_child, tracked, version_of
+
+from trading_checkpoints import Checkpoints, LockTimeoutError, external, metadata, snapshot
+from trading_checkpoints.journal import pending
+from trading_checkpoints.lock import exclusive
+from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints.scan import STREAM_THRESHOLD
+
+
+def _restore_killed_after_its_record(repo: Path, desk: Path, target: str) -> None:
+    """In a child: a restore killed right after writing its record, before touching the desk."""
+    recorded = [False]
+
+    def hook(event: str, args: tuple) -> None:
+        if event in ('os.replace', 'os.rename') and str(args[1]).endswith('restore-journal'):
+            recorded[0] = True
+        elif recorded[0] and event in ('open', 'os.replace', 'os.rename', 'os.remove'):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    sys.addaudithook(hook)
+    Checkpoints(repo, desk, lock_timeout=10).restore(target)
+
+
+def _settle(cps: Checkpoints, paths: list[str] | None = None) -> None:
+    """Lets the files just written age past the stat cache's racy window and has the cache
+    saved again, so that the next no-op has nothing to write."""
+    time.sleep(0.05)
+    cps.snapshot('settle', paths=paths)
+
+
+def _seal_message(repo: Path) -> str | None:
+    opened = ShadowRepo.open(repo)
+    assert opened is not None
+    try:
+        sha = opened.read_ref(external.SEAL_REF)
+        return None if sha is None else opened.commit_info(sha).message
+    finally:
+        opened.close()
+
+
+def test_a_no_op_needs_no_lock_and_a_change_waits_for_it(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    _settle(cps)
+    lock_path = cps.repository_directory / 'checkpoints' / 'lock'
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a real second process holding the lock
+        try:
+            with exclusive(lock_path, timeout=5):
+                os.write(write_end, b'held')
+                time.sleep(3)
+        finally:
+            os._exit(0)
+    try:
+        assert os.read(read_end, 4) == b'held'
+        quick = Checkpoints(cps.repository_directory, desk, lock_timeout=0)
+        assert quick.snapshot('nothing changed') is None
+        write(desk, 'notes/a.md', 'two')
+        with pytest.raises(LockTimeoutError):
+            quick.snapshot('a change')
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read_end)
+        os.close(write_end)
+
+
+def test_a_pending_record_is_completed_even_when_the_desk_looks_unchanged(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    cps.snapshot('two')
+    _settle(cps)
+    repo = cps.repository_directory
+    assert run_child(lambda: _restore_killed_after_its_record(repo, desk, first)).killed
+    assert pending(repo), 'the record was written'
+    assert (desk / 'notes/a.md').read_text() == 'two', 'the desk was not touched'
+    result = Checkpoints(repo, desk).snapshot_with_result('nothing changed, as it seems')
+    assert result.recovered is not None
+    assert not pending(repo)
+    assert (desk / 'notes/a.md').read_text() == 'one'
+
+
+def test_a_record_written_while_the_snapshot_looks_is_completed(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    cps.snapshot('two')
+    _settle(cps)
+    repo = cps.repository_directory
+    real = external.announcement
+    ran = []
+
+    def meanwhile(*args, **kwargs):
+        if not ran:  # after the scan, before the final checks: another process's restore
+            ran.append(run_child(lambda: _restore_killed_after_its_record(repo, desk, first)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external, 'announcement', meanwhile)
+    result = Checkpoints(repo, desk).snapshot_with_result('nothing changed, as it seemed')
+    assert ran and ran[0].killed
+    assert result.recovered is not None, 'the record was completed, not ignored'
+    assert not pending(repo)
+    assert (desk / 'notes/a.md').read_text() == 'one'
+
+
+def test_a_restore_finished_while_the_snapshot_looks_is_not_overlooked(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The branch moved meanwhile: the no-op is decided again under the lock, where it
+    announces the declared paths on the restored checkpoint (the restore's seal no longer
+    holds for the write that follows)."""
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    cps.snapshot('two', paths=['notes/a.md'])
+    _settle(cps, ['notes/a.md'])
+    repo = cps.repository_directory
+    real = external.announcement
+    ran = []
+
+    def meanwhile(*args, **kwargs):
+        if not ran:
+            ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external, 'announcement', meanwhile)
+    assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
+    assert ran and ran[0].error is None and not ran[0].killed
+    message = _seal_message(repo)
+    assert message is not None
+    assert metadata.action_of(message) == external.ANNOUNCE
+    assert metadata.parse(message).paths == ('notes/a.md',)
+
+
+def test_a_scan_made_before_a_restore_is_not_committed_after_it(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    repo = cps.repository_directory
+    real = snapshot.look
+    ran = []
+
+    def then_a_restore(*args, **kwargs):
+        found = real(*args, **kwargs)
+        assert found is not None and found.answer is None, 'the scan saw the change'
+        # Between the look and the lock, another process restores (saving 'two' first).
+        ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)))
+        return found
+
+    monkeypatch.setattr(snapshot, 'look', then_a_restore)
+    assert Checkpoints(repo, desk).snapshot('two, as it was') is None
+    assert ran and ran[0].error is None
+    newest = Checkpoints(repo, desk).list(1)[0].checkpoint_id
+    assert version_of(repo, newest) == tracked(files_of(desk))
+    assert (desk / 'notes/a.md').read_text() == 'one'
+
+
+def test_a_large_file_hashed_without_the_lock_is_stored_under_it(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The look hashes a large file without keeping it: the commit reads it again."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    big = os.urandom(64) * ((STREAM_THRESHOLD + 4096) // 64)
+    write(desk, 'notes/big.bin', big)
+    sha = cps.snapshot('a large file')
+    assert sha is not None
+    assert version_of(cps.repository_directory, sha)['notes/big.bin'] == ('-', big)
+
+
+def test_a_change_is_scanned_once(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trading_checkpoints.desk import DeskState
+
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    scans = []
+    real = DeskState.scan
+    monkeypatch.setattr(
+        DeskState, 'scan', lambda self, *a, **k: scans.append(1) or real(self, *a, **k)
+    )
+    sha = cps.snapshot('two')
+    assert sha is not None and len(scans) == 1
+    assert version_of(cps.repository_directory, sha)['notes/a.md'] == ('-', b'two')
+
+
+@pytest.mark.parametrize('stale', ['refs/checkpoints/sealed.lock', 'config.lock'])
+def test_a_no_op_that_writes_clears_stale_lock_files_first(
+    cps: Checkpoints, desk: Path, stale: str
+) -> None:
+    """Under the lock a snapshot sweeps stale lock files only before its first write of a ref
+    or the config: here the announcement, and the tracked paths remembered."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    _settle(cps)
+    leftover = cps.repository_directory / stale
+    leftover.parent.mkdir(exist_ok=True)
+    leftover.write_text('left by a killed writer\n')
+    if stale == 'config.lock':
+        explicit = Checkpoints(cps.repository_directory, desk, tracked_paths=['notes'])
+        assert explicit.snapshot('nothing changed, new tracked paths') is None
+        assert Checkpoints(cps.repository_directory, desk).effective_tracked_paths() == ('notes',)
+    else:
+        assert cps.snapshot('nothing changed', paths=['notes/a.md']) is None
+        message = _seal_message(cps.repository_directory)
+        assert message is not None and metadata.action_of(message) == external.ANNOUNCE
+    assert not leftover.exists()
