@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from . import journal, leftovers, lock, recovery, retention
 from .errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
-from .repo import PRIVATE_DIR, ShadowRepo, is_initialized, repair_head
+from .repo import PRIVATE_DIR, ShadowRepo, head_is_sound, is_initialized, repair_head
 from .session import DeskConfig, Session, check_repository_outside
 
 LOCK = 'lock'
@@ -28,9 +28,10 @@ log = logging.getLogger('trading_checkpoints')
 def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
     """A session under the repository's lock, creating the repository on first use.
 
-    With ``light`` (a snapshot, which mostly finds nothing changed), the sweep of stale lock
-    files waits until the session first writes a ref or the config (``Session.prepare_writes``):
-    only those writes can be blocked by one, and reading never is.
+    With ``light`` (a snapshot), when the previous holder let go normally, no restore record
+    is pending and ``HEAD`` is sound, the sweep of stale lock files waits until the repository
+    first writes a ref or the config (``ShadowRepo.defer_upkeep``): only those writes can be
+    blocked by one, and a snapshot that finds nothing changed may write neither.
     """
     path = config.repository
     if not is_initialized(path):
@@ -42,8 +43,7 @@ def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
         raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
     with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
         repo = None
-        if light and not previous_died and not journal.pending(path):
-            repair_head(path)
+        if light and not previous_died and not journal.pending(path) and head_is_sound(path):
             repo = ShadowRepo.open(path)
             if repo is not None and config.explicit:
                 if repo.tracked_paths() != config.requested.entries:
