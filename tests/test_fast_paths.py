@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import write
 from dulwich.config import ConfigFile
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trading_checkpoints import CheckpointError, Checkpoints, configload, configsyntax
@@ -196,3 +196,34 @@ def test_our_own_config_takes_the_plain_reader(repo_dir: Path, desk: Path) -> No
     write(desk, 'Memory.md', 'x')
     Checkpoints(repo_dir, desk).snapshot('first')
     assert configsyntax._simple_config((repo_dir / 'config').read_bytes()) is not None
+
+
+_VALUE_BYTES = [b'a', b'B', b' ', b'  ', b'=', b'\xc3', b'#', b'"', b'\\', b'\t']
+_PLAIN_LINES = st.one_of(
+    _LINES,
+    st.builds(
+        lambda indent, key, gap, value, tail: indent + key + gap + b'=' + gap + value + tail,
+        st.sampled_from([b'', b' ', b'\t', b' \t']),
+        st.sampled_from([b'tracked', b'a-b', b'x1', b'1x', b'k_v']),
+        st.sampled_from([b'', b' ', b'\t']),
+        st.lists(st.sampled_from(list(_VALUE_BYTES)), max_size=6).map(b''.join),
+        st.sampled_from([b'', b' ', b'\r']),
+    ),
+    st.sampled_from([b'[a-b]', b'[a b]', b'[a.b]', b' [core]', b'[core] ', b'[]', b'\r']),
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@example(b'[core]', [b'\ttracked = a '])
+@example(b'', [b'tracked = a'])
+@example(b'[core]', [b'tracked =\ta'])
+@example(b'[core]', [b'[a b]', b'x = 1'])
+@given(st.sampled_from([b'[core]', b'[Checkpoints]', b'']), st.lists(_PLAIN_LINES, max_size=6))
+def test_plain_config_reader_agrees_with_the_full_parser(first: bytes, lines: list[bytes]) -> None:
+    data = b'\n'.join([first, *lines]) + b'\n'
+    plain = configsyntax.simple_entries(data)
+    if plain is None:
+        return  # the full parser reads it
+    full, _ = configsyntax.full_parse(data, Path('config'))
+    as_read = [(s.section, s.subsection, s.name, s.value, s.line) for s in plain]
+    assert as_read == [(s.section, s.subsection, s.name, s.value, s.line) for s in full]

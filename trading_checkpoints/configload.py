@@ -225,14 +225,17 @@ def _vetted_tracked(config: RepoConfig) -> tuple[str, ...] | None:
     settings = config.all(CHECKPOINTS, TRACKED)
     out = []
     for setting in settings:
+        problem = None
+        if setting.value is not None:
+            text = setting.value.decode('utf-8', 'surrogateescape')
+            problem = path_problem(text.replace('\\', '/').rstrip('/'))
+            if not problem:
+                out.append(text)
+                continue
         where = f'checkpoints.tracked in {config.path} (line {setting.line})'
-        if setting.value is None:
+        if problem is None:
             raise CorruptRepositoryError(f'{where} has no value')
-        text = setting.value.decode('utf-8', 'surrogateescape')
-        problem = path_problem(text.replace('\\', '/').rstrip('/'))
-        if problem:
-            raise CorruptRepositoryError(f'{where} is not a usable tracked path: it has {problem}')
-        out.append(text)
+        raise CorruptRepositoryError(f'{where} is not a usable tracked path: it has {problem}')
     return tuple(out) or None
 
 

@@ -47,10 +47,14 @@ class Header:
 
 # -- the fast reader: the plain form we write ---------------------------------------------------
 
-_SIMPLE_SECTION = re.compile(rb'\[([A-Za-z0-9-]+)\]')
-_SIMPLE_ENTRY = re.compile(
-    rb'[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([ !$-:<-\[\]-~\x80-\xff]+)'
+# A header, a ``key = value`` line or a blank line, in one pattern (group 1: the section,
+# groups 2 and 3: the key and the value).
+_SIMPLE_LINE = re.compile(
+    rb'\[([A-Za-z0-9-]+)\]'
+    rb'|[ \t]*([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([ !$-:<-\[\]-~\x80-\xff]+)'
+    rb'|[ \t]*'
 )
+_SPACE = 0x20
 
 
 def simple_entries(data: bytes) -> list[Setting] | None:
@@ -62,20 +66,22 @@ def simple_entries(data: bytes) -> list[Setting] | None:
     """
     settings: list[Setting] = []
     section = None
-    for number, line in enumerate(data.split(b'\n'), 1):
-        if not line.strip(b' \t'):
-            continue
-        match = _SIMPLE_SECTION.fullmatch(line)
-        if match:
-            section = match.group(1).lower()
-            continue
-        match = _SIMPLE_ENTRY.fullmatch(line)
-        if match is None or section is None:
+    number = 0
+    for line in data.split(b'\n'):
+        number += 1
+        match = _SIMPLE_LINE.fullmatch(line)
+        if match is None:
             return None
-        value = match.group(2)
-        if value.startswith(b' ') or value.endswith(b' ') or b'  ' in value:
+        name = match.group(2)
+        if name is None:
+            header = match.group(1)
+            if header is not None:
+                section = header.lower()
+            continue  # a header, or a blank line
+        value = match.group(3)
+        if section is None or value[0] == _SPACE or value[-1] == _SPACE or b'  ' in value:
             return None
-        settings.append(Setting(section, None, match.group(1).lower(), value, number))
+        settings.append(Setting(section, None, name.lower(), value, number))
     return settings
 
 
