@@ -21,6 +21,7 @@ from faults import files_of, run_child, tracked, version_of
 from trading_checkpoints import Checkpoints, LockTimeoutError, external, metadata, snapshot
 from trading_checkpoints.journal import pending
 from trading_checkpoints.lock import exclusive
+from trading_checkpoints.paths import Allowlist
 from trading_checkpoints.repo import ShadowRepo
 from trading_checkpoints.scan import STREAM_THRESHOLD
 
@@ -233,3 +234,44 @@ def test_a_no_op_that_writes_clears_stale_lock_files_first(
         message = _seal_message(cps.repository_directory)
         assert message is not None and metadata.action_of(message) == external.ANNOUNCE
     assert not leftover.exists()
+
+
+def test_a_seal_or_config_written_while_the_snapshot_looks_is_not_overlooked(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process seals, then remembers new tracked paths, while the snapshot looks: the
+    snapshot is decided again under the lock, with the seal and the tracked paths as they are
+    then (so it announces on the new seal, and records the newly tracked file)."""
+    write(desk, 'notes/a.md', 'one')
+    write(desk, 'plans/p.md', 'not tracked yet')
+    cps.snapshot('one', paths=['notes/a.md'])
+    _settle(cps, ['notes/a.md'])
+    repo = cps.repository_directory
+    real = external.announcement
+    ran = []
+
+    def meanwhile(*args, **kwargs):
+        if not ran:
+            ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).seal()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external, 'announcement', meanwhile)
+    assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
+    assert ran and ran[0].error is None
+    message = _seal_message(repo)
+    assert message is not None and metadata.action_of(message) == external.ANNOUNCE
+
+    ran.clear()
+
+    def new_paths(*args, **kwargs):
+        if not ran:
+            ran.append(
+                run_child(lambda: Checkpoints(repo, desk).set_tracked_paths(['notes', 'plans']))
+            )
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external, 'announcement', new_paths)
+    sha = Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md'])
+    assert ran and ran[0].error is None
+    assert sha is not None
+    assert 'plans/p.md' in version_of(repo, sha, Allowlist(('notes', 'plans')))

@@ -10,10 +10,11 @@ restore, which writes its record (``journal``) before touching the desk and remo
 after moving the branch; and every write of the branch makes a new commit, so it never comes
 back to an id it held. :func:`look` checks that no record exists before it reads anything,
 and after it is done that still none exists and the branch is where it was; then no restore
-wrote the desk between the two checks, and the snapshot is as if it ran, alone, at the moment
-it read the seal. An interrupted restore (a record found) is always completed under the lock
-first, and a no-op that must write (the stat cache refreshed, an announcement, the tracked
-paths remembered, ``HEAD`` repaired) takes the lock too.
+wrote the desk between the two checks. It also checks then that the seal and the config are
+what it read, so the snapshot is as if it ran, alone, at that last moment (the desk read as
+any snapshot reads it, while agents may write). An interrupted restore (a record found) is
+always completed under the lock first, and a no-op that must write (the stat cache refreshed,
+an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock too.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 
 from . import external, journal
 from .commitinfo import SHORT_ID_LENGTH
-from .errors import CheckpointError
-from .repo import head_is_sound
+from .config import read_bytes
+from .errors import CheckpointError, CorruptRepositoryError
+from .repo import ShadowRepo, head_is_sound
 from .results import SnapshotResult
 from .scan import LazyFiles, Scan
 from .session import DeskConfig, Session, open_reading
@@ -73,8 +75,8 @@ def look(config: DeskConfig, message: str) -> Look | None:
             attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
             if external.announcement(repo, message) is not None:
                 return found  # the announcement is written under the lock
-            if journal.pending(repository) or repo.read_head_again() != head:
-                return None  # a restore or a snapshot ran meanwhile
+            if _moved(repo, head):
+                return None  # a restore, a snapshot, a seal or a config write ran meanwhile
             found.answer = SnapshotResult(
                 checkpoint_id=None,
                 external=attribution.external,
@@ -82,10 +84,21 @@ def look(config: DeskConfig, message: str) -> Look | None:
                 skipped=tuple(result.skipped),
             )
             return found
-    except CheckpointError:
-        if scanning:
+    except CheckpointError as error:
+        if scanning and not isinstance(error, CorruptRepositoryError):
             raise  # the desk's errors are the same under the lock, which changes nothing first
         return None  # the repository's are met again under the lock, or were passing
+
+
+def _moved(repo: ShadowRepo, head: bytes) -> bool:
+    """Whether anything :func:`look` read of the repository changed since: a restore record
+    appeared, or the branch, the seal or the config is not what it was."""
+    if journal.pending(repo.path) or repo.read_head_again() != head:
+        return True
+    seal = repo.read_ref(external.SEAL_REF)  # as read (remembered by the repository object)
+    if ShadowRepo(repo.path, config=repo.config).read_ref(external.SEAL_REF) != seal:
+        return True
+    return read_bytes(repo.path) != repo.config.data
 
 
 def take(session: Session, message: str, earlier: Look | None = None) -> SnapshotResult:
