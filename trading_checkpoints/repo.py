@@ -78,8 +78,7 @@ def _mode(path: str) -> int | None:
 
 
 def _is_file(path: str) -> bool:
-    mode = _mode(path)
-    return mode is not None and stat.S_ISREG(mode)
+    return stat.S_ISREG(_mode(path) or 0)
 
 
 def repair_head(path: Path) -> None:
@@ -264,6 +263,11 @@ class ShadowRepo:
         """The branch as it is on disk now (a reader without the lock checking that it held)."""
         self._head = _UNREAD
         return self.head()
+
+    def read_ref_again(self, name: bytes) -> bytes | None:
+        """Like :meth:`read_ref`, as it is on disk now."""
+        self._refs_read.pop(name, None)
+        return self.read_ref(name)
 
     def _read_head(self) -> bytes | None:
         try:

@@ -82,7 +82,7 @@ class Session:
         self.desk = DeskState(
             config.desk,
             self.allowlist,
-            repo.path / PRIVATE_DIR / STAT_CACHE,
+            Path(os.path.join(repo.path, PRIVATE_DIR, STAT_CACHE)),
             max_file_size=size_limit(config, repo),
             durable=config.durable,
             atomic=atomic_writes(config, repo),
@@ -306,7 +306,7 @@ def effective_allowlist(config: DeskConfig, repo: ShadowRepo | None = None) -> A
         remembered = repo.tracked_paths()
         if not remembered:
             return config.requested
-        return allowlist_of(remembered, os.fspath(repo.path / 'config'))
+        return allowlist_of(remembered, os.path.join(repo.path, 'config'))
     path = os.path.join(config.repository, 'config')
     try:
         info = os.stat(path)

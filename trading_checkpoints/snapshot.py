@@ -96,7 +96,7 @@ def _moved(repo: ShadowRepo, head: bytes) -> bool:
     if journal.pending(repo.path) or repo.read_head_again() != head:
         return True
     seal = repo.read_ref(external.SEAL_REF)  # as read (remembered by the repository object)
-    if ShadowRepo(repo.path, config=repo.config).read_ref(external.SEAL_REF) != seal:
+    if repo.read_ref_again(external.SEAL_REF) != seal:
         return True
     return read_bytes(repo.path) != repo.config.data
 
