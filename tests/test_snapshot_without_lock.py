@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import write
-from faults import files_of, run_child, tracked, version_of
+from faults import files_of, history, run_child, tracked, version_of
 
 from trading_checkpoints import Checkpoints, LockTimeoutError, external, metadata, snapshot
 from trading_checkpoints.journal import pending
@@ -275,3 +275,54 @@ def test_a_seal_or_config_written_while_the_snapshot_looks_is_not_overlooked(
     assert ran and ran[0].error is None
     assert sha is not None
     assert 'plans/p.md' in version_of(repo, sha, Allowlist(('notes', 'plans')))
+
+
+def test_snapshots_racing_restores_never_record_a_half_restored_desk(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A second process restores back and forth between two checkpoints while this one takes
+    snapshots: the desk changes only through those restores, so no snapshot records anything,
+    and every checkpoint holds one of the two states whole."""
+    for i in range(40):
+        write(desk, f'notes/n{i:02d}.md', f'one {i}')
+    first = cps.snapshot('one')
+    for i in range(40):
+        write(desk, f'notes/n{i:02d}.md', f'two {i}')
+    second = cps.snapshot('two')
+    assert first and second
+    _settle(cps)
+    repo = cps.repository_directory
+    states = [version_of(repo, first), version_of(repo, second)]
+
+    def restorer() -> None:
+        racing = Checkpoints(repo, desk, lock_timeout=30)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            for target in (first, second):
+                racing.restore(target)
+                time.sleep(0.004)  # lets the other process take the lock now and then
+
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            restorer()
+            code = 0
+        finally:
+            os._exit(code)
+    recorded = []
+    snapshots = 0
+    done, status = 0, 0
+    while not done:
+        snapshots += 1
+        sha = Checkpoints(repo, desk, lock_timeout=30).snapshot('racing')
+        if sha is not None:
+            recorded.append(sha)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, 'the restores all ran'
+    assert snapshots > 10
+    assert recorded == [], 'a snapshot recorded a state no restore left whole'
+    ids = history(repo)
+    assert len(ids) > 4, 'the restores ran'
+    for sha in ids:
+        assert version_of(repo, sha) in states
