@@ -16,7 +16,8 @@ from contextlib import contextmanager
 
 from . import journal, leftovers, lock, recovery, retention
 from .errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
-from .repo import PRIVATE_DIR, ShadowRepo, head_is_sound, is_initialized, repair_head
+from .repo import PRIVATE_DIR, ShadowRepo
+from .repofolder import head_is_sound, is_initialized, repair_head
 from .session import DeskConfig, Session, check_repository_outside
 
 LOCK = 'lock'

@@ -8,7 +8,6 @@ config, hooks or signing are ever consulted), with a fixed identity, and we neve
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import stat
@@ -28,12 +27,12 @@ from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointEr
 from .fs import read_file
 from .packfile import listed_in_packs
 from .paths import Allowlist
+from .repofolder import BRANCH, file_mode, is_initialized
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit, ShaFile, Tree
     from dulwich.repo import Repo
 
-BRANCH = b'refs/heads/main'
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
 
@@ -56,53 +55,6 @@ _COMMIT, _TREE, _BLOB = 1, 2, 3
 def _local_offset_seconds(now: float) -> int:
     offset = datetime.fromtimestamp(now).astimezone().utcoffset()
     return int(offset.total_seconds()) if offset is not None else 0
-
-
-def is_initialized(path: Path) -> bool:
-    """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
-    return _is_file(os.path.join(path, 'HEAD'))
-
-
-# What ``Path.exists`` takes for absent; any other error is raised, as it does.
-_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
-
-
-def _mode(path: str) -> int | None:
-    """The ``st_mode`` of ``path`` (symlinks followed), None when it is absent."""
-    try:
-        return os.stat(path).st_mode
-    except OSError as error:
-        if error.errno in _ABSENT:
-            return None
-        raise
-
-
-def _is_file(path: str) -> bool:
-    return stat.S_ISREG(_mode(path) or 0)
-
-
-def repair_head(path: Path) -> None:
-    """Rewrites a damaged ``HEAD`` (our repositories always point it at ``main``).
-
-    Called under the repository's lock; a missing ``HEAD`` means an unfinished creation and is
-    left to ``create``.
-    """
-    if head_is_sound(path):
-        return
-    expected = b'ref: ' + BRANCH + b'\n'
-    repo_config.load(path, missing_ok=True)  # a repository we refuse is not repaired either
-    write_atomically(path / 'HEAD', expected)
-
-
-def head_is_sound(path: Path) -> bool:
-    """Whether ``HEAD`` needs no repair: it points at ``main``, or is missing (an unfinished
-    creation, left to ``create``)."""
-    try:
-        return read_file(os.path.join(path, 'HEAD'), 1 << 16) == b'ref: ' + BRANCH + b'\n'
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
 
 
 class ShadowRepo:
@@ -179,12 +131,12 @@ class ShadowRepo:
     def open(cls, path: Path) -> ShadowRepo | None:
         """The repository at ``path``, or None when none was created there yet."""
         root = os.fspath(path)
-        mode = _mode(root)
+        mode = file_mode(root)
         if mode is None:
             return None
         if not stat.S_ISDIR(mode):
             raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
-        if not _is_file(os.path.join(root, 'HEAD')):
+        if not is_initialized(path):
             return None
         objects, refs = os.path.join(root, 'objects'), os.path.join(root, 'refs')
         if not (os.path.isdir(objects) and os.path.isdir(refs)):

@@ -25,7 +25,8 @@ from . import external, journal
 from .commitinfo import SHORT_ID_LENGTH
 from .config import read_bytes
 from .errors import CheckpointError, CorruptRepositoryError
-from .repo import ShadowRepo, head_is_sound
+from .repo import ShadowRepo
+from .repofolder import head_is_sound
 from .results import SnapshotResult
 from .scan import LazyFiles, Scan
 from .session import DeskConfig, Session, open_reading
