@@ -160,9 +160,11 @@ def load(path: Path, context: bytes) -> StatCache:
 def save(path: Path, cache: StatCache) -> None:
     """Writes the cache over the old one, in place.
 
-    Callers hold the repository's lock, so nobody reads the file while it is written. A crash
-    mid-write leaves a file whose checksum or section sizes do not add up, which ``load``
-    rejects, so the next snapshot rebuilds it. In place rather than through a temporary file
+    Callers hold the repository's lock, so no other writer changes it meanwhile; readers
+    without the lock (``status``, ``diff``, a snapshot's look) may read it half written, and
+    so may the next operation after a crash: its checksum or section sizes do not add up,
+    ``load`` rejects it, and the reader scans as with no cache (the look then takes the
+    lock). In place rather than through a temporary file
     and a rename: on ext4 a rename over an existing file flushes the new file to disk at once
     (``auto_da_alloc``), which costs more than everything else a small snapshot does.
     """
