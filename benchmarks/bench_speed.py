@@ -40,7 +40,8 @@ from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
 # The process's memos, per module; the same script also measures older versions (run it from
 # their checkout), which kept some of them elsewhere, so missing ones are skipped.
 MEMOS = {
-    'repo': ['_COMMITS', '_TRACKED_BY_CONFIG', '_CONFIG_VALUES', '_PARSED_CONFIGS'],
+    'repo': ['_COMMITS', '_TREES', '_TRACKED_BY_CONFIG', '_CONFIG_VALUES', '_PARSED_CONFIGS'],
+    'paths': ['_component_problem'],  # an lru_cache: cleared with cache_clear
     'session': ['_ALLOWLISTS', '_REMEMBERED'],
     'deskhandle': ['_HOMES'],
     'checkpoints': ['_ALLOWLISTS', '_HOMES'],
@@ -80,7 +81,7 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
         for name in names:
             memo = getattr(module, name, None)
             if memo is not None:
-                memo.clear()
+                getattr(memo, 'cache_clear', getattr(memo, 'clear', None))()
     try:
         importlib.import_module('trading_checkpoints.config').forget()
     except (ImportError, AttributeError):

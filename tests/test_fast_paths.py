@@ -227,3 +227,32 @@ def test_plain_config_reader_agrees_with_the_full_parser(first: bytes, lines: li
     full, _ = configsyntax.full_parse(data, Path('config'))
     as_read = [(s.section, s.subsection, s.name, s.value, s.line) for s in plain]
     assert as_read == [(s.section, s.subsection, s.name, s.value, s.line) for s in full]
+
+
+def test_tree_entries_are_kept_per_repository_within_a_budget(tmp_path: Path) -> None:
+    desk = tmp_path / 'desk'
+    for i in range(3):
+        (desk / 'notes' / f'd{i}').mkdir(parents=True)
+        (desk / 'notes' / f'd{i}' / 'a.md').write_text(f'{i}')
+    cps = Checkpoints(tmp_path / 'repo.git', desk)
+    sha = cps.snapshot('one')
+    assert sha is not None
+    memo = repo_module._TREES
+    memo.clear()
+    repo = repo_module.ShadowRepo.open(tmp_path / 'repo.git')
+    assert repo is not None
+    try:
+        root = repo.commit_info(repo.head()).tree
+        first = repo.tree_entries(root)
+        assert memo.held == len(first) and repo.tree_entries(root) is first  # read once
+        old_limit = memo.limit
+        memo.limit = len(first) + 1  # the next tree does not fit: all forgotten first
+        try:
+            notes = next(child for name, _, child in first if name == b'notes')
+            listed = repo.tree_entries(notes)
+            assert list(memo) == [(str(repo.path), notes)] and memo.held == len(listed)
+        finally:
+            memo.limit = old_limit
+    finally:
+        repo.close()
+        memo.clear()

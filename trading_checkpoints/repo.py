@@ -41,11 +41,28 @@ _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 # (repository, sha) -> commit, see commit_info
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
+
+
 # (repository, sha) -> a tree's entries, see tree_entries; a tree never changes under its id,
 # so a process that restores or compares the same checkpoints again reads each tree once
-_TREES: dict[tuple[str, bytes], list[tuple[bytes, int, bytes]]] = {}
-_TREE_ENTRIES_KEPT = 100_000  # entries in all (a few MB), forgotten all at once past that
-_tree_entries_held = [0]
+class _TreeMemo(dict):
+    """Tree entries by (repository, id), forgotten all at once past ``limit`` entries in all."""
+
+    limit = 100_000  # a few MB
+    held = 0
+
+    def remember(self, key: tuple[str, bytes], entries: list[tuple[bytes, int, bytes]]) -> None:
+        if self.held + len(entries) > self.limit:
+            self.clear()
+        self[key] = entries
+        self.held += len(entries)
+
+    def clear(self) -> None:
+        super().clear()
+        self.held = 0
+
+
+_TREES = _TreeMemo()
 _UNREAD = object()  # the branch not read yet
 
 # git's object type numbers (dulwich is imported only when an object is read through it)
@@ -508,11 +525,7 @@ class ShadowRepo:
         entries = _TREES.get(key)
         if entries is None:
             entries = self._read_tree_entries(sha)
-            if _tree_entries_held[0] + len(entries) > _TREE_ENTRIES_KEPT:
-                _TREES.clear()
-                _tree_entries_held[0] = 0
-            _TREES[key] = entries
-            _tree_entries_held[0] += len(entries)
+            _TREES.remember(key, entries)
         return entries
 
     def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
