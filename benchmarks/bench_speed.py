@@ -80,8 +80,9 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
             continue
         for name in names:
             memo = getattr(module, name, None)
-            if memo is not None:
-                getattr(memo, 'cache_clear', getattr(memo, 'clear', None))()
+            empty = getattr(memo, 'cache_clear', None) or getattr(memo, 'clear', None)
+            if empty is not None:
+                empty()
     try:
         importlib.import_module('trading_checkpoints.config').forget()
     except (ImportError, AttributeError):
