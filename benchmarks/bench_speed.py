@@ -10,11 +10,12 @@ For each desk size it builds, in temporary folders, identical desks for us and f
 tracked 1 KB files in folders of 100 under ``memory/``, plus ``Memory.md`` and ~200 untracked
 files. Every figure is the median of the repetitions, in milliseconds. "open" reuses one
 ``Checkpoints`` object; "fresh" makes a new one for every operation and first empties the
-process's memos (parsed configs, commits read), so that everything, the stat cache included,
-comes from disk as in a new process. The git side does what the seed and today's shadow-git
-agents do: ``add -A -- <tracked paths>``, ``diff --cached --quiet``, ``commit``; a restore is
-that snapshot, then ``restore --source=ID --staged --worktree -- .`` and a commit. git runs
-isolated from the user's config (no system or global config, fixed identity).
+process's memos (parsed configs, commits and trees read; outside the timing), so that
+everything, the stat cache included, comes from disk as in a new process. The git side does
+what the seed and today's shadow-git agents do: ``add -A -- <tracked paths>``, ``diff --cached
+--quiet``, ``commit``; a restore is that snapshot, then ``restore --source=ID --staged
+--worktree -- .`` and a commit. git runs isolated from the user's config (no system or global
+config, fixed identity).
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ TARGETS = {  # (ratio name, size) -> upper bound
 }
 
 
-def fresh(repo: Path, desk: Path) -> Checkpoints:
-    """A new ``Checkpoints`` that also finds the process's memos empty (parsed configs, commits
-    read, allowlists), as a new process would after its imports: everything comes from disk."""
+def forget_memos() -> None:
+    """Empties the process's memos (parsed configs, commits and trees read, allowlists), as a
+    new process would find them after its imports."""
     for module_name, names in MEMOS.items():
         try:
             module = importlib.import_module(f'trading_checkpoints.{module_name}')
@@ -87,7 +88,22 @@ def fresh(repo: Path, desk: Path) -> Checkpoints:
         importlib.import_module('trading_checkpoints.config').forget()
     except (ImportError, AttributeError):
         pass  # older versions kept their parsed configs in the memos above
+
+
+def fresh(repo: Path, desk: Path) -> Checkpoints:
+    """A new ``Checkpoints`` that also finds the process's memos empty: everything comes from
+    disk."""
+    forget_memos()
     return Checkpoints(repo, desk)
+
+
+def timed_twice_fresh(repo: Path, desk: Path, call: Callable[[Checkpoints], object]) -> float:
+    """Like ``timed_twice`` for a new object each time: the memos are emptied before each
+    call, outside the timing (that is the harness's work); making the object is timed."""
+    forget_memos()
+    call(Checkpoints(repo, desk))
+    forget_memos()
+    return timed(lambda: call(Checkpoints(repo, desk)))
 
 
 def git_env(home: Path) -> dict[str, str]:
@@ -284,7 +300,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     for i in range(reps * 5):
         floor.append(timed_twice(lambda: stat_floor(ours_desk)))
         noop_open.append(timed_twice(lambda: kept.snapshot('noop')))
-        noop_fresh.append(timed_twice(lambda: fresh(ours_repo, ours_desk).snapshot('noop')))
+        noop_fresh.append(timed_twice_fresh(ours_repo, ours_desk, lambda c: c.snapshot('noop')))
         if i < reps * 2:
             noop_git.append(timed_twice(lambda: gd.snapshot('noop')))
     results['floor'] = median_ms(floor)
@@ -353,7 +369,7 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     list_open, list_fresh, list_git = [], [], []
     for _ in range(reps * 3):
         list_open.append(timed_twice(lambda: kept.list(20)))
-        list_fresh.append(timed_twice(lambda: fresh(ours_repo, ours_desk).list(20)))
+        list_fresh.append(timed_twice_fresh(ours_repo, ours_desk, lambda c: c.list(20)))
         list_git.append(timed_twice(gd.log))
     results['list open'] = median_ms(list_open)
     results['list fresh'] = median_ms(list_fresh)
