@@ -157,7 +157,13 @@ def test_killed_snapshots_and_restores_lose_nothing_long(tmp_path: Path, seed: i
     print(f'\nfault injection (seed {seed}): {tally}')
 
 
-def test_restore_killed_mid_write_is_completed_by_next_operation(tmp_path: Path) -> None:
+@pytest.mark.parametrize('atomic', [False, True])
+def test_restore_killed_mid_write_is_completed_by_next_operation(
+    tmp_path: Path, atomic: bool
+) -> None:
+    """Killed half way through its writes (rewriting in place, or renaming temporary files
+    into place with ``atomic_writes``): the next operation completes it, leaving no temporary
+    file, and the restore can be undone."""
     desk = tmp_path / 'desk'
     repo_dir = tmp_path / 'repo.git'
     for i in range(30):
@@ -181,12 +187,13 @@ def test_restore_killed_mid_write_is_completed_by_next_operation(tmp_path: Path)
                     os.kill(os.getpid(), signal.SIGKILL)
 
         sys.addaudithook(hook)
-        Checkpoints(repo_dir, desk).restore(old)
+        Checkpoints(repo_dir, desk, atomic_writes=atomic).restore(old)
 
     outcome = run_child(killed_half_way)
     assert outcome.killed
     assert journal_module.pending(repo_dir)
     half = files_of(desk)
+    assert any('.checkpoint-' in path for path in half) == atomic  # its temporary files
     assert half != new_state and tracked(half) != version_of(repo_dir, old)
     recovered = Checkpoints(repo_dir, desk)
     assert recovered.snapshot('next') is None  # the completion recorded the restored state
