@@ -146,6 +146,20 @@ def _dispatch(event: str, args: tuple) -> None:
 sys.addaudithook(_dispatch)
 
 
+def _restore_killed_at_the_cut(repo_dir: Path, desk: Path, target: str) -> None:
+    """Restores ``target`` in a child killed as it cuts a rewritten file's old tail."""
+
+    def killed_at_the_cut() -> None:
+        def hook(event: str, args: tuple) -> None:
+            if event == 'os.truncate' and journal_module.pending(repo_dir):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        sys.addaudithook(hook)
+        Checkpoints(repo_dir, desk).restore(target)
+
+    assert run_child(killed_at_the_cut).killed
+
+
 def test_a_restore_killed_between_its_write_and_its_cut_is_completed_without_a_saved_state(
     tmp_path: Path,
 ) -> None:
@@ -157,15 +171,7 @@ def test_a_restore_killed_between_its_write_and_its_cut_is_completed_without_a_s
     new = cps.snapshot('newer')
     assert new is not None
 
-    def killed_at_the_cut() -> None:
-        def hook(event: str, args: tuple) -> None:
-            if event == 'os.truncate' and journal_module.pending(repo_dir):
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        sys.addaudithook(hook)
-        Checkpoints(repo_dir, desk).restore(old)
-
-    assert run_child(killed_at_the_cut).killed
+    _restore_killed_at_the_cut(repo_dir, desk, old)
     assert journal_module.pending(repo_dir)
     torn = (desk / 'notes/a.md').read_bytes(), (desk / 'notes/b.md').read_bytes()
     assert torn[0] == b'old a'  # same length: nothing to cut, written whole
@@ -183,15 +189,7 @@ def test_someone_elses_edit_after_such_a_kill_is_saved_first(tmp_path: Path) -> 
     put(desk, 'notes/b.md', '-', NEWER_B)
     cps.snapshot('newer')
 
-    def killed_at_the_cut() -> None:
-        def hook(event: str, args: tuple) -> None:
-            if event == 'os.truncate' and journal_module.pending(repo_dir):
-                os.kill(os.getpid(), signal.SIGKILL)
-
-        sys.addaudithook(hook)
-        Checkpoints(repo_dir, desk).restore(old)
-
-    assert run_child(killed_at_the_cut).killed
+    _restore_killed_at_the_cut(repo_dir, desk, old)
     put(desk, 'notes/b.md', '-', b'old b, a longer file than the new one, edited after')
     result = Checkpoints(repo_dir, desk).snapshot_with_result('next')
     assert result.recovered and 'saved first' in result.recovered

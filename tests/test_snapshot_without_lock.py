@@ -103,6 +103,21 @@ def test_a_pending_record_is_completed_even_when_the_desk_looks_unchanged(
     assert (desk / 'notes/a.md').read_text() == 'one'
 
 
+def _while_it_looks(monkeypatch: pytest.MonkeyPatch, action) -> list:
+    """Runs ``action`` once in a child process while the next snapshot looks (after its scan,
+    before its final checks); the list receives the child's outcome."""
+    real = external.announcement
+    ran: list = []
+
+    def meanwhile(*args, **kwargs):
+        if not ran:
+            ran.append(run_child(action))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(external, 'announcement', meanwhile)
+    return ran
+
+
 def test_a_record_written_while_the_snapshot_looks_is_completed(
     cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,15 +127,8 @@ def test_a_record_written_while_the_snapshot_looks_is_completed(
     cps.snapshot('two')
     _settle(cps)
     repo = cps.repository_directory
-    real = external.announcement
-    ran = []
-
-    def meanwhile(*args, **kwargs):
-        if not ran:  # after the scan, before the final checks: another process's restore
-            ran.append(run_child(lambda: _restore_killed_after_its_record(repo, desk, first)))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(external, 'announcement', meanwhile)
+    # After the scan, before the final checks: another process's restore.
+    ran = _while_it_looks(monkeypatch, lambda: _restore_killed_after_its_record(repo, desk, first))
     result = Checkpoints(repo, desk).snapshot_with_result('nothing changed, as it seemed')
     assert ran and ran[0].killed
     assert result.recovered is not None, 'the record was completed, not ignored'
@@ -140,15 +148,9 @@ def test_a_restore_finished_while_the_snapshot_looks_is_not_overlooked(
     cps.snapshot('two', paths=['notes/a.md'])
     _settle(cps, ['notes/a.md'])
     repo = cps.repository_directory
-    real = external.announcement
-    ran = []
-
-    def meanwhile(*args, **kwargs):
-        if not ran:
-            ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(external, 'announcement', meanwhile)
+    ran = _while_it_looks(
+        monkeypatch, lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)
+    )
     assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
     assert ran and ran[0].error is None and not ran[0].killed
     message = _seal_message(repo)
@@ -247,30 +249,16 @@ def test_a_seal_or_config_written_while_the_snapshot_looks_is_not_overlooked(
     cps.snapshot('one', paths=['notes/a.md'])
     _settle(cps, ['notes/a.md'])
     repo = cps.repository_directory
-    real = external.announcement
-    ran = []
-
-    def meanwhile(*args, **kwargs):
-        if not ran:
-            ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).seal()))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(external, 'announcement', meanwhile)
+    ran = _while_it_looks(monkeypatch, lambda: Checkpoints(repo, desk, lock_timeout=10).seal())
     assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
     assert ran and ran[0].error is None
     message = _seal_message(repo)
     assert message is not None and metadata.action_of(message) == external.ANNOUNCE
 
-    ran.clear()
-
-    def new_paths(*args, **kwargs):
-        if not ran:
-            ran.append(
-                run_child(lambda: Checkpoints(repo, desk).set_tracked_paths(['notes', 'plans']))
-            )
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(external, 'announcement', new_paths)
+    monkeypatch.undo()
+    ran = _while_it_looks(
+        monkeypatch, lambda: Checkpoints(repo, desk).set_tracked_paths(['notes', 'plans'])
+    )
     sha = Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md'])
     assert ran and ran[0].error is None
     assert sha is not None
