@@ -1,7 +1,7 @@
 """A snapshot looks at the desk without the lock first (``snapshot.look``).
 
 A no-op answers without the lock only when no restore record existed before or after it looked
-and the branch did not move; anything else, and every snapshot that writes, runs under the
+and the branch did not move (a restore or a pull by another process); anything else, and every snapshot that writes, runs under the
 lock. A scan made without the lock is reused under it only when what it depended on held.
 Other writers are real processes (forked children), run at the moment under test.
 """
@@ -157,6 +157,30 @@ def test_a_restore_finished_while_the_snapshot_looks_is_not_overlooked(
     assert message is not None
     assert metadata.action_of(message) == external.ANNOUNCE
     assert metadata.parse(message).paths == ('notes/a.md',)
+
+
+def test_a_pull_finished_while_the_snapshot_looks_is_not_overlooked(
+    cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process fast-forwards the branch while the snapshot looks (a pull, which leaves
+    the desk, the seal and the config alone): the desk is no longer the newest checkpoint, so
+    the snapshot records it under the lock instead of answering that nothing changed."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    cps.add_remote('backup', str(tmp_path / 'backup.git'))
+    cps.push()
+    desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
+    Checkpoints.clone(str(tmp_path / 'backup.git'), repo2, desk2)
+    _settle(Checkpoints(repo2, desk2))
+    write(desk, 'notes/a.md', 'newer')
+    cps.snapshot('newer')
+    cps.push()
+    ran = _while_it_looks(monkeypatch, lambda: Checkpoints(repo2, desk2, lock_timeout=10).pull())
+    sha = Checkpoints(repo2, desk2).snapshot('the desk as it is')
+    assert ran and ran[0].error is None and not ran[0].killed
+    assert sha is not None, 'the desk differs from the checkpoint pulled meanwhile'
+    assert version_of(repo2, sha)['notes/a.md'] == ('-', b'one')
+    assert (desk2 / 'notes/a.md').read_text() == 'one'
 
 
 def test_a_scan_made_before_a_restore_is_not_committed_after_it(
