@@ -1,8 +1,9 @@
 """A snapshot looks at the desk without the lock first (``snapshot.look``).
 
 A no-op answers without the lock only when no restore record existed before or after it looked
-and the branch did not move (a restore or a pull by another process); anything else, and every snapshot that writes, runs under the
-lock. A scan made without the lock is reused under it only when what it depended on held.
+and the branch did not move (a restore or a pull by another process); anything else, and every
+snapshot that writes, runs under the lock. A scan made without the lock is reused under it only
+when what it depended on held.
 Other writers are real processes (forked children), run at the moment under test.
 """
 
