@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 from conftest import git, needs_git, write
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from trading_checkpoints import (
     CheckpointError,
     Checkpoints,
     Diff,
     UnknownCheckpointError,
+    changestats,
 )
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR' + bytes(range(256))
@@ -239,3 +242,18 @@ def test_log_says_how_each_path_changed_and_list_or_log_can_take_all(cps, desk) 
     assert len(cps.list(None)) == 2
     with pytest.raises(CheckpointError, match='limit'):
         cps.list(-1)
+
+
+LINES = st.lists(st.sampled_from([b'', b'a', b'b', b'c', b'# x', b'd e']), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINES, LINES)
+def test_line_counts_are_the_multiset_difference(old: list[bytes], new: list[bytes]) -> None:
+    """Each line of the new version beyond its count in the old one is added, and the reverse
+    removed, whether lines repeat (blank lines, say) or not."""
+    added = sum(max(0, new.count(line) - old.count(line)) for line in set(new))
+    removed = sum(max(0, old.count(line) - new.count(line)) for line in set(old))
+    blobs = {b'1': b''.join(x + b'\n' for x in old), b'2': b''.join(x + b'\n' for x in new)}
+    stats = changestats.count([((0o100644, b'1'), (0o100644, b'2'))], blobs.get)
+    assert (stats.files, stats.added, stats.removed) == (1, added, removed)

@@ -88,7 +88,12 @@ def _lines_of(read: Reader, entry: FileEntry | None) -> list[bytes] | None | obj
 
 
 def _difference(old: list[bytes], new: list[bytes]) -> tuple[int, int]:
+    """Lines in ``new`` and not in ``old``, and the reverse, counted as multisets."""
     if not old or not new:
         return len(new), len(old)
+    unique_old, unique_new = set(old), set(new)
+    if len(unique_old) == len(old) and len(unique_new) == len(new):
+        # No line repeats in either: the multisets are sets (an order of magnitude cheaper).
+        return len(unique_new - unique_old), len(unique_old - unique_new)
     before, after = Counter(old), Counter(new)
     return sum((after - before).values()), sum((before - after).values())
