@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 from . import commitmemo, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
-from .damage import object_damage, ref_damage
-from .durability import fsync_folder, fsync_folders, write_atomically
+from .damage import object_damage
+from .durability import fsync_folders, write_atomically
 from .errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
-from .fs import read_file
 from .packfile import listed_in_packs
 from .paths import Allowlist
+from .refs import RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ class _TreeMemo(dict):
 
 
 _TREES = _TreeMemo()
-_UNREAD = object()  # the branch not read yet
 
 # git's object type numbers (dulwich is imported only when an object is read through it)
 _COMMIT, _TREE, _BLOB = 1, 2, 3
@@ -99,11 +98,10 @@ class ShadowRepo:
         # Commits read from the on-disk memo or loose objects without dulwich; packed ones it
         # had to read, and the ones written here, are added to the memo when this is closed.
         self._commits = commitmemo.CommitReader(path)
-        self._head: bytes | None | object = _UNREAD
         self._upkeep: Callable[[], None] | None = None
-        # Refs other than main read through this object, like the branch (see ``head``):
-        # forgotten when a ref is written here or dulwich's repository is handed out.
-        self._refs_read: dict[bytes, bytes | None] = {}
+        # The refs read through this object are forgotten when a ref is written here or
+        # dulwich's repository is handed out.
+        self.refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
 
     def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
         """Runs ``upkeep`` (the sweep of stale lock files) before the first write of a ref or
@@ -111,7 +109,7 @@ class ShadowRepo:
         self._upkeep = upkeep
 
     def _before_writing(self) -> None:
-        self._refs_read.clear()
+        self.refs.forget()
         upkeep, self._upkeep = self._upkeep, None
         if upkeep is not None:
             upkeep()
@@ -219,54 +217,39 @@ class ShadowRepo:
     # -- refs and history ------------------------------------------------------------------
 
     def head(self) -> bytes | None:
-        """The newest checkpoint's sha, or None when the branch has no commit yet.
-
-        Read once per object (one verb, which holds the lock to write): ``update_branch``
-        keeps it current."""
-        if self._head is not _UNREAD:
-            return self._head  # type: ignore[return-value]
-        self._head = self._read_head()
-        return self._head
+        """The newest checkpoint's sha, or None when the branch has no commit yet (read once
+        per object: ``update_branch`` keeps it current)."""
+        return self.refs.head()
 
     def read_head_again(self) -> bytes | None:
         """The branch as it is on disk now (a reader without the lock checking that it held)."""
-        self._head = _UNREAD
-        return self.head()
+        return self.refs.read_head_again()
+
+    def read_ref(self, name: bytes) -> bytes | None:
+        """The sha a ref other than ``main`` points at (such as the seal), or None; read once
+        per object, like the branch."""
+        return self.refs.read(name)
 
     def read_ref_again(self, name: bytes) -> bytes | None:
         """Like :meth:`read_ref`, as it is on disk now."""
-        self._refs_read.pop(name, None)
-        return self.read_ref(name)
+        return self.refs.read_again(name)
 
-    def _read_head(self) -> bytes | None:
-        try:
-            # The common case, read directly: a loose branch file holding one commit id.
-            data = read_file(os.path.join(self.path, 'refs', 'heads', 'main'), 100)
-            if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
-                return data[:40]
-        except OSError:
-            pass
-        try:
-            sha = self._repo.refs.read_ref(BRANCH)
-        except ref_damage() as error:
-            raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
-        if sha is None:
-            # A repository whose refs were packed by the git CLI.
-            try:
-                sha = self._repo.refs.get_packed_refs().get(BRANCH)
-            except object_damage() + ref_damage() as error:
-                raise CorruptRepositoryError(
-                    f'cannot read {self.path / "packed-refs"}: {error}'
-                ) from error
-            if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
-                raise CorruptRepositoryError(
-                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged'
-                )
-        if sha is not None and not re.fullmatch(rb'[0-9a-f]{40}', sha):
-            raise CorruptRepositoryError(
-                f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
-            )
-        return sha
+    def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
+        """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
+        self._before_writing()
+        now = int(time.time())
+        reflog = {
+            'committer': IDENTITY,
+            'timestamp': now,
+            'timezone': _local_offset_seconds(now),
+            'message': reflog_message.encode('utf-8', 'replace')[:200],
+        }
+        self.refs.move_branch(old, new, reflog, durable=self.durable)
+
+    def set_ref(self, name: bytes, sha: bytes) -> None:
+        """Points a ref other than ``main`` (such as the seal) at ``sha`` (see ``RefStore.set``)."""
+        self._before_writing()
+        self.refs.set(name, sha)
 
     def commit_info(self, sha: bytes) -> CommitInfo:
         # A commit never changes (its id is the hash of its bytes): one read is remembered for
@@ -352,83 +335,6 @@ class ShadowRepo:
     def _type_of(self, sha: bytes) -> int:
         type_num, _ = self._repo.object_store.get_raw(sha)
         return type_num
-
-    def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
-        """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
-        self._before_writing()
-        now = int(time.time())
-        kwargs = {
-            'committer': IDENTITY,
-            'timestamp': now,
-            'timezone': _local_offset_seconds(now),
-            'message': reflog_message.encode('utf-8', 'replace')[:200],
-        }
-        refs = self._repo.refs
-        try:
-            if old is None:
-                done = refs.add_if_new(BRANCH, new, **kwargs)
-            else:
-                done = refs.set_if_equals(BRANCH, old, new, **kwargs)
-        except ref_damage() as error:
-            raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
-        if not done:
-            self._head = _UNREAD
-            raise CheckpointError(
-                f'the branch main of {self.path} moved while a checkpoint was being written'
-            )
-        self._head = new
-        if self.durable:
-            fsync_folder(self.path / 'refs' / 'heads')
-
-    def read_ref(self, name: bytes) -> bytes | None:
-        """The sha a ref other than ``main`` points at (such as the seal), or None.
-
-        Read once per object, like the branch (see :meth:`head`)."""
-        if name in self._refs_read:
-            return self._refs_read[name]
-        sha = self._read_ref(name)
-        self._refs_read[name] = sha
-        return sha
-
-    def _read_ref(self, name: bytes) -> bytes | None:
-        if self._dulwich is None and re.fullmatch(rb'refs/[a-z0-9/_-]+', name):
-            # Read directly when the answer is certain: a loose ref holding one id, or no ref
-            # at all and no packed refs; anything else goes through dulwich.
-            try:
-                data = read_file(os.path.join(self.path, *name.decode().split('/')), 100)
-            except FileNotFoundError:
-                if not os.path.exists(os.path.join(self.path, 'packed-refs')):
-                    return None
-            except OSError:
-                pass
-            else:
-                if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
-                    return data[:40]
-        try:
-            sha = self._repo.refs.read_ref(name)
-        except ref_damage() as error:
-            raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
-        if sha is None or not re.fullmatch(rb'[0-9a-f]{40}', sha):
-            return None
-        return sha
-
-    def set_ref(self, name: bytes, sha: bytes) -> None:
-        """Points a ref other than ``main`` (such as the seal) at ``sha``.
-
-        No reflog is kept: the seal moves on every restore and seal, and nothing needs its past.
-        Like :meth:`read_ref`, it never follows a symbolic ref (only another tool writes one):
-        such a ref is replaced.
-        """
-        self._before_writing()
-        refs = self._repo.refs
-        try:
-            if self._read_ref(name) is None and refs.read_loose_ref(name) is not None:
-                refs.remove_if_equals(name, None)
-            refs.set_if_equals(name, None, sha)
-        except ref_damage() as error:
-            raise CheckpointError(
-                f'cannot update {name.decode()} in {self.path}: {error}'
-            ) from error
 
     # -- objects ---------------------------------------------------------------------------
 
