@@ -1,6 +1,8 @@
 """Access to one desk's bare shadow repository, through dulwich only.
 
-Everything that knows about git objects, refs and the repository's files lives here. The
+The one object the rest of the package holds for a repository: objects, history and config
+here, the refs in ``refs.py`` (reached through the same object), the packs in the ``pack*``
+modules. The
 repository is isolated from the user's git: we build commits ourselves (no porcelain, so no user
 config, hooks or signing are ever consulted), with a fixed identity, and we never read
 ``GIT_DIR`` or ``GIT_WORK_TREE``.
