@@ -123,6 +123,17 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/test_safety_checks.py',
         ],
     ),
+    'snapshot': (
+        'trading_checkpoints.snapshot.*',
+        [
+            'tests/test_snapshot_without_lock.py',
+            'tests/test_fast_paths.py',
+            'tests/test_snapshot_list_restore.py',
+            'tests/test_external_edits.py',
+            'tests/test_crash_recovery.py',
+            'tests/test_safety_checks.py',
+        ],
+    ),
     'flatten_tree': (
         'trading_checkpoints.treevetting.*',
         [

@@ -13,18 +13,30 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import write
 from faults import files_of, history, run_child, tracked, version_of
 
-from trading_checkpoints import Checkpoints, LockTimeoutError, external, metadata, snapshot
+from trading_checkpoints import (
+    CheckpointError,
+    Checkpoints,
+    CorruptRepositoryError,
+    LockTimeoutError,
+    external,
+    metadata,
+    snapshot,
+)
+from trading_checkpoints import scan as scan_module
 from trading_checkpoints.journal import pending
 from trading_checkpoints.lock import exclusive
 from trading_checkpoints.paths import Allowlist
 from trading_checkpoints.repo import ShadowRepo
 from trading_checkpoints.scan import STREAM_THRESHOLD
+from trading_checkpoints.session import Session
 
 
 def _restore_killed_after_its_record(repo: Path, desk: Path, target: str) -> None:
@@ -58,32 +70,114 @@ def _seal_message(repo: Path) -> str | None:
         opened.close()
 
 
-def test_a_no_op_needs_no_lock_and_a_change_waits_for_it(cps: Checkpoints, desk: Path) -> None:
-    write(desk, 'notes/a.md', 'one')
-    cps.snapshot('one')
-    _settle(cps)
-    lock_path = cps.repository_directory / 'checkpoints' / 'lock'
+@contextmanager
+def _lock_held_elsewhere(repository: Path) -> Iterator[None]:
+    """A real second process holds the repository's lock for the length of the block."""
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # a real second process holding the lock
+    if pid == 0:
         try:
-            with exclusive(lock_path, timeout=5):
+            with exclusive(repository / 'checkpoints' / 'lock', timeout=5):
                 os.write(write_end, b'held')
-                time.sleep(3)
+                time.sleep(30)
         finally:
             os._exit(0)
     try:
         assert os.read(read_end, 4) == b'held'
-        quick = Checkpoints(cps.repository_directory, desk, lock_timeout=0)
-        assert quick.snapshot('nothing changed') is None
-        write(desk, 'notes/a.md', 'two')
-        with pytest.raises(LockTimeoutError):
-            quick.snapshot('a change')
+        yield
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_no_op_needs_no_lock_and_a_change_waits_for_it(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    _settle(cps)
+    with _lock_held_elsewhere(cps.repository_directory):
+        quick = Checkpoints(cps.repository_directory, desk, lock_timeout=0)
+        assert quick.snapshot('nothing changed') is None
+        write(desk, 'notes/a.md', 'two')
+        with pytest.raises(LockTimeoutError):
+            quick.snapshot('a change')
+
+
+def test_a_no_op_answered_without_the_lock_says_what_was_left_out_and_on_what_basis(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The look's answer says what a snapshot under the lock says: the files left out of
+    snapshots, and the attribution (the paths the agent declared, none changed outside)."""
+    write(desk, 'Memory.md', 'start')
+    write(desk, 'notes/line\nbreak.md', 'a name that cannot be snapshotted')
+    first = cps.snapshot_with_result('first', paths=['notes/a.md'])
+    assert first.checkpoint_id is not None
+    assert [path for path, _ in first.skipped] == ['notes/line\nbreak.md']
+    _settle(cps, ['notes/a.md'])
+    with _lock_held_elsewhere(cps.repository_directory):
+        quick = Checkpoints(cps.repository_directory, desk, lock_timeout=0)
+        answer = quick.snapshot_with_result('nothing changed', paths=['notes/a.md'])
+    assert answer.checkpoint_id is None
+    assert (answer.external, answer.basis) == ((), external.DECLARED)
+    assert answer.skipped == first.skipped
+
+
+def test_a_desk_error_met_while_looking_is_raised_without_waiting_for_the_lock(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The desk folder is replaced while the look scans it: that error is the desk's, which a
+    scan under the lock would meet as well, so it is raised at once, not after the lock."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    _settle(cps)
+    real = scan_module.scan
+
+    def then_replaced(*args, **kwargs):
+        found = real(*args, **kwargs)
+        desk.rename(desk.with_name('moved-away'))
+        desk.mkdir()
+        return found
+
+    monkeypatch.setattr(scan_module, 'scan', then_replaced)
+    with _lock_held_elsewhere(cps.repository_directory):
+        quick = Checkpoints(cps.repository_directory, desk, lock_timeout=0)
+        with pytest.raises(CheckpointError, match='vanished or was replaced') as raised:
+            quick.snapshot('nothing changed')
+    assert not isinstance(raised.value, LockTimeoutError)
+
+
+def test_a_repository_error_met_while_looking_is_met_again_under_the_lock(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository read failing while the look scans (a file being replaced by another
+    writer) gives no answer: the snapshot starts again under the lock, where it passes."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    real = Session.scan
+    failed = []
+
+    def fails_once(self, *args, **kwargs):
+        if not failed:
+            failed.append(1)
+            raise CorruptRepositoryError('the stat cache was being replaced')
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, 'scan', fails_once)
+    sha = cps.snapshot('two')
+    assert failed and sha is not None
+    assert version_of(cps.repository_directory, sha)['notes/a.md'] == ('-', b'two')
+
+
+def test_a_no_op_repairs_a_damaged_head_under_the_lock(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one')
+    _settle(cps)
+    head_file = cps.repository_directory / 'HEAD'
+    head_file.write_bytes(b'ref: refs/heads/elsewhere\n')
+    assert cps.snapshot('nothing changed') is None
+    assert head_file.read_bytes() == b'ref: refs/heads/main\n'
 
 
 def test_a_pending_record_is_completed_even_when_the_desk_looks_unchanged(
