@@ -303,6 +303,36 @@ def test_a_scan_made_before_a_restore_is_not_committed_after_it(
     assert (desk / 'notes/a.md').read_text() == 'one'
 
 
+def test_a_scan_made_before_an_interrupted_restore_is_not_committed_after_its_completion(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the look and the lock, another process's restore is killed after its record;
+    the lock completes it first, and the snapshot then scans the desk as the completion left
+    it (the look's scan is never reused after a completion)."""
+    write(desk, 'notes/a.md', 'one')
+    first = cps.snapshot('one')
+    write(desk, 'notes/a.md', 'two')
+    cps.snapshot('two')
+    write(desk, 'notes/a.md', 'three')
+    repo = cps.repository_directory
+    real = snapshot.look
+    ran = []
+
+    def then_a_killed_restore(*args, **kwargs):
+        found = real(*args, **kwargs)
+        assert found is not None and found.answer is None, 'the scan saw the change'
+        ran.append(run_child(lambda: _restore_killed_after_its_record(repo, desk, first)))
+        return found
+
+    monkeypatch.setattr(snapshot, 'look', then_a_killed_restore)
+    result = Checkpoints(repo, desk).snapshot_with_result('three, as it was')
+    assert ran and ran[0].killed
+    assert result.recovered is not None
+    newest = Checkpoints(repo, desk).list(1)[0].checkpoint_id
+    assert version_of(repo, newest) == tracked(files_of(desk))
+    assert (desk / 'notes/a.md').read_text() == 'one'
+
+
 def test_a_large_file_hashed_without_the_lock_is_stored_under_it(
     cps: Checkpoints, desk: Path
 ) -> None:
