@@ -17,7 +17,9 @@ what the seed and today's shadow-git agents do: ``add -A -- <tracked paths>``, `
 --worktree -- .`` and a commit. git runs isolated from the user's config (no system or global
 config, fixed identity); with its default ``core.fsync`` it flushes nothing in these commands
 (no ``fsync`` call under ``strace``), while our snapshots and restores flush by default
-(``durable``), so the restore is also timed with ``durable=False``, for reference (no target).
+(``durable``), so the restore is also timed with ``durable=False``, for reference (no target):
+that skips the flushes of the desk files and the branch's folder, the largest part; the intent
+record, a pack that replaces the tail and the ref files (dulwich's) are flushed still.
 """
 
 from __future__ import annotations
@@ -425,7 +427,7 @@ ROWS = [
         'restore/git',
     ),
     (
-        'the same restore without flushes (`durable=False`: git flushes none)',
+        'the same restore, `durable=False` (desk files not flushed; git flushes none)',
         'restore unflushed open',
         'restore unflushed fresh',
         'restore git',

@@ -76,20 +76,21 @@ def _lock_held_elsewhere(repository: Path) -> Iterator[None]:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(read_end)
         try:
             with exclusive(repository / 'checkpoints' / 'lock', timeout=5):
                 os.write(write_end, b'held')
                 time.sleep(30)
         finally:
             os._exit(0)
+    os.close(write_end)  # a child that fails before writing then reads as an empty answer
     try:
-        assert os.read(read_end, 4) == b'held'
+        assert os.read(read_end, 4) == b'held', 'the second process could not take the lock'
         yield
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(read_end)
-        os.close(write_end)
 
 
 def test_a_no_op_needs_no_lock_and_a_change_waits_for_it(cps: Checkpoints, desk: Path) -> None:
@@ -307,8 +308,8 @@ def test_a_scan_made_before_an_interrupted_restore_is_not_committed_after_its_co
     cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Between the look and the lock, another process's restore is killed after its record;
-    the lock completes it first, and the snapshot then scans the desk as the completion left
-    it (the look's scan is never reused after a completion)."""
+    the lock completes it first, and the snapshot then records the desk as the completion left
+    it, never the look's scan of the desk before it."""
     write(desk, 'notes/a.md', 'one')
     first = cps.snapshot('one')
     write(desk, 'notes/a.md', 'two')

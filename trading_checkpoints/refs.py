@@ -32,8 +32,8 @@ class RefStore:
     """The branch and the other refs of the repository at ``path``.
 
     ``dulwich`` returns dulwich's repository (opening it when needed); ``opened`` says whether
-    it is open already (then refs are read through it, as another module may have written them
-    through it).
+    it is open already: then the refs other than ``main`` are read through it, as another module
+    may have written them through it (``main`` is always read from its file first).
     """
 
     def __init__(self, path: Path, dulwich: Callable[[], Repo], opened: Callable[[], bool]):

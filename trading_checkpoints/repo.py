@@ -2,10 +2,9 @@
 
 The one object the rest of the package holds for a repository: objects, history and config
 here, the refs in ``refs.py`` (reached through the same object), the packs in the ``pack*``
-modules. The
-repository is isolated from the user's git: we build commits ourselves (no porcelain, so no user
-config, hooks or signing are ever consulted), with a fixed identity, and we never read
-``GIT_DIR`` or ``GIT_WORK_TREE``.
+modules. The repository is isolated from the user's git: we build commits ourselves (no
+porcelain, so no user config, hooks or signing are ever consulted), with a fixed identity, and
+we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ class ShadowRepo:
         self._upkeep: Callable[[], None] | None = None
         # The refs read through this object are forgotten when a ref is written here or
         # dulwich's repository is handed out.
-        self.refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
+        self._refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
 
     def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
         """Runs ``upkeep`` (the sweep of stale lock files) before the first write of a ref or
@@ -111,7 +110,7 @@ class ShadowRepo:
         self._upkeep = upkeep
 
     def _before_writing(self) -> None:
-        self.refs.forget()
+        self._refs.forget()
         upkeep, self._upkeep = self._upkeep, None
         if upkeep is not None:
             upkeep()
@@ -221,20 +220,20 @@ class ShadowRepo:
     def head(self) -> bytes | None:
         """The newest checkpoint's sha, or None when the branch has no commit yet (read once
         per object: ``update_branch`` keeps it current)."""
-        return self.refs.head()
+        return self._refs.head()
 
     def read_head_again(self) -> bytes | None:
         """The branch as it is on disk now (a reader without the lock checking that it held)."""
-        return self.refs.read_head_again()
+        return self._refs.read_head_again()
 
     def read_ref(self, name: bytes) -> bytes | None:
         """The sha a ref other than ``main`` points at (such as the seal), or None; read once
         per object, like the branch."""
-        return self.refs.read(name)
+        return self._refs.read(name)
 
     def read_ref_again(self, name: bytes) -> bytes | None:
         """Like :meth:`read_ref`, as it is on disk now."""
-        return self.refs.read_again(name)
+        return self._refs.read_again(name)
 
     def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
         """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
@@ -246,12 +245,12 @@ class ShadowRepo:
             'timezone': _local_offset_seconds(now),
             'message': reflog_message.encode('utf-8', 'replace')[:200],
         }
-        self.refs.move_branch(old, new, reflog, durable=self.durable)
+        self._refs.move_branch(old, new, reflog, durable=self.durable)
 
     def set_ref(self, name: bytes, sha: bytes) -> None:
         """Points a ref other than ``main`` (such as the seal) at ``sha`` (see ``RefStore.set``)."""
         self._before_writing()
-        self.refs.set(name, sha)
+        self._refs.set(name, sha)
 
     def commit_info(self, sha: bytes) -> CommitInfo:
         # A commit never changes (its id is the hash of its bytes): one read is remembered for
