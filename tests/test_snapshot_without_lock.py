@@ -279,24 +279,33 @@ def test_a_pull_finished_while_the_snapshot_looks_is_not_overlooked(
     assert (desk2 / 'notes/a.md').read_text() == 'one'
 
 
+def _between_the_look_and_the_lock(monkeypatch: pytest.MonkeyPatch, action) -> list:
+    """Runs ``action`` once in a child process after the next snapshot's look saw a change and
+    before it takes the lock; the list receives the child's outcome."""
+    real = snapshot.look
+    ran: list = []
+
+    def then_the_action(*args, **kwargs):
+        found = real(*args, **kwargs)
+        assert found is not None and found.answer is None, 'the scan saw the change'
+        ran.append(run_child(action))
+        return found
+
+    monkeypatch.setattr(snapshot, 'look', then_the_action)
+    return ran
+
+
 def test_a_scan_made_before_a_restore_is_not_committed_after_it(
     cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Between the look and the lock, another process restores (saving 'two' first)."""
     write(desk, 'notes/a.md', 'one')
     first = cps.snapshot('one')
     write(desk, 'notes/a.md', 'two')
     repo = cps.repository_directory
-    real = snapshot.look
-    ran = []
-
-    def then_a_restore(*args, **kwargs):
-        found = real(*args, **kwargs)
-        assert found is not None and found.answer is None, 'the scan saw the change'
-        # Between the look and the lock, another process restores (saving 'two' first).
-        ran.append(run_child(lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)))
-        return found
-
-    monkeypatch.setattr(snapshot, 'look', then_a_restore)
+    ran = _between_the_look_and_the_lock(
+        monkeypatch, lambda: Checkpoints(repo, desk, lock_timeout=10).restore(first)
+    )
     assert Checkpoints(repo, desk).snapshot('two, as it was') is None
     assert ran and ran[0].error is None
     newest = Checkpoints(repo, desk).list(1)[0].checkpoint_id
@@ -316,16 +325,9 @@ def test_a_scan_made_before_an_interrupted_restore_is_not_committed_after_its_co
     cps.snapshot('two')
     write(desk, 'notes/a.md', 'three')
     repo = cps.repository_directory
-    real = snapshot.look
-    ran = []
-
-    def then_a_killed_restore(*args, **kwargs):
-        found = real(*args, **kwargs)
-        assert found is not None and found.answer is None, 'the scan saw the change'
-        ran.append(run_child(lambda: _restore_killed_after_its_record(repo, desk, first)))
-        return found
-
-    monkeypatch.setattr(snapshot, 'look', then_a_killed_restore)
+    ran = _between_the_look_and_the_lock(
+        monkeypatch, lambda: _restore_killed_after_its_record(repo, desk, first)
+    )
     result = Checkpoints(repo, desk).snapshot_with_result('three, as it was')
     assert ran and ran[0].killed
     assert result.recovered is not None
