@@ -89,7 +89,7 @@ def forget_memos() -> None:
             if empty is not None:
                 empty()
     try:
-        importlib.import_module('trading_checkpoints.config').forget()
+        importlib.import_module('trading_checkpoints.store.config').forget()
     except (ImportError, AttributeError):
         pass  # older versions kept their parsed configs in the memos above
 

@@ -45,15 +45,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trading_checkpoints import Checkpoints, storage  # noqa: E402
-
-try:
-    from trading_checkpoints import packfolder  # noqa: E402
-except ImportError:
-    try:  # the code before packfile.py was split
-        from trading_checkpoints import packfile as packfolder  # noqa: E402
-    except ImportError:  # the code before appended packs
-        packfolder = None  # type: ignore[assignment]
+from trading_checkpoints import Checkpoints  # noqa: E402
+from trading_checkpoints.store import storage  # noqa: E402
+from trading_checkpoints.store.pack import folder as packfolder  # noqa: E402
 
 
 def file_bytes(repository: Path) -> int:

@@ -39,7 +39,7 @@ SCRATCH = Path(os.environ.get('MUTATION_SCRATCH', '/tmp/trading-checkpoints-muta
 # module -> (mutant name pattern, focused test files)
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
-        'trading_checkpoints.paths.*',
+        'trading_checkpoints.core.paths.*',
         [
             'tests/test_tracked_paths.py',
             'tests/test_tree_vetting.py',
@@ -50,7 +50,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'deskio': (
-        'trading_checkpoints.deskio.*',
+        'trading_checkpoints.desk.folders.*',
         [
             'tests/test_symlink_races.py',
             'tests/test_engine_paths.py',
@@ -62,7 +62,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'safety': (
-        'trading_checkpoints.safety.*',
+        'trading_checkpoints.desk.safety.*',
         [
             'tests/test_untrusted_trees.py',
             'tests/test_hostile_repositories.py',
@@ -76,7 +76,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'checkout': (
-        'trading_checkpoints.checkout.*',
+        'trading_checkpoints.desk.checkout.*',
         [
             'tests/test_hostile_repositories.py',
             'tests/test_symlink_races.py',
@@ -89,7 +89,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'journal': (
-        'trading_checkpoints.journal.*',
+        'trading_checkpoints.ops.journal.*',
         [
             'tests/test_crash_recovery.py',
             'tests/test_engine_paths.py',
@@ -98,7 +98,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'recovery': (
-        'trading_checkpoints.recovery.*',
+        'trading_checkpoints.ops.recovery.*',
         [
             'tests/test_crash_recovery.py',
             'tests/test_engine_paths.py',
@@ -107,7 +107,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'retention': (
-        'trading_checkpoints.retention.*',
+        'trading_checkpoints.ops.retention.*',
         [
             'tests/test_retention.py',
             'tests/test_backup_after_prune.py',
@@ -116,7 +116,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'credentials': (
-        'trading_checkpoints.credentials.*',
+        'trading_checkpoints.remote.credentials.*',
         [
             'tests/test_credentials.py',
             'tests/test_remote.py',
@@ -124,7 +124,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'snapshot': (
-        'trading_checkpoints.snapshot.*',
+        'trading_checkpoints.ops.snapshot.*',
         [
             'tests/test_snapshot_without_lock.py',
             'tests/test_fast_paths.py',
@@ -135,7 +135,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     'flatten_tree': (
-        'trading_checkpoints.treevetting.*',
+        'trading_checkpoints.store.treevetting.*',
         [
             'tests/test_tree_vetting.py',
             'tests/test_untrusted_trees.py',

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.repo import ShadowRepo
-from trading_checkpoints.trees import SYMLINK_MODE
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.core.trees import SYMLINK_MODE
+from trading_checkpoints.store.repo import ShadowRepo
 
 ROOT = Path(__file__).resolve().parent.parent
 GIT = shutil.which('git')

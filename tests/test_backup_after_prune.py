@@ -23,7 +23,7 @@ from test_remote import (  # noqa: F401 - fixtures
 )
 
 from trading_checkpoints import CheckpointError, Checkpoints
-from trading_checkpoints.storage import objects_size
+from trading_checkpoints.store.storage import objects_size
 
 
 def _history(cps: Checkpoints) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 from faults import ROOT, fsck, history, put, version_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints.store.repo import ShadowRepo
 
 DRIVER = Path(__file__).with_name('stress_driver.py')
 

@@ -42,7 +42,7 @@ from faults import (
 )
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints import journal as journal_module
+from trading_checkpoints.ops import journal as journal_module
 
 
 def _run_trials(tmp_path: Path, trials: int, seed: int, min_killed: int = 0) -> Tally:

@@ -16,7 +16,7 @@ from dulwich.repo import Repo
 from faults import files_of, version_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
-from trading_checkpoints.journal import record_path
+from trading_checkpoints.ops.journal import record_path
 
 ROOT = Path(__file__).resolve().parent.parent
 

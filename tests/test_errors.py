@@ -27,11 +27,11 @@ from trading_checkpoints import (
     Checkpoints,
     CorruptRepositoryError,
     LockTimeoutError,
-    packfile,
 )
-from trading_checkpoints import lock as lock_module
-from trading_checkpoints import repo as repo_module
 from trading_checkpoints.cli import cli
+from trading_checkpoints.core import lock as lock_module
+from trading_checkpoints.store import repo as repo_module
+from trading_checkpoints.store.pack import packfile
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_every_truncation_of_the_head_commit_is_a_clear_error(ws) -> None:
     """dulwich parses some truncated loose commits without complaint, with the committer line
     (and so the time) missing: list, log and status then raised TypeError. This made
     test_truncated_head_commit fail now and then (found while running the disk fuzz test)."""
-    from trading_checkpoints import repo as repo_module
+    from trading_checkpoints.store import repo as repo_module
 
     tmp_path, desk, repo, cps, first = ws
     path = loose_head_from_another_tool(repo)

@@ -11,9 +11,11 @@ from dulwich.config import ConfigFile
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from trading_checkpoints import CheckpointError, Checkpoints, configload, configsyntax
-from trading_checkpoints import repo as repo_module
-from trading_checkpoints.commitmemo import NAME
+from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints.store import repo as repo_module
+from trading_checkpoints.store.commitmemo import NAME
+from trading_checkpoints.store.config import reader as configload
+from trading_checkpoints.store.config import syntax as configsyntax
 
 
 def _forget() -> None:
@@ -74,7 +76,7 @@ def test_list_in_a_new_process_imports_no_dulwich(repo_dir: Path, desk: Path) ->
     root = Path(__file__).resolve().parent.parent
     code = (
         'import sys; from pathlib import Path\n'
-        'from trading_checkpoints.listing import list_checkpoints\n'
+        'from trading_checkpoints.ops.listing import list_checkpoints\n'
         f'print([c.reason for c in list_checkpoints(Path({str(repo_dir)!r}), 20)])\n'
         'print(any(m.startswith("dulwich") for m in sys.modules))'
     )
@@ -108,7 +110,7 @@ def test_a_forged_memo_entry_is_not_believed(repo_dir: Path, desk: Path) -> None
     with another tree made restore() put back files the checkpoint never held."""
     from dulwich.object_store import DiskObjectStore
 
-    from trading_checkpoints import commitmemo
+    from trading_checkpoints.store import commitmemo
 
     cps = Checkpoints(repo_dir, desk)
     write(desk, 'notes/a.md', 'one')

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trading_checkpoints.fs import read_file, realpath
+from trading_checkpoints.core.fs import read_file, realpath
 
 
 def test_realpath_agrees_with_os_path_realpath(tmp_path: Path) -> None:

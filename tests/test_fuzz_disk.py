@@ -66,14 +66,16 @@ from faults import put
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trading_checkpoints import CheckpointError, Checkpoints, commitmemo, packfolder
-from trading_checkpoints import repo as repo_module
+from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.cli import cli
-from trading_checkpoints.desk import DeskState
-from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.repo import ShadowRepo
-from trading_checkpoints.statcache import StatCache
-from trading_checkpoints.statcache import save as save_stat_cache
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.desk.statcache import StatCache
+from trading_checkpoints.desk.statcache import save as save_stat_cache
+from trading_checkpoints.desk.state import DeskState
+from trading_checkpoints.store import commitmemo
+from trading_checkpoints.store import repo as repo_module
+from trading_checkpoints.store.pack import folder as packfolder
+from trading_checkpoints.store.repo import ShadowRepo
 
 DESK = Path('desks') / 'main'
 REPO = Path('.checkpoints') / 'main.git'

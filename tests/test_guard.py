@@ -79,7 +79,7 @@ def test_untracked_write_is_allowed_but_noted(
 ) -> None:
     write(desk, 'Memory.md', 'v1')
     write_file = make_write_file(cps)
-    with caplog.at_level(logging.WARNING, logger='trading_checkpoints.guard'):
+    with caplog.at_level(logging.WARNING, logger='trading_checkpoints.ops.guard'):
         write_file('scratch.txt', 'untracked')
     assert (desk / 'scratch.txt').read_text() == 'untracked'
     assert cps.list() == [], 'nothing tracked to protect: no snapshot'
@@ -135,7 +135,7 @@ def test_failed_snapshot_never_blocks_the_write(
     cps = Checkpoints(tmp_path / 'repo.git', desk)
     write_file = make_write_file(cps)
     # Seen by default (a warning, without any logging set up), and logged.
-    with caplog.at_level(logging.WARNING, logger='trading_checkpoints.guard'):
+    with caplog.at_level(logging.WARNING, logger='trading_checkpoints.ops.guard'):
         with pytest.warns(CheckpointWarning, match='could not checkpoint') as warned:
             assert write_file('Memory.md', 'v2') == 'ok'
     assert len(warned) == 1, 'one warning per failed write'

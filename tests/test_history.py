@@ -10,13 +10,8 @@ from conftest import git, needs_git, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trading_checkpoints import (
-    CheckpointError,
-    Checkpoints,
-    Diff,
-    UnknownCheckpointError,
-    changestats,
-)
+from trading_checkpoints import CheckpointError, Checkpoints, Diff, UnknownCheckpointError
+from trading_checkpoints.store import changestats
 
 PNG = b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR' + bytes(range(256))
 

@@ -40,13 +40,13 @@ def event(name: str, workspace: Path, outside: Path | None = None, **changes: ob
 
 
 def hook(payload: bytes, *args: str, cwd: Path | None = None, **env: str) -> Done:
-    """Runs ``python -m trading_checkpoints.hooks`` as a harness would: event on stdin."""
+    """Runs ``python -m trading_checkpoints.agent.hooks`` as a harness would: event on stdin."""
     environment = {
         k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHONPATH'))
     }
     environment.update(PYTHONPATH=str(ROOT), **env)
     done = subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints.hooks', *args],
+        [sys.executable, '-m', 'trading_checkpoints.agent.hooks', *args],
         input=payload,
         capture_output=True,
         cwd=cwd or ROOT,
@@ -294,7 +294,7 @@ def test_verbose_and_harness_options(workspace: Path, desk: Path) -> None:
 def test_non_write_events_stay_cheap(workspace: Path) -> None:
     """A hook on every tool must not load git machinery for the tools it ignores."""
     code = (
-        'import sys\nfrom trading_checkpoints.hooks import main\ncode = main([])\n'
+        'import sys\nfrom trading_checkpoints.agent.hooks import main\ncode = main([])\n'
         'print(sorted({m.split(".")[0] for m in sys.modules} & {"dulwich"}), file=sys.stderr)\n'
         'sys.exit(code)'
     )
@@ -311,7 +311,7 @@ def test_non_write_events_stay_cheap(workspace: Path) -> None:
 
 def test_readme_settings_match_the_adapter() -> None:
     """The settings the README tells people to paste are valid JSON and cover every write tool."""
-    from trading_checkpoints.hooks import EVENTS, WRITE_TOOLS
+    from trading_checkpoints.agent.hooks import EVENTS, WRITE_TOOLS
 
     readme = (ROOT / 'README.md').read_text()
     section = readme.split('### Hooks for Claude Code and Gemini CLI', 1)[1].split('\n## ', 1)[0]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.errors import CorruptRepositoryError
-from trading_checkpoints.retention import Limits, read_limits, write_limits
+from trading_checkpoints.ops.retention import Limits, read_limits, write_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = 'ghp_S3CRETt0kenFromTheIncludedFile'
@@ -326,7 +326,7 @@ _TRICKY = [
 @needs_git
 @pytest.mark.parametrize('data', _TRICKY)
 def test_the_reader_agrees_with_git(tmp_path: Path, data: bytes) -> None:
-    from trading_checkpoints import config as config_module
+    from trading_checkpoints.store import config as config_module
 
     path = tmp_path / 'config'
     path.write_bytes(data)
@@ -356,7 +356,7 @@ _PIECES = st.sampled_from(
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_PIECES, st.binary(max_size=6)), max_size=40))
 def test_any_bytes_parse_or_fail_with_a_clear_error(pieces: list[bytes]) -> None:
-    from trading_checkpoints import config as config_module
+    from trading_checkpoints.store import config as config_module
 
     data = b''.join(pieces)
     try:
@@ -378,7 +378,7 @@ def test_any_bytes_parse_or_fail_with_a_clear_error(pieces: list[bytes]) -> None
     st.sampled_from([None, b'x', b'a "q" \\ b']),
 )
 def test_written_values_read_back_exactly(values: list[bytes], subsection) -> None:
-    from trading_checkpoints import config as config_module
+    from trading_checkpoints.store import config as config_module
 
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / 'config').write_bytes(b'# kept\n[core]\n\tbare = true\n')

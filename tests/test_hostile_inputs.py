@@ -12,9 +12,10 @@ from conftest import write
 from faults import files_of, put, run_child
 from test_hostile_repositories import BLOB, TREE, blob, commit, tree
 
-from trading_checkpoints import CheckpointError, Checkpoints, journal
-from trading_checkpoints.checkout import temporary_name
-from trading_checkpoints.lock import DEFAULT_TIMEOUT
+from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints.core.lock import DEFAULT_TIMEOUT
+from trading_checkpoints.desk.checkout import temporary_name
+from trading_checkpoints.ops import journal
 
 DEPTH = 1_100
 

@@ -19,14 +19,14 @@ import pytest
 from faults import files_of, put, run_child, version_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
-from trading_checkpoints import journal as journal_module
-from trading_checkpoints.checkout import Plan, apply, midway
-from trading_checkpoints.desk import DeskState
-from trading_checkpoints.deskio import DeskFolders
-from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.statcache import StatCache
-from trading_checkpoints.statcache import save as save_stat_cache
-from trading_checkpoints.trees import blob_id
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.core.trees import blob_id
+from trading_checkpoints.desk.checkout import Plan, apply, midway
+from trading_checkpoints.desk.folders import DeskFolders
+from trading_checkpoints.desk.statcache import StatCache
+from trading_checkpoints.desk.statcache import save as save_stat_cache
+from trading_checkpoints.desk.state import DeskState
+from trading_checkpoints.ops import journal as journal_module
 
 NEWER_B = b'new b, much longer than the old b ever was, and more'
 

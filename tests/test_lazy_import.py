@@ -74,7 +74,7 @@ def test_a_cold_list_loads_no_dulwich(tmp_path: Path) -> None:
         'try:\n    main()\nexcept SystemExit:\n    pass'
     )
     modules = _modules_after(code)
-    assert 'trading_checkpoints.listing' in modules
+    assert 'trading_checkpoints.ops.listing' in modules
     assert not any(name.startswith('dulwich') for name in modules)
 
 
@@ -118,7 +118,7 @@ def test_status_and_a_no_op_snapshot_of_an_unchanged_desk_load_no_dulwich(tmp_pa
     ):
         modules, output = _cli_in_new_process(tmp_path, *args)
         assert expected in output, output
-        assert 'trading_checkpoints.external' in modules
+        assert 'trading_checkpoints.ops.external' in modules
         assert not any(name.startswith('dulwich') for name in modules), args
     (desk / 'notes' / '2.md').write_text('changed outside')
     modules, output = _cli_in_new_process(tmp_path, 'status')

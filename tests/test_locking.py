@@ -11,8 +11,8 @@ from pathlib import Path
 from conftest import GIT, git, write
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.core.lock import exclusive
 from trading_checkpoints.errors import LockTimeoutError
-from trading_checkpoints.lock import exclusive
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +106,7 @@ def test_lock_timeout_names_the_lock_and_holder(tmp_path: Path) -> None:
             '-c',
             'import sys, time\n'
             'from pathlib import Path\n'
-            'from trading_checkpoints.lock import exclusive\n'
+            'from trading_checkpoints.core.lock import exclusive\n'
             'with exclusive(Path(sys.argv[1])):\n'
             '    print("held", flush=True)\n'
             '    time.sleep(30)\n',

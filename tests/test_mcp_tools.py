@@ -8,7 +8,7 @@ import pytest
 from conftest import write
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.retention import Limits, write_limits
+from trading_checkpoints.ops.retention import Limits, write_limits
 
 pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
 

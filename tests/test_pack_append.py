@@ -22,17 +22,15 @@ import pytest
 from conftest import GIT, git, needs_git, write
 from faults import files_of, fsck, history, put, run_child, tracked, version_of
 
-from trading_checkpoints import (
-    Checkpoints,
-    packappend,
-    packfile,
-    packfolder,
-    packplan,
-    packrollup,
-    packwrite,
-    storage,
-)
-from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.store import storage
+from trading_checkpoints.store.pack import append as packappend
+from trading_checkpoints.store.pack import folder as packfolder
+from trading_checkpoints.store.pack import packfile
+from trading_checkpoints.store.pack import plan as packplan
+from trading_checkpoints.store.pack import rollup as packrollup
+from trading_checkpoints.store.pack import write as packwrite
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _packs(repo_dir: Path) -> list[Path]:
@@ -122,7 +120,7 @@ def test_chains_run_with_heads_and_stay_short(cps: Checkpoints, desk: Path, repo
 
 
 def _everything():
-    from trading_checkpoints.paths import Allowlist
+    from trading_checkpoints.core.paths import Allowlist
 
     return Allowlist(('Memory.md', 'notes'))
 

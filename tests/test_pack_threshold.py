@@ -6,7 +6,8 @@ from pathlib import Path
 
 from conftest import write
 
-from trading_checkpoints import Checkpoints, packfile
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.store.pack import packfile
 
 
 def _loose(repo_dir: Path) -> list[str]:

@@ -12,14 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import git, needs_git, tree_of, write
 
-from trading_checkpoints import (
-    CheckpointError,
-    Checkpoints,
-    UnknownCheckpointError,
-    retention,
-    storage,
-)
-from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints import CheckpointError, Checkpoints, UnknownCheckpointError
+from trading_checkpoints.ops import retention
+from trading_checkpoints.store import storage
+from trading_checkpoints.store.repo import ShadowRepo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -74,7 +70,7 @@ def test_prune_keep_keeps_ids_and_git_reads_the_result(
 def test_prune_older_than_uses_checkpoint_times(cps: Checkpoints, desk: Path) -> None:
     ids = _turns(cps, desk, 6)
     now = time.time()
-    from trading_checkpoints.repo import ShadowRepo
+    from trading_checkpoints.store.repo import ShadowRepo
 
     shadow = ShadowRepo.open(cps.repository_directory)
     assert shadow is not None
@@ -106,7 +102,7 @@ def test_prune_completes_an_interrupted_restore_first_and_keeps_its_pre_snapshot
 ) -> None:
     from faults import files_of, run_child
 
-    from trading_checkpoints import journal as journal_module
+    from trading_checkpoints.ops import journal as journal_module
 
     for i in range(30):
         write(desk, f'notes/f{i:02}.md', f'old {i}')
@@ -133,8 +129,8 @@ def test_prune_completes_an_interrupted_restore_first_and_keeps_its_pre_snapshot
 
 def test_prune_refuses_while_a_restore_journal_exists_without_the_lock(repo_dir: Path) -> None:
     """retention.prune itself (called under the lock, after recovery) refuses a leftover record."""
-    from trading_checkpoints import retention
-    from trading_checkpoints.repo import ShadowRepo
+    from trading_checkpoints.ops import retention
+    from trading_checkpoints.store.repo import ShadowRepo
 
     repo_dir.mkdir(parents=True)
     repo = ShadowRepo.create(repo_dir, ['Memory.md'])
@@ -362,7 +358,8 @@ def test_a_pruned_id_is_reported_as_pruned_not_as_unknown(cps: Checkpoints, desk
 
 
 def test_limits_enforced_per_write_compact_the_storage_in_batches(tmp_path: Path) -> None:
-    from trading_checkpoints import prunedlog, retention, storage
+    from trading_checkpoints.ops import retention
+    from trading_checkpoints.store import prunedlog, storage
 
     desk = tmp_path / 'desk'
     desk.mkdir()

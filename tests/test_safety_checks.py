@@ -25,26 +25,27 @@ import pytest
 from dulwich.objects import Blob
 from faults import files_of, lands_a_desk_file, put, run_child, version_of
 
-from trading_checkpoints import (
-    TRACKED_PATHS,
-    CheckpointError,
-    Checkpoints,
-    credentials,
-    packfolder,
-    retention,
-    storage,
+from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
+from trading_checkpoints.core.paths import (
+    Allowlist,
+    check_tree_path,
+    component_problem,
+    path_problem,
 )
-from trading_checkpoints import journal as journal_module
-from trading_checkpoints.checkout import Plan
-from trading_checkpoints.commitinfo import CommitInfo
-from trading_checkpoints.deskio import DeskFolders, NotAFolderError, same_file
+from trading_checkpoints.core.trees import FILE_MODE, SYMLINK_MODE
+from trading_checkpoints.desk.checkout import Plan
+from trading_checkpoints.desk.folders import DeskFolders, NotAFolderError, same_file
+from trading_checkpoints.desk.safety import describe_size, parse_size, unchanged_since, vet_blobs
+from trading_checkpoints.desk.scan import scan as scan_desk
+from trading_checkpoints.desk.statcache import StatCache
 from trading_checkpoints.errors import CorruptRepositoryError, DeskChangedError
-from trading_checkpoints.paths import Allowlist, check_tree_path, component_problem, path_problem
-from trading_checkpoints.repo import ShadowRepo
-from trading_checkpoints.safety import describe_size, parse_size, unchanged_since, vet_blobs
-from trading_checkpoints.scan import scan as scan_desk
-from trading_checkpoints.statcache import StatCache
-from trading_checkpoints.trees import FILE_MODE, SYMLINK_MODE
+from trading_checkpoints.ops import journal as journal_module
+from trading_checkpoints.ops import retention
+from trading_checkpoints.remote import credentials
+from trading_checkpoints.store import storage
+from trading_checkpoints.store.commitinfo import CommitInfo
+from trading_checkpoints.store.pack import folder as packfolder
+from trading_checkpoints.store.repo import ShadowRepo
 
 ALLOW = Allowlist(TRACKED_PATHS)
 

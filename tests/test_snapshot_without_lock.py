@@ -26,17 +26,16 @@ from trading_checkpoints import (
     Checkpoints,
     CorruptRepositoryError,
     LockTimeoutError,
-    external,
-    metadata,
-    snapshot,
 )
-from trading_checkpoints import scan as scan_module
-from trading_checkpoints.journal import pending
-from trading_checkpoints.lock import exclusive
-from trading_checkpoints.paths import Allowlist
-from trading_checkpoints.repo import ShadowRepo
-from trading_checkpoints.scan import STREAM_THRESHOLD
-from trading_checkpoints.session import Session
+from trading_checkpoints.core.lock import exclusive
+from trading_checkpoints.core.paths import Allowlist
+from trading_checkpoints.desk import scan as scan_module
+from trading_checkpoints.desk.scan import STREAM_THRESHOLD
+from trading_checkpoints.ops import external, snapshot
+from trading_checkpoints.ops.journal import pending
+from trading_checkpoints.ops.session import Session
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _restore_killed_after_its_record(repo: Path, desk: Path, target: str) -> None:
@@ -352,7 +351,7 @@ def test_a_large_file_hashed_without_the_lock_is_stored_under_it(
 def test_a_change_is_scanned_once(
     cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trading_checkpoints.desk import DeskState
+    from trading_checkpoints.desk.state import DeskState
 
     write(desk, 'notes/a.md', 'one')
     cps.snapshot('one')

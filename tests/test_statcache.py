@@ -18,12 +18,13 @@ import pytest
 from conftest import write
 from dulwich.objects import Blob
 
-from trading_checkpoints import Checkpoints, statcache
-from trading_checkpoints.deskio import DeskFolders
-from trading_checkpoints.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.repo import PRIVATE_DIR, ShadowRepo
-from trading_checkpoints.scan import scan as scan_desk
-from trading_checkpoints.trees import EXECUTABLE_MODE, FILE_MODE
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.core.trees import EXECUTABLE_MODE, FILE_MODE
+from trading_checkpoints.desk import statcache
+from trading_checkpoints.desk.folders import DeskFolders
+from trading_checkpoints.desk.scan import scan as scan_desk
+from trading_checkpoints.store.repo import PRIVATE_DIR, ShadowRepo
 
 ALLOWLIST = Allowlist(TRACKED_PATHS)
 SECOND = 1_000_000_000
@@ -389,7 +390,7 @@ def test_random_restores_leave_a_cache_that_matches_the_desk(desk: Path, repo_di
 def _lying_cache(desk: Path, repo_dir: Path, lie) -> None:
     """Replaces the cache with one made from a real scan of the desk (every stat matches, none
     racy), then changed by ``lie(cache)``."""
-    from trading_checkpoints.desk import DeskState
+    from trading_checkpoints.desk.state import DeskState
 
     state = DeskState(desk, ALLOWLIST, cache_path(repo_dir))
     try:

@@ -9,8 +9,12 @@ import pytest
 from conftest import GIT, git, needs_git, write
 from dulwich.objects import Blob
 
-from trading_checkpoints import Checkpoints, packappend, packplan, packrollup, storage
-from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.store import storage
+from trading_checkpoints.store.pack import append as packappend
+from trading_checkpoints.store.pack import plan as packplan
+from trading_checkpoints.store.pack import rollup as packrollup
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _grow_memory(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> list[str]:
@@ -212,7 +216,7 @@ def test_pack_indexes_answer_whether_an_object_is_there(repo_dir: Path, desk: Pa
     found, no other id is, and an index that cannot be read answers no (dulwich decides)."""
     import hashlib
 
-    from trading_checkpoints.packfile import listed_in_packs
+    from trading_checkpoints.store.pack.packfile import listed_in_packs
 
     for i in range(120):
         write(desk, f'notes/n{i:03d}.md', f'note {i}')

@@ -10,7 +10,7 @@ import pytest
 from conftest import tree_of, write
 
 from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
-from trading_checkpoints.paths import Allowlist
+from trading_checkpoints.core.paths import Allowlist
 
 
 def test_allowlist_matches_at_component_boundaries() -> None:

@@ -18,8 +18,10 @@ import pytest
 from conftest import GIT, git, needs_git, write
 from test_hostile_repositories import commit, tree
 
-from trading_checkpoints import CheckpointError, Checkpoints, NothingToUndoError, metadata, undo
-from trading_checkpoints.repo import ShadowRepo
+from trading_checkpoints import CheckpointError, Checkpoints, NothingToUndoError
+from trading_checkpoints.ops import undo
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
 ROOT = Path(__file__).resolve().parents[1]
 FORGED = 'z' * 40

@@ -10,8 +10,8 @@ from conftest import tree_of, write
 from dulwich.objects import Blob, Tree
 
 from trading_checkpoints import CheckpointError, Checkpoints
-from trading_checkpoints.repo import ShadowRepo
-from trading_checkpoints.trees import FILE_MODE, TREE_MODE
+from trading_checkpoints.core.trees import FILE_MODE, TREE_MODE
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _commit_with(repo_dir: Path, path: list[bytes]) -> str:

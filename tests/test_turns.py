@@ -219,7 +219,7 @@ def test_turn_id_is_a_real_git_trailer(cps: Checkpoints, desk: Path, repo_dir: P
 
 
 def test_snapshot_in_turn_without_an_open_turn(cps: Checkpoints, desk: Path) -> None:
-    from trading_checkpoints.turns import snapshot_in_turn
+    from trading_checkpoints.ops.turns import snapshot_in_turn
 
     write(desk, 'Memory.md', 'v0')
     cps.snapshot('manual')  # unchanged desk: the turn's first snapshot must still mark it

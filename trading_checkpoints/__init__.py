@@ -17,6 +17,7 @@ Example::
 
 from typing import TYPE_CHECKING
 
+from .core.paths import TRACKED_PATHS
 from .errors import (
     CheckpointError,
     CheckpointWarning,
@@ -26,11 +27,10 @@ from .errors import (
     NothingToUndoError,
     UnknownCheckpointError,
 )
-from .paths import TRACKED_PATHS
 
 if TYPE_CHECKING:
     from .checkpoints import Checkpoints
-    from .results import (
+    from .ops.results import (
         Checkpoint,
         Diff,
         FileChange,
@@ -46,14 +46,14 @@ if TYPE_CHECKING:
 # does not pay for dulwich until something needs a repository.
 _LAZY = {
     'Checkpoints': 'checkpoints',
-    'Checkpoint': 'results',
-    'Diff': 'results',
-    'FileChange': 'results',
-    'LogEntry': 'results',
-    'Recovery': 'results',
-    'RestoreResult': 'results',
-    'SnapshotResult': 'results',
-    'Status': 'results',
+    'Checkpoint': 'ops.results',
+    'Diff': 'ops.results',
+    'FileChange': 'ops.results',
+    'LogEntry': 'ops.results',
+    'Recovery': 'ops.results',
+    'RestoreResult': 'ops.results',
+    'SnapshotResult': 'ops.results',
+    'Status': 'ops.results',
     'Workspace': 'workspace',
 }
 

@@ -7,11 +7,11 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .deskhandle import DeskHandle
-from .results import RestoreResult, TurnInfo
+from .ops.results import RestoreResult, TurnInfo
 
 if TYPE_CHECKING:
-    from .guard import Guard
-    from .turns import Turn
+    from .ops.guard import Guard
+    from .ops.turns import Turn
 
 _F = TypeVar('_F', bound=Callable[..., Any])
 
@@ -33,7 +33,7 @@ class AgentVerbs(DeskHandle):
             @checkpoints.before_write('write_file', path_arg='path')
             def write_file(path: str, content: str) -> None: ...
         """
-        from .guard import before_write
+        from .ops.guard import before_write
 
         return before_write(self, tool, path_arg=path_arg, strict=strict)
 
@@ -53,7 +53,7 @@ class AgentVerbs(DeskHandle):
             with checkpoints.guard('write_file Memory.md'):
                 (desk / 'Memory.md').write_text(text)
         """
-        from .guard import Guard
+        from .ops.guard import Guard
 
         return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
 
@@ -65,7 +65,7 @@ class AgentVerbs(DeskHandle):
             with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
                 write_file('notes/a.md', '...')
         """
-        from .turns import open_turn
+        from .ops.turns import open_turn
 
         return open_turn(self, label, message_id)
 
@@ -82,7 +82,7 @@ class AgentVerbs(DeskHandle):
         ``force`` and ``on_external`` work as for :meth:`Checkpoints.restore`: with
         ``force=False`` only the agent's changes are reverted.
         """
-        from .turns import first_checkpoint
+        from .ops.turns import first_checkpoint
 
         target = first_checkpoint(self, turn_id)
         restore = self.restore_with_result  # type: ignore[attr-defined]
@@ -90,6 +90,6 @@ class AgentVerbs(DeskHandle):
 
     def turns(self, limit: int | None = 20) -> list[TurnInfo]:
         """The recorded turns, newest first, each with its checkpoints (newest first)."""
-        from .turns import turns
+        from .ops.turns import turns
 
         return turns(self, limit)

@@ -11,26 +11,21 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal, overload
 
-from . import external, history, metadata, restore, safety, undo
 from .agentverbs import AgentVerbs
-from .commitinfo import SHORT_ID_LENGTH
-from .desk import DeskState
+from .core.paths import Allowlist
+from .core.trees import FileEntry, build_trees
+from .desk import safety
+from .desk.state import DeskState
 from .errors import CheckpointError
-from .listing import list_checkpoints
-from .paths import Allowlist
-from .repo import PRIVATE_DIR
-from .restore import Request
-from .results import (
-    Checkpoint,
-    Diff,
-    LogEntry,
-    RestoreResult,
-    SnapshotResult,
-    Status,
-)
-from .session import STAT_CACHE, Session, effective_allowlist, open_reading
+from .ops import external, history, restore, undo
+from .ops.listing import list_checkpoints
+from .ops.restore import Request
+from .ops.results import Checkpoint, Diff, LogEntry, RestoreResult, SnapshotResult, Status
+from .ops.session import STAT_CACHE, Session, effective_allowlist, open_reading
 from .storageverbs import StorageVerbs
-from .trees import FileEntry, build_trees
+from .store import metadata
+from .store.commitinfo import SHORT_ID_LENGTH
+from .store.repo import PRIVATE_DIR
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
@@ -91,7 +86,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         turn: str | None = None,
     ) -> SnapshotResult:
         """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
-        from . import snapshot
+        from .ops import snapshot
 
         if not isinstance(reason, str):
             raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
@@ -314,7 +309,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         Returns:
             The short id of the seal (the newest checkpoint when the desk matches it).
         """
-        from . import external
+        from .ops import external
 
         self._check_desk(must_exist=True)
         with self._locked() as session:

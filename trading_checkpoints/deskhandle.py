@@ -10,14 +10,16 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from . import engine, journal, lock, safety
+from .core import lock
+from .core.paths import TRACKED_PATHS
+from .desk import safety
 from .errors import CheckpointError
-from .paths import TRACKED_PATHS
-from .recovery import restore_or_complete
-from .repo import ShadowRepo
-from .restore import Request
-from .results import Recovery, RestoreResult
-from .session import DeskConfig, Session, allowlist_of, open_reading
+from .ops import engine, journal
+from .ops.recovery import restore_or_complete
+from .ops.restore import Request
+from .ops.results import Recovery, RestoreResult
+from .ops.session import DeskConfig, Session, allowlist_of, open_reading
+from .store.repo import ShadowRepo
 
 
 class DeskHandle:

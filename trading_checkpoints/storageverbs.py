@@ -1,4 +1,4 @@
-"""The retention and backup verbs of ``Checkpoints`` (see ``retention.py`` and ``remote.py``)."""
+"""The retention and backup verbs of ``Checkpoints`` (see ``ops/retention.py`` and ``remote/``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
+from .core.paths import TRACKED_PATHS
 from .deskhandle import DeskHandle
 from .errors import CheckpointError
-from .paths import TRACKED_PATHS
-from .repo import ShadowRepo, is_initialized
+from .store.repo import ShadowRepo, is_initialized
 
 _Self = TypeVar('_Self', bound='StorageVerbs')
 
@@ -41,7 +41,7 @@ class StorageVerbs(DeskHandle):
 
             checkpoints = Checkpoints.open(repo, desk, keep=200, retention='30d')
         """
-        from . import retention as _retention
+        from .ops import retention as _retention
 
         checkpoints = cls(repository_directory, desk_directory, tracked_paths)
         stored = _retention.read_limits(checkpoints.repository_directory)
@@ -80,7 +80,7 @@ class StorageVerbs(DeskHandle):
         With no limit at all it only compacts the storage (one pack, with deltas). Refuses
         while a restore journal says a restore is unfinished.
         """
-        from . import retention as _retention
+        from .ops import retention as _retention
 
         if ShadowRepo.open(self.repository_directory) is None:
             return _retention.PruneResult(0, 0, 0, 0)

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .core.paths import TRACKED_PATHS
 from .errors import CheckpointError
-from .paths import TRACKED_PATHS
 
 if TYPE_CHECKING:
     from .checkpoints import Checkpoints

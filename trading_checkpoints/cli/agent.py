@@ -27,7 +27,7 @@ def mcp_command(target: Target) -> None:
       checkpoints --workspace ~/agent mcp
       checkpoints --workspace ~/agent --desk research mcp
     """
-    from ..mcp import serve
+    from ..agent.mcp import serve
 
     serve(target.workspace, target.desk)
 
@@ -53,7 +53,7 @@ def demo(directory: Path | None) -> None:
       checkpoints demo
       checkpoints demo --dir /tmp/checkpoints-demo
     """
-    from ..demo import run_demo
+    from ..agent.demo import run_demo
 
     run_demo(directory, echo=click.echo, style=style)
 
@@ -80,7 +80,7 @@ def hook_command(ctx: click.Context, args: tuple[str, ...]) -> None:
       checkpoints hook --harness claude
       checkpoints --workspace ~/agent hook --harness gemini --strict
     """
-    from ..hooks import main
+    from ..agent.hooks import main
 
     argv = list(args)
     for key, option in ((WORKSPACE_KEY, '--workspace'), (DESK_KEY, '--desk')):

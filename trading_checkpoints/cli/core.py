@@ -172,7 +172,7 @@ def snapshot(
       checkpoints snapshot -m "before rewriting notes/plan.md"
       checkpoints snapshot --turn msg_17 --tool write_file --path notes/plan.md
     """
-    from ..turns import check_turn_id, snapshot_in_turn
+    from ..ops.turns import check_turn_id, snapshot_in_turn
 
     if turn is not None:
         check_turn_id(turn)
@@ -406,7 +406,7 @@ def track(
       checkpoints track --remove skills/agent
       checkpoints track --reset
     """
-    from ..paths import TRACKED_PATHS, Allowlist
+    from ..core.paths import TRACKED_PATHS, Allowlist
 
     checkpoints = target.checkpoints()
     current = checkpoints.effective_tracked_paths()

@@ -197,7 +197,7 @@ def clone(
       checkpoints --workspace ~/agent clone https://git.example.com/d/main.git --desk research
     """
     from ..checkpoints import Checkpoints
-    from ..paths import TRACKED_PATHS
+    from ..core.paths import TRACKED_PATHS
 
     _, result, written = render.run_with_progress(
         lambda progress: Checkpoints.clone(

@@ -17,7 +17,7 @@ CONFIRM_ABOVE = 5
 
 
 def _check_limits(older_than: str | None, max_size: str | None) -> None:
-    from ..retention import parse_duration, parse_size
+    from ..ops.retention import parse_duration, parse_size
 
     if older_than is not None and parse_duration(older_than) == 0:
         raise CheckpointError(
@@ -108,7 +108,7 @@ def prune(
       checkpoints prune --older-than 30d --max-size 500M --dry-run
       checkpoints prune --keep 500 --save      # every later snapshot keeps 500
     """
-    from ..retention import Limits, read_limits, write_limits
+    from ..ops.retention import Limits, read_limits, write_limits
 
     _check_limits(older_than, max_size)
     checkpoints = target.checkpoints()

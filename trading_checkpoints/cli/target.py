@@ -75,7 +75,7 @@ class Target:
     def lister(self):  # -> something with .list(limit) and .last_recovery
         """What `list` reads: the light listing (no dulwich, no engine), unless a restore left
         its journal, which the full library completes first."""
-        from ..listing import Lister, journal_pending
+        from ..ops.listing import Lister, journal_pending
 
         if journal_pending(self.repository_directory):
             return self.checkpoints()

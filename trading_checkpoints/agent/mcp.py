@@ -1,0 +1,415 @@
+"""``checkpoints mcp``: a Model Context Protocol server over stdio, for any MCP-capable agent.
+
+Built on the official ``mcp`` Python SDK, an optional extra (``pip install
+'trading-checkpoints[mcp]'``); this module imports without it and :func:`build_server` says how
+to install it when it is missing. The server serves one workspace (the standard layout); every
+tool takes an optional ``desk`` (default: the desk the server was started with).
+
+Tools (arguments are JSON-schema'd from the signatures below; results are structured, typed in
+:mod:`trading_checkpoints.agent.mcpresults`):
+
+- read only: ``list_desks``, ``list_checkpoints``, ``list_turns``, ``status``, ``log``,
+  ``diff`` (``paths`` limits it), ``show_file``.
+- writing: ``snapshot`` (``turn_id``, the agent's message id, groups the checkpoints of one
+  turn so ``restore_turn`` can rewind it whole), ``seal`` (the state the agent left).
+- rewinding, always undoable: ``restore`` (``dry_run`` to preview, ``paths``),
+  ``restore_turn``, ``undo``, ``redo``.
+- ``prune``: a dry run unless ``dry_run`` is false.
+
+Failures (an unknown id, a missing desk, a bad argument) come back as tool errors whose text
+names the problem; the server itself keeps running.
+"""
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from ..checkpoints import Checkpoints
+from ..errors import CheckpointError
+from ..ops.retention import parse_duration, parse_size, read_limits
+from ..ops.turns import snapshot_in_turn
+from ..workspace import Workspace
+from .mcpresults import (
+    CheckpointList,
+    DeskList,
+    DiffOutcome,
+    FileAtCheckpoint,
+    LogOutcome,
+    PruneLimits,
+    PruneOutcome,
+    RestoreOutcome,
+    SealOutcome,
+    SnapshotOutcome,
+    StatusOutcome,
+    TurnList,
+    checkpoint_row,
+    diff_outcome,
+    file_at_checkpoint,
+    log_row,
+    prune_outcome,
+    restore_outcome,
+    status_outcome,
+    turn_row,
+)
+
+INSTALL_HINT = (
+    "the MCP server needs the optional 'mcp' extra: pip install 'trading-checkpoints[mcp]'"
+)
+
+SERVER_NAME = 'trading-checkpoints'
+
+INSTRUCTIONS = """\
+Checkpoints of an agent's working files (desks in a workspace). Take a `snapshot` before risky \
+edits (pass your message id as `turn_id`) and `seal` once your write is done; `status` shows \
+what changed since the newest checkpoint, `list_checkpoints` / `list_turns` / `log` the history; \
+`diff` and `show_file` inspect it; `restore` (try `dry_run` first), `restore_turn`, `undo` and \
+`redo` go back and forth. Every restore snapshots the current state first, so it can be undone \
+too. `prune` drops old checkpoints (a dry run unless dry_run=false). Only the tracked paths \
+(Memory.md, memory/, notes/, skills/agent/ by default) are ever read or written."""
+
+F = TypeVar('F', bound=Callable[..., Any])
+
+
+# -- the server ----------------------------------------------------------------------------
+
+
+def _sdk() -> tuple[Any, type[Exception], Any]:
+    """The SDK's server class, its ToolError and ToolAnnotations (mcp 2.x, else 1.x)."""
+    try:
+        from mcp.server.mcpserver import MCPServer as Server
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:
+        try:
+            from mcp.server.fastmcp import FastMCP as Server
+            from mcp.server.fastmcp.exceptions import ToolError
+        except ImportError as error:
+            raise CheckpointError(INSTALL_HINT) from error
+    from mcp.types import ToolAnnotations
+
+    return Server, ToolError, ToolAnnotations
+
+
+def prune_limits(
+    cps: Checkpoints, keep: int | None, older_than: str | None, max_size: int | str | None
+) -> PruneLimits:
+    """The limits a prune applies: those given, else those stored with ``prune --save``."""
+    if older_than is not None:
+        parse_duration(older_than)
+    if max_size is not None:
+        parse_size(max_size)
+    if keep is None and older_than is None and max_size is None:
+        stored = read_limits(cps.repository_directory)
+        keep, older_than, max_size = stored.keep, stored.older_than, stored.max_size
+    return PruneLimits(
+        keep=keep, older_than=older_than, max_size=None if max_size is None else str(max_size)
+    )
+
+
+def build_server(workspace: Path, default_desk: str = 'main') -> Any:
+    """The MCP server for one workspace; ``.run()`` serves it over stdio."""
+    Server, ToolError, ToolAnnotations = _sdk()
+    from pydantic import Field
+
+    root = Workspace(workspace)
+    root.desk(default_desk)  # refuses a bad default desk name early
+
+    def tool_errors(function: F) -> F:
+        @wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return function(*args, **kwargs)
+            except CheckpointError as error:
+                raise ToolError(str(error)) from error
+            except OSError as error:
+                where = f': {error.filename}' if error.filename else ''
+                raise ToolError(f'{error.strerror or error}{where}') from error
+
+        return wrapper  # type: ignore[return-value]
+
+    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level='WARNING')
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    writes = ToolAnnotations(
+        readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+    )
+    rewinds = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+
+    DeskArg = Annotated[
+        str | None,
+        Field(description=f'Desk name (a folder in <workspace>/desks); default {default_desk!r}.'),
+    ]
+    Limit = Annotated[int, Field(ge=0, le=10_000, description='At most this many.')]
+    Paths = Annotated[
+        list[str] | None,
+        Field(description='Only these desk-relative paths (files or folders).'),
+    ]
+    CheckpointId = Annotated[str, Field(description='Checkpoint id (short or full).')]
+    DryRun = Annotated[bool, Field(description='Only report what would be written and deleted.')]
+    Force = Annotated[
+        bool,
+        Field(description='Overwrite files changed outside the agent too (kept in a snapshot).'),
+    ]
+    KeepExternal = Annotated[
+        bool,
+        Field(
+            description='Leave files changed outside the agent as they are, even where the '
+            "agent's step changed them (else such a conflict is refused)."
+        ),
+    ]
+    OnExternal = Annotated[
+        Literal['overwrite', 'keep', 'refuse'],
+        Field(
+            description='Files changed outside the agent: overwrite them (kept in a '
+            "snapshot), keep them (revert only the agent's changes), or refuse."
+        ),
+    ]
+
+    def named(desk: str | None) -> tuple[str, Checkpoints]:
+        name = default_desk if desk is None else desk
+        return name, root.desk(name)
+
+    def existing(desk: str | None) -> tuple[str, Checkpoints]:
+        """Like ``named``, refusing a desk with neither a folder nor checkpoints."""
+        name, cps = named(desk)
+        if not cps.desk_directory.is_dir() and not cps.repository_directory.is_dir():
+            raise CheckpointError(
+                f'no desk {name!r} in {root.root} (expected the folder {cps.desk_directory})'
+            )
+        return name, cps
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def list_desks() -> DeskList:
+        """List the desks of the workspace (folders in desks/ and desks with checkpoints)."""
+        return DeskList(workspace=str(root.root), default_desk=default_desk, desks=root.desks())
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def list_checkpoints(desk: DeskArg = None, limit: Limit = 20) -> CheckpointList:
+        """List a desk's checkpoints, newest first, with their reason, tool, paths and turn."""
+        name, cps = named(desk)
+        return CheckpointList(desk=name, checkpoints=[checkpoint_row(c) for c in cps.list(limit)])
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def list_turns(desk: DeskArg = None, limit: Limit = 20) -> TurnList:
+        """List agent turns, newest first, each with its checkpoints (newest first)."""
+        name, cps = named(desk)
+        return TurnList(desk=name, turns=[turn_row(t) for t in cps.turns(limit)])
+
+    @server.tool(annotations=writes)
+    @tool_errors
+    def snapshot(
+        reason: Annotated[str, Field(description='Why, e.g. "before rewriting notes/plan.md".')],
+        desk: DeskArg = None,
+        turn_id: Annotated[
+            str | None,
+            Field(
+                description='Your current turn or message id: checkpoints of one turn are grouped, '
+                'and restore_turn rewinds to before its first snapshot.'
+            ),
+        ] = None,
+        turn_label: Annotated[
+            str | None, Field(description="What the turn is about (the user's request).")
+        ] = None,
+    ) -> SnapshotOutcome:
+        """Take a checkpoint of the desk's tracked files now, e.g. before editing them.
+
+        Without turn_id, no checkpoint is taken when nothing changed. With turn_id, the first
+        snapshot of that turn always records a checkpoint, so the turn can be rewound whole.
+        """
+        name, cps = named(desk)
+        if not cps.desk_directory.is_dir():
+            raise CheckpointError(f'no desk {name!r} (expected the folder {cps.desk_directory})')
+        if turn_id is None:
+            new_id = cps.snapshot(reason, tool='mcp:snapshot')
+        else:
+            new_id = snapshot_in_turn(
+                cps, turn_id, reason, label=turn_label or '', tool='mcp:snapshot'
+            )
+        return SnapshotOutcome(desk=name, checkpoint_id=new_id, changed=new_id is not None)
+
+    @server.tool(annotations=writes)
+    @tool_errors
+    def seal(desk: DeskArg = None) -> SealOutcome:
+        """Record the desk as the state you (the agent) left it, once your write is done.
+
+        Later, status, restores, undo and redo tell files changed by someone else since then
+        (external) apart from yours. A seal holds until the next checkpoint.
+        """
+        name, cps = existing(desk)
+        return SealOutcome(desk=name, seal_id=cps.seal())
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def restore(
+        checkpoint_id: CheckpointId,
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        paths: Paths = None,
+        on_external: OnExternal = 'overwrite',
+    ) -> RestoreOutcome:
+        """Put the desk's tracked files back as they were at a checkpoint.
+
+        The current state is snapshotted first: restoring `before_id` undoes this. `kept`
+        lists the files left as they were, with why.
+        """
+        name, cps = named(desk)
+        result = cps.restore_with_result(
+            checkpoint_id, paths=paths, dry_run=dry_run, on_external=on_external
+        )
+        return restore_outcome(name, result)
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def restore_turn(
+        turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        on_external: OnExternal = 'overwrite',
+    ) -> RestoreOutcome:
+        """Rewind the desk to the state before an agent turn began (later turns too)."""
+        name, cps = named(desk)
+        result = cps.restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
+        return restore_outcome(name, result)
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def undo(
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        force: Force = False,
+        keep_external: KeepExternal = False,
+    ) -> RestoreOutcome:
+        """Undo the agent's newest step on the desk's tracked files, like an editor.
+
+        Repeat to go further back; `redo` reverses it. Files changed outside the agent that
+        the step did not touch are kept; a file the step wrote that someone changed since is
+        a conflict, refused unless `force` or `keep_external`.
+        """
+        name, cps = existing(desk)
+        result = cps.undo(dry_run=dry_run, force=force, keep_external=keep_external)
+        return restore_outcome(name, result)
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def redo(
+        desk: DeskArg = None,
+        dry_run: DryRun = False,
+        force: Force = False,
+        keep_external: KeepExternal = False,
+    ) -> RestoreOutcome:
+        """Reverse the newest undo not yet redone (nothing to redo after new checkpoints)."""
+        name, cps = existing(desk)
+        result = cps.redo(dry_run=dry_run, force=force, keep_external=keep_external)
+        return restore_outcome(name, result)
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def status(desk: DeskArg = None) -> StatusOutcome:
+        """What changed in the desk since its newest checkpoint, and which of it was external.
+
+        `basis` says how changes were attributed: sealed, declared, unknown (cannot tell) or
+        none (no checkpoint yet).
+        """
+        name, cps = existing(desk)
+        return status_outcome(name, cps.status())
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def log(
+        desk: DeskArg = None,
+        path: Annotated[
+            str | None,
+            Field(description='Only checkpoints that changed this file or folder (desk-relative).'),
+        ] = None,
+        limit: Limit = 20,
+    ) -> LogOutcome:
+        """Checkpoints newest first, each with the files that differ from the one before it."""
+        name, cps = existing(desk)
+        return LogOutcome(desk=name, path=path, entries=[log_row(e) for e in cps.log(path, limit)])
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def diff(
+        from_id: Annotated[
+            str | None, Field(description='Older checkpoint (default: the newest).')
+        ] = None,
+        to_id: Annotated[
+            str | None, Field(description='Newer checkpoint (default: the files now).')
+        ] = None,
+        desk: DeskArg = None,
+        paths: Paths = None,
+        patches: Annotated[
+            bool, Field(description='Include unified diffs of text files (false: names only).')
+        ] = True,
+    ) -> DiffOutcome:
+        """Show what changed between two checkpoints, or between one and the files now."""
+        name, cps = existing(desk)
+        if from_id is None:
+            newest = cps.list(1)
+            if not newest:
+                raise CheckpointError(f'no checkpoints yet for desk {name!r}')
+            from_id = newest[0].checkpoint_id
+        result = cps.diff(from_id, to_id, patches=patches, paths=paths)
+        return diff_outcome(name, result, paths)
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def show_file(
+        checkpoint_id: CheckpointId,
+        path: Annotated[str, Field(description='Desk-relative path, e.g. "Memory.md".')],
+        desk: DeskArg = None,
+    ) -> FileAtCheckpoint:
+        """The content of one file as it was at a checkpoint (base64 when not UTF-8 text)."""
+        name, cps = named(desk)
+        return file_at_checkpoint(name, checkpoint_id, path, cps.show(checkpoint_id, path))
+
+    @server.tool(annotations=rewinds)
+    @tool_errors
+    def prune(
+        desk: DeskArg = None,
+        keep: Annotated[
+            int | None, Field(ge=1, description='Keep at most this many newest checkpoints.')
+        ] = None,
+        older_than: Annotated[
+            str | None, Field(description='Drop checkpoints older than this, e.g. "30d", "12h".')
+        ] = None,
+        max_size: Annotated[
+            int | str | None,
+            Field(description='Drop the oldest until the objects fit: bytes, or e.g. "500M".'),
+        ] = None,
+        dry_run: Annotated[
+            bool,
+            Field(
+                description='Only say what would be dropped (the default). Pass false, after '
+                'checking the dry run, to really drop them.'
+            ),
+        ] = True,
+    ) -> PruneOutcome:
+        """Drop old checkpoints; a dry run unless dry_run is false. Kept ids never change.
+
+        Without limits, those stored with `checkpoints prune --save` apply. The newest
+        checkpoint, and the snapshot a kept restore took first, are always kept.
+        """
+        name, cps = existing(desk)
+        limits = prune_limits(cps, keep, older_than, max_size)
+        result = cps.prune(
+            limits['keep'], limits['older_than'], limits['max_size'], dry_run=dry_run
+        )
+        return prune_outcome(name, result, limits, dry_run)
+
+    return server
+
+
+def serve(workspace: Path, default_desk: str = 'main') -> None:
+    """Runs the server over stdio until the client closes the connection."""
+    server = build_server(workspace, default_desk)
+    if sys.stdin.isatty():
+        print(
+            f'checkpoints MCP server for {workspace} (desk {default_desk!r}): waiting for an MCP '
+            'client on stdin; register it in your agent instead of running it here (Ctrl-C stops)',
+            file=sys.stderr,
+        )
+    server.run()

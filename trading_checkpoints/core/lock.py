@@ -1,0 +1,146 @@
+"""One writer at a time per repository: a thread lock inside the process, a file lock across.
+
+The cross-process lock is an advisory ``flock`` on ``<repo>/checkpoints/lock``. The kernel
+releases it when its holder dies, so a crash never leaves a lock behind that blocks later writes.
+
+The holder writes who it is (pid, host, since when) into the lock file and empties it when it
+lets go normally. A new holder that finds the file non-empty therefore knows its predecessor
+was killed while holding the lock, and ``exclusive`` says so, so the caller can clear what a
+killed writer may have left behind (dulwich's ``*.lock`` files, temporary packs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import CheckpointError, LockTimeoutError
+
+try:  # POSIX
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+except ImportError:  # pragma: no cover - Windows
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def check_timeout(value: object) -> float:
+    """``value`` as a lock timeout in seconds: a finite number of at least 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CheckpointError(
+            f'lock_timeout must be a number of seconds, not {type(value).__name__}'
+        )
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise CheckpointError(
+            f'lock_timeout must be a finite number of seconds >= 0, not {value!r}'
+        )
+    return seconds
+
+
+_thread_locks: dict[str, threading.Lock] = {}
+_thread_locks_guard = threading.Lock()
+
+
+def _thread_lock_for(path: Path) -> threading.Lock:
+    given = os.fspath(path)
+    known = _thread_locks.get(given)  # fast path: the path as given was seen before
+    if known is not None:
+        return known
+    key = os.path.realpath(path)
+    with _thread_locks_guard:
+        found = _thread_locks.setdefault(key, threading.Lock())
+        _thread_locks.setdefault(given, found)
+        return found
+
+
+@contextmanager
+def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[bool]:
+    """Holds the repository's lock, waiting up to ``timeout`` seconds for another holder.
+
+    Yields whether the previous holder died while holding the lock (it left its name in it).
+
+    Raises:
+        LockTimeoutError: Another holder kept the lock longer than ``timeout``; the message
+            names the lock file and the holder.
+    """
+    deadline = time.monotonic() + timeout
+    thread_lock = _thread_lock_for(lock_path)
+    if not thread_lock.acquire(timeout=max(timeout, 0.0)):
+        raise LockTimeoutError(
+            f'another thread held the checkpoint lock {lock_path} for more than {timeout:g} s'
+        )
+    try:
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            delay = 0.002
+            while not _try_lock(fd):
+                if time.monotonic() >= deadline:
+                    raise LockTimeoutError(
+                        f'another process ({_holder(lock_path)}) held the checkpoint lock '
+                        f'{lock_path} for more than {timeout:g} s'
+                    )
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            try:
+                stale = bool(os.read(fd, 1))
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, f'{os.getpid()} {socket.gethostname()} {time.time():.0f}\n'.encode())
+                yield stale
+            finally:
+                try:
+                    os.ftruncate(fd, 0)  # a release by a live holder: the next finds it empty
+                finally:
+                    _unlock(fd)
+        finally:
+            os.close(fd)
+    finally:
+        thread_lock.release()
+
+
+def _holder(lock_path: Path) -> str:
+    try:
+        fields = lock_path.read_text().split()
+    except OSError:
+        fields = []
+    if not fields or not fields[0].isdigit():
+        return 'holder unknown'
+    described = f'pid {fields[0]}'
+    if len(fields) > 1:
+        described += f' on {fields[1]}'
+    if len(fields) > 2 and fields[2].isdigit():
+        described += f', holding it for {max(time.time() - int(fields[2]), 0):.0f} s'
+    return described

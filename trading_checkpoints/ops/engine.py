@@ -1,0 +1,106 @@
+"""Opening a desk for writing: the lock, the repository's upkeep, and interrupted restores.
+
+Every verb that writes goes through :func:`locked`: it takes the repository's lock (waiting
+for another holder up to the timeout), clears what a killed writer left behind, creates the
+repository on first use, and completes any restore a crash interrupted before handing over
+the session.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..core import lock
+from ..errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
+from ..store import leftovers
+from ..store.repo import PRIVATE_DIR, ShadowRepo
+from ..store.repofolder import head_is_sound, is_initialized, repair_head
+from . import journal, recovery, retention
+from .session import DeskConfig, Session, check_repository_outside
+
+LOCK = 'lock'
+
+log = logging.getLogger('trading_checkpoints')
+
+
+@contextmanager
+def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
+    """A session under the repository's lock, creating the repository on first use.
+
+    With ``light`` (a snapshot), when the previous holder let go normally, no restore record
+    is pending and ``HEAD`` is sound, the sweep of stale lock files waits until the repository
+    first writes a ref or the config (``ShadowRepo.defer_upkeep``): only those writes can be
+    blocked by one, and a snapshot that finds nothing changed may write neither.
+    """
+    path = config.repository
+    if not is_initialized(path):
+        _check_new_repository(config)
+    try:
+        if not os.path.isdir(os.path.join(path, PRIVATE_DIR)):
+            (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
+    with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
+        repo = None
+        if light and not previous_died and not journal.pending(path) and head_is_sound(path):
+            repo = ShadowRepo.open(path)
+            if repo is not None and config.explicit:
+                if repo.tracked_paths() != config.requested.entries:
+                    repo.close()
+                    repo = None  # the config is written: the full upkeep first
+        deferred = repo is not None
+        if repo is None:
+            leftovers.remove_stale_lock_files(path)
+            if previous_died:
+                leftovers.remove_crash_leftovers(path)
+            repair_head(path)
+            repo = ShadowRepo.open(path)
+            if repo is None:
+                repo = ShadowRepo.create(path, config.requested.entries)
+            elif config.explicit and repo.tracked_paths() != config.requested.entries:
+                repo.remember_tracked_paths(config.requested.entries)
+        try:
+            session = Session(config, repo)
+        except BaseException:
+            repo.close()
+            raise
+        try:
+            if deferred:
+                # No restore record was found under the lock: there is nothing to complete.
+                repo.defer_upkeep(lambda: leftovers.remove_stale_lock_files(path))
+            else:
+                session.recovery = recovery.recover(session)
+            head = repo.head()
+            yield session
+            if repo.head() != head:
+                _enforce_retention(session)
+        finally:
+            session.close()
+
+
+def _check_new_repository(config: DeskConfig) -> None:
+    """The checks before a repository is created (or its creation finished)."""
+    path = config.repository
+    if path.exists() and not path.is_dir():
+        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+    if path.is_dir() and leftovers.foreign_content(path):
+        raise CorruptRepositoryError(
+            f'{path} is not a checkpoint repository and is not empty; '
+            'refusing to create one inside it'
+        )
+    check_repository_outside(config, config.requested)  # before creating it (the session
+    # checks the tracked paths in effect of an existing one)
+
+
+def _enforce_retention(session: Session) -> None:
+    """After a write, the retention limits hold again; a failure never undoes the write."""
+    try:
+        retention.enforce(session.repo, session.config.limits)
+    except CheckpointError as error:
+        message = f'retention limits not applied to {session.repo.path}: {error}'
+        log.warning('%s', message)
+        warnings.warn(message, CheckpointWarning, stacklevel=4)

@@ -1,0 +1,99 @@
+"""Listing checkpoints cheaply: the branch's commits without opening the repository.
+
+``checkpoints list`` runs in a new process, so what it imports is most of what it costs. This
+module reads the branch file, the shallow boundary and the commits (from the commit memo, or
+loose objects; see ``commitmemo``) without dulwich; only when something is not there in that
+plain form (packed refs, a packed commit the memo lacks) does it open the repository the usual
+way. The config is vetted first, as for every verb.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..core.fs import read_file
+from ..errors import CorruptRepositoryError
+from ..store import config as repo_config
+from ..store.commitinfo import CommitInfo
+from ..store.commitmemo import CommitReader
+from .results import Checkpoint, checkpoint_from
+
+_HEX = re.compile(rb'[0-9a-f]{40}')
+
+
+def journal_pending(repository: Path) -> bool:
+    """Whether a restore left its intent record (the full library must complete it first)."""
+    return os.path.lexists(os.path.join(repository, 'checkpoints', 'restore-journal'))
+
+
+def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
+    """The newest ``limit`` checkpoints (None: all), newest first; [] without a repository."""
+    repository = Path(repository)
+    if not os.path.isfile(repository / 'HEAD'):
+        if repository.exists() and not repository.is_dir():
+            raise CorruptRepositoryError(f'the checkpoint repository {repository} is not a folder')
+        return []
+    repo_config.load(repository, missing_ok=True)  # refuses a hostile config, as every verb
+    head = _plain_head(repository)
+    if head is None:
+        return _through_the_repository(repository, limit)
+    shallow = _shallow(repository)
+    reader = CommitReader(repository)
+    found: list[Checkpoint] = []
+    sha: bytes | None = head
+    while sha is not None and (limit is None or len(found) < limit):
+        info = reader.find(sha)
+        if info is None:
+            return _through_the_repository(repository, limit)
+        found.append(checkpoint_from(info))
+        sha = _next(info, shallow)
+    return found
+
+
+def _next(info: CommitInfo, shallow: set[bytes]) -> bytes | None:
+    if info.sha.encode() in shallow or not info.parents:
+        return None
+    return info.parents[0]
+
+
+def _plain_head(repository: Path) -> bytes | None:
+    try:
+        data = read_file(repository / 'refs' / 'heads' / 'main', 100)
+    except OSError:
+        return None
+    if len(data) == 41 and data[40:] == b'\n' and _HEX.fullmatch(data[:40]):
+        return data[:40]
+    return None
+
+
+def _shallow(repository: Path) -> set[bytes]:
+    try:
+        return set(read_file(repository / 'shallow', 1 << 20).split())
+    except OSError:
+        return set()
+
+
+def _through_the_repository(repository: Path, limit: int | None) -> list[Checkpoint]:
+    from ..store.repo import ShadowRepo
+
+    repo = ShadowRepo.open(repository)
+    if repo is None:
+        return []
+    try:
+        return [checkpoint_from(info) for info in repo.history(limit)]
+    finally:
+        repo.close()
+
+
+class Lister:
+    """``list`` alone, for a command that needs nothing else of a desk (see ``Checkpoints``)."""
+
+    last_recovery = None
+
+    def __init__(self, repository: Path) -> None:
+        self.repository = Path(repository)
+
+    def list(self, limit: int | None = 20) -> list[Checkpoint]:
+        return list_checkpoints(self.repository, limit)

@@ -1,0 +1,163 @@
+"""Completing a restore that a crash (or another writer) interrupted, from its intent record.
+
+**Decision: roll forward.** The snapshot of the desk as it was before the restore is already
+committed when the record is written, so both directions would lose nothing; we complete the
+restore because that is what was asked for, and ``restore(before_id)`` undoes it as always.
+Any later operation on the repository (snapshot, restore, list, ...) that finds a record
+completes the restore first, under the repository's lock, and says so (``Recovery``; the
+command line prints a ``note:`` line on stderr).
+
+Completion is the ordinary restore pipeline (``restore.py``) with the record's entries as its
+target: when a planned path holds content that is neither its state before nor its target
+(someone wrote it after the crash), the desk as found is snapshotted first; then every planned
+path is vetted, journaled, written under the same guards, and the result committed with the
+message the interrupted restore would have used. A crash during completion is completed by
+the next operation in turn.
+
+The record is untrusted: it is completed only when its commits exist and every entry it names
+matches them (the state after is the target's; the state before is the pre-snapshot's, or
+absent). Any other record is refused and reported, and the desk is snapshotted as found;
+nothing is written. A planned path holding its state before or after is held byte for byte by
+those commits; any other content is snapshotted before anything is overwritten.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import CheckpointError, CorruptRepositoryError, DeskChangedError
+from ..store.commitinfo import SHORT_ID_LENGTH
+from . import journal, restore
+from .results import Recovery, RestoreResult
+from .session import Session
+
+log = logging.getLogger('trading_checkpoints')
+log.addHandler(logging.NullHandler())  # a library: the application decides what is shown
+
+
+def restore_or_complete(session: Session, request: restore.Request) -> RestoreResult:
+    """Runs a restore; when another writer changed a planned file meanwhile, saves the desk as
+    found and completes the restore through its record."""
+    try:
+        return restore.run(session, request).result
+    except DeskChangedError as change:
+        cause = f'a restore during which {change.path} was changed by another writer'
+        recovery = recover(session, cause=cause)
+        session.recovery = recovery
+        if recovery is None:
+            raise
+        return RestoreResult(
+            before_id=recovery.before_id,
+            target_id=recovery.target_id,
+            restored_id=recovery.restored_id,
+            written=recovery.written,
+            deleted=recovery.deleted,
+            action=request.action,
+            recovered=str(recovery),
+        )
+
+
+def recover(session: Session, *, cause: str | None = None) -> Recovery | None:
+    """Completes the restore whose record is pending, if any; the caller holds the lock."""
+    repo = session.repo
+    if not journal.pending(repo.path):
+        return None
+    what = cause or 'an interrupted restore'
+    try:
+        record = journal.read(repo.path, session.allowlist)
+        if record is None:
+            return None
+        _check_against_repository(session, record)
+    except CorruptRepositoryError as error:
+        return _salvage(session, str(error))
+    request = restore.Request(
+        target=record.target.encode(),
+        label=record.label,
+        overlay={change.path: change.after for change in record.changes},
+        message=record.message,
+        before_subject=f'desk as found after {what} of {record.label}',
+        pids=record.pids,
+        expected={change.path: (change.before, change.after) for change in record.changes},
+    )
+    if session.config.desk.is_dir():
+        session.desk.remove_temporaries([change.path for change in record.changes], record.pids)
+    try:
+        outcome = restore.run(session, request)
+    except DeskChangedError as error:
+        raise CheckpointError(
+            f'{what} of {record.label} cannot be completed: {error.path} keeps changing; '
+            f'its record is kept ({journal.record_path(repo.path)}), run any command again'
+        ) from error
+    except CheckpointError as error:
+        raise CheckpointError(
+            f'{what} of {record.label} cannot be completed: {error} (its record is '
+            f'{journal.record_path(repo.path)}; fix the cause and run any command again)'
+        ) from error
+    journal.finish(repo.path)  # also when the plan was empty: the desk already matched
+    result = outcome.result
+    short = record.target[:SHORT_ID_LENGTH]
+    before_short = record.before[:SHORT_ID_LENGTH]
+    message = (
+        f'completed {what} of {short} '
+        f'({len(result.written)} written, {len(result.deleted)} deleted); '
+        f'undo with: checkpoints restore {before_short}'
+    )
+    saved = outcome.saved.decode()[:SHORT_ID_LENGTH] if outcome.saved else None
+    if saved:
+        message += f'; the desk as found was saved first as {saved}'
+    log.warning('%s', message)
+    return Recovery(
+        label=record.label,
+        target_id=short,
+        before_id=before_short,
+        restored_id=result.restored_id,
+        saved_id=saved,
+        written=result.written,
+        deleted=result.deleted,
+        message=message,
+    )
+
+
+def _check_against_repository(session: Session, record: journal.Record) -> None:
+    """Refuses a record whose commits are missing or whose entries they do not hold."""
+    repo = session.repo
+    trees = {}
+    for role, sha in (('target', record.target), ('before', record.before)):
+        if not repo.contains(sha.encode()):
+            raise CorruptRepositoryError(
+                f'the restore record names a {role} checkpoint {sha[:SHORT_ID_LENGTH]} that '
+                'this repository does not hold'
+            )
+        trees[role] = repo.commit_info(sha.encode()).tree
+    target, _ = session.flatten(trees['target'])
+    before, _ = session.flatten(trees['before'])
+    for change in record.changes:
+        held = before.get(change.path)
+        if change.after != target.get(change.path) or change.before not in (None, held):
+            raise CorruptRepositoryError(
+                f'the restore record does not match its checkpoints at {change.path!r}'
+            )
+
+
+def _salvage(session: Session, problem: str) -> Recovery:
+    """A record we refuse: keep the desk exactly as found (snapshotted) and drop the record."""
+    saved = None
+    if session.config.desk.is_dir():
+        saved, _ = session.snapshot('desk as found after an interrupted restore\n')
+    journal.finish(session.repo.path)
+    head = session.repo.head()
+    head_id = head.decode()[:SHORT_ID_LENGTH] if head else ''
+    message = (
+        f'{problem}; nothing was restored, the desk was left as found and recorded as {head_id}'
+    )
+    log.warning('%s', message)
+    return Recovery(
+        label='',
+        target_id='',
+        before_id=head_id,
+        restored_id=None,
+        saved_id=saved.decode()[:SHORT_ID_LENGTH] if saved else None,
+        written=(),
+        deleted=(),
+        message=message,
+    )

@@ -1,0 +1,548 @@
+"""The one restore pipeline: plan -> vet -> journal -> apply (guarded) -> commit -> record.
+
+Restore, partial restore, undo, redo, restore_turn, the completion of an interrupted restore
+and clone's first checkout are all this pipeline with different requests:
+
+1. **plan**: read and vet the target tree (unsafe names refused, names that are not UTF-8
+   left out and reported), scan the desk, compose the desired state (the whole target, the
+   target under some paths, or the desk with a journal's entries put back) and diff it.
+2. **vet**: everything the plan writes is read first: each blob must exist and be writable as
+   its mode says, every name must fit the file system, and nothing untracked may be in the way.
+3. **pre-snapshot**: the desk as found is committed, so everything the restore overwrites or
+   deletes stays in a checkpoint (files over the size limit that it reverts included); each
+   of those files is read once more to make sure (the stat cache lives in the repository).
+4. **journal**: the intent record is written and flushed; from here on a crash is completed by
+   the next operation (``recovery.py``).
+5. **apply**: writes and deletes through the desk's folder descriptors, each checked just
+   before it happens to still be what the scan saw (else ``DeskChangedError``).
+6. **commit** the restored state with its action and target trailers, **record** the stat of
+   what was written in the stat cache, remove the journal, and seal the state.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..core.trees import (
+    BLOB_MODES,
+    SYMLINK_MODE,
+    TREE_MODE,
+    FileEntry,
+    RawObject,
+    blob_id,
+    build_trees,
+)
+from ..desk import safety
+from ..desk.checkout import Plan, midway, plan
+from ..desk.folders import DeskFolders
+from ..desk.scan import Scan, git_mode, hash_stream
+from ..errors import CheckpointError, ExternalChangesError
+from ..store import changestats, metadata
+from ..store.commitinfo import SHORT_ID_LENGTH
+from ..store.objectio import as_objects
+from ..store.repo import ShadowRepo
+from . import external, history, journal, undo
+from .results import RestoreResult
+from .session import Session
+
+TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
+CHANGED_OUTSIDE = 'changed outside the agent'
+
+# What a restore does with paths changed outside the agent (``Request.on_external``).
+OVERWRITE = 'overwrite'  # put them back to the target too (they stay in the pre-snapshot)
+KEEP = 'keep'  # leave them as they are, revert only the agent's changes
+REFUSE = 'refuse'  # change nothing at all if any would be touched
+CONFLICTS = 'conflicts'  # undo/redo: keep unrelated ones, refuse where the step changed them
+POLICIES = (OVERWRITE, KEEP, REFUSE, CONFLICTS)
+
+
+@dataclass
+class Request:
+    """What to restore.
+
+    Attributes:
+        target: The commit whose files are put back (full hex id).
+        label: The id as the caller named it, for messages.
+        action: ``restore``, ``undo`` or ``redo`` (kept as a trailer).
+        selection: Restore only these desk-relative files or folders.
+        overlay: Put back exactly these entries (None: delete) and leave the rest of the desk
+            as it is; used to complete a restore from its journal.
+        subject: The restored commit's subject (default ``restored <label>``).
+        trailers: Extra ``(key, value)`` trailers of the restored commit.
+        message: The whole restored commit message (overrides subject and trailers).
+        before_subject: The pre-snapshot's subject.
+        record_before: Take the pre-snapshot; off only for a desk with no tracked files yet
+            (a clone's first checkout), where there is nothing to keep.
+        pids: Processes that worked on this restore before (named in the journal, so their
+            temporary files are found if this one is killed too).
+        expected: For completing a journal: each path's entry before and after the restore.
+            The desk is snapshotted first only when some path holds neither (someone else
+            wrote it): the commits the journal names already hold everything else.
+        dry_run: Change nothing; return the plan.
+        on_external: What to do with paths changed outside the agent (see ``POLICIES``).
+    """
+
+    target: bytes
+    label: str
+    action: str = undo.RESTORE
+    selection: tuple[str, ...] = ()
+    overlay: dict[str, FileEntry | None] | None = None
+    subject: str | None = None
+    trailers: Sequence[tuple[str, str]] = ()
+    message: str | None = None
+    before_subject: str | None = None
+    dry_run: bool = False
+    on_external: str = OVERWRITE
+    record_before: bool = True
+    pids: tuple[int, ...] = ()
+    expected: dict[str, tuple[FileEntry | None, FileEntry | None]] | None = None
+
+
+@dataclass
+class Outcome:
+    """A restore's result, and the pre-snapshot it committed (None when the desk was unchanged)."""
+
+    result: RestoreResult
+    saved: bytes | None = None
+    plan: Plan = field(default_factory=lambda: Plan([], []))
+
+
+@dataclass
+class _Desired:
+    files: dict[str, FileEntry]
+    trees: dict[str, bytes]
+    tree: bytes
+    built: list[RawObject]
+    governed: set[str] | None  # paths the target decides (None: every tracked path)
+
+    def decides(self, path: str) -> bool:
+        return self.governed is None or path in self.governed
+
+
+class _Unheld(Exception):
+    """A file the restore would replace or delete holds bytes no checkpoint holds."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+def run(session: Session, request: Request) -> Outcome:
+    """Runs the pipeline; raises ``DeskChangedError`` (journal kept) when another writer
+    changed a planned file during the writes: the caller completes it through the journal.
+
+    When a file it would replace or delete turns out to hold bytes the pre-snapshot does not
+    (the stat cache, which lives in the repository, described it wrongly, or it changed just
+    then), nothing has been touched yet: the stat cache is dropped and the restore starts
+    again from a scan that reads every file.
+    """
+    try:
+        return _run(session, request)
+    except _Unheld:
+        session.desk.forget_cache()
+    try:
+        return _run(session, request)
+    except _Unheld as unheld:
+        raise CheckpointError(
+            f'cannot {request.action}: {unheld.path} keeps changing while the desk is saved '
+            'first, and would be lost; nothing was changed'
+        ) from None
+
+
+def _run(session: Session, request: Request) -> Outcome:
+    repo = session.repo
+    target_info = repo.commit_info(request.target)
+    tree_skipped: list[tuple[str, str]] = []
+    target_files, target_trees = session.flatten(target_info.tree, tree_skipped)
+    if not request.dry_run:
+        _make_desk(session)
+    scan, cache = session.scan(record=not request.dry_run)
+    desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    revert = {path for path in scan.oversize if path in desired.files and desired.decides(path)}
+    if revert and not request.dry_run:
+        # Reverted although over the size limit: the pre-snapshot keeps their bytes.
+        scan, cache = session.scan(record=True, exempt=revert)
+        desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    kept = list(tree_skipped)
+    held_back = {path for path in scan.oversize - revert if desired.decides(path)}
+    kept += [(path, TOO_LARGE_UNHELD) for path in sorted(held_back)]
+    current = {p: e for p, e in scan.files.items() if p not in held_back}
+    attribution = external.attribute(session, current, session.known_tree(scan, cache))
+    decision = _decide_external(request, desired, current, attribution)
+    kept += [(path, CHANGED_OUTSIDE) for path in decision.keep]
+    wanted = {p: e for p, e in desired.files.items() if p not in held_back}
+    the_plan = plan(current, wanted)
+    if request.dry_run:
+        the_plan.write = sorted(set(the_plan.write) | revert)
+    the_plan.kept = sorted(kept)
+    head = repo.head()
+    if head is None:
+        raise CheckpointError(f'no checkpoints yet in {repo.path}')
+    result = _Result(request, the_plan, current, decision.overwritten, attribution.basis)
+    if request.dry_run:
+        return Outcome(result.make(head, None, True))
+    decision.raise_if_refused(request)
+    saved = None
+    if _worth_saving(session, request, scan):
+        saved = session.commit(scan, cache, _before_message(request))
+    head = repo.head()
+    assert head is not None
+    repo.require_commit(head)  # the restored state is committed on it: it must be readable
+    _check_held(session, request, the_plan, current, scan, head)
+    _vet(session, the_plan, scan, current)
+    read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
+    head_tree = repo.commit_info(head).tree  # read before the desk is touched
+    message = request.message or _message(request, head)
+    if not metadata.trailer_values(message).get(changestats.KEY):
+        pairs = [(current.get(p), wanted.get(p)) for p in (*the_plan.write, *the_plan.delete)]
+        at_hand = {**scan.new_blobs}
+        stats = changestats.count(pairs, lambda sha: at_hand.get(sha) or read_blob.held(sha))
+        message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
+    journal.begin(
+        repo.path,
+        request.label,
+        request.target,
+        head,
+        the_plan,
+        current,
+        wanted,
+        message,
+        request.pids,
+    )
+    written = session.desk.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
+    restored: bytes | None = None
+    if head_tree != desired.tree:
+        restored = session.commit_tree(desired.tree, desired.built, message)
+    session.desk.remember_checkout(
+        cache, scan, desired.files, desired.trees, written, restored or head
+    )
+    journal.finish(repo.path)
+    _seal(session, request, the_plan, desired.files, attribution)
+    return Outcome(result.make(saved or head, restored, False), saved, the_plan)
+
+
+def _seal(
+    session: Session,
+    request: Request,
+    the_plan: Plan,
+    files: dict[str, FileEntry],
+    attribution: external.Attribution,
+) -> None:
+    """Seals the restored state as the state the product left. Unless everything was
+    overwritten, the files changed outside the agent that the restore did not write stay
+    counted as changed outside it (the seal holds them as the agent had left them)."""
+    touched = set(the_plan.write) | set(the_plan.delete)
+    untouched = [path for path in attribution.external if path not in touched]
+    if request.on_external == OVERWRITE or not untouched:
+        external.mark_sealed(session.repo)
+    else:
+        external.seal_files(session, _as_left_by_the_agent(files, untouched, attribution))
+
+
+def _as_left_by_the_agent(
+    files: dict[str, FileEntry], paths: list[str], attribution: external.Attribution
+) -> dict[str, FileEntry]:
+    """The restored state with each of ``paths`` as the agent had left it."""
+    agent = dict(files)
+    for path in paths:
+        entry = attribution.left.get(path)
+        if entry is None:
+            agent.pop(path, None)
+        else:
+            agent[path] = entry
+    return agent
+
+
+@dataclass
+class _Decision:
+    """What a restore does with paths changed outside the agent."""
+
+    keep: list[str] = field(default_factory=list)  # left as they are
+    overwritten: list[str] = field(default_factory=list)  # put back to the target anyway
+    conflicts: list[str] = field(default_factory=list)  # refused (undo, redo)
+    refused: list[str] = field(default_factory=list)  # refused (all or nothing)
+
+    def raise_if_refused(self, request: Request) -> None:
+        if self.refused:
+            raise ExternalChangesError(
+                f'refusing to {request.action}: it would overwrite {len(self.refused)} file(s) '
+                f'changed outside the agent: {_some(self.refused)} (keep them, or force it '
+                'to overwrite them; they are kept in the pre-snapshot)',
+                tuple(self.refused),
+            )
+        if self.conflicts:
+            raise ExternalChangesError(
+                f"refusing to {request.action}: the agent's last step changed "
+                f'{_some(self.conflicts)}, and so did someone else since; nothing was changed '
+                '(force it to put back the older version, or keep the outside changes)',
+                tuple(self.conflicts),
+            )
+
+
+def _decide_external(
+    request: Request,
+    desired: _Desired,
+    current: dict[str, FileEntry],
+    attribution: external.Attribution,
+) -> _Decision:
+    """Applies the request's policy to the paths changed outside the agent (see ``Request``).
+
+    Paths it keeps get their current entry in ``desired`` (whose trees are rebuilt).
+    """
+    decision = _Decision()
+    policy = request.on_external
+    for path in attribution.external:
+        if not desired.decides(path) or current.get(path) == desired.files.get(path):
+            continue  # the restore does not touch it
+        if policy == OVERWRITE:
+            decision.overwritten.append(path)
+        elif policy == REFUSE:
+            decision.refused.append(path)
+        elif policy == CONFLICTS and desired.files.get(path) != attribution.left.get(path):
+            decision.conflicts.append(path)  # the agent's step changed it, and so did someone
+            decision.overwritten.append(path)
+        else:
+            decision.keep.append(path)
+    if decision.keep:
+        for path in decision.keep:
+            entry = current.get(path)
+            if entry is None:
+                desired.files.pop(path, None)
+            else:
+                desired.files[path] = entry
+        desired.trees, desired.built = build_trees(desired.files, set(), {})
+        desired.tree = desired.trees['']
+    return decision
+
+
+def _some(paths: list[str]) -> str:
+    return ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
+
+
+def _worth_saving(session: Session, request: Request, scan: Scan) -> bool:
+    """Whether the desk as found holds something no checkpoint holds yet.
+
+    Completing a journal, a path holding neither its entry before nor after the restore is
+    someone else's edit, unless it is what the restore's own rewrite left part way (see
+    ``checkout.midway``): its bytes are all in the two checkpoints.
+    """
+    if not request.record_before and not scan.files:
+        return False
+    if request.expected is None:
+        return True
+    found = scan.files
+    return any(
+        found.get(path) not in pair and not _left_midway(session, path, pair, found.get(path))
+        for path, pair in request.expected.items()
+    )
+
+
+def _left_midway(
+    session: Session,
+    path: str,
+    pair: tuple[FileEntry | None, FileEntry | None],
+    found: FileEntry | None,
+) -> bool:
+    """Whether the desk file at ``path`` is the restore's in-place rewrite from ``pair[0]``
+    to ``pair[1]`` stopped part way (its mode either one's)."""
+    before, after = pair
+    if found is None or after is None or found[0] == SYMLINK_MODE or after[0] == SYMLINK_MODE:
+        return False
+    if before is not None and before[0] == SYMLINK_MODE:
+        return False
+    if found[0] not in {after[0], before[0] if before else after[0]}:
+        return False
+    data = session.desk.folders.read_bytes(path)
+    if data is None or blob_id(data) != found[1]:
+        return False
+    repo = session.repo
+    old = repo.read_blob(before[1]) if before is not None else None
+    return midway(data, old, repo.read_blob(after[1]))
+
+
+def _check_held(
+    session: Session,
+    request: Request,
+    the_plan: Plan,
+    current: dict[str, FileEntry],
+    scan: Scan,
+    head: bytes,
+) -> None:
+    """Makes sure every file the plan replaces or deletes is held byte for byte by the newest
+    checkpoint (the pre-snapshot) or, completing a journal, by the commits it names; raises
+    ``_Unheld`` for the first that is not.
+
+    The scan takes a file's blob id from the stat cache while its stat is unchanged, and the
+    cache lives in the repository, where anyone may write: one naming a blob the store lacks,
+    another file's blob, or trees the desk does not have would leave bytes out of the
+    pre-snapshot that the restore then destroys. So each such file whose id came from the cache
+    is read once more here; a blob the pre-snapshot names but the store lacks is stored when
+    this scan read it.
+    """
+    repo = session.repo
+    root = repo.commit_info(head).tree
+    trees: dict[bytes, dict[bytes, tuple[int, bytes]]] = {}
+    for path in (*the_plan.write, *the_plan.delete):
+        if path not in current or path in scan.carried:
+            continue  # nothing there, or changed while read (the checkout's guard stops it)
+        # A file this scan read itself is known as it was then; a later change fails the
+        # checkout's guard. One whose id the cache gave is read again.
+        found = current[path] if path in scan.hashed else _entry_now(session.desk.folders, path)
+        if found is None:
+            continue  # gone: nothing to lose
+        held = {_entry_at(repo, root, path, trees)}
+        pair = None if request.expected is None else request.expected.get(path)
+        if pair is not None:
+            held.update(pair)
+        if found not in held and not (pair and _left_midway(session, path, pair, found)):
+            raise _Unheld(path)
+        if not repo.contains(found[1]):
+            data = scan.new_blobs.get(found[1])
+            if data is None:
+                raise _Unheld(path)  # taken from the cache: read afresh on the next try
+            repo.write_objects(as_objects([(found[1], b'blob', data)]))
+
+
+def _entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
+    """A desk file's entry as it is now (read in chunks), or None when it is not a file."""
+    st = folders.lstat(path)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        target = folders.read_link(path)
+        return None if target is None else (SYMLINK_MODE, blob_id(target))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    fd = folders.open_file(path)
+    if fd is None:
+        return None
+    try:
+        sha = hash_stream(fd, 0)
+    finally:
+        os.close(fd)
+    return (git_mode(st.st_mode), sha or b'changed while read')
+
+
+def _entry_at(
+    repo: ShadowRepo, tree: bytes, path: str, trees: dict[bytes, dict[bytes, tuple[int, bytes]]]
+) -> FileEntry | None:
+    """The entry a tree holds at ``path`` (None when none), reading each tree once."""
+    names = path.encode('utf-8', 'surrogateescape').split(b'/')
+    sha, mode = tree, TREE_MODE
+    for name in names:
+        if mode != TREE_MODE:
+            return None
+        listing = trees.get(sha)
+        if listing is None:
+            entries = repo.tree_entries(sha)
+            listing = trees[sha] = {entry: (mode, child) for entry, mode, child in entries}
+        try:
+            mode, sha = listing[name]
+        except KeyError:
+            return None
+    return (mode, sha) if mode in BLOB_MODES else None
+
+
+def _make_desk(session: Session) -> None:
+    path = session.config.desk
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as error:
+        raise CheckpointError(f'the desk {path} is not a folder') from error
+    except OSError as error:
+        raise CheckpointError(f'cannot create the desk {path}: {error.strerror}') from error
+
+
+def _compose(
+    request: Request,
+    scan: Scan,
+    target_files: dict[str, FileEntry],
+    target_trees: dict[str, bytes],
+    target_tree: bytes,
+) -> _Desired:
+    """The tracked state the restore makes: the target's, or the desk with some paths put back."""
+    if request.overlay is None and not request.selection:
+        return _Desired(target_files, target_trees, target_tree, [], None)
+    files = dict(scan.files)
+    if request.overlay is not None:
+        governed = set(request.overlay)
+        for path, entry in request.overlay.items():
+            if entry is None:
+                files.pop(path, None)
+            else:
+                files[path] = entry
+    else:
+        selection = request.selection
+        for path in selection:
+            if not any(history.under(name, (path,)) for name in (*target_files, *scan.files)):
+                raise CheckpointError(
+                    f'{path!r} is neither in checkpoint {request.label} nor in the desk'
+                )
+        governed = {p for p in (*target_files, *scan.files) if history.under(p, selection)}
+        files = {p: e for p, e in files.items() if not history.under(p, selection)}
+        files.update((p, e) for p, e in target_files.items() if history.under(p, selection))
+    trees, built = build_trees(files, set(), {})
+    return _Desired(files, trees, trees[''], built, governed)
+
+
+def _vet(
+    session: Session,
+    the_plan: Plan,
+    scan: Scan,
+    current: dict[str, FileEntry],
+) -> None:
+    """Refuses, before the first write, a plan that could not finish or would lose bytes."""
+    for path in the_plan.write:
+        if path in scan.oversize:
+            raise CheckpointError(
+                f'cannot restore {path}: the file in the desk is over the maximum file size '
+                'and was not saved first; nothing was changed'
+            )
+    session.desk.check_plan(the_plan, current)
+
+
+def _before_message(request: Request) -> str:
+    if request.before_subject is not None:
+        subject = request.before_subject
+    elif request.action == undo.RESTORE:
+        subject = f'before restoring {request.label}'
+    else:
+        subject = f'before {request.action}'
+    return undo.compose(subject, [(metadata.ACTION, f'before-{request.action}')])
+
+
+def _message(request: Request, head: bytes) -> str:
+    pairs = [(metadata.ACTION, request.action), (undo.TARGET, request.target.decode())]
+    pairs += [(metadata.PATH, path) for path in request.selection]
+    if request.action == undo.UNDO:
+        pairs.append((undo.UNDO_OF, head.decode()))
+    pairs += list(request.trailers)
+    return undo.compose(request.subject or f'restored {request.label}', pairs)
+
+
+@dataclass
+class _Result:
+    request: Request
+    plan: Plan
+    current: dict[str, FileEntry]
+    overwritten: list[str]
+    basis: str
+
+    def make(self, before: bytes, restored: bytes | None, dry_run: bool) -> RestoreResult:
+        the_plan = self.plan
+        return RestoreResult(
+            before_id=before.decode()[:SHORT_ID_LENGTH],
+            target_id=self.request.target.decode()[:SHORT_ID_LENGTH],
+            restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
+            written=tuple(the_plan.write),
+            deleted=tuple(the_plan.delete),
+            created=tuple(path for path in the_plan.write if path not in self.current),
+            external=tuple(sorted(self.overwritten)),
+            dry_run=dry_run,
+            action=self.request.action,
+            kept=tuple(the_plan.kept),
+            attribution=self.basis,
+        )

@@ -1,0 +1,320 @@
+"""The values the library returns: checkpoints, snapshot and restore results, diffs, logs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..store import changestats, metadata
+from ..store.commitinfo import CommitInfo
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One snapshot.
+
+    Attributes:
+        checkpoint_id: The snapshot's short git commit id.
+        created_at: When it was taken, ISO 8601 with a UTC offset.
+        reason: What was about to happen, such as "before write_file Memory.md".
+        tool: The tool that was about to write, when the snapshot recorded one.
+        paths: The paths it was about to write, when recorded.
+        turn: The agent turn the snapshot belongs to, when recorded.
+        action: What made it when the library did: ``restore``, ``undo``, ``redo``, or
+            ``before-restore``/``before-undo``/``before-redo`` for the snapshot a restore
+            takes first; None for an ordinary snapshot.
+        files_changed, lines_added, lines_removed: How much it changed from the checkpoint
+            before it (text lines only; see ``changestats``); None when not recorded.
+    """
+
+    checkpoint_id: str
+    created_at: str
+    reason: str
+    tool: str | None = None
+    paths: tuple[str, ...] = ()
+    turn: str | None = None
+    action: str | None = None
+    files_changed: int | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """What a restore did.
+
+    Attributes:
+        before_id: The snapshot of the desk taken just before restoring (or the newest
+            checkpoint when nothing had changed); ``restore(before_id)`` undoes the restore.
+        target_id: The checkpoint that was restored.
+        restored_id: The checkpoint recording the restored state, or None when the desk
+            already matched the target.
+        written: Paths created or overwritten.
+        deleted: Paths removed.
+        created: Of ``written``, the paths that did not exist before.
+        external: Of the paths written or deleted, those changed outside the agent since the
+            state it left (see ``Checkpoints.seal``); they are kept in the pre-snapshot.
+        dry_run: True when nothing was done and this is the plan (``before_id`` is then the
+            newest checkpoint, and ``restored_id`` None).
+        action: ``restore``, ``undo`` or ``redo``.
+        recovered: Set when this call finished a restore through its intent record: an
+            earlier restore a crash had interrupted, or this one after another writer changed
+            a file it was about to replace (the desk is then saved as found first). One line.
+        kept: ``(path, why)`` for each tracked path the restore left as it is although the
+            target differs there: changed outside the agent (a restore that keeps such
+            changes), over the maximum file size and not held by the target, or a name the
+            checkpoint holds that cannot be written (not UTF-8).
+        attribution: How changes outside the agent were told apart: ``sealed``, ``declared``,
+            ``unknown`` (no record of what the agent wrote: nothing could be kept) or ``none``.
+    """
+
+    before_id: str
+    target_id: str
+    restored_id: str | None
+    written: tuple[str, ...] = field(default=())
+    deleted: tuple[str, ...] = field(default=())
+    created: tuple[str, ...] = field(default=())
+    external: tuple[str, ...] = field(default=())
+    dry_run: bool = False
+    action: str = 'restore'
+    recovered: str | None = None
+    kept: tuple[tuple[str, str], ...] = ()
+    attribution: str = 'none'
+
+
+@dataclass(frozen=True)
+class SnapshotResult:
+    """What :meth:`Checkpoints.snapshot_with_result` did and found.
+
+    Attributes:
+        checkpoint_id: The new checkpoint, or None when nothing had changed.
+        external: Paths changed outside the agent since the state it left (see ``seal``).
+        basis: How that was decided: ``sealed``, ``declared``, ``unknown`` or ``none``.
+        skipped: ``(path, why)`` for each tracked file left out of the snapshot, such as a
+            file larger than the maximum file size.
+        recovered: Set when this call first completed a restore that a crash had interrupted.
+    """
+
+    checkpoint_id: str | None
+    external: tuple[str, ...] = ()
+    basis: str = 'unknown'
+    skipped: tuple[tuple[str, str], ...] = ()
+    recovered: str | None = None
+
+
+@dataclass(frozen=True)
+class Status:
+    """The desk compared with its newest checkpoint.
+
+    Attributes:
+        newest_id: The newest checkpoint, None when there is none.
+        changes: Files that differ from it (no patches; use ``diff`` for those).
+        external: Paths changed outside the agent since the state it left, sorted.
+        basis: ``sealed``, ``declared``, ``unknown`` (cannot tell) or ``none`` (see ``seal``).
+        skipped: ``(path, why)`` for each tracked file a snapshot would leave out (too large,
+            a name git cannot store, ...); such a file shows no change here.
+    """
+
+    newest_id: str | None
+    changes: tuple[FileChange, ...]
+    external: tuple[str, ...]
+    basis: str
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        return not self.changes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'newest_id': self.newest_id,
+            'changes': [{'path': c.path, 'kind': c.kind} for c in self.changes],
+            'external': list(self.external),
+            'basis': self.basis,
+            'skipped': [{'path': path, 'reason': why} for path, why in self.skipped],
+        }
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """How one file differs between two states.
+
+    Attributes:
+        path: Desk-relative path.
+        kind: ``added``, ``modified``, ``deleted``, ``type-changed`` (file <-> symlink) or
+            ``mode-changed`` (only the executable bit changed).
+        old_mode, new_mode: git modes (``0o100644``, ``0o100755``, ``0o120000``), None when absent.
+        old_id, new_id: git blob ids, None when absent.
+        binary: Either side is not UTF-8 text (or holds a NUL byte); no line diff is given.
+        patch: A unified diff for text (None for binary, mode-only changes, files over 1 MiB,
+            or when patches were not asked for).
+        added_lines, removed_lines: Lines added and removed by ``patch``.
+    """
+
+    path: str
+    kind: str
+    old_mode: int | None = None
+    new_mode: int | None = None
+    old_id: str | None = None
+    new_id: str | None = None
+    binary: bool = False
+    patch: str | None = None
+    added_lines: int = 0
+    removed_lines: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ('old_mode', 'new_mode'):
+            if out[key] is not None:
+                out[key] = f'{out[key]:06o}'
+        return out
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The changes from one state to another, sorted by path.
+
+    Attributes:
+        from_id: The older checkpoint.
+        to_id: The newer checkpoint, or None for the desk as it is now.
+        changes: One entry per changed file.
+    """
+
+    from_id: str
+    to_id: str | None
+    changes: tuple[FileChange, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(change.path for change in self.changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'from': self.from_id,
+            'to': self.to_id,
+            'changes': [change.to_dict() for change in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One checkpoint in a log and the files that differ from the checkpoint before it.
+
+    Attributes:
+        checkpoint: The checkpoint (id, time, reason and metadata).
+        changed: Paths whose content differs from the previous checkpoint (for the first
+            checkpoint: every file it holds), sorted.
+        action: What made it when the library made it: ``restore``, ``undo``, ``redo`` or
+            ``before-restore``/``before-undo``/``before-redo`` (None for ordinary snapshots).
+        changes: For each path of ``changed``, how it changed (``kind`` and the entries; no
+            patches).
+    """
+
+    checkpoint: Checkpoint
+    changed: tuple[str, ...]
+    action: str | None = None
+    changes: tuple[FileChange, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.checkpoint
+        return {
+            'id': c.checkpoint_id,
+            'created_at': c.created_at,
+            'reason': c.reason,
+            'tool': c.tool,
+            'paths': list(c.paths),
+            'turn': c.turn,
+            'action': self.action,
+            'changed': list(self.changed),
+            'changes': [{'path': change.path, 'kind': change.kind} for change in self.changes],
+        }
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What the completion of an interrupted restore did.
+
+    Attributes:
+        label: The checkpoint id the interrupted restore was given.
+        target_id: The checkpoint it restored.
+        before_id: The snapshot taken before it started; ``restore(before_id)`` undoes it.
+        restored_id: The checkpoint recording the completed restore (None when the crash came
+            after it had been recorded).
+        saved_id: A snapshot of the desk as found, taken when some planned path held content
+            that was neither its old state nor its target; otherwise None.
+        written: Paths written by the completion.
+        deleted: Paths deleted by the completion.
+        message: One line for people.
+    """
+
+    label: str
+    target_id: str
+    before_id: str
+    restored_id: str | None
+    saved_id: str | None
+    written: tuple[str, ...]
+    deleted: tuple[str, ...]
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True)
+class TurnInfo:
+    """One turn as recorded in the repository.
+
+    Attributes:
+        turn_id: The turn's id.
+        label: What the turn was about, as given when it was opened ('' when none).
+        checkpoints: Its checkpoints, newest first (like :meth:`Checkpoints.list`).
+    """
+
+    turn_id: str
+    label: str
+    checkpoints: tuple[Checkpoint, ...]
+
+    @property
+    def first(self) -> Checkpoint:
+        """The turn's first checkpoint: the desk as it was before the turn wrote anything."""
+        return self.checkpoints[-1]
+
+    @property
+    def started_at(self) -> str:
+        return self.first.created_at
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """What a prune did (or, with ``dry_run``, would do)."""
+
+    checkpoints_before: int
+    checkpoints_after: int
+    bytes_before: int
+    bytes_after: int
+    pruned: tuple[str, ...] = field(default=())
+    oldest_kept: str | None = None
+    dry_run: bool = False
+
+    @property
+    def pruned_count(self) -> int:
+        return self.checkpoints_before - self.checkpoints_after
+
+
+def checkpoint_from(info: CommitInfo) -> Checkpoint:
+    """The public view of a commit: id, time, reason and the metadata its trailers carry."""
+    values = metadata.trailer_values(info.message)
+    meta = metadata.parse(info.message)
+    stats = changestats.parse(values.get(changestats.KEY, [''])[-1])
+    return Checkpoint(
+        info.short_id,
+        info.created_at,
+        info.subject,
+        meta.tool,
+        meta.paths,
+        meta.turn,
+        (values.get(metadata.ACTION) or [None])[-1],
+        stats.files if stats else None,
+        stats.added if stats else None,
+        stats.removed if stats else None,
+    )

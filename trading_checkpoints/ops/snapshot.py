@@ -1,0 +1,159 @@
+"""Taking a snapshot: the desk's tracked files committed if they changed since the newest one.
+
+A snapshot first looks at the desk without the repository's lock (:func:`look`): when nothing
+changed, nothing is written, and that answer is given without the lock. Otherwise the lock is
+taken and the snapshot is taken under it (:func:`take`), from the scan already made when
+nothing that scan depended on moved meanwhile, else from a new one.
+
+Why an answer without the lock is sound: writers that hold the lock change the desk only in a
+restore, which writes its record (``journal``) before touching the desk and removes it only
+after moving the branch; and every write of the branch makes a new commit, so it never comes
+back to an id it held. :func:`look` checks that no record exists before it reads anything,
+and after it is done that still none exists and the branch is where it was; then no restore
+wrote the desk between the two checks. It also checks then that the seal and the config are
+what it read, so the snapshot is as if it ran, alone, at that last moment (the desk read as
+any snapshot reads it, while agents may write). An interrupted restore (a record found) is
+always completed under the lock first, and a no-op that must write (the stat cache refreshed,
+an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..desk.scan import LazyFiles, Scan
+from ..desk.statcache import StatCache
+from ..errors import CheckpointError, CorruptRepositoryError
+from ..store.commitinfo import SHORT_ID_LENGTH
+from ..store.config import read_bytes
+from ..store.repo import ShadowRepo
+from ..store.repofolder import head_is_sound
+from . import external, journal
+from .results import SnapshotResult
+from .session import DeskConfig, Session, open_reading
+
+
+@dataclass
+class Look:
+    """What :func:`look` found without the lock.
+
+    Attributes:
+        answer: The result when nothing changed (no lock needed), else None.
+        scan: The scan and the stat cache it was compared with.
+        head: The branch when the scan began.
+        setup: What the scan depended on besides the branch: the tracked paths, the size
+            limit and the desk's stat cache context.
+    """
+
+    answer: SnapshotResult | None
+    scan: tuple[Scan, StatCache]
+    head: bytes
+    setup: tuple[object, ...]
+
+
+def look(config: DeskConfig, message: str) -> Look | None:
+    """Scans the desk without the lock; None when the snapshot must start under the lock."""
+    repository = config.repository
+    if journal.pending(repository) or not head_is_sound(repository):
+        return None  # the record is completed, or HEAD repaired, under the lock first
+    scanning = False
+    try:
+        with open_reading(config) as session:
+            if session is None:
+                return None  # created under the lock
+            repo = session.repo
+            if config.explicit and repo.tracked_paths() != config.requested.entries:
+                return None  # remembered in the config under the lock
+            head = repo.head()
+            if head is None:
+                return None
+            scanning = True
+            result, cache = session.scan()  # reads only: fresh blobs stay in memory
+            scanning = False
+            found = Look(None, (result, cache), head, _setup(session))
+            if not (_nothing_to_commit(result, cache, head) and not result.refreshed):
+                return found
+            attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
+            if external.announcement(repo, message) is not None:
+                return found  # the announcement is written under the lock
+            if _moved(repo, head):
+                return None  # a restore, a snapshot, a seal or a config write ran meanwhile
+            found.answer = SnapshotResult(
+                checkpoint_id=None,
+                external=attribution.external,
+                basis=attribution.basis,
+                skipped=tuple(result.skipped),
+            )
+            return found
+    except CheckpointError as error:
+        if scanning and not isinstance(error, CorruptRepositoryError):
+            raise  # the desk's errors are the same under the lock, which changes nothing first
+        return None  # the repository's are met again under the lock, or were passing
+
+
+def _moved(repo: ShadowRepo, head: bytes) -> bool:
+    """Whether anything :func:`look` read of the repository changed since: a restore record
+    appeared, or the branch, the seal or the config is not what it was."""
+    if journal.pending(repo.path) or repo.read_head_again() != head:
+        return True
+    seal = repo.read_ref(external.SEAL_REF)  # as read (remembered by the repository object)
+    if repo.read_ref_again(external.SEAL_REF) != seal:
+        return True
+    return read_bytes(repo.path) != repo.config.data
+
+
+def take(session: Session, message: str, earlier: Look | None = None) -> SnapshotResult:
+    """Commits the desk if it changed; says what was left out and what changed externally.
+
+    ``earlier``: a scan made without the lock, used when it still holds (see :func:`_reusable`).
+    When nothing changed, no checkpoint is made, and the paths the message declares are kept
+    as an announcement (see ``external.announce``), so the write that follows is attributed.
+    """
+    if earlier is not None and _reusable(session, earlier):
+        result, cache = earlier.scan
+    else:
+        result, cache = session.scan(record=True)
+    attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
+    sha = session.commit(result, cache, message)
+    if sha is None:
+        external.announce(session.repo, message)
+    recovery = session.recovery
+    return SnapshotResult(
+        checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
+        external=attribution.external,
+        basis=attribution.basis,
+        skipped=tuple(result.skipped),
+        recovered=str(recovery) if recovery else None,
+    )
+
+
+def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
+    """The desk is what the stat cache says, and the cache is the newest checkpoint's."""
+    return result.unchanged and cache.commit == head and '' in cache.trees
+
+
+def _setup(session: Session) -> tuple[object, ...]:
+    return (session.allowlist.entries, session.desk.max_file_size, session.desk.context)
+
+
+def _reusable(session: Session, earlier: Look) -> bool:
+    """Whether a scan made without the lock serves under it, as a scan made now would.
+
+    It does when nothing moved that it depended on: no restore was completed or is pending
+    (a restore writes the desk only while its record exists), the branch (every commit, a
+    restore's too, moves it) and the tracked paths, size limit and desk are the same; and every
+    blob that changed is at hand (a scan without the store keeps fresh blobs in memory only up
+    to a budget and hashes large files without keeping them).
+    """
+    repo = session.repo
+    if session.recovery is not None or journal.pending(repo.path):
+        return False
+    if repo.head() != earlier.head or _setup(session) != earlier.setup:
+        return False
+    result, _ = earlier.scan
+    files = result.files
+    return all(
+        files[path][1] in result.new_blobs or repo.contains(files[path][1])
+        for path in result.changed
+        if path in files
+    )

@@ -1,0 +1,293 @@
+"""Agent turns: every checkpoint taken while a turn is open carries the turn's id.
+
+A turn is one user message and all the tool calls the agent makes to answer it. Opening a turn
+costs nothing; its first snapshot records the desk as it was before the turn's first write (the
+turn's pre-image), so :func:`restore_turn` can put the desk back as it was before the turn began.
+
+Example::
+
+    with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
+        write_file('notes/a.md', '...')        # a guarded tool: snapshots, tagged msg_17
+    checkpoints.restore_turn('msg_17')        # the desk as it was before that turn
+
+The open turn is kept in a :class:`contextvars.ContextVar`, one per desk repository, so threads
+and asyncio tasks do not see each other's turns. A tool that runs on a worker thread can be
+given the turn explicitly (``guard(..., turn=turn)``) or be run with
+``contextvars.copy_context().run``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import MappingProxyType
+from typing import Protocol
+
+from ..errors import CheckpointError, UnknownCheckpointError
+from ..store import metadata
+from ..store.commitinfo import SHORT_ID_LENGTH
+from ..store.repo import ShadowRepo
+from . import engine
+from .results import Checkpoint, TurnInfo, checkpoint_from
+from .session import DeskConfig
+
+
+class CheckpointsLike(Protocol):
+    """What a turn needs of the desk it belongs to (``trading_checkpoints.Checkpoints``)."""
+
+    repository_directory: Path
+    desk_directory: Path
+    desk_config: DeskConfig
+
+    def snapshot(
+        self,
+        reason: str,
+        *,
+        tool: str | None = ...,
+        paths: Sequence[str] | None = ...,
+        turn: str | None = ...,
+    ) -> str | None: ...
+
+
+_LABEL_PREFIX = 'Turn label: '
+_MAX_LABEL = 200
+
+# The open turn of each desk repository (keyed by its real path) in the current context.
+_ACTIVE: ContextVar[Mapping[str, Turn]] = ContextVar(
+    'trading_checkpoints_turns', default=MappingProxyType({})
+)
+
+
+def _key(checkpoints: CheckpointsLike) -> str:
+    return os.path.realpath(checkpoints.repository_directory)
+
+
+def _one_line(text: str, limit: int) -> str:
+    line = ' '.join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + '…'
+
+
+def new_turn_id() -> str:
+    """A fresh turn id: ``turn-<UTC time>-<random>``, sortable by start time."""
+    stamp = datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')
+    return f'turn-{stamp}-{secrets.token_hex(3)}'
+
+
+@dataclass
+class Turn:
+    """An open turn of one desk.
+
+    Attributes:
+        checkpoints: The desk the turn belongs to.
+        turn_id: Its id, kept as the ``Checkpoint-Turn`` trailer of each of its checkpoints:
+            the ``message_id`` given to :meth:`Checkpoints.turn`, or a generated one.
+        label: What the turn is about (such as the user's message), one line.
+        checkpoint_ids: The checkpoints taken in this turn so far, oldest first.
+    """
+
+    checkpoints: CheckpointsLike
+    turn_id: str
+    label: str
+    checkpoint_ids: list[str] = field(default_factory=list)
+    _started: bool = field(default=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def started(self) -> bool:
+        """Whether the turn has taken its first checkpoint (its pre-image)."""
+        return self._started
+
+    def snapshot(
+        self, reason: str, *, tool: str | None = None, paths: Sequence[str] | None = None
+    ) -> str | None:
+        """Takes a checkpoint of this turn.
+
+        The turn's first call always leaves a checkpoint carrying the turn id, even when the
+        desk equals the newest checkpoint (a checkpoint of the same files is added), so the
+        turn's pre-image can always be found by its id.
+
+        Returns:
+            The new checkpoint's id, or None when nothing changed since the newest checkpoint
+            (never None for the turn's first call).
+        """
+        if not isinstance(reason, str):
+            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+        if isinstance(paths, str):
+            paths = (paths,)
+        if self._started:
+            new_id = self.checkpoints.snapshot(reason, tool=tool, paths=paths, turn=self.turn_id)
+        else:
+            with self._lock:  # parallel tool calls of one turn: one pre-image, taken once
+                if self._started:
+                    new_id = self.checkpoints.snapshot(
+                        reason, tool=tool, paths=paths, turn=self.turn_id
+                    )
+                else:
+                    new_id = _first_snapshot(self, reason, tool, paths)
+                    self._started = True
+        if new_id is not None:
+            self.checkpoint_ids.append(new_id)
+        return new_id
+
+
+def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[str] | None) -> str:
+    """Snapshots, or marks the current checkpoint as the turn's start when nothing changed."""
+    body = reason.strip() or 'snapshot'
+    if turn.label:
+        body = f'{body}\n\n{_LABEL_PREFIX}{turn.label}'
+    cps = turn.checkpoints
+    # The public verb first, so whatever bookkeeping a snapshot does happens here too.
+    new_id = cps.snapshot(body, tool=tool, paths=paths, turn=turn.turn_id)
+    if new_id is not None:
+        return new_id
+    message = metadata.compose(body, tool, paths, turn.turn_id)
+    with engine.locked(cps.desk_config) as session:
+        # A change that slipped in meanwhile is the pre-image.
+        sha, _ = session.snapshot(message)
+        if sha is None:
+            repo = session.repo
+            head = repo.head()
+            assert head is not None  # an unchanged snapshot implies an existing checkpoint
+            commit = repo.make_commit(repo.commit_info(head).tree, head, message)
+            repo.write_objects([commit])
+            repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
+            sha = commit.id
+    return sha.decode()[:SHORT_ID_LENGTH]
+
+
+def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
+    """Refuses a turn id that is not one non-empty word (it is kept as a one-line trailer)."""
+    if not isinstance(turn_id, str) or not turn_id.strip():
+        raise CheckpointError(f'{what} must be a non-empty string, not {turn_id!r}')
+    if len(turn_id.split()) != 1 or turn_id != turn_id.strip():
+        raise CheckpointError(f'{what} {turn_id!r} must be one word (no spaces or line breaks)')
+    return turn_id
+
+
+def snapshot_in_turn(
+    checkpoints: CheckpointsLike,
+    turn_id: str,
+    reason: str,
+    *,
+    label: str = '',
+    tool: str | None = None,
+    paths: Sequence[str] | None = None,
+    lookback: int = 200,
+) -> str | None:
+    """A snapshot tagged with ``turn_id``, for callers that keep no :class:`Turn` open (such as
+    the MCP server, where the agent passes its message id with each call).
+
+    When none of the newest ``lookback`` checkpoints carries the turn id, this is the turn's
+    first snapshot and always leaves a checkpoint (see :meth:`Turn.snapshot`). Misjudging an
+    old turn as new only adds one checkpoint of unchanged files; ``restore_turn`` still finds
+    the turn's oldest checkpoint.
+    """
+    check_turn_id(turn_id)
+    started = False
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    if repo is not None:
+        try:
+            started = any(
+                metadata.parse(info.message).turn == turn_id for info in repo.history(lookback)
+            )
+        finally:
+            repo.close()
+    turn = Turn(checkpoints, turn_id, _one_line(label, _MAX_LABEL), _started=started)
+    return turn.snapshot(reason, tool=tool, paths=paths)
+
+
+def current(checkpoints: CheckpointsLike) -> Turn | None:
+    """The turn open on this desk in the current thread or task, if any."""
+    return _ACTIVE.get().get(_key(checkpoints))
+
+
+@contextmanager
+def open_turn(
+    checkpoints: CheckpointsLike, label: str = '', message_id: str | None = None
+) -> Iterator[Turn]:
+    """Opens a turn on a desk for the duration of a ``with`` block (see the module docs)."""
+    if not isinstance(label, str):
+        raise CheckpointError(f'a turn label must be a string, not {type(label).__name__}')
+    if message_id is not None:
+        check_turn_id(message_id, 'message_id')
+    key = _key(checkpoints)
+    active = _ACTIVE.get()
+    if key in active:
+        raise CheckpointError(
+            f'turn {active[key].turn_id!r} is still open on {checkpoints.desk_directory}; '
+            'turns of one desk do not nest'
+        )
+    turn = Turn(checkpoints, message_id or new_turn_id(), _one_line(label, _MAX_LABEL))
+    token = _ACTIVE.set({**active, key: turn})
+    try:
+        yield turn
+    finally:
+        try:
+            _ACTIVE.reset(token)
+        except ValueError:  # closed in another context: drop just this turn
+            _ACTIVE.set({k: v for k, v in _ACTIVE.get().items() if v is not turn})
+
+
+def turns(checkpoints: CheckpointsLike, limit: int | None = 20) -> list[TurnInfo]:
+    """The turns recorded in a desk's repository, newest first, each with its checkpoints."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+    order: list[str] = []
+    grouped: dict[str, list[Checkpoint]] = {}
+    labels: dict[str, str] = {}
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    if repo is None:
+        return []
+    try:
+        for info in repo.history():
+            item = checkpoint_from(info)
+            if item.turn is None:
+                continue
+            if item.turn not in grouped:
+                order.append(item.turn)
+                grouped[item.turn] = []
+            grouped[item.turn].append(item)
+            label = _label_of(info.message)
+            if label is not None:
+                labels[item.turn] = label  # the oldest checkpoint's label wins
+    finally:
+        repo.close()
+    chosen = order if limit is None else order[:limit]
+    return [TurnInfo(t, labels.get(t, ''), tuple(grouped[t])) for t in chosen]
+
+
+def _label_of(message: str) -> str | None:
+    for line in message.splitlines()[1:]:
+        if line.startswith(_LABEL_PREFIX):
+            return line[len(_LABEL_PREFIX) :].strip()
+    return None
+
+
+def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
+    """The id of a turn's first checkpoint (its pre-image)."""
+    if not isinstance(turn_id, str) or not turn_id.strip():
+        raise CheckpointError(f'a turn id must be a non-empty string, not {turn_id!r}')
+    turn_id = turn_id.strip()
+    repo = ShadowRepo.open(checkpoints.repository_directory)
+    if repo is None:
+        raise CheckpointError(f'no checkpoints yet in {checkpoints.repository_directory}')
+    found: str | None = None
+    try:
+        for info in repo.history():
+            if metadata.parse(info.message).turn == turn_id:
+                found = info.short_id
+    finally:
+        repo.close()
+    if found is None:
+        raise UnknownCheckpointError(
+            f'no turn {turn_id!r} in {checkpoints.repository_directory} '
+            '(`checkpoints turns` lists them)'
+        )
+    return found

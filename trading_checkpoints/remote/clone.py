@@ -1,0 +1,108 @@
+"""Clone: a remote's checkpoints brought into a new repository, then its first checkout.
+
+A clone marks itself unfinished in the private folder (``cloning``) until it is done, so a new
+clone over it resumes rather than refuses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.durability import write_atomically
+from ..errors import CheckpointError, CorruptRepositoryError
+from ..ops import engine, journal
+from ..ops.session import DeskConfig, Session
+from ..store.commitinfo import SHORT_ID_LENGTH
+from ..store.repo import PRIVATE_DIR, is_initialized
+from .config import Remote, add_remote, check_name, list_remotes
+from .heads import remember_head, repair_shallow
+from .pull import fetch_head
+from .transfer import Progress, TransferResult, short_id
+from .urls import client_for
+
+CLONING = 'cloning'  # in the private folder while a clone is unfinished
+
+
+def clone(
+    config: DeskConfig,
+    url: str,
+    *,
+    name: str = 'origin',
+    restore: bool = True,
+    progress: Progress | None = None,
+):  # -> (TransferResult, restored paths or None)
+    """Brings a remote's checkpoints into a new repository for a desk.
+
+    The repository must not exist yet (or be empty, or be an unfinished clone, which is
+    resumed). When ``restore`` is true and the desk has no tracked files, the newest checkpoint
+    is written into it through the restore pipeline, without adding commits.
+    """
+    repository = Path(config.repository)
+    marker = repository / PRIVATE_DIR / CLONING
+    if is_initialized(repository) and not marker.exists():
+        raise CheckpointError(
+            f'the desk already has a checkpoint repository ({repository}); clone onto a new '
+            'desk, or add the URL as a remote and pull'
+        )
+    remote = Remote(name, url.strip())
+    check_name(name)
+    client_for(remote.url)
+    created = not repository.exists()
+    try:
+        with engine.locked(config) as session:
+            repo = session.repo
+            write_atomically(marker, b'')
+            remote_head = fetch_head(repo, remote, progress)
+            if remote_head is None:
+                raise CheckpointError(
+                    f'the remote {remote.display_url} has no checkpoints (no branch main)'
+                )
+            marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
+            if repo.head() is None:
+                repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
+            remember_head(repo, remote_head)
+            if not any(r.name == name for r in list_remotes(repo.path)):
+                add_remote(repo.path, name, remote.url)
+            written = None
+            if restore:
+                written = _first_checkout(session)
+            marker.unlink()
+    except BaseException:
+        # Removed unless the desk was being written: then its journal lets a new clone (or
+        # any command) finish the checkout.
+        if created and not journal.pending(repository):
+            import shutil
+
+            shutil.rmtree(repository, ignore_errors=True)
+        raise
+    result = TransferResult(
+        name,
+        remote.display_url,
+        None,
+        short_id(remote_head),
+        False,
+        tuple(short_id(s) or '' for s in marked),
+    )
+    return result, written
+
+
+def _first_checkout(session: Session) -> tuple[str, ...] | None:
+    """Writes the newest checkpoint into a desk with no tracked files; None if it has some."""
+    from ..ops.restore import Request, run
+
+    head = session.repo.head()
+    assert head is not None
+    config = session.config
+    config.desk.mkdir(parents=True, exist_ok=True)
+    result, _ = session.scan()
+    if result.files:
+        return None
+    request = Request(head, head.decode()[:SHORT_ID_LENGTH], record_before=False)
+    try:
+        outcome = run(session, request)
+    except CorruptRepositoryError as error:
+        raise CorruptRepositoryError(
+            f'{error}; if the desk was created with other tracked paths, clone '
+            'with them (`clone --track PATH ...` or tracked_paths=...)'
+        ) from error
+    return outcome.result.written

@@ -1,0 +1,97 @@
+"""What this desk knows of its history's ends: remote heads it has seen, shallow boundaries.
+
+Every head this desk pushed, pulled or cloned is remembered (``checkpoints/remote-heads``):
+such a head was on this desk's branch, so it is an ancestor of the kept history even after a
+prune dropped it. After a fetch, any commit whose parent did not arrive (the remote was itself
+pruned) is recorded as a shallow boundary, so the repository stays readable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ..core.durability import write_atomically
+from ..core.fs import read_file
+from ..store.repo import PRIVATE_DIR, ShadowRepo
+
+_HEX_SHA = re.compile(rb'[0-9a-f]{40}')
+KNOWN_HEADS = 'remote-heads'  # in the repository's private folder, see remember_head
+
+
+def ancestors(repo: ShadowRepo, head: bytes | None) -> list[bytes]:
+    return [info.sha.encode() for info in repo.history()] if head else []
+
+
+def known_heads(repo: ShadowRepo) -> set[bytes]:
+    """Heads this desk pushed, pulled or cloned: each was on its branch, so is an ancestor.
+
+    The branch only ever moves forward (snapshots, restores and fast-forward pulls add on top),
+    so a commit that was its head once stays an ancestor of every later head, even after a
+    prune dropped it. Malformed lines are ignored.
+    """
+    try:
+        data = read_file(os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS), 64 * 1024)
+    except OSError:
+        return set()
+    return {line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line)}
+
+
+def remember_head(repo: ShadowRepo, sha: bytes) -> None:
+    """Adds ``sha`` (the branch's head now) to the known heads. Call under the lock."""
+    path = os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS)
+    try:
+        data = read_file(path, 64 * 1024)
+    except OSError:
+        data = b''
+    lines = [line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line) and line != sha]
+    lines = [*lines[-255:], sha]
+    write_atomically(Path(path), b''.join(line + b'\n' for line in lines))
+
+
+def commits_behind(repo: ShadowRepo) -> set[bytes]:
+    """Commits known to be ancestors of the branch that it may no longer hold (pruned)."""
+    return known_heads(repo) | shallow_parents(repo)
+
+
+def shallow_parents(repo: ShadowRepo) -> set[bytes]:
+    """Parents of the shallow boundary commits: what a pruned history leaves out."""
+    from ..store.storage import read_shallow
+
+    parents: set[bytes] = set()
+    for sha in read_shallow(repo.path):
+        if repo.contains(sha):
+            parents.update(repo.commit_info(sha).parents)
+    return parents
+
+
+def repair_shallow(dulwich_repo, path: Path, head: bytes) -> list[bytes]:
+    """Marks as shallow every commit (from ``head`` down) whose parents are missing."""
+    from dulwich.objects import Commit
+
+    from ..store.storage import read_shallow
+
+    store = dulwich_repo.object_store
+    shallow = read_shallow(path)
+    marked: list[bytes] = []
+    sha: bytes | None = head
+    seen: set[bytes] = set()
+    pending = [head]
+    while pending:
+        sha = pending.pop()
+        if sha in seen or sha in shallow:
+            continue
+        seen.add(sha)
+        commit = store[sha]
+        if not isinstance(commit, Commit):
+            break
+        missing = [parent for parent in commit.parents if parent not in store]
+        if missing:
+            marked.append(sha)
+            continue
+        pending.extend(commit.parents)
+    if marked:
+        data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
+        write_atomically(Path(path) / 'shallow', data)
+    return marked

@@ -1,0 +1,215 @@
+"""Push: the desk's ``main`` to the remote's ``main``, fast-forward only.
+
+- A history that diverged is an error naming both ends.
+- A pruned (shallow) history pushed to an empty remote would leave it holding commits whose
+  parents it lacks: git cannot read such a repository, although dulwich reports success. For
+  a remote on a path or ``file://`` the push marks the remote shallow too, so it stays
+  readable; over http or ssh (where the remote's ``shallow`` file cannot be written) the push
+  is refused before anything is sent, with an explanation.
+- A prune may drop the checkpoint a remote is at (see :mod:`.heads`). When the prune also
+  dropped checkpoints that were never pushed, the kept history has a gap the remote cannot
+  fill: a path or ``file://`` remote takes the push, is marked shallow at the oldest kept
+  checkpoint and keeps its older history reachable under ``refs/checkpoints/pruned/<id>``; over
+  http or ssh (where the remote cannot be marked shallow, and would then fail every clone) the
+  push is refused before anything is sent.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import CheckpointError
+from ..ops import engine
+from ..ops.session import DeskConfig
+from ..store.repo import BRANCH, ShadowRepo
+from .config import Remote, get_remote
+from .heads import ancestors, known_heads, remember_head, repair_shallow, shallow_parents
+from .transfer import (
+    ZERO,
+    Progress,
+    TransferResult,
+    copy_objects,
+    open_local_remote,
+    progress_bytes,
+    progress_text,
+    short_id,
+    transport_error,
+)
+from .urls import client_for, scrub
+
+PRUNED_REF_PREFIX = b'refs/checkpoints/pruned/'
+
+
+def push(config: DeskConfig, name: str | None, progress: Progress | None = None) -> TransferResult:
+    """Pushes ``main`` to the remote's ``main``, fast-forward only.
+
+    The desk's lock is held only while reading the repository: the remote's refs are asked
+    for first, then (locked) the push is checked and its pack built in memory, then
+    (unlocked, so snapshots go on) the pack is sent. The remote's branch moves only if it
+    still is where it was when checked.
+    """
+    from ..store.storage import read_shallow
+
+    remote = get_remote(config.repository, name)
+    client, path = client_for(remote.url)
+    if client is None:
+        with engine.locked(config) as session:
+            head = _head_to_push(session.repo)
+            return _push_local(session.repo, remote, head, progress)
+    try:
+        remote_head = _remote_refs(client, path).get(BRANCH)
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
+        raise transport_error(error, remote, 'push to') from error
+    with engine.locked(config) as session:
+        repo = session.repo
+        head = _head_to_push(repo)
+        _check_push(repo, remote, head, remote_head, local=False)
+        if remote_head == head:
+            return TransferResult(
+                remote.name, remote.display_url, short_id(head), short_id(head), True
+            )
+        remember_head(repo, head)
+        have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
+        count, records = repo.dulwich_repo.object_store.generate_pack_data(
+            have,
+            {head},
+            shallow=read_shallow(repo.path),
+            progress=progress_text(progress),
+            ofs_delta=True,
+        )
+        records = list(records)  # read now, while no packing can remove what they come from
+
+    def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
+        current = refs.get(BRANCH)
+        if current not in (None, ZERO) and current != remote_head:
+            raise CheckpointError(
+                f'the remote {remote.name} moved while pushing (now {short_id(current)}); '
+                'pull and push again'
+            )
+        new = dict(refs)
+        new[BRANCH] = head
+        return new
+
+    def generate(have_ids, want_ids, *, ofs_delta=False, progress=None):
+        return count, iter(records)
+
+    try:
+        result = client.send_pack(
+            path.encode(), update_refs, generate, progress=progress_bytes(progress)
+        )
+    except CheckpointError:
+        raise
+    except Exception as error:  # noqa: BLE001
+        raise transport_error(error, remote, 'push to') from error
+    status = (getattr(result, 'ref_status', None) or {}).get(BRANCH)
+    if status:
+        raise CheckpointError(
+            f'the remote {remote.name} refused the push: {scrub(str(status), remote.url)}'
+        )
+    return TransferResult(
+        remote.name, remote.display_url, short_id(remote_head), short_id(head), False
+    )
+
+
+def _remote_refs(client, path: str) -> dict[bytes, bytes]:
+    result = client.get_refs(path.encode() if isinstance(path, str) else path)
+    refs = getattr(result, 'refs', result)
+    return {name: sha for name, sha in refs.items() if sha is not None}
+
+
+def _head_to_push(repo: ShadowRepo) -> bytes:
+    head = repo.head()
+    if head is None:
+        raise CheckpointError('nothing to push: this desk has no checkpoints yet')
+    return head
+
+
+def _check_push(
+    repo: ShadowRepo, remote: Remote, head: bytes, remote_head: bytes | None, local: bool
+) -> bool:
+    """Refuses a push that is not a fast-forward or would leave the remote unreadable.
+
+    Returns whether the push goes over a gap: the remote is at a checkpoint this desk pushed
+    (or pulled) once and pruned since, with others after it that were never pushed.
+    """
+    from ..store.storage import read_shallow
+
+    if remote_head is None or remote_head == head:
+        if remote_head is None and read_shallow(repo.path) and not local:
+            raise CheckpointError(
+                f"this desk's history was pruned, and the remote {remote.name} "
+                f'({remote.display_url}) is empty: it would receive checkpoints whose parents '
+                'it lacks, which git cannot read. Push to a path or file:// remote (it is then '
+                'marked shallow like this desk), or push before pruning'
+            )
+        return False
+    if remote_head in set(ancestors(repo, head)) or remote_head in shallow_parents(repo):
+        return False
+    if remote_head in known_heads(repo):
+        # Pruned here since it was pushed, so an ancestor of the branch; but the checkpoints
+        # between it and the oldest kept one were pruned too, without being pushed: they
+        # exist nowhere, and the remote would hold a history with a gap.
+        if local:
+            return True  # the push marks the remote shallow, so it stays readable
+        raise CheckpointError(
+            f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, a '
+            'checkpoint this desk has pruned together with later ones that were never pushed: '
+            'the remote would receive checkpoints whose parent it lacks and could no longer '
+            'be cloned (a server cannot be told to treat them as a shallow boundary). Nothing '
+            'was pushed; the remote keeps its history. Push to a path or file:// remote (it '
+            'is marked shallow and keeps its older history), and push before pruning'
+        )
+    raise CheckpointError(
+        f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, which '
+        "is not in this desk's history: the histories diverged (or the remote is older than "
+        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. Pull '
+        'first, or push to a new remote'
+    )
+
+
+def _point_head_at_main(target) -> None:
+    """A remote whose HEAD names a branch that does not exist (``master``) gets ``main``."""
+    value = target.refs.read_ref(b'HEAD') or b''
+    if value.startswith(b'ref: ') and value[5:].strip() not in set(target.refs.allkeys()):
+        target.refs.set_symbolic_ref(b'HEAD', BRANCH)
+
+
+def _push_local(
+    repo: ShadowRepo, remote: Remote, head: bytes, progress: Progress | None = None
+) -> TransferResult:
+    """Push to a repository on a path: objects copied directly, ref moved by compare-and-swap."""
+    target = open_local_remote(remote, create=True)
+    try:
+        remote_head = target.refs.read_ref(BRANCH)
+        if remote_head == head:
+            return TransferResult(
+                remote.name, remote.display_url, short_id(head), short_id(head), True
+            )
+        over_gap = _check_push(repo, remote, head, remote_head, local=True)
+        remember_head(repo, head)
+        copy_objects(repo.dulwich_repo, repo.path, target, head, progress)
+        marked = repair_shallow(target, Path(target.controldir()), head)
+        if over_gap and remote_head is not None:
+            # The remote's older history stays reachable (and so survives a gc there).
+            target.refs.add_if_new(PRUNED_REF_PREFIX + remote_head, remote_head)
+        if remote_head is None:
+            done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
+        else:
+            done = target.refs.set_if_equals(
+                BRANCH, remote_head, head, message=b'push: from trading_checkpoints'
+            )
+        if not done:
+            raise CheckpointError(f'the remote {remote.name} moved while pushing; try again')
+        _point_head_at_main(target)
+    finally:
+        target.close()
+    return TransferResult(
+        remote.name,
+        remote.display_url,
+        short_id(remote_head),
+        short_id(head),
+        False,
+        tuple(short_id(s) or '' for s in marked),
+    )

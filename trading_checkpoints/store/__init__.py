@@ -1,0 +1,14 @@
+"""The shadow repository: objects, refs, commits, their trailers and everything else in it.
+
+Owns the repository object (``repo``: ``ShadowRepo``), its folder before it opens
+(``repofolder``), the refs (``refs``), what a commit says (``commitinfo``, ``metadata``,
+``changestats``, the on-disk memo ``commitmemo``), vetting a stored tree before it is used
+(``treevetting``), the pruned log (``prunedlog``), what a killed writer leaves (``leftovers``),
+the config file (``config/``) and the object storage (``storage``, ``pack/``). Everything in
+the repository is untrusted input: it is vetted here before any layer above sees it.
+
+The store is where dulwich lives: ``dulwichrepo`` opens its repository object, ``damage``
+names what it raises when it meets a damaged file.
+
+May import: ``core`` and ``errors``. Never the desk.
+"""

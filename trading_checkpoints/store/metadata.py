@@ -1,0 +1,142 @@
+"""Structured metadata of a checkpoint, kept as git trailers in its commit message.
+
+A message looks like ``before write_file Memory.md\n\nCheckpoint-Tool: write_file\n
+Checkpoint-Path: Memory.md\nCheckpoint-Turn: t-3\n``; git shows it as an ordinary message and
+``git interpret-trailers --parse`` reads the fields back.
+
+Only the library writes trailers. A reason (from code, the command line or an agent over MCP)
+is text: any line of it that could be read as one of our trailers (``Checkpoint-...:``) or as
+git's end-of-message divider (``---``) is quoted with ``> `` before it is stored, so only the
+block the library appends is parsed as trailers. The reader is strict: the trailers are the
+last paragraph of the message, after a blank line, when every one of its lines is
+``Key: value``; anything else means no trailers. Readers of the values (see :mod:`..ops.undo`) treat
+a malformed value as absent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import CheckpointError
+
+TOOL = 'Checkpoint-Tool'
+PATH = 'Checkpoint-Path'
+TURN = 'Checkpoint-Turn'
+ACTION = 'Checkpoint-Action'  # what made the commit: restore, undo, before-undo, ...
+
+_TRAILER = re.compile(r'([A-Za-z0-9][A-Za-z0-9-]*): ?(.*)')
+QUOTE = '> '
+
+
+@dataclass(frozen=True)
+class Metadata:
+    tool: str | None = None
+    paths: tuple[str, ...] = ()
+    turn: str | None = None
+
+
+def one_line(value: str) -> str:
+    return ' '.join(str(value).split())
+
+
+def storable(text: str, what: str) -> str:
+    """``text`` if it can be stored in a commit message, else a CheckpointError.
+
+    Surrogate escapes (``\\udcff``, how Python spells an undecodable byte of a file name) are
+    stored as the byte they stand for; other lone surrogates have no bytes at all.
+    """
+    try:
+        text.encode('utf-8', 'surrogateescape')
+    except UnicodeEncodeError:
+        raise CheckpointError(
+            f'{what} holds characters that cannot be stored (lone surrogates)'
+        ) from None
+    return text
+
+
+def _looks_like_ours(line: str) -> bool:
+    stripped = line.lstrip()
+    return stripped.lower().startswith('checkpoint-') or stripped.startswith('---')
+
+
+def neutralize(text: str) -> str:
+    """Text with every line that could read as our trailer or a divider quoted (``> ``)."""
+    return '\n'.join(QUOTE + line if _looks_like_ours(line) else line for line in text.splitlines())
+
+
+def message(body: str, pairs: Iterable[tuple[str, str]]) -> str:
+    """A commit message: ``body`` (neutralized) and then our trailers, one per line."""
+    body = neutralize(body)
+    items = [(key, one_line(value)) for key, value in pairs if value and one_line(value)]
+    if not items:
+        return body + '\n'
+    return body + '\n\n' + ''.join(f'{key}: {value}\n' for key, value in items)
+
+
+def trailers(text: str) -> list[tuple[str, str]]:
+    """The trailers of a message as (key, value) pairs, in order; [] when it has none."""
+    lines = text.split('\n')
+    while lines and not lines[-1].strip():
+        lines.pop()
+    start = len(lines)
+    while start > 0 and lines[start - 1].strip():
+        start -= 1
+    if start == 0 or start == len(lines):
+        return []  # one paragraph only (a subject), or nothing
+    pairs = []
+    for line in lines[start:]:
+        match = _TRAILER.fullmatch(line.rstrip())
+        if match is None:
+            return []
+        pairs.append((match.group(1), match.group(2).strip()))
+    return pairs
+
+
+def with_trailer(text: str, key: str, value: str) -> str:
+    """A message with one more trailer appended to its trailer block (made if it has none)."""
+    body = text.rstrip('\n')
+    joiner = '\n' if trailers(text) else '\n\n'
+    return f'{body}{joiner}{key}: {one_line(value)}\n'
+
+
+def compose(reason: str, tool: str | None, paths: Iterable[str] | None, turn: str | None) -> str:
+    """A commit message: the reason as subject (and body), then the metadata as trailers."""
+    reason = storable(reason, 'the reason').strip().replace('\0', '') or 'snapshot'
+    pairs = []
+    if tool:
+        pairs.append((TOOL, storable(tool, 'the tool name')))
+    for path in paths or ():
+        pairs.append((PATH, storable(str(path), 'a declared path')))
+    if turn:
+        pairs.append((TURN, storable(turn, 'the turn id')))
+    return message(reason, pairs)
+
+
+def parse(text: str) -> Metadata:
+    """The metadata trailers of a commit message (absent fields are None or empty)."""
+    tool = turn = None
+    paths: list[str] = []
+    for key, value in trailers(text):
+        if key == TOOL:
+            tool = value
+        elif key == PATH:
+            paths.append(value)
+        elif key == TURN:
+            turn = value
+    return Metadata(tool=tool, paths=tuple(paths), turn=turn)
+
+
+def trailer_values(text: str) -> dict[str, list[str]]:
+    """The trailers of a commit message, by key."""
+    out: dict[str, list[str]] = {}
+    for key, value in trailers(text):
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def action_of(text: str) -> str | None:
+    """What made a commit when the library did (``restore``, ``before-undo``, ...), or None."""
+    values = trailer_values(text).get(ACTION)
+    return values[-1] if values else None

@@ -1,0 +1,77 @@
+"""Consolidation: everything reachable rewritten into a single pack, all the rest removed.
+
+What a prune does after cutting the history: the old packs and loose objects go, and with them
+whatever nothing references any more.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .objects import StorageStats, drop_empty_fanout, object_store, objects_size, pack_count
+from .reachability import reachable, read_shallow, ref_heads
+from .window import MAX_DEPTH, WINDOW, ProgressFn, write_pack
+
+
+def consolidate(
+    repo,
+    *,
+    window: int = WINDOW,
+    max_depth: int = MAX_DEPTH,
+    progress: ProgressFn | None = None,
+) -> StorageStats:
+    """Rewrites everything reachable from the refs into one pack and removes all the rest.
+
+    Unreachable objects (the history a prune cut off, objects a crash orphaned) are dropped.
+    Must run under the repository's lock.
+    """
+    store = object_store(repo)
+    before = objects_size(repo.path)
+    packs_before = pack_count(repo.path)
+    loose_before = set(store._iter_loose_objects())
+    keep = reachable(store, ref_heads(repo), read_shallow(repo.path))
+    objects = [(store[sha], path) for sha, path in keep.items()]
+    old_packs = list(store.packs)
+    new_pack, deltas = write_pack(
+        store, objects, window=window, max_depth=max_depth, progress=progress
+    )
+    new_name = new_pack.name() if new_pack is not None else None
+    if new_pack is not None:
+        for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
+            try:
+                os.remove(new_pack._basename + suffix)
+            except OSError:
+                pass
+    for pack in old_packs:
+        if pack.name() == new_name:
+            continue
+        _remove_pack(store, pack)
+    for sha in loose_before:
+        try:
+            store.delete_loose_object(sha)
+        except OSError:
+            pass
+    drop_empty_fanout(repo.path)
+    store._update_pack_cache()
+    return StorageStats(
+        len(objects),
+        deltas,
+        packs_before,
+        pack_count(repo.path),
+        len(loose_before),
+        before,
+        objects_size(repo.path),
+    )
+
+
+def _remove_pack(store, pack) -> None:
+    try:
+        store._remove_pack(pack)
+    except (OSError, AttributeError, NotImplementedError):
+        pack.close()
+        base = pack._basename
+        for suffix in ('.pack', '.idx', '.bitmap', '.rev', '.keep'):
+            try:
+                os.remove(base + suffix)
+            except OSError:
+                pass

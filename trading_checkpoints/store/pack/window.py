@@ -1,0 +1,132 @@
+"""One self-contained pack with deltas chosen the way ``git pack-objects`` does.
+
+dulwich writes packs without deltas unless asked (``add_objects`` and ``repack`` store every
+object whole). :func:`write_pack` chooses delta bases itself: objects are grouped by type and by
+the path they appear at, ordered largest first, and each is stored as a delta against the best
+of the previous ``window`` objects, with chains at most ``max_depth`` long (and a git-like bias
+towards shallow bases so chains stay short). The deltas are computed by dulwich's
+``create_delta`` (its Rust extension when installed). Consolidation and transfers to a remote
+write their packs this way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from dulwich.objects import ShaFile
+from dulwich.pack import UnpackedObject, create_delta
+
+from ...errors import CheckpointError
+from .plan import alike
+
+# Delta search: how many previous objects to try, and the longest delta chain.
+WINDOW = 24
+MAX_DEPTH = 50
+GOOD_ENOUGH = 48
+SMALL_TRIES = 3  # objects under 1 KiB (commits, small trees) try only the nearest bases
+
+ProgressFn = Callable[[str], None]
+
+
+def _deltified(
+    objects: list[tuple[ShaFile, bytes | None]],
+    window: int,
+    max_depth: int,
+    progress: ProgressFn | None,
+    counter: list[int],
+) -> Iterator[UnpackedObject]:
+    """Objects as pack records, deltas chosen like git's: same type, close path, big first."""
+    # Same type, same path, biggest first, then in the order given (newest history first), so
+    # neighbouring versions meet in the window.
+    ordered = [
+        (obj, path)
+        for _, _, _, _, obj, path in sorted(
+            (obj.type_num, path or b'', -obj.raw_length(), index, obj, path)
+            for index, (obj, path) in enumerate(objects)
+        )
+    ]
+    # (sha, type, path, raw, depth); only versions of the same path are tried as bases: a
+    # delta between unrelated contents is slow to compute and rarely pays.
+    recent: deque[tuple[bytes, int, bytes | None, bytes, int]] = deque()
+    depth_of: dict[bytes, int] = {}
+    total = len(ordered)
+    for index, (obj, path) in enumerate(ordered):
+        if progress is not None and index % 500 == 0:
+            progress(f'compressing objects: {index}/{total}')
+        raw = obj.as_raw_string()
+        size = len(raw)
+        best: bytes | None = None
+        best_base: tuple[bytes, int] | None = None
+        limit = size // 2 - 20
+        tries = window if size >= 1024 else SMALL_TRIES
+        for base_sha, base_type, base_path, base_raw, base_depth in recent:
+            if tries <= 0:
+                break
+            if base_type != obj.type_num or base_path != path:
+                break  # sorted by type and path: nothing further back can match
+            if base_depth >= max_depth or limit <= 0:
+                continue
+            own_depth = best_base[1] + 1 if best_base else 1
+            scaled = limit * (max_depth - base_depth) // (max_depth - own_depth + 1)
+            if scaled <= 0 or size - len(base_raw) >= scaled or not alike(base_raw, raw):
+                continue
+            tries -= 1
+            delta = b''.join(create_delta(base_raw, raw))
+            if len(delta) < scaled:
+                best, best_base, limit = delta, (base_sha, base_depth), len(delta)
+                if len(delta) <= GOOD_ENOUGH + size // 256:
+                    break  # a few bytes: searching further costs more than it can save
+        sha = obj.sha().digest()
+        if best is None or best_base is None:
+            depth_of[sha] = 0
+            yield UnpackedObject(obj.type_num, sha=sha, decomp_chunks=[raw])
+        else:
+            depth_of[sha] = best_base[1] + 1
+            counter[0] += 1
+            yield UnpackedObject(
+                obj.type_num,
+                sha=sha,
+                delta_base=best_base[0],
+                decomp_len=len(best),
+                decomp_chunks=[best],
+            )
+        recent.appendleft((sha, obj.type_num, path, raw, depth_of[sha]))
+        if len(recent) > window:
+            recent.pop()
+
+
+def write_pack(
+    store,
+    objects: list[tuple[ShaFile, bytes | None]],
+    *,
+    window: int = WINDOW,
+    max_depth: int = MAX_DEPTH,
+    progress: ProgressFn | None = None,
+):  # -> (Pack | None, number of new deltas)
+    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count."""
+    counter = [0]
+    if not objects:
+        return None, 0
+    records = _deltified(objects, window, max_depth, progress, counter)
+    try:
+        pack = store.add_pack_data(len(objects), records)
+    except OSError as error:
+        raise CheckpointError(f'cannot write a pack into {store.path}: {error}') from error
+    if pack is not None:
+        _fsync_pack(Path(pack._basename))
+    return pack, counter[0]
+
+
+def _fsync_pack(basename: Path) -> None:
+    for suffix in ('.pack', '.idx'):
+        try:
+            fd = os.open(str(basename) + suffix, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,489 @@
+"""Access to one desk's bare shadow repository, through dulwich only.
+
+The one object the rest of the package holds for a repository: objects, history and config
+here, the refs in ``refs.py`` (reached through the same object), the packs in the ``pack*``
+modules. The repository is isolated from the user's git: we build commits ourselves (no
+porcelain, so no user config, hooks or signing are ever consulted), with a fixed identity, and
+we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core.durability import fsync_folders, write_atomically
+from ..core.paths import Allowlist
+from ..errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
+from . import commitmemo, prunedlog, treevetting
+from . import config as repo_config
+from .commitinfo import CommitInfo, from_commit, parse_commit
+from .damage import object_damage
+from .pack.packfile import listed_in_packs
+from .refs import RefStore
+from .repofolder import BRANCH, file_mode, is_initialized
+
+if TYPE_CHECKING:
+    from dulwich.objects import Commit, ShaFile, Tree
+    from dulwich.repo import Repo
+
+IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
+PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
+
+
+_HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
+_HEX_SHA = re.compile(rb'[0-9a-f]{40}')
+# (repository, sha) -> commit, see commit_info
+_COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
+
+
+# (repository, sha) -> a tree's entries, see tree_entries; a tree never changes under its id,
+# so a process that restores or compares the same checkpoints again reads each tree once
+class _TreeMemo(dict):
+    """Tree entries by (repository, id), forgotten all at once past ``limit`` entries in all."""
+
+    limit = 100_000  # a few MB
+    held = 0
+
+    def remember(self, key: tuple[str, bytes], entries: list[tuple[bytes, int, bytes]]) -> None:
+        if self.held + len(entries) > self.limit:
+            self.clear()
+        self[key] = entries
+        self.held += len(entries)
+
+    def clear(self) -> None:
+        super().clear()
+        self.held = 0
+
+
+_TREES = _TreeMemo()
+
+# git's object type numbers (dulwich is imported only when an object is read through it)
+_COMMIT, _TREE, _BLOB = 1, 2, 3
+
+
+def _local_offset_seconds(now: float) -> int:
+    offset = datetime.fromtimestamp(now).astimezone().utcoffset()
+    return int(offset.total_seconds()) if offset is not None else 0
+
+
+class ShadowRepo:
+    """A bare repository holding one desk's checkpoints on branch ``main``.
+
+    With ``durable`` set (the default), objects are flushed to the disk, with the folders that
+    name them, before the branch is moved to a commit that needs them; the branch file and its
+    folder are flushed after.
+    """
+
+    durable: bool = True
+
+    def __init__(
+        self,
+        path: Path,
+        repo: Repo | None = None,
+        config: repo_config.RepoConfig | None = None,
+    ) -> None:
+        self.path = path
+        # The dulwich repository is opened on first use: a snapshot of an unchanged desk only
+        # reads the branch file and never needs it.
+        self._dulwich = repo
+        # The vetted config, read once (see config.load); writes here replace it.
+        self._config = config
+        # Commits read from the on-disk memo or loose objects without dulwich; packed ones it
+        # had to read, and the ones written here, are added to the memo when this is closed.
+        self._commits = commitmemo.CommitReader(path)
+        self._upkeep: Callable[[], None] | None = None
+        # The refs read through this object are forgotten when a ref is written here or
+        # dulwich's repository is handed out.
+        self._refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
+
+    def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
+        """Runs ``upkeep`` (the sweep of stale lock files) before the first write of a ref or
+        the config, or the first hand-over of dulwich's repository to another module."""
+        self._upkeep = upkeep
+
+    def _before_writing(self) -> None:
+        self._refs.forget()
+        upkeep, self._upkeep = self._upkeep, None
+        if upkeep is not None:
+            upkeep()
+
+    @property
+    def _repo(self) -> Repo:
+        if self._dulwich is None:
+            # Opened without dulwich's own config parsing (which follows includes) and without
+            # following any .git or commondir file; dulwich is imported when first needed.
+            try:
+                self._dulwich = repo_config.open_dulwich(self.path, self.config)
+            except (OSError, ValueError, KeyError) as error:  # NotGitRepository is an OSError
+                raise CorruptRepositoryError(
+                    f'cannot open the checkpoint repository {self.path}: {error}'
+                ) from error
+        return self._dulwich
+
+    @property
+    def dulwich_repo(self) -> Repo:
+        """dulwich's repository object, for the store's own modules (packing, transfers)."""
+        self._before_writing()
+        return self._repo
+
+    @property
+    def config(self) -> repo_config.RepoConfig:
+        """The repository's vetted config (read on first use)."""
+        if self._config is None:
+            self._config = repo_config.load(self.path)
+        return self._config
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path) -> ShadowRepo | None:
+        """The repository at ``path``, or None when none was created there yet."""
+        root = os.fspath(path)
+        mode = file_mode(root)
+        if mode is None:
+            return None
+        if not stat.S_ISDIR(mode):
+            raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+        if not is_initialized(path):
+            return None
+        objects, refs = os.path.join(root, 'objects'), os.path.join(root, 'refs')
+        if not (os.path.isdir(objects) and os.path.isdir(refs)):
+            raise CorruptRepositoryError(
+                f'cannot open the checkpoint repository {path}: it has no objects or refs folder'
+            )
+        # Vetted before anything else is read or written: an include, a format or an
+        # extension we cannot write is refused here.
+        return cls(path, config=repo_config.load(path))
+
+    @classmethod
+    def create(cls, path: Path, tracked: Iterable[str]) -> ShadowRepo:
+        """Creates (or finishes creating, after a crash) a bare repository at ``path``."""
+        for parts in (
+            ('objects', 'info'),
+            ('objects', 'pack'),
+            ('refs', 'heads'),
+            ('refs', 'tags'),
+            ('info',),
+        ):
+            path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        write_atomically(path / 'config', repo_config.initial(tracked))
+        write_atomically(path / 'description', b'trading_checkpoints: snapshots of one desk\n')
+        write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
+        config = repo_config.load(path)
+        return cls(path, repo_config.open_dulwich(path, config), config)
+
+    def close(self) -> None:
+        self._commits.flush()
+        if self._dulwich is not None:
+            try:
+                self._dulwich.close()
+            except BufferError:
+                # Reading a damaged packed object failed, and the error on its way out still
+                # holds a view of the pack's mapping: the mapping is released with it instead.
+                pass
+            self._dulwich = None
+
+    def remember_commit(self, commit: Commit) -> None:
+        """A commit just written: kept for this process and in the on-disk memo, so readers
+        (even in a new process) find it without opening the pack."""
+        raw = commit.as_raw_string()
+        self._commits.remember(commit.id, raw)
+        if len(_COMMITS) >= 512:
+            _COMMITS.clear()
+        _COMMITS[(os.fspath(self.path), commit.id)] = parse_commit(commit.id, raw)
+
+    # -- configuration ---------------------------------------------------------------------
+
+    def tracked_paths(self) -> tuple[str, ...] | None:
+        """The tracked paths remembered in the repository's config (vetted), if any."""
+        return self.config.tracked_paths()
+
+    def config_string(self, section: bytes, name: bytes) -> str | None:
+        """One value of the repository's config (``checkpoints.maxFileSize``), or None."""
+        return self.config.string(section, name)
+
+    def remember_tracked_paths(self, tracked: Iterable[str]) -> None:
+        self._before_writing()
+        self._config = repo_config.set_tracked(self.path, tracked)
+
+    # -- refs and history ------------------------------------------------------------------
+
+    def head(self) -> bytes | None:
+        """The newest checkpoint's sha, or None when the branch has no commit yet (read once
+        per object: ``update_branch`` keeps it current)."""
+        return self._refs.head()
+
+    def read_head_again(self) -> bytes | None:
+        """The branch as it is on disk now (a reader without the lock checking that it held)."""
+        return self._refs.read_head_again()
+
+    def read_ref(self, name: bytes) -> bytes | None:
+        """The sha a ref other than ``main`` points at (such as the seal), or None; read once
+        per object, like the branch."""
+        return self._refs.read(name)
+
+    def read_ref_again(self, name: bytes) -> bytes | None:
+        """Like :meth:`read_ref`, as it is on disk now."""
+        return self._refs.read_again(name)
+
+    def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
+        """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
+        self._before_writing()
+        now = int(time.time())
+        reflog = {
+            'committer': IDENTITY,
+            'timestamp': now,
+            'timezone': _local_offset_seconds(now),
+            'message': reflog_message.encode('utf-8', 'replace')[:200],
+        }
+        self._refs.move_branch(old, new, reflog, durable=self.durable)
+
+    def set_ref(self, name: bytes, sha: bytes) -> None:
+        """Points a ref other than ``main`` (such as the seal) at ``sha`` (see ``RefStore.set``)."""
+        self._before_writing()
+        self._refs.set(name, sha)
+
+    def commit_info(self, sha: bytes) -> CommitInfo:
+        # A commit never changes (its id is the hash of its bytes): one read is remembered for
+        # the process. A new process finds it in the on-disk memo or as a loose object, both
+        # read without dulwich; only a packed commit the memo lacks opens the packs.
+        key = (os.fspath(self.path), sha)
+        info = _COMMITS.get(key)
+        if info is not None:
+            return info
+        info = self._commits.find(sha) if _HEX_SHA.fullmatch(sha) else None
+        if info is None:
+            from dulwich.objects import Commit
+
+            commit = self._read(sha, Commit)
+            if None in (commit.tree, commit.commit_time, commit.commit_timezone, commit.message):
+                # dulwich parses a truncated loose commit without complaint, fields missing.
+                raise CorruptRepositoryError(
+                    f'the object {sha.decode()} in {self.path} is unreadable: the commit is '
+                    'incomplete'
+                )
+            info = from_commit(sha, commit)
+            self._commits.remember(sha, commit.as_raw_string())
+        if len(_COMMITS) >= 512:
+            _COMMITS.clear()
+        _COMMITS[key] = info
+        return info
+
+    def require_commit(self, sha: bytes) -> None:
+        """Reads a commit from the store itself (not the memo): a clear error if it is damaged."""
+        from dulwich.objects import Commit
+
+        self._read(sha, Commit)
+
+    def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
+        """Commits from the newest back along first parents."""
+        sha = self.head()
+        shallow = self._shallow()
+        count = 0
+        while sha is not None and (limit is None or count < limit):
+            info = self.commit_info(sha)
+            yield info
+            count += 1
+            if sha in shallow or not info.parents:
+                break
+            sha = info.parents[0]
+
+    def _shallow(self) -> set[bytes]:
+        try:
+            return set((self.path / 'shallow').read_bytes().split())
+        except FileNotFoundError:
+            return set()
+
+    def resolve(self, checkpoint_id: str) -> bytes:
+        """The full sha of the checkpoint a short or full id names."""
+        if not isinstance(checkpoint_id, str) or not _HEX_ID.fullmatch(checkpoint_id.strip()):
+            raise UnknownCheckpointError(
+                f'{checkpoint_id!r} is not a checkpoint id (expected 4 to 40 hex digits, '
+                'as shown by `checkpoints list`)'
+            )
+        prefix = checkpoint_id.strip().lower().encode()
+        try:
+            candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
+            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+        except object_damage() as error:
+            raise CorruptRepositoryError(
+                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
+            ) from error
+        pruned = prunedlog.find(self.path, checkpoint_id)
+        if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
+            raise UnknownCheckpointError(
+                f'checkpoint {checkpoint_id.strip()} was {prunedlog.describe(pruned)}; '
+                '`checkpoints list` shows the ones kept'
+            )
+        if not commits:
+            raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
+        if len(commits) > 1:
+            raise UnknownCheckpointError(
+                f'checkpoint id {checkpoint_id!r} is ambiguous in {self.path}; '
+                'give more of its digits'
+            )
+        return commits[0]
+
+    def _type_of(self, sha: bytes) -> int:
+        type_num, _ = self._repo.object_store.get_raw(sha)
+        return type_num
+
+    # -- objects ---------------------------------------------------------------------------
+
+    @contextmanager
+    def _object_errors(self, sha: bytes) -> Iterator[None]:
+        """Turns a missing or damaged object into a CorruptRepositoryError naming it."""
+        try:
+            yield
+        except KeyError as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} is missing from {self.path}'
+            ) from error
+        except object_damage() as error:
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+            ) from error
+
+    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+        with self._object_errors(sha):
+            obj = self._read_loose(sha) if self._dulwich is None else None
+            if obj is None:
+                obj = self._repo.object_store[sha]
+        if not isinstance(obj, kind):
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
+                f'not a {kind.type_name.decode()}'
+            )
+        return obj
+
+    def _read_loose(self, sha: bytes) -> ShaFile | None:
+        """A loose object read without opening the dulwich repository (None if not loose).
+
+        A snapshot of an unchanged desk reads the newest commit this way and never pays for
+        opening the repository; packed objects (and alternates) go through dulwich.
+        """
+        if not _HEX_SHA.fullmatch(sha):
+            return None
+        from dulwich.objects import ShaFile
+
+        hex_id = sha.decode()
+        try:
+            return ShaFile.from_path(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
+        except FileNotFoundError:
+            return None
+
+    def contains(self, sha: bytes) -> bool:
+        if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
+            return True
+        try:
+            return sha in self._repo.object_store
+        except object_damage():
+            return True  # there, but damaged: reading it says so
+
+    def _found_without_dulwich(self, sha: bytes) -> bool:
+        """A loose file or a pack index entry for the object (the seal check of a snapshot of an
+        unchanged desk, and ``status``, then never open dulwich); not found means ask dulwich,
+        which also knows alternates and packs whose index is damaged."""
+        hex_id = sha.decode()
+        objects = os.path.join(self.path, 'objects')
+        if os.path.isfile(os.path.join(objects, hex_id[:2], hex_id[2:])):
+            return True
+        return listed_in_packs(os.path.join(objects, 'pack'), bytes.fromhex(hex_id))
+
+    def read_blob(self, sha: bytes) -> bytes:
+        # The raw bytes straight from the store: no Blob object is built for a restore's reads.
+        with self._object_errors(sha):
+            type_num, raw = self._repo.object_store.get_raw(sha)
+        if type_num != _BLOB:
+            from dulwich.objects import Blob
+
+            return self._read(sha, Blob).as_raw_string()  # raises, naming what it is instead
+        return raw
+
+    def read_tree(self, sha: bytes) -> Tree:
+        from dulwich.objects import Tree
+
+        return self._read(sha, Tree)
+
+    def flatten_tree(
+        self,
+        tree_sha: bytes,
+        allowlist: Allowlist,
+        skipped: list[tuple[str, str]] | None = None,
+    ) -> tuple[dict[str, tuple[int, bytes]], dict[str, bytes]]:
+        """Every file of a tree as ``path -> (mode, blob sha)``, refusing unsafe entries, and
+        the tree id of every folder (see ``treevetting.flatten_tree``)."""
+        return treevetting.flatten_tree(self.tree_entries, tree_sha, allowlist, skipped)
+
+    def tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them).
+
+        Kept for the rest of the process (the caller must not change the list)."""
+        key = (os.fspath(self.path), sha)
+        entries = _TREES.get(key)
+        if entries is None:
+            entries = self._read_tree_entries(sha)
+            _TREES.remember(key, entries)
+        return entries
+
+    def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        with self._object_errors(sha):
+            type_num, raw = self._repo.object_store.get_raw(sha)
+        if type_num != _TREE:
+            raise CorruptRepositoryError(f'the object {sha.decode()} in {self.path} is not a tree')
+        from dulwich.errors import ObjectFormatException
+        from dulwich.objects import parse_tree
+
+        try:
+            return parse_tree(bytes(raw), 20)
+        except (ObjectFormatException, ValueError) as error:
+            raise CorruptRepositoryError(
+                f'the tree {sha.decode()} in {self.path} is malformed: {error}'
+            ) from error
+
+    def write_objects(self, objects: list[ShaFile]) -> None:
+        """Stores new objects in a pack at once, never as loose files.
+
+        They are appended to the newest small pack as deltas against the versions they replace
+        (see ``storage.append_objects``), so a snapshot costs about what it adds, not a 4 KiB
+        block per object plus a whole copy of each changed file and folder. When durable, the
+        pack and its index are flushed, with the folder that names them, before this returns,
+        so a branch moved afterwards never names an object a power cut could lose. A new commit
+        is remembered (see ``remember_commit``).
+        """
+        from dulwich.errors import ObjectFormatException
+        from dulwich.objects import Commit
+
+        from . import storage
+
+        try:
+            storage.append_objects(self, objects)
+        except (OSError, ValueError, ObjectFormatException) as error:
+            raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+        for obj in objects:
+            if isinstance(obj, Commit):
+                self.remember_commit(obj)
+
+    def make_commit(self, tree: bytes, parent: bytes | None, message: str) -> Commit:
+        from dulwich.objects import Commit
+
+        now = int(time.time())
+        offset = _local_offset_seconds(now)
+        commit = Commit()
+        commit.tree = tree
+        commit.parents = [parent] if parent is not None else []
+        commit.author = commit.committer = IDENTITY
+        commit.author_time = commit.commit_time = now
+        commit.author_timezone = commit.commit_timezone = offset
+        commit.encoding = None
+        commit.message = message.encode('utf-8', 'surrogateescape')
+        return commit
