@@ -310,11 +310,11 @@ def test_non_write_events_stay_cheap(workspace: Path) -> None:
 
 
 def test_readme_settings_match_the_adapter() -> None:
-    """The settings the README tells people to paste are valid JSON and cover every write tool."""
+    """The settings the manual tells people to paste are valid JSON and cover every write tool."""
     from trading_checkpoints.agent.hooks import EVENTS, WRITE_TOOLS
 
-    readme = (ROOT / 'README.md').read_text()
-    section = readme.split('### Hooks for Claude Code and Gemini CLI', 1)[1].split('\n## ', 1)[0]
+    manual = (ROOT / 'docs' / 'agents.md').read_text()
+    section = manual.split('## Hooks for Claude Code and Gemini CLI', 1)[1].split('\n## ', 1)[0]
     blocks = [json.loads(b) for b in re.findall(r'```json\n(.*?)```', section, re.S)]
     assert len(blocks) == 2
     for settings, harness in zip(blocks, ('claude', 'gemini'), strict=True):

@@ -1,6 +1,6 @@
-"""The README's examples run verbatim: every ```python block in a fresh folder, and the command
-line section's console session with its output compared line by line (checkpoint ids and
-times differ from run to run, so each id shown in the README is matched to the real one)."""
+"""The README's and the manual's examples run verbatim: every ```python block in a fresh folder,
+and the console sessions with their output compared line by line (checkpoint ids and times
+differ from run to run, so each id shown in the text is matched to the real one)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,12 @@ import pytest
 from cli_process import environment, shell
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / 'README.md').read_text()
-PYTHON_BLOCKS = re.findall(r'^```python\n(.*?)^```$', README, re.S | re.M)
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md'))]
+PYTHON_BLOCKS = [
+    (page.relative_to(ROOT).as_posix(), block)
+    for page in PAGES
+    for block in re.findall(r'^```python\n(.*?)^```$', page.read_text(), re.S | re.M)
+]
 
 # A checkpoint id as the README shows it (7 hex digits, at least one of them a digit), a time.
 _ID = r'\b(?=[a-f]*[0-9])[0-9a-f]{7}\b'
@@ -23,14 +27,16 @@ _TOKEN = re.compile(f'({_ID})|({_TIME})')
 DEMO = '/tmp/demo'  # where the README's session keeps its workspace
 
 
-def test_the_readme_has_python_blocks() -> None:
-    assert len(PYTHON_BLOCKS) >= 3
+def test_the_readme_and_the_manual_have_python_blocks() -> None:
+    assert any(page == 'README.md' for page, _ in PYTHON_BLOCKS)
+    assert len(PYTHON_BLOCKS) >= 5
 
 
 @pytest.mark.parametrize('number', range(len(PYTHON_BLOCKS)))
 def test_python_block_runs_verbatim_in_a_fresh_folder(number: int, tmp_path: Path) -> None:
+    page, block = PYTHON_BLOCKS[number]
     done = subprocess.run(
-        [sys.executable, '-c', PYTHON_BLOCKS[number]],
+        [sys.executable, '-c', block],
         cwd=tmp_path,
         env=environment(),
         capture_output=True,
@@ -38,13 +44,14 @@ def test_python_block_runs_verbatim_in_a_fresh_folder(number: int, tmp_path: Pat
         timeout=120,
         stdin=subprocess.DEVNULL,
     )
-    assert done.returncode == 0, f'block {number}:\n{PYTHON_BLOCKS[number]}\n{done.stderr}'
+    assert done.returncode == 0, f'{page}, block {number}:\n{block}\n{done.stderr}'
 
 
-def console_session(section: str) -> list[tuple[str, list[str]]]:
+def console_session(page: str, section: str) -> list[tuple[str, list[str]]]:
     """The (command, expected output lines) of the first console block after ``section``."""
-    start = README.index(section)
-    block = re.search(r'^```console\n(.*?)^```$', README[start:], re.S | re.M)
+    text = (ROOT / page).read_text()
+    start = text.index(section)
+    block = re.search(r'^```console\n(.*?)^```$', text[start:], re.S | re.M)
     assert block is not None
     steps: list[tuple[str, list[str]]] = []
     for line in block.group(1).splitlines():
@@ -89,13 +96,22 @@ class Ids:
         return True
 
 
-def test_the_command_line_session_runs_verbatim_with_the_output_shown(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ('page', 'section', 'verbs', 'ids_shown'),
+    [
+        ('README.md', '## On the command line\n', {'demo', 'list', 'restore'}, 3),
+        ('docs/cli.md', '# Command line\n', {'demo', 'list', 'diff', 'restore', 'undo'}, 8),
+    ],
+)
+def test_the_command_line_session_runs_verbatim_with_the_output_shown(
+    page: str, section: str, verbs: set[str], ids_shown: int, tmp_path: Path
+) -> None:
     demo = tmp_path / 'demo'
     cwd = tmp_path
     ids = Ids()
-    steps = console_session('## Command line\n')
-    verbs = {command.split()[1] for command, _ in steps if command.startswith('checkpoints ')}
-    assert {'demo', 'list', 'diff', 'restore', 'undo'} <= verbs
+    steps = console_session(page, section)
+    used = {command.split()[1] for command, _ in steps if command.startswith('checkpoints ')}
+    assert verbs <= used
     for command, expected in steps:
         real = ids.substitute(command).replace(DEMO, str(demo))
         if real.startswith('cd '):
@@ -107,4 +123,4 @@ def test_the_command_line_session_runs_verbatim_with_the_output_shown(tmp_path: 
         assert len(actual) == len(expected), f'$ {command}\n{done.stdout}'
         for want, got in zip(expected, actual, strict=True):
             assert ids.match(want, got), f'$ {command}\nREADME: {want}\nreal:   {got}'
-    assert len(ids.real) >= 8, 'the session shows and reuses real ids'
+    assert len(ids.real) >= ids_shown, 'the session shows and reuses real ids'
