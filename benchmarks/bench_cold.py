@@ -1,0 +1,227 @@
+"""Cold commands as users and harnesses run them: the console script of a fresh virtualenv.
+
+Run by hand from the project root (never as a test):
+
+    python benchmarks/bench_cold.py                  # a new virtualenv in a temp folder, 21 rounds
+    python benchmarks/bench_cold.py --venv /tmp/cold  # reuse (or create) that virtualenv
+    python benchmarks/bench_cold.py --rounds 11 --files 200 --json out.json
+
+It installs this checkout (``pip install '.[mcp]'``, not editable, so nothing is imported from
+the source tree) into a virtualenv, builds a workspace whose desk ``main`` holds ``--files``
+tracked 1 KB files (and one checkpoint of them), then times each command as a new process,
+started the way a harness starts a hook: the console script by its absolute path, stdin from a
+file, no terminal. Every round runs every command once, in turn, so a load that comes and goes
+touches all of them alike; the figures are medians over the rounds, in milliseconds, and the
+ratios are against the same virtualenv's ``python -c pass`` measured in the same rounds (and, for
+reference, against ``git status`` on a git repository holding the same files).
+
+The MCP row is a client's first exchange: spawn ``checkpoints mcp``, send ``initialize``, the
+``initialized`` notification and ``tools/list``, and stop the clock at the ``tools/list`` answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GIT = shutil.which('git')
+HOOK_FIXTURES = ROOT / 'tests' / 'fixtures' / 'hooks'
+
+TARGETS = {  # row -> upper bound of its ratio to `python -c pass`
+    'hook PreToolUse Write (unchanged desk)': 3.0,
+    'snapshot (no-op)': 3.0,
+    'status (clean)': 3.0,
+    'list': 3.0,
+}
+MCP_TARGET_MS = 800.0
+
+
+def make_venv(folder: Path) -> Path:
+    """The virtualenv's bin folder, with this checkout installed into it (once)."""
+    bin_dir = folder / 'bin'
+    if not (bin_dir / 'checkpoints').exists():
+        subprocess.run([sys.executable, '-m', 'venv', str(folder)], check=True)
+        subprocess.run(
+            [str(bin_dir / 'python'), '-m', 'pip', 'install', '-q', f'{ROOT}[mcp]'],
+            check=True,
+        )
+    return bin_dir
+
+
+def build_workspace(root: Path, files: int, bin_dir: Path) -> Path:
+    desk = root / 'desks' / 'main'
+    for index in range(files):
+        path = desk / 'memory' / f'part{index // 100:03d}' / f'note{index:05d}.md'
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes((f'note {index}\n'.encode() * 128)[:1024])
+    (desk / 'Memory.md').write_text('# Memory\n')
+    run = subprocess.run(
+        [str(bin_dir / 'checkpoints'), '--workspace', str(root), 'snapshot', '-m', 'first'],
+        capture_output=True,
+        check=True,
+    )
+    assert b'Snapshot' in run.stdout, run.stdout
+    return desk
+
+
+def git_repository(desk: Path, folder: Path) -> Path:
+    """A git work tree holding the desk's tracked files, committed, for `git status`."""
+    shutil.copytree(desk, folder)
+    env = git_env(folder)
+    for args in (['init', '-q'], ['add', '-A'], ['commit', '-qm', 'first']):
+        subprocess.run([GIT, *args], cwd=folder, env=env, check=True)
+    return folder
+
+
+def git_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith('GIT_')}
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM='1',
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_AUTHOR_NAME='bench',
+        GIT_AUTHOR_EMAIL='bench@example.com',
+        GIT_COMMITTER_NAME='bench',
+        GIT_COMMITTER_EMAIL='bench@example.com',
+    )
+    return env
+
+
+def hook_event(name: str, workspace: Path, folder: Path) -> Path:
+    """A documented hook payload with its workspace filled in, as a file for stdin."""
+    text = (HOOK_FIXTURES / name).read_text().replace('${WORKSPACE}', str(workspace))
+    path = folder / name
+    path.write_text(text)
+    return path
+
+
+def timed_process(argv: list[str], cwd: Path, stdin: Path | None, env: dict[str, str]) -> float:
+    with open(stdin or os.devnull, 'rb') as source:
+        start = time.perf_counter()
+        done = subprocess.run(argv, cwd=cwd, stdin=source, capture_output=True, env=env)
+        elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f'{argv} failed ({done.returncode}): {done.stderr.decode()[-500:]}')
+    return elapsed
+
+
+def timed_mcp(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Spawn the MCP server and time initialize + tools/list."""
+    messages = [
+        {
+            'jsonrpc': '2.0',
+            'id': 1,
+            'method': 'initialize',
+            'params': {
+                'protocolVersion': '2025-06-18',
+                'capabilities': {},
+                'clientInfo': {'name': 'bench', 'version': '0'},
+            },
+        },
+        {'jsonrpc': '2.0', 'method': 'notifications/initialized'},
+        {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'},
+    ]
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b''.join(json.dumps(m).encode() + b'\n' for m in messages))
+    process.stdin.flush()
+    tools = None
+    for line in process.stdout:
+        answer = json.loads(line)
+        if answer.get('id') == 2:
+            tools = answer['result']['tools']
+            break
+    elapsed = time.perf_counter() - start
+    process.stdin.close()
+    process.kill()
+    process.wait()
+    if not tools:
+        raise SystemExit('the MCP server listed no tools')
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--venv', type=Path, help='virtualenv to use (created if missing)')
+    parser.add_argument('--rounds', type=int, default=21)
+    parser.add_argument('--files', type=int, default=200)
+    parser.add_argument('--json', type=Path, help='also write the medians here')
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix='bench-cold-') as scratch:
+        base = Path(scratch)
+        bin_dir = make_venv(args.venv or base / 'venv')
+        python, command = str(bin_dir / 'python'), str(bin_dir / 'checkpoints')
+        workspace = base / 'workspace'
+        desk = build_workspace(workspace, args.files, bin_dir)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHON'))}
+        env['NO_COLOR'] = '1'
+        write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
+        # The written file exists and is unchanged: the hook's snapshot finds nothing to record.
+        (desk / 'notes').mkdir()
+        (desk / 'notes' / 'plan.md').write_text('# Plan\n')
+        subprocess.run([command, '--workspace', str(workspace), 'snapshot'], check=True, env=env)
+
+        rows: dict[str, Callable[[], float]] = {
+            'python -c pass': lambda: timed_process([python, '-c', 'pass'], desk, None, env),
+            'checkpoints --help': lambda: timed_process([command, '--help'], desk, None, env),
+            'list': lambda: timed_process([command, 'list'], desk, None, env),
+            'status (clean)': lambda: timed_process([command, 'status'], desk, None, env),
+            'snapshot (no-op)': lambda: timed_process([command, 'snapshot'], desk, None, env),
+            'hook PreToolUse Write (unchanged desk)': lambda: timed_process(
+                [command, 'hook', '--harness', 'claude'], workspace, write_event, env
+            ),
+            'mcp: spawn, initialize, tools/list': lambda: timed_mcp(
+                [command, '--workspace', str(workspace), 'mcp'], workspace, env
+            ),
+        }
+        if GIT is not None:
+            tree = git_repository(desk, base / 'git')
+            genv = git_env(base)
+            rows['git status (same files)'] = lambda: timed_process(
+                [GIT, 'status', '--porcelain'], tree, None, genv
+            )
+
+        samples: dict[str, list[float]] = {name: [] for name in rows}
+        for name, run in rows.items():
+            run()  # warm the page cache once
+        for _ in range(args.rounds):
+            for name, run in rows.items():
+                samples[name].append(run() * 1000)
+
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor = medians['python -c pass']
+    print(f'{args.files} tracked files, {args.rounds} rounds, medians (ms); python {sys.version[:6]}')
+    print(f'{"command":44} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
+    for name, value in medians.items():
+        target = TARGETS.get(name)
+        if name.startswith('mcp'):
+            mark = f'<= {MCP_TARGET_MS:.0f} ms' if value <= MCP_TARGET_MS else 'MISSED'
+            print(f'{name:44} {value:8.1f} {value / floor:17.2f} {mark:>8}')
+            continue
+        verdict = '' if target is None else ('met' if value / floor <= target else 'MISSED')
+        print(f'{name:44} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
+    if args.json:
+        args.json.write_text(json.dumps({'files': args.files, 'medians_ms': medians}, indent=2))
+
+
+if __name__ == '__main__':
+    main()
