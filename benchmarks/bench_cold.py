@@ -201,7 +201,7 @@ def main() -> None:
             )
 
         samples: dict[str, list[float]] = {name: [] for name in rows}
-        for name, run in rows.items():
+        for run in rows.values():
             run()  # warm the page cache once
         for _ in range(args.rounds):
             for name, run in rows.items():
@@ -209,7 +209,8 @@ def main() -> None:
 
     medians = {name: statistics.median(values) for name, values in samples.items()}
     floor = medians['python -c pass']
-    print(f'{args.files} tracked files, {args.rounds} rounds, medians (ms); python {sys.version[:6]}')
+    version = sys.version.split()[0]
+    print(f'{args.files} tracked files, {args.rounds} rounds, medians (ms); python {version}')
     print(f'{"command":44} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
     for name, value in medians.items():
         target = TARGETS.get(name)
