@@ -30,7 +30,9 @@ class DeskState:
     Attributes:
         path: The desk folder.
         allowlist: What is tracked.
+        cache_path: Where the stat cache is kept (in the repository).
         max_file_size: Files larger than this are left out of snapshots (0: no limit).
+        context: What the stat cache is valid for (the desk folder and the tracked paths).
     """
 
     def __init__(

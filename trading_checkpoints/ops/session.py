@@ -5,8 +5,9 @@ files a checkpoint holds. A :class:`LockedSession` is a session opened under the
 lock (``engine.locked`` opens it, after completing any interrupted restore), and only it has the
 methods that write: commit and move the branch, save the stat cache, write the desk's files. So
 an operation's signature says whether it writes: each one that does takes a ``LockedSession``,
-as jj's ``start_mutation()`` hands out a ``LockedWorkingCopy``; an operation given a
-``ReadSession`` only reads, its repository included.
+as jj's ``start_mutation()`` hands out a ``LockedWorkingCopy``; one given a ``ReadSession``
+only reads. (Both carry the repository object itself, ``repo``: its writes are made only by
+operations given a locked session, and by ``retention``, handed the repository under the lock.)
 
 :func:`open_reading` opens a read session without the lock; both kinds close the repository
 and the desk's folder descriptors when done.
