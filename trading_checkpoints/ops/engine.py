@@ -95,8 +95,6 @@ def locked(
                 session.recovery = recovery.recover(session, restore.run)
             head = repo.head()
             try:
-                if report_to is not None:
-                    report_to.last_recovery = session.recovery
                 yield session
             finally:
                 if report_to is not None:

@@ -1,4 +1,4 @@
-"""Looking back over a desk's checkpoints: diff, show and per-file log, with typed results.
+"""Looking back over a desk's checkpoints: diff, show, per-file log and status, with typed results.
 
 Everything here only reads: trees and blobs of the shadow repository, and the desk through the
 same scan (and stat cache) a snapshot uses. Nothing is written, no lock is needed.
