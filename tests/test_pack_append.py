@@ -23,6 +23,7 @@ from conftest import GIT, git, needs_git, write
 from faults import files_of, fsck, history, put, run_child, tracked, version_of
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.ops import engine
 from trading_checkpoints.store import storage
 from trading_checkpoints.store.pack import append as packappend
 from trading_checkpoints.store.pack import folder as packfolder
@@ -314,7 +315,8 @@ def test_every_crash_point_of_a_roll_up(tmp_path: Path, monkeypatch: pytest.Monk
         assert len(_packs(repo_dir)) == 4
 
     def action(desk: Path, repo_dir: Path) -> None:
-        with Checkpoints(repo_dir, desk)._locked() as session:  # as maybe_pack runs it
+        config = Checkpoints(repo_dir, desk).desk_config
+        with engine.locked(config) as session:  # as maybe_pack runs it
             storage.roll_up(session.repo)
 
     kills = _sweep(tmp_path, prepare, action)

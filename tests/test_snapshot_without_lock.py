@@ -33,7 +33,7 @@ from trading_checkpoints.desk import scan as scan_module
 from trading_checkpoints.desk.scan import STREAM_THRESHOLD
 from trading_checkpoints.ops import external, snapshot
 from trading_checkpoints.ops.journal import pending
-from trading_checkpoints.ops.session import Session
+from trading_checkpoints.ops.session import ReadSession as Session
 from trading_checkpoints.store import metadata
 from trading_checkpoints.store.repo import ShadowRepo
 

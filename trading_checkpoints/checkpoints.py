@@ -1,36 +1,54 @@
 """The ``Checkpoints`` facade: snapshot, list and restore one desk. Verbs only.
 
-Each verb opens a session (``engine.locked`` to write, ``session.open_reading`` to read) and
-hands it to the module that does the work: ``snapshot``, ``restore`` (through ``recovery``),
-``history``, ``external``, ``undo``, ``retention``, ``remote``, ``turns`` and ``guard``.
+Each verb checks its arguments, opens a session (``engine.locked`` to write,
+``session.open_reading`` or ``engine.reading`` to read) and hands it to the one operation that
+does the work: ``snapshot``, ``restore``, ``undo``, ``history``, ``external``, ``retention``,
+``turns``, ``guard`` or ``remote``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import builtins
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Literal, overload
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from .agentverbs import AgentVerbs
-from .core.paths import Allowlist
-from .core.trees import FileEntry, build_trees
-from .desk import safety
-from .desk.state import DeskState
+from .core import lock
+from .core.paths import TRACKED_PATHS
 from .errors import CheckpointError
-from .ops import external, history, restore, undo
-from .ops.listing import list_checkpoints
-from .ops.restore import Request
-from .ops.results import Checkpoint, Diff, LogEntry, RestoreResult, SnapshotResult, Status
-from .ops.session import STAT_CACHE, Session, effective_allowlist, open_reading
-from .storageverbs import StorageVerbs
+from .ops import deskconfig, engine, external, history, listing, request, restore, undo
+from .ops import retention as pruning
+from .ops import snapshot as snapshots
+from .ops.guard import Guard, before_write
+from .ops.results import (
+    Checkpoint,
+    Diff,
+    LogEntry,
+    PruneResult,
+    RestoreResult,
+    SnapshotResult,
+    Status,
+    TurnInfo,
+)
+from .ops.session import open_reading
+from .ops.turns import Turn, first_checkpoint, open_turn
+from .ops.turns import turns as recorded_turns
 from .store import metadata
 from .store.commitinfo import SHORT_ID_LENGTH
-from .store.repo import PRIVATE_DIR
+from .store.repofolder import is_initialized
+
+if TYPE_CHECKING:
+    from .ops.results import Recovery
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
+_F = TypeVar('_F', bound=Callable[..., Any])
+_Self = TypeVar('_Self', bound='Checkpoints')
 
-class Checkpoints(StorageVerbs, AgentVerbs):
+
+class Checkpoints:
     """The checkpoint repository of one desk.
 
     Attributes:
@@ -39,6 +57,7 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         tracked_paths: The tracked paths as given; when left at the default, the paths
             remembered by an existing repository are used instead, so the library and the
             command line always agree on what a repository tracks.
+        desk_config: All of the above, and the options, as the operations take them.
         last_recovery: What the last verb did to complete an interrupted restore, if anything.
 
     Example::
@@ -48,6 +67,57 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         checkpoints.snapshot('before write_file Memory.md')
         checkpoints.restore('3f2a9c1')
     """
+
+    def __init__(
+        self,
+        repository_directory: Path,
+        desk_directory: Path,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+        *,
+        max_file_size: int | None = None,
+        durable: bool = True,
+        atomic_writes: bool | None = None,
+        lock_timeout: float = lock.DEFAULT_TIMEOUT,
+    ) -> None:
+        """Describes the repository without touching the disk.
+
+        Args:
+            repository_directory: The bare git directory that holds the snapshots.
+            desk_directory: The desk folder.
+            tracked_paths: The allowlist.
+            max_file_size: Files larger than this many bytes are left out of snapshots and
+                reported (``SnapshotResult.skipped``); 0 means no limit. None (the default)
+                uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
+            durable: Flush objects, refs and restored files to the disk in an order that
+                survives a power cut (see the README); on by default.
+            atomic_writes: Restore every file through a temporary file renamed into place,
+                so a reader of the desk never sees a file half rewritten; slower. None (the
+                default) uses the repository's ``checkpoints.atomicWrites`` config, else
+                off: files are rewritten in place (see the README, "Restores write in place").
+            lock_timeout: Seconds to wait for another process holding the desk's lock.
+
+        Raises:
+            CheckpointError: A folder is not a path, or an option is not usable.
+        """
+        self.desk_config = deskconfig.make(
+            repository_directory,
+            desk_directory,
+            tracked_paths,
+            max_file_size=max_file_size,
+            durable=durable,
+            atomic_writes=atomic_writes,
+            lock_timeout=lock_timeout,
+        )
+        self.repository_directory = self.desk_config.repository
+        self.desk_directory = self.desk_config.desk
+        self.tracked_paths = deskconfig.as_given(tracked_paths)
+        self.last_recovery: Recovery | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f'{type(self).__name__}({str(self.repository_directory)!r}, '
+            f'{str(self.desk_directory)!r}, tracked_paths={self.tracked_paths!r})'
+        )
 
     # -- snapshot, list, restore -----------------------------------------------------------
 
@@ -86,27 +156,25 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         turn: str | None = None,
     ) -> SnapshotResult:
         """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
-        from .ops import snapshot
-
         if not isinstance(reason, str):
             raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
         if isinstance(paths, str):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
-        self._check_desk(must_exist=True)
+        deskconfig.check_desk(self.desk_config, must_exist=True)
         self.last_recovery = None
-        earlier = snapshot.look(self.desk_config, message)
+        earlier = snapshots.look(self.desk_config, message)
         if earlier is not None and earlier.answer is not None:
             return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        with self._locked(light=True) as session:
-            return snapshot.take(session, message, earlier)
+        with engine.locked(self.desk_config, light=True, report_to=self) as session:
+            return snapshots.take(session, message, earlier)
 
-    def list(self, limit: int | None = 20) -> list[Checkpoint]:
+    def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:
         """The most recent checkpoints, newest first (``limit=None``: all of them); ``[]`` when
         none has been taken."""
-        _check_limit(limit)
-        self._complete_pending_restore()
-        return list_checkpoints(self.repository_directory, limit)
+        listing.check_limit(limit)
+        engine.complete_pending(self.desk_config, report_to=self)
+        return listing.list_checkpoints(self.repository_directory, limit)
 
     @overload
     def restore(
@@ -195,22 +263,13 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         on_external: str | None = None,
     ) -> RestoreResult:
         """Like :meth:`restore`, but says what was (or, dry, would be) written and deleted."""
-        policy = _policy(on_external, restore.OVERWRITE if force else restore.KEEP)
-        self._check_desk(must_exist=False)
-        self._require_repository()
-        with self._locked() as session:
-            target, label = session.target(checkpoint_id)
-            selection: tuple[str, ...] = ()
-            if paths is not None:
-                if isinstance(paths, str):
-                    paths = (paths,)
-                selection = tuple(history.normalize_path(p, session.allowlist) for p in paths)
-                if not selection:
-                    raise CheckpointError('no paths given to restore')
-            request = Request(
-                target, label, selection=selection, dry_run=dry_run, on_external=policy
+        policy = request.policy(on_external, request.OVERWRITE if force else request.KEEP)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.require_repository(self.desk_config)
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return restore.to_checkpoint(
+                session, checkpoint_id, paths, dry_run=dry_run, on_external=policy
             )
-            return self._restore(session, request)
 
     # -- looking back (history.py) --------------------------------------------------------
 
@@ -234,52 +293,39 @@ class Checkpoints(StorageVerbs, AgentVerbs):
             for change in checkpoints.diff('3f2a9c1').changes:
                 print(change.kind, change.path)
         """
-        with self._reading() as session:
+        with engine.reading(self.desk_config, report_to=self) as session:
             return history.diff(session, from_id, to_id, patches=patches, paths=paths)
 
     def show(self, checkpoint_id: str, path: str) -> bytes:
         """A file's bytes as they were at a checkpoint (a symlink's target for a symlink)."""
-        with self._reading() as session:
+        with engine.reading(self.desk_config, report_to=self) as session:
             return history.show(session, checkpoint_id, path)
 
-    def log(self, path: str | None = None, limit: int | None = 20) -> list[LogEntry]:
+    def log(self, path: str | None = None, limit: int | None = 20) -> builtins.list[LogEntry]:
         """Checkpoints newest first, each with the files that differ from the one before it
         (``limit=None``: all of them).
 
         With ``path`` (a file or folder), only the checkpoints where something at or below it
         changed; ``[]`` when none did (also for a path that never existed).
         """
-        _check_limit(limit)
+        listing.check_limit(limit)
         with open_reading(self.desk_config) as session:
             return [] if session is None else history.log(session, path, limit)
 
     def status(self) -> Status:
         """What changed in the desk since the newest checkpoint, and which of it was external."""
-        self._check_desk(must_exist=False)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
         with open_reading(self.desk_config) as session:
             if session is not None:
                 return history.status(session)
-        if not self.desk_directory.is_dir():
-            return Status(None, (), (), 'none')
-        limit = self.desk_config.max_file_size
-        desk = DeskState(
-            self.desk_directory,
-            effective_allowlist(self.desk_config),
-            self.repository_directory / PRIVATE_DIR / STAT_CACHE,
-            max_file_size=safety.DEFAULT_MAX_FILE_SIZE if limit is None else limit,
-        )
-        try:
-            result = desk.scan(desk.load_cache())
-        finally:
-            desk.close()
-        return Status(None, history.compare({}, result.files), (), 'none', tuple(result.skipped))
+        return history.unrecorded_status(self.desk_config)
 
     # -- tracked paths -------------------------------------------------------------------
 
     def effective_tracked_paths(self) -> tuple[str, ...]:
         """The tracked paths the next snapshot will use: the ones given to this object, else
         the ones the repository remembers, else the default."""
-        return effective_allowlist(self.desk_config).entries
+        return deskconfig.effective_allowlist(self.desk_config).entries
 
     def set_tracked_paths(self, tracked_paths: Sequence[str]) -> tuple[str, ...]:
         """Records new tracked paths in the repository (creating it if needed); returns them.
@@ -287,15 +333,13 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         Files outside the new list are no longer snapshotted or restored; checkpoints taken
         before keep what they hold. Nothing in the desk is changed.
         """
-        if isinstance(tracked_paths, str):
-            tracked_paths = (tracked_paths,)
-        allowlist = Allowlist(tuple(tracked_paths))
-        self._check_desk(must_exist=False)
-        self.tracked_paths = allowlist.entries
-        self.desk_config = replace(self.desk_config, requested=allowlist, explicit=True)
-        with self._locked():
+        config = deskconfig.tracking(self.desk_config, tracked_paths)
+        deskconfig.check_desk(config, must_exist=False)
+        self.tracked_paths = config.requested.entries
+        self.desk_config = config
+        with engine.locked(config, report_to=self):
             pass  # the lock records an explicit list in the repository's config
-        return allowlist.entries
+        return config.requested.entries
 
     # -- the agent's state, undo and redo --------------------------------------------------
 
@@ -309,10 +353,8 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         Returns:
             The short id of the seal (the newest checkpoint when the desk matches it).
         """
-        from .ops import external
-
-        self._check_desk(must_exist=True)
-        with self._locked() as session:
+        deskconfig.check_desk(self.desk_config, must_exist=True)
+        with engine.locked(self.desk_config, report_to=self) as session:
             return external.seal(session).decode()[:SHORT_ID_LENGTH]
 
     def undo(
@@ -331,21 +373,11 @@ class Checkpoints(StorageVerbs, AgentVerbs):
         ``force`` (put the step's version back; the outside change stays in the pre-snapshot)
         or ``keep_external`` (leave those files as they are).
         """
-        policy = _undo_policy(force, keep_external)
-        self._check_desk(must_exist=False)
-        self._require_repository()
-        with self._locked() as session:
-            view, baseline, _ = _agent_trees(session, policy)
-            step = undo.undo_target(session.repo, view, baseline)
-            request = Request(
-                step.sha.encode(),
-                step.short_id,
-                action=undo.UNDO,
-                subject=f'undo: back to {step.short_id} ({step.subject})',
-                dry_run=dry_run,
-                on_external=policy,
-            )
-            return self._restore(session, request)
+        policy = request.undo_policy(force, keep_external)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.require_repository(self.desk_config)
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return undo.undo(session, policy, dry_run)
 
     def redo(
         self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
@@ -354,69 +386,201 @@ class Checkpoints(StorageVerbs, AgentVerbs):
 
         Files changed since the undo are treated as :meth:`undo` treats outside changes.
         """
-        policy = _undo_policy(force, keep_external)
-        self._check_desk(must_exist=False)
-        self._require_repository()
-        with self._locked() as session:
-            undone, state = undo.redo_source(session.repo)
-            head = session.repo.head()
-            view, baseline, files = _agent_trees(session, policy)
-            if policy != restore.OVERWRITE and head and view != baseline:
-                held, _ = session.flatten(baseline)
-                changed = sorted(p for p in {*held, *files} if held.get(p) != files.get(p))
-                raise CheckpointError(
-                    'the agent changed the desk since the last undo; redo would overwrite '
-                    f'that ({", ".join(changed[:5])}); force it to redo anyway (the changes '
-                    'are kept in a pre-snapshot)'
-                )
-            request = Request(
-                state,
-                state.decode()[:SHORT_ID_LENGTH],
-                action=undo.REDO,
-                subject=f'redo: reverse undo {undone.short_id}',
-                trailers=[(undo.REDO_OF, undone.sha)],
-                dry_run=dry_run,
-                on_external=policy,
+        policy = request.undo_policy(force, keep_external)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.require_repository(self.desk_config)
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return undo.redo(session, policy, dry_run)
+
+    # -- agent integration: guards, decorators and turns (guard.py, turns.py) --------------
+
+    def before_write(
+        self,
+        tool: str | None = None,
+        *,
+        path_arg: str | Sequence[str] | None = 'path',
+        strict: bool = False,
+    ) -> Callable[[_F], _F]:
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
+
+        Example::
+
+            @checkpoints.before_write('write_file', path_arg='path')
+            def write_file(path: str, content: str) -> None: ...
+        """
+        return before_write(self, tool, path_arg=path_arg, strict=strict)
+
+    def guard(
+        self,
+        action: str,
+        *,
+        tool: str | None = None,
+        paths: Sequence[str] | str | None = None,
+        strict: bool = False,
+        turn: Turn | None = None,
+    ) -> Guard:
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
+
+        Example::
+
+            with checkpoints.guard('write_file Memory.md'):
+                (desk / 'Memory.md').write_text(text)
+        """
+        return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
+
+    def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
+        """Context manager: tag every checkpoint taken in its block with one turn id.
+
+        Example::
+
+            with checkpoints.turn('tidy the notes', message_id='msg_17') as turn:
+                write_file('notes/a.md', '...')
+        """
+        return open_turn(self, label, message_id)
+
+    def restore_turn(
+        self,
+        turn_id: str,
+        dry_run: bool = False,
+        force: bool = True,
+        *,
+        on_external: str | None = None,
+    ) -> RestoreResult:
+        """Puts the tracked files back as they were before turn ``turn_id`` began.
+
+        ``force`` and ``on_external`` work as for :meth:`Checkpoints.restore`: with
+        ``force=False`` only the agent's changes are reverted.
+        """
+        target = first_checkpoint(self, turn_id)
+        return self.restore_with_result(
+            target, dry_run=dry_run, force=force, on_external=on_external
+        )
+
+    def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
+        """The recorded turns, newest first, each with its checkpoints (newest first)."""
+        return recorded_turns(self, limit)
+
+    # -- retention and backups (retention.py, remote/) ---------------------------------------
+
+    @classmethod
+    def open(
+        cls: type[_Self],
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        keep: int | None = None,
+        retention: str | float | None = None,
+        max_bytes: int | str | None = None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ) -> _Self:
+        """A ``Checkpoints`` held to retention limits: pruned now, and again after every write
+        it makes, so ``keep=N`` means at most N checkpoints after each snapshot.
+
+        Limits not given here are read from the repository's config (``checkpoints.keep``,
+        ``checkpoints.retention``, ``checkpoints.maxsize``, as written by
+        ``checkpoints prune --save``), so every entry point applies the same ones; writes of
+        any ``Checkpoints`` apply the configured ones.
+
+        Example::
+
+            checkpoints = Checkpoints.open(repo, desk, keep=200, retention='30d')
+        """
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        repository = checkpoints.repository_directory
+        limits = pruning.held_to(repository, keep, retention, max_bytes)
+        checkpoints.desk_config = replace(checkpoints.desk_config, limits=limits)
+        if pruning.due_at_start(repository, limits):
+            checkpoints.prune(
+                keep=limits.keep, older_than=limits.older_than, max_bytes=limits.max_size
             )
-            return self._restore(session, request)
+        return checkpoints
 
+    def prune(
+        self,
+        keep: int | None = None,
+        older_than: str | float | None = None,
+        max_bytes: int | str | None = None,
+        *,
+        dry_run: bool = False,
+    ) -> PruneResult:
+        """Drops old checkpoints; the ids of the kept ones never change.
 
-def _policy(value: str | None, default: str) -> str:
-    if value is None:
-        return default
-    if value not in (restore.OVERWRITE, restore.KEEP, restore.REFUSE):
-        raise CheckpointError(f"on_external must be 'overwrite', 'keep' or 'refuse', not {value!r}")
-    return value
+        Args:
+            keep: Keep at most this many of the newest checkpoints (at least 1 is always kept).
+            older_than: Drop checkpoints older than this: seconds, or text like ``'30d'``.
+            max_bytes: Drop the oldest until the objects fit: bytes, or text like ``'500M'``.
+            dry_run: Only say what would be dropped.
 
+        With no limit at all it only compacts the storage (one pack, with deltas). Refuses
+        while a restore journal says a restore is unfinished.
+        """
+        if not engine.repository_exists(self.desk_config):
+            return PruneResult(0, 0, 0, 0)
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return pruning.prune_or_compact(
+                session.repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
+            )
 
-def _undo_policy(force: bool, keep_external: bool) -> str:
-    if force and keep_external:
-        raise CheckpointError('choose force or keep_external, not both')
-    if force:
-        return restore.OVERWRITE
-    return restore.KEEP if keep_external else restore.CONFLICTS
+    def add_remote(self, name: str, url: str):  # -> remote.Remote
+        """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
+        from . import remote as _remote
 
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return _remote.add_remote(session.repo.path, name, url)
 
-def _agent_trees(session: Session, policy: str) -> tuple[bytes, bytes, dict[str, FileEntry]]:
-    """What undo and redo measure the agent's steps with: the desk as the agent left it
-    (changes made outside it left out, unless they are to be overwritten anyway) as a tree and
-    as files, and the newest checkpoint's tree as the agent left it (see
-    ``external.agent_baseline``)."""
-    repo = session.repo
-    result, cache = session.scan()
-    head = repo.head()
-    head_tree = repo.commit_info(head).tree if head is not None else b''
-    if policy == restore.OVERWRITE:
-        return session.tree_of(result, cache), head_tree, result.files
-    baseline = external.agent_baseline(repo, head) if head is not None else head_tree
-    attribution = external.attribute(session, result.files, session.known_tree(result, cache))
-    if not attribution.external:
-        return session.tree_of(result, cache), baseline, result.files
-    view = external.agent_view(result.files, attribution)
-    trees, _ = build_trees(view, set(), {})
-    return trees[''], baseline, view
+    def remove_remote(self, name: str) -> None:
+        from . import remote as _remote
 
+        with engine.locked(self.desk_config, report_to=self) as session:
+            _remote.remove_remote(session.repo.path, name)
 
-def _check_limit(limit: object) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise CheckpointError(f'limit must be a whole number of at least 0 or None, not {limit!r}')
+    def remotes(self) -> builtins.list:  # -> list[remote.Remote]
+        from . import remote as _remote
+
+        if not is_initialized(self.repository_directory):
+            return []
+        return _remote.list_remotes(self.repository_directory)
+
+    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
+        from . import remote as _remote
+
+        engine.require_repository(self.desk_config)
+        return _remote.push(self.desk_config, remote, progress)
+
+    def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
+        """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
+        from . import remote as _remote
+
+        if not engine.repository_exists(self.desk_config):
+            raise CheckpointError(
+                f'no checkpoint repository at {self.repository_directory}; use clone instead'
+            )
+        with engine.locked(self.desk_config, report_to=self) as session:
+            chosen = _remote.get_remote(session.repo.path, remote)
+            return _remote.pull(session.repo, chosen, progress)
+
+    @classmethod
+    def clone(
+        cls: type[_Self],
+        url: str,
+        repository_directory: Path,
+        desk_directory: Path,
+        *,
+        restore: bool = True,
+        progress=None,
+        tracked_paths: Sequence[str] = TRACKED_PATHS,
+    ):  # -> (Checkpoints, remote.TransferResult, tuple of restored paths or None)
+        """Copies a remote's checkpoints into a new repository for a desk.
+
+        With ``restore`` (the default) the newest checkpoint is written into the desk when it
+        holds no tracked files yet; the remote is remembered as ``origin``. A clone that was
+        interrupted is resumed by cloning again.
+        """
+        from . import remote as _remote
+
+        checkpoints = cls(repository_directory, desk_directory, tracked_paths)
+        result, written = _remote.clone(
+            checkpoints.desk_config, url, restore=restore, progress=progress
+        )
+        return checkpoints, result, written

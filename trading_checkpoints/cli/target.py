@@ -15,6 +15,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import CheckpointError
 from ..workspace import (
@@ -26,6 +27,10 @@ from ..workspace import (
     find_workspace,
     is_workspace,
 )
+
+if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
+    from ..ops.listing import Lister
 
 PROGRAM = 'checkpoints'
 WORKSPACE_VARIABLE = 'CHECKPOINTS_WORKSPACE'
@@ -69,10 +74,13 @@ class Target:
 
     # -- the library objects (imported on use: --help never loads dulwich) ----------------
 
-    def checkpoints(self):  # -> Checkpoints
-        return Workspace(self.workspace).desk(self.desk)
+    def checkpoints(self) -> Checkpoints:
+        """The desk's checkpoints, with the tracked paths its repository remembers."""
+        from ..checkpoints import Checkpoints
 
-    def lister(self):  # -> something with .list(limit) and .last_recovery
+        return Checkpoints(self.repository_directory, self.desk_directory)
+
+    def lister(self) -> Checkpoints | Lister:
         """What `list` reads: the light listing (no dulwich, no engine), unless a restore left
         its journal, which the full library completes first."""
         from ..ops.listing import Lister, journal_pending
@@ -81,7 +89,8 @@ class Target:
             return self.checkpoints()
         return Lister(self.repository_directory)
 
-    def opened(self):  # -> Checkpoints pruned to the limits stored in its repository
+    def opened(self) -> Checkpoints:
+        """The desk's checkpoints, pruned to the limits stored in its repository."""
         from ..checkpoints import Checkpoints
 
         return Checkpoints.open(self.repository_directory, self.desk_directory)

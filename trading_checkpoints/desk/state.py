@@ -1,9 +1,10 @@
-"""One desk's tracked files and their stat cache: the two verbs between a desk and git trees.
+"""One desk's tracked files and their stat cache, as read: the desk -> entries -> trees side.
 
-Like jj's working-copy state, :class:`DeskState` owns both directions and the cache they share:
-``scan`` (desk -> entries -> trees) trusts cached blob ids for files whose stat is unchanged,
-and ``checkout`` (plan -> writes and deletes) records the stat of what it wrote, so the next
-scan need not read those files again. All file access goes through ``desk.folders``.
+Like jj's working-copy state, :class:`DeskState` keeps the desk and the cache that spares a scan
+from reading files whose stat is unchanged: ``scan`` trusts cached blob ids for those. What the
+cache should hold after a snapshot or a checkout is computed here (:func:`record_scan`,
+:func:`record_checkout`); saving it, and writing the desk (``checkout.apply``), is left to the
+holder of the repository's lock. All file access goes through ``desk.folders``.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ class DeskState:
     Attributes:
         path: The desk folder.
         allowlist: What is tracked.
+        cache_path: Where the stat cache is kept (in the repository).
         max_file_size: Files larger than this are left out of snapshots (0: no limit).
-        durable: Flush what a checkout writes before it returns.
-        atomic: Write every file through a temporary file and a rename (else in place).
+        context: What the stat cache is valid for (the desk folder and the tracked paths).
     """
 
     def __init__(
@@ -41,15 +42,11 @@ class DeskState:
         cache_path: Path,
         *,
         max_file_size: int = 0,
-        durable: bool = True,
-        atomic: bool = False,
     ) -> None:
         self.path = Path(path)
         self.allowlist = allowlist
         self.cache_path = cache_path
         self.max_file_size = max_file_size
-        self.durable = durable
-        self.atomic = atomic
         context = '\0'.join((realpath(self.path), *allowlist.entries))
         self.context = context.encode('utf-8', 'surrogateescape')
         self._folders: DeskFolders | None = None
@@ -108,102 +105,10 @@ class DeskState:
         dirty = dirty_folders(result.changed, result.removed)
         return build_trees(result.files, dirty, cache.trees)
 
-    def save(self, cache: StatCache) -> None:
-        statcache.save(self.cache_path, cache)
-
-    def forget_cache(self) -> None:
-        """Empties the stat cache, so the next scan reads every file again."""
-        self.save(StatCache(context=self.context))
-
-    def remember(
-        self, cache: StatCache, result: Scan, trees: dict[str, bytes], commit: bytes
-    ) -> None:
-        """Saves the cache as the scan found the desk, matching ``commit``'s trees."""
-        cache.set_columns(result.names, result.numbers, result.shas)
-        cache.trees = trees
-        cache.commit = commit
-        cache.written_at_ns = result.started_ns
-        self.save(cache)
-
-    # -- checkout ------------------------------------------------------------------------
+    # -- before a checkout ---------------------------------------------------------------
 
     def check_plan(self, the_plan: checkout.Plan, current: dict[str, FileEntry]) -> None:
         checkout.check_plan(self.folders, the_plan, current)
-
-    def checkout(
-        self,
-        the_plan: checkout.Plan,
-        target: dict[str, FileEntry],
-        read_blob: Callable[[bytes], bytes],
-        guard: checkout.Guard | None = None,
-    ) -> dict[str, StatKey]:
-        """Writes and deletes the planned paths; returns the stat of each written file."""
-        return checkout.apply(
-            self.folders,
-            self.allowlist,
-            the_plan,
-            target,
-            read_blob,
-            durable=self.durable,
-            atomic=self.atomic,
-            guard=guard,
-        )
-
-    def remember_checkout(
-        self,
-        cache: StatCache,
-        result: Scan,
-        target: dict[str, FileEntry],
-        target_trees: dict[str, bytes],
-        written: dict[str, StatKey],
-        commit: bytes,
-    ) -> None:
-        """Saves the cache after a checkout: the scan's stats, patched where it wrote.
-
-        The scan's columns are copied whole and only the rows that differ are changed: a
-        file written gets its new stat, a file the target holds differently its id, a file
-        the target lacks is dropped, and a file the restore created is added at the end (so
-        the next scan finds the cache in its own order and compares stats in bulk)."""
-        names = list(result.names)
-        numbers = array('q', result.numbers)
-        shas = bytearray(result.shas)
-        positions = result.positions
-        differ = {path for path, _ in result.files.items() ^ target.items()}
-        dropped: list[int] = []
-        for path in differ.union(written):
-            row = positions.get(path)
-            if row is None:
-                continue  # not in the scan: added below if the restore wrote it
-            entry = target.get(path)
-            key = written.get(path)
-            if entry is None:
-                dropped.append(row)
-                continue
-            if key is not None:
-                numbers[row * FIELDS : row * FIELDS + FIELDS] = array('q', key)
-            shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE] = bytes.fromhex(entry[1].decode())
-        for row in sorted(dropped, reverse=True):
-            del names[row]
-            del numbers[row * FIELDS : row * FIELDS + FIELDS]
-            del shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE]
-        for path in (p for p in target if p in differ and p not in positions):
-            key = written.get(path)
-            if key is not None:
-                names.append(path)
-                numbers.extend(key)
-                shas += bytes.fromhex(target[path][1].decode())
-        cache.set_columns(names, numbers, bytes(shas))
-        cache.trees = dict(target_trees)
-        cache.commit = commit
-        self.save(cache)
-
-    def remove_temporaries(self, paths: Iterable[str], pids: Iterable[int]) -> None:
-        """Removes the temporary files killed restores (``pids``) left beside ``paths``."""
-        pids = tuple(pids)
-        for path in paths:
-            parent, _, name = path.rpartition('/')
-            for pid in pids:
-                self.folders.unlink(f'{parent}/{checkout.temporary_name(name, pid)}'.lstrip('/'))
 
     # -- reading -------------------------------------------------------------------------
 
@@ -220,3 +125,58 @@ class DeskState:
             return found
 
         return read
+
+
+def record_scan(cache: StatCache, result: Scan, trees: dict[str, bytes], commit: bytes) -> None:
+    """Sets the cache to the desk as the scan found it, matching ``commit``'s trees."""
+    cache.set_columns(result.names, result.numbers, result.shas)
+    cache.trees = trees
+    cache.commit = commit
+    cache.written_at_ns = result.started_ns
+
+
+def record_checkout(
+    cache: StatCache,
+    result: Scan,
+    target: dict[str, FileEntry],
+    target_trees: dict[str, bytes],
+    written: dict[str, StatKey],
+    commit: bytes,
+) -> None:
+    """Sets the cache to the desk after a checkout: the scan's stats, patched where it wrote.
+
+    The scan's columns are copied whole and only the rows that differ are changed: a
+    file written gets its new stat, a file the target holds differently its id, a file
+    the target lacks is dropped, and a file the restore created is added at the end (so
+    the next scan finds the cache in its own order and compares stats in bulk)."""
+    names = list(result.names)
+    numbers = array('q', result.numbers)
+    shas = bytearray(result.shas)
+    positions = result.positions
+    differ = {path for path, _ in result.files.items() ^ target.items()}
+    dropped: list[int] = []
+    for path in differ.union(written):
+        row = positions.get(path)
+        if row is None:
+            continue  # not in the scan: added below if the restore wrote it
+        entry = target.get(path)
+        key = written.get(path)
+        if entry is None:
+            dropped.append(row)
+            continue
+        if key is not None:
+            numbers[row * FIELDS : row * FIELDS + FIELDS] = array('q', key)
+        shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE] = bytes.fromhex(entry[1].decode())
+    for row in sorted(dropped, reverse=True):
+        del names[row]
+        del numbers[row * FIELDS : row * FIELDS + FIELDS]
+        del shas[row * SHA_SIZE : row * SHA_SIZE + SHA_SIZE]
+    for path in (p for p in target if p in differ and p not in positions):
+        key = written.get(path)
+        if key is not None:
+            names.append(path)
+            numbers.extend(key)
+            shas += bytes.fromhex(target[path][1].decode())
+    cache.set_columns(names, numbers, bytes(shas))
+    cache.trees = dict(target_trees)
+    cache.commit = commit

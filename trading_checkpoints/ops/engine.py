@@ -3,7 +3,10 @@
 Every verb that writes goes through :func:`locked`: it takes the repository's lock (waiting
 for another holder up to the timeout), clears what a killed writer left behind, creates the
 repository on first use, and completes any restore a crash interrupted before handing over
-the session.
+the session: a :class:`LockedSession`, the only kind that writes. A verb that reads an
+existing repository without the lock goes through :func:`reading`, which has such a restore
+completed (under the lock) first. What completing one did is told to ``report_to`` (the
+facade's ``last_recovery``).
 """
 
 from __future__ import annotations
@@ -13,29 +16,45 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from ..core import lock
 from ..errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
 from ..store import leftovers
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import head_is_sound, is_initialized, repair_head
-from . import journal, recovery, retention
-from .session import DeskConfig, Session, check_repository_outside
+from . import journal, recovery, restore, retention
+from .deskconfig import DeskConfig, check_repository_outside
+from .results import Recovery
+from .session import LockedSession, ReadSession, open_reading
 
 LOCK = 'lock'
 
 log = logging.getLogger('trading_checkpoints')
 
 
+class RecoveryReport(Protocol):
+    """Who is told what completing an interrupted restore did (the ``Checkpoints`` facade)."""
+
+    last_recovery: Recovery | None
+
+
 @contextmanager
-def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
+def locked(
+    config: DeskConfig, *, light: bool = False, report_to: RecoveryReport | None = None
+) -> Iterator[LockedSession]:
     """A session under the repository's lock, creating the repository on first use.
 
     With ``light`` (a snapshot), when the previous holder let go normally, no restore record
     is pending and ``HEAD`` is sound, the sweep of stale lock files waits until the repository
     first writes a ref or the config (``ShadowRepo.defer_upkeep``): only those writes can be
     blocked by one, and a snapshot that finds nothing changed may write neither.
+
+    ``report_to.last_recovery`` is None until the lock is taken, then says what completing an
+    interrupted restore did: when the lock was taken, or during the verb (``session.recovery``).
     """
+    if report_to is not None:
+        report_to.last_recovery = None
     path = config.repository
     if not is_initialized(path):
         _check_new_repository(config)
@@ -64,7 +83,7 @@ def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
             elif config.explicit and repo.tracked_paths() != config.requested.entries:
                 repo.remember_tracked_paths(config.requested.entries)
         try:
-            session = Session(config, repo)
+            session = LockedSession(config, repo)
         except BaseException:
             repo.close()
             raise
@@ -73,13 +92,52 @@ def locked(config: DeskConfig, *, light: bool = False) -> Iterator[Session]:
                 # No restore record was found under the lock: there is nothing to complete.
                 repo.defer_upkeep(lambda: leftovers.remove_stale_lock_files(path))
             else:
-                session.recovery = recovery.recover(session)
+                session.recovery = recovery.recover(session, restore.run)
             head = repo.head()
-            yield session
+            try:
+                yield session
+            finally:
+                if report_to is not None:
+                    report_to.last_recovery = session.recovery
             if repo.head() != head:
                 _enforce_retention(session)
         finally:
             session.close()
+
+
+def complete_pending(config: DeskConfig, report_to: RecoveryReport) -> None:
+    """Completes a restore a crash interrupted, under the lock, before a verb that reads
+    without it; ``report_to.last_recovery`` says what that did (None: nothing to complete)."""
+    report_to.last_recovery = None
+    if journal.pending(config.repository):
+        with locked(config, report_to=report_to):
+            pass  # completes the interrupted restore first
+
+
+@contextmanager
+def reading(config: DeskConfig, report_to: RecoveryReport) -> Iterator[ReadSession]:
+    """A session without the lock, for verbs that only read an existing repository; an
+    interrupted restore is completed first (see :func:`complete_pending`)."""
+    complete_pending(config, report_to)
+    with open_reading(config) as session:
+        if session is None:
+            raise CheckpointError(f'no checkpoints yet in {config.repository}')
+        yield session
+
+
+def repository_exists(config: DeskConfig) -> bool:
+    """Whether the desk's repository exists (it is opened, not merely looked for)."""
+    repo = ShadowRepo.open(config.repository)
+    if repo is None:
+        return False
+    repo.close()
+    return True
+
+
+def require_repository(config: DeskConfig) -> None:
+    """Refuses a verb that needs a checkpoint before the first one was taken."""
+    if not repository_exists(config):
+        raise CheckpointError(f'no checkpoints yet in {config.repository}')
 
 
 def _check_new_repository(config: DeskConfig) -> None:
@@ -96,7 +154,7 @@ def _check_new_repository(config: DeskConfig) -> None:
     # checks the tracked paths in effect of an existing one)
 
 
-def _enforce_retention(session: Session) -> None:
+def _enforce_retention(session: LockedSession) -> None:
     """After a write, the retention limits hold again; a failure never undoes the write."""
     try:
         retention.enforce(session.repo, session.config.limits)

@@ -35,7 +35,7 @@ from ..core.trees import FileEntry, build_trees
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.repo import ShadowRepo
-from .session import Session
+from .session import LockedSession, ReadSession
 
 SEAL_REF = b'refs/checkpoints/sealed'
 ANNOUNCE = 'announce'
@@ -64,7 +64,7 @@ class Attribution:
 
 
 def attribute(
-    session: Session, desk: Mapping[str, FileEntry], desk_tree: bytes | None = None
+    session: ReadSession, desk: Mapping[str, FileEntry], desk_tree: bytes | None = None
 ) -> Attribution:
     """Compares the desk (a scan's files) with the state the agent left.
 
@@ -126,7 +126,7 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
     return tuple(sorted(path for path in set(left) | set(desk) if left.get(path) != desk.get(path)))
 
 
-def seal(session: Session) -> bytes:
+def seal(session: LockedSession) -> bytes:
     """Records the desk as it is now as the state the agent left; returns the seal's commit."""
     repo = session.repo
     result, cache = session.scan(record=True)
@@ -142,14 +142,15 @@ def seal(session: Session) -> bytes:
     return sha
 
 
-def mark_sealed(repo: ShadowRepo) -> None:
+def mark_sealed(session: LockedSession) -> None:
     """After a restore: the newest checkpoint is the state the product left."""
+    repo = session.repo
     head = repo.head()
     if head is not None:
         repo.set_ref(SEAL_REF, head)
 
 
-def seal_files(session: Session, files: Mapping[str, FileEntry]) -> None:
+def seal_files(session: LockedSession, files: Mapping[str, FileEntry]) -> None:
     """Seals a given state (not the desk's): after a restore that kept files changed outside
     the agent, the state the agent left is the restored one with those files as it left them,
     so they still count as changed outside the agent afterwards."""
@@ -196,13 +197,14 @@ def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
     return None
 
 
-def announce(repo: ShadowRepo, message: str) -> None:
+def announce(session: LockedSession, message: str) -> None:
     """After a snapshot that found nothing changed: the agent is about to write again.
 
     No checkpoint is made, so the paths it declares would be lost and the last seal would
     wrongly hold; instead the seal becomes an *announcement* on the newest checkpoint carrying
     the declared paths (skipped when the effective declaration is already the same).
     """
+    repo = session.repo
     text = announcement(repo, message)
     if text is None:
         return

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 from ..core.paths import Allowlist, path_problem
 from ..errors import CheckpointError, CheckpointWarning
 from . import turns
-from .session import effective_allowlist
+from .deskconfig import effective_allowlist
 from .turns import CheckpointsLike
 
 logger = logging.getLogger('trading_checkpoints.ops.guard')

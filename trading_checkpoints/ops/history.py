@@ -1,4 +1,4 @@
-"""Looking back over a desk's checkpoints: diff, show and per-file log, with typed results.
+"""Looking back over a desk's checkpoints: diff, show, per-file log and status, with typed results.
 
 Everything here only reads: trees and blobs of the shadow repository, and the desk through the
 same scan (and stat cache) a snapshot uses. Nothing is written, no lock is needed.
@@ -12,13 +12,16 @@ from typing import Any
 
 from ..core.paths import Allowlist, path_problem
 from ..core.trees import SYMLINK_MODE, TREE_MODE, FileEntry
+from ..desk import safety
 from ..desk.scan import LazyFiles, Scan
+from ..desk.state import DeskState
 from ..errors import BadPathError, CheckpointError
+from ..store import metadata
 from ..store.commitinfo import SHORT_ID_LENGTH
-from ..store.repo import ShadowRepo
-from . import undo
+from ..store.repo import PRIVATE_DIR, ShadowRepo
+from .deskconfig import DeskConfig, effective_allowlist
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
-from .session import Session
+from .session import STAT_CACHE, ReadSession
 
 ADDED = 'added'
 MODIFIED = 'modified'
@@ -228,7 +231,7 @@ def show_file(files: dict[str, FileEntry], path: str, label: str) -> FileEntry:
 
 
 def diff(
-    session: Session,
+    session: ReadSession,
     from_id: str,
     to_id: str | None,
     *,
@@ -256,7 +259,7 @@ def diff(
     return Diff(old_sha.decode()[:SHORT_ID_LENGTH], new_label, changes)
 
 
-def _desk_reader(session: Session, result: Scan) -> Reader:
+def _desk_reader(session: ReadSession, result: Scan) -> Reader:
     """A desk file's bytes: fresh from the scan, else from the repository, else the desk."""
     from_desk = session.desk.reader(result)
     repo = session.repo
@@ -269,7 +272,7 @@ def _desk_reader(session: Session, result: Scan) -> Reader:
     return read
 
 
-def show(session: Session, checkpoint_id: str, path: str) -> bytes:
+def show(session: ReadSession, checkpoint_id: str, path: str) -> bytes:
     """A file's bytes at a checkpoint (a symlink's target for a symlink)."""
     repo = session.repo
     sha = repo.resolve(checkpoint_id)
@@ -279,7 +282,7 @@ def show(session: Session, checkpoint_id: str, path: str) -> bytes:
     return repo.read_blob(blob)
 
 
-def log(session: Session, path: str | None, limit: int | None) -> list[LogEntry]:
+def log(session: ReadSession, path: str | None, limit: int | None) -> list[LogEntry]:
     """Checkpoints newest first with the files each changed (see ``Checkpoints.log``)."""
     repo = session.repo
     wanted = normalize_path(path, session.allowlist) if path else None
@@ -300,14 +303,14 @@ def log(session: Session, path: str | None, limit: int | None) -> list[LogEntry]
             LogEntry(
                 checkpoint_from(info),
                 tuple(path for path, _, _ in changed),
-                undo.action_of(info),
+                metadata.action_of(info.message),
                 tuple(_change(path, before, after, None, None) for path, before, after in changed),
             )
         )
     return entries
 
 
-def status(session: Session) -> Status:
+def status(session: ReadSession) -> Status:
     """The desk compared with its newest checkpoint, and which changes were external."""
     from . import external
 
@@ -328,3 +331,21 @@ def status(session: Session) -> Status:
     return Status(
         head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis, skipped
     )
+
+
+def unrecorded_status(config: DeskConfig) -> Status:
+    """The status of a desk whose repository does not exist yet: every tracked file is new."""
+    if not config.desk.is_dir():
+        return Status(None, (), (), 'none')
+    limit = config.max_file_size
+    desk = DeskState(
+        config.desk,
+        effective_allowlist(config),
+        config.repository / PRIVATE_DIR / STAT_CACHE,
+        max_file_size=safety.DEFAULT_MAX_FILE_SIZE if limit is None else limit,
+    )
+    try:
+        result = desk.scan(desk.load_cache())
+    finally:
+        desk.close()
+    return Status(None, compare({}, result.files), (), 'none', tuple(result.skipped))

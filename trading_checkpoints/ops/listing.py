@@ -14,13 +14,19 @@ import re
 from pathlib import Path
 
 from ..core.fs import read_file
-from ..errors import CorruptRepositoryError
+from ..errors import CheckpointError, CorruptRepositoryError
 from ..store import config as repo_config
 from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
 from .results import Checkpoint, checkpoint_from
 
 _HEX = re.compile(rb'[0-9a-f]{40}')
+
+
+def check_limit(limit: object) -> None:
+    """Refuses a ``limit`` of checkpoints to list that is not a whole number of at least 0."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise CheckpointError(f'limit must be a whole number of at least 0 or None, not {limit!r}')
 
 
 def journal_pending(repository: Path) -> bool:

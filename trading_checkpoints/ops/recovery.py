@@ -24,41 +24,26 @@ those commits; any other content is snapshotted before anything is overwritten.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..errors import CheckpointError, CorruptRepositoryError, DeskChangedError
 from ..store.commitinfo import SHORT_ID_LENGTH
-from . import journal, restore
-from .results import Recovery, RestoreResult
-from .session import Session
+from . import journal
+from .request import Outcome, Request
+from .results import Recovery
+from .session import LockedSession, ReadSession
+
+# The restore pipeline (``restore.run``); handed in, since ``restore.restore`` calls recover too.
+Pipeline = Callable[[LockedSession, Request], Outcome]
 
 log = logging.getLogger('trading_checkpoints')
 log.addHandler(logging.NullHandler())  # a library: the application decides what is shown
 
 
-def restore_or_complete(session: Session, request: restore.Request) -> RestoreResult:
-    """Runs a restore; when another writer changed a planned file meanwhile, saves the desk as
-    found and completes the restore through its record."""
-    try:
-        return restore.run(session, request).result
-    except DeskChangedError as change:
-        cause = f'a restore during which {change.path} was changed by another writer'
-        recovery = recover(session, cause=cause)
-        session.recovery = recovery
-        if recovery is None:
-            raise
-        return RestoreResult(
-            before_id=recovery.before_id,
-            target_id=recovery.target_id,
-            restored_id=recovery.restored_id,
-            written=recovery.written,
-            deleted=recovery.deleted,
-            action=request.action,
-            recovered=str(recovery),
-        )
-
-
-def recover(session: Session, *, cause: str | None = None) -> Recovery | None:
-    """Completes the restore whose record is pending, if any; the caller holds the lock."""
+def recover(
+    session: LockedSession, pipeline: Pipeline, *, cause: str | None = None
+) -> Recovery | None:
+    """Completes the restore whose record is pending, if any, through ``pipeline``."""
     repo = session.repo
     if not journal.pending(repo.path):
         return None
@@ -70,7 +55,7 @@ def recover(session: Session, *, cause: str | None = None) -> Recovery | None:
         _check_against_repository(session, record)
     except CorruptRepositoryError as error:
         return _salvage(session, str(error))
-    request = restore.Request(
+    request = Request(
         target=record.target.encode(),
         label=record.label,
         overlay={change.path: change.after for change in record.changes},
@@ -80,9 +65,9 @@ def recover(session: Session, *, cause: str | None = None) -> Recovery | None:
         expected={change.path: (change.before, change.after) for change in record.changes},
     )
     if session.config.desk.is_dir():
-        session.desk.remove_temporaries([change.path for change in record.changes], record.pids)
+        session.remove_temporaries([change.path for change in record.changes], record.pids)
     try:
-        outcome = restore.run(session, request)
+        outcome = pipeline(session, request)
     except DeskChangedError as error:
         raise CheckpointError(
             f'{what} of {record.label} cannot be completed: {error.path} keeps changing; '
@@ -118,7 +103,7 @@ def recover(session: Session, *, cause: str | None = None) -> Recovery | None:
     )
 
 
-def _check_against_repository(session: Session, record: journal.Record) -> None:
+def _check_against_repository(session: ReadSession, record: journal.Record) -> None:
     """Refuses a record whose commits are missing or whose entries they do not hold."""
     repo = session.repo
     trees = {}
@@ -139,7 +124,7 @@ def _check_against_repository(session: Session, record: journal.Record) -> None:
             )
 
 
-def _salvage(session: Session, problem: str) -> Recovery:
+def _salvage(session: LockedSession, problem: str) -> Recovery:
     """A record we refuse: keep the desk exactly as found (snapshotted) and drop the record."""
     saved = None
     if session.config.desk.is_dir():

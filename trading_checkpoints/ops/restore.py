@@ -17,6 +17,10 @@ and clone's first checkout are all this pipeline with different requests:
    before it happens to still be what the scan saw (else ``DeskChangedError``).
 6. **commit** the restored state with its action and target trailers, **record** the stat of
    what was written in the stat cache, remove the journal, and seal the state.
+
+:func:`restore` is the entry point. It runs the pipeline (:func:`run`) and, when another writer
+changed a planned file during the writes, completes the restore through its journal
+(``recovery.recover``, handed this pipeline), as the next operation would after a crash.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core.trees import (
     BLOB_MODES,
@@ -39,75 +43,29 @@ from ..desk import safety
 from ..desk.checkout import Plan, midway, plan
 from ..desk.folders import DeskFolders
 from ..desk.scan import Scan, git_mode, hash_stream
-from ..errors import CheckpointError, ExternalChangesError
+from ..errors import CheckpointError, DeskChangedError, ExternalChangesError
 from ..store import changestats, metadata
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import external, history, journal, undo
+from . import external, history, journal, recovery
+from .request import (
+    CONFLICTS,
+    OVERWRITE,
+    REFUSE,
+    RESTORE,
+    TARGET,
+    UNDO,
+    UNDO_OF,
+    Outcome,
+    Request,
+    compose,
+)
 from .results import RestoreResult
-from .session import Session
+from .session import LockedSession, ReadSession
 
 TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
 CHANGED_OUTSIDE = 'changed outside the agent'
-
-# What a restore does with paths changed outside the agent (``Request.on_external``).
-OVERWRITE = 'overwrite'  # put them back to the target too (they stay in the pre-snapshot)
-KEEP = 'keep'  # leave them as they are, revert only the agent's changes
-REFUSE = 'refuse'  # change nothing at all if any would be touched
-CONFLICTS = 'conflicts'  # undo/redo: keep unrelated ones, refuse where the step changed them
-POLICIES = (OVERWRITE, KEEP, REFUSE, CONFLICTS)
-
-
-@dataclass
-class Request:
-    """What to restore.
-
-    Attributes:
-        target: The commit whose files are put back (full hex id).
-        label: The id as the caller named it, for messages.
-        action: ``restore``, ``undo`` or ``redo`` (kept as a trailer).
-        selection: Restore only these desk-relative files or folders.
-        overlay: Put back exactly these entries (None: delete) and leave the rest of the desk
-            as it is; used to complete a restore from its journal.
-        subject: The restored commit's subject (default ``restored <label>``).
-        trailers: Extra ``(key, value)`` trailers of the restored commit.
-        message: The whole restored commit message (overrides subject and trailers).
-        before_subject: The pre-snapshot's subject.
-        record_before: Take the pre-snapshot; off only for a desk with no tracked files yet
-            (a clone's first checkout), where there is nothing to keep.
-        pids: Processes that worked on this restore before (named in the journal, so their
-            temporary files are found if this one is killed too).
-        expected: For completing a journal: each path's entry before and after the restore.
-            The desk is snapshotted first only when some path holds neither (someone else
-            wrote it): the commits the journal names already hold everything else.
-        dry_run: Change nothing; return the plan.
-        on_external: What to do with paths changed outside the agent (see ``POLICIES``).
-    """
-
-    target: bytes
-    label: str
-    action: str = undo.RESTORE
-    selection: tuple[str, ...] = ()
-    overlay: dict[str, FileEntry | None] | None = None
-    subject: str | None = None
-    trailers: Sequence[tuple[str, str]] = ()
-    message: str | None = None
-    before_subject: str | None = None
-    dry_run: bool = False
-    on_external: str = OVERWRITE
-    record_before: bool = True
-    pids: tuple[int, ...] = ()
-    expected: dict[str, tuple[FileEntry | None, FileEntry | None]] | None = None
-
-
-@dataclass
-class Outcome:
-    """A restore's result, and the pre-snapshot it committed (None when the desk was unchanged)."""
-
-    result: RestoreResult
-    saved: bytes | None = None
-    plan: Plan = field(default_factory=lambda: Plan([], []))
 
 
 @dataclass
@@ -130,9 +88,57 @@ class _Unheld(Exception):
         self.path = path
 
 
-def run(session: Session, request: Request) -> Outcome:
+def to_checkpoint(
+    session: LockedSession,
+    checkpoint_id: str | None,
+    paths: Sequence[str] | None,
+    *,
+    dry_run: bool,
+    on_external: str,
+) -> RestoreResult:
+    """Restores a checkpoint (None: the newest): the whole desk, or only ``paths`` (files or
+    folders, desk-relative)."""
+    target, label = session.target(checkpoint_id)
+    selection: tuple[str, ...] = ()
+    if paths is not None:
+        if isinstance(paths, str):
+            paths = (paths,)
+        selection = tuple(history.normalize_path(p, session.allowlist) for p in paths)
+        if not selection:
+            raise CheckpointError('no paths given to restore')
+    request = Request(target, label, selection=selection, dry_run=dry_run, on_external=on_external)
+    return restore(session, request)
+
+
+def restore(session: LockedSession, request: Request) -> RestoreResult:
+    """Runs a restore; when another writer changed a planned file meanwhile, saves the desk as
+    found and completes the restore through its record. The result also says what completing
+    an interrupted restore did when the lock was taken (``session.recovery``)."""
+    try:
+        result = run(session, request).result
+    except DeskChangedError as change:
+        cause = f'a restore during which {change.path} was changed by another writer'
+        completed = recovery.recover(session, run, cause=cause)
+        session.recovery = completed
+        if completed is None:
+            raise
+        return RestoreResult(
+            before_id=completed.before_id,
+            target_id=completed.target_id,
+            restored_id=completed.restored_id,
+            written=completed.written,
+            deleted=completed.deleted,
+            action=request.action,
+            recovered=str(completed),
+        )
+    if session.recovery is not None and result.recovered is None:
+        return replace(result, recovered=str(session.recovery))
+    return result
+
+
+def run(session: LockedSession, request: Request) -> Outcome:
     """Runs the pipeline; raises ``DeskChangedError`` (journal kept) when another writer
-    changed a planned file during the writes: the caller completes it through the journal.
+    changed a planned file during the writes: :func:`restore` completes it through the journal.
 
     When a file it would replace or delete turns out to hold bytes the pre-snapshot does not
     (the stat cache, which lives in the repository, described it wrongly, or it changed just
@@ -142,7 +148,7 @@ def run(session: Session, request: Request) -> Outcome:
     try:
         return _run(session, request)
     except _Unheld:
-        session.desk.forget_cache()
+        session.forget_cache()
     try:
         return _run(session, request)
     except _Unheld as unheld:
@@ -152,7 +158,7 @@ def run(session: Session, request: Request) -> Outcome:
         ) from None
 
 
-def _run(session: Session, request: Request) -> Outcome:
+def _run(session: LockedSession, request: Request) -> Outcome:
     repo = session.repo
     target_info = repo.commit_info(request.target)
     tree_skipped: list[tuple[str, str]] = []
@@ -212,20 +218,18 @@ def _run(session: Session, request: Request) -> Outcome:
         message,
         request.pids,
     )
-    written = session.desk.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
+    written = session.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
     restored: bytes | None = None
     if head_tree != desired.tree:
         restored = session.commit_tree(desired.tree, desired.built, message)
-    session.desk.remember_checkout(
-        cache, scan, desired.files, desired.trees, written, restored or head
-    )
+    session.remember_checkout(cache, scan, desired.files, desired.trees, written, restored or head)
     journal.finish(repo.path)
     _seal(session, request, the_plan, desired.files, attribution)
     return Outcome(result.make(saved or head, restored, False), saved, the_plan)
 
 
 def _seal(
-    session: Session,
+    session: LockedSession,
     request: Request,
     the_plan: Plan,
     files: dict[str, FileEntry],
@@ -237,7 +241,7 @@ def _seal(
     touched = set(the_plan.write) | set(the_plan.delete)
     untouched = [path for path in attribution.external if path not in touched]
     if request.on_external == OVERWRITE or not untouched:
-        external.mark_sealed(session.repo)
+        external.mark_sealed(session)
     else:
         external.seal_files(session, _as_left_by_the_agent(files, untouched, attribution))
 
@@ -322,7 +326,7 @@ def _some(paths: list[str]) -> str:
     return ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
 
 
-def _worth_saving(session: Session, request: Request, scan: Scan) -> bool:
+def _worth_saving(session: ReadSession, request: Request, scan: Scan) -> bool:
     """Whether the desk as found holds something no checkpoint holds yet.
 
     Completing a journal, a path holding neither its entry before nor after the restore is
@@ -341,7 +345,7 @@ def _worth_saving(session: Session, request: Request, scan: Scan) -> bool:
 
 
 def _left_midway(
-    session: Session,
+    session: ReadSession,
     path: str,
     pair: tuple[FileEntry | None, FileEntry | None],
     found: FileEntry | None,
@@ -364,7 +368,7 @@ def _left_midway(
 
 
 def _check_held(
-    session: Session,
+    session: LockedSession,
     request: Request,
     the_plan: Plan,
     current: dict[str, FileEntry],
@@ -446,7 +450,7 @@ def _entry_at(
     return (mode, sha) if mode in BLOB_MODES else None
 
 
-def _make_desk(session: Session) -> None:
+def _make_desk(session: LockedSession) -> None:
     path = session.config.desk
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -489,7 +493,7 @@ def _compose(
 
 
 def _vet(
-    session: Session,
+    session: ReadSession,
     the_plan: Plan,
     scan: Scan,
     current: dict[str, FileEntry],
@@ -507,20 +511,20 @@ def _vet(
 def _before_message(request: Request) -> str:
     if request.before_subject is not None:
         subject = request.before_subject
-    elif request.action == undo.RESTORE:
+    elif request.action == RESTORE:
         subject = f'before restoring {request.label}'
     else:
         subject = f'before {request.action}'
-    return undo.compose(subject, [(metadata.ACTION, f'before-{request.action}')])
+    return compose(subject, [(metadata.ACTION, f'before-{request.action}')])
 
 
 def _message(request: Request, head: bytes) -> str:
-    pairs = [(metadata.ACTION, request.action), (undo.TARGET, request.target.decode())]
+    pairs = [(metadata.ACTION, request.action), (TARGET, request.target.decode())]
     pairs += [(metadata.PATH, path) for path in request.selection]
-    if request.action == undo.UNDO:
-        pairs.append((undo.UNDO_OF, head.decode()))
+    if request.action == UNDO:
+        pairs.append((UNDO_OF, head.decode()))
     pairs += list(request.trailers)
-    return undo.compose(request.subject or f'restored {request.label}', pairs)
+    return compose(request.subject or f'restored {request.label}', pairs)
 
 
 @dataclass

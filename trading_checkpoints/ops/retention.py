@@ -32,6 +32,7 @@ from ..store import config as repo_config
 from ..store import metadata, prunedlog, storage
 from ..store.commitinfo import SHORT_ID_LENGTH, CommitInfo
 from ..store.repo import PRIVATE_DIR, ShadowRepo
+from ..store.repofolder import is_initialized
 from .results import PruneResult
 
 ZERO = b'0' * 40
@@ -355,6 +356,30 @@ def read_limits(repository: Path) -> Limits:
         get(CONFIG_OLDER_THAN, _period),
         get(CONFIG_MAX_SIZE, _size),
     )
+
+
+def held_to(
+    repository: Path,
+    keep: int | None,
+    older_than: str | float | None,
+    max_bytes: int | str | None,
+) -> Limits:
+    """The limits ``Checkpoints.open`` holds a desk to: the ones given, else the ones stored
+    in its repository's config."""
+    stored = read_limits(repository)
+    keep = stored.keep if keep is None else keep
+    older_than = stored.older_than if older_than is None else older_than
+    max_bytes = stored.max_size if max_bytes is None else max_bytes
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
+    return Limits(keep, older_than, max_bytes)  # type: ignore[arg-type]
+
+
+def due_at_start(repository: Path, limits: Limits) -> bool:
+    """Whether ``Checkpoints.open`` prunes to ``limits`` at once: some are set and the
+    repository exists (an unfinished restore may need any checkpoint: it prunes later, and
+    never blocks start-up)."""
+    return is_initialized(repository) and not limits.empty and journal_present(repository) is None
 
 
 def _whole_number(text: str) -> None:

@@ -1,77 +1,59 @@
-"""A session: one open repository and one desk state, the engine every verb works through.
+"""Sessions: one open repository and one desk, for the length of one verb.
 
-Snapshot, restore, seal, undo, history, retention, remotes and the journal take a
-:class:`Session` instead of reaching into the ``Checkpoints`` facade. A session is opened under
-the repository's lock by :func:`engine.locked` (writers) or without it by :func:`open_reading`
-(readers); both close the repository and the desk's folder descriptors when done.
+A :class:`ReadSession` reads: the repository, the desk through the scan and its stat cache, the
+files a checkpoint holds. A :class:`LockedSession` is a session opened under the repository's
+lock (``engine.locked`` opens it, after completing any interrupted restore), and only it has the
+methods that write: commit and move the branch, save the stat cache, write the desk's files. So
+an operation's signature says whether it writes: each one that does takes a ``LockedSession``,
+as jj's ``start_mutation()`` hands out a ``LockedWorkingCopy``; one given a ``ReadSession``
+only reads. (Both carry the repository object itself, ``repo``: its writes are made only by
+operations given a locked session, and by ``retention``, handed the repository under the lock.)
+
+:func:`open_reading` opens a read session without the lock; both kinds close the repository
+and the desk's folder descriptors when done.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.fs import realpath
-from ..core.paths import Allowlist
 from ..core.trees import FileEntry, RawObject
-from ..desk import safety
-from ..desk.scan import REPLACED, Scan, git_mode
-from ..desk.statcache import StatCache
-from ..desk.state import DeskState
+from ..desk import checkout, statcache
+from ..desk.checkout import Plan
+from ..desk.scan import REPLACED, BlobSink, Scan, git_mode
+from ..desk.statcache import StatCache, StatKey
+from ..desk.state import DeskState, record_checkout, record_scan
 from ..errors import CheckpointError
 from ..store import changestats, metadata
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import StoreSink, as_objects
 from ..store.repo import PRIVATE_DIR, ShadowRepo
-from .retention import Limits
+from .deskconfig import (
+    DeskConfig,
+    atomic_writes,
+    check_repository_outside,
+    effective_allowlist,
+    size_limit,
+)
+from .results import Recovery
 
 STAT_CACHE = 'statcache'
 # A commit changing at most this many files reads their old sides back to count lines.
 READ_BACK_FOR_STATS = 16
 
 
-@dataclass(frozen=True)
-class DeskConfig:
-    """Where a desk and its repository are, and how the library was asked to treat them.
-
-    Attributes:
-        repository: The bare repository folder.
-        desk: The desk folder.
-        requested: The allowlist given by the caller (or the default).
-        explicit: Whether the caller gave it (else the repository's remembered one wins).
-        max_file_size: The size limit given by the caller, None for the repository's.
-        durable: Flush writes in an order that survives a power cut.
-        atomic_writes: Restore every file through a temporary file and a rename; None for
-            the repository's ``checkpoints.atomicWrites``, else off.
-        lock_timeout: Seconds to wait for another holder of the lock.
-        limits: Retention limits enforced after every write (empty: the repository's own,
-            as saved by ``checkpoints prune --save``).
-    """
-
-    repository: Path
-    desk: Path
-    requested: Allowlist
-    explicit: bool
-    max_file_size: int | None = None
-    durable: bool = True
-    atomic_writes: bool | None = None
-    lock_timeout: float = 60.0
-    limits: Limits = field(default_factory=Limits)
-
-
-class Session:
-    """An open repository and the desk's state, for the length of one verb.
+class ReadSession:
+    """An open repository and the desk's state, for reading.
 
     Attributes:
         config: The desk's configuration.
-        repo: The repository.
+        repo: The repository (only read through a read session).
         allowlist: The tracked paths in effect.
-        desk: The desk's state (scan, checkout, stat cache).
-        recovery: What completing an interrupted restore did when the session opened.
+        desk: The desk's tracked files as read (scan, stat cache, folders).
+        atomic: Whether restores write through temporary files (the setting in effect).
     """
 
     def __init__(self, config: DeskConfig, repo: ShadowRepo) -> None:
@@ -85,10 +67,8 @@ class Session:
             self.allowlist,
             Path(os.path.join(repo.path, PRIVATE_DIR, STAT_CACHE)),
             max_file_size=size_limit(config, repo),
-            durable=config.durable,
-            atomic=atomic_writes(config, repo),
         )
-        self.recovery = None
+        self.atomic = atomic_writes(config, repo)
 
     def close(self) -> None:
         self.desk.close()
@@ -96,15 +76,16 @@ class Session:
 
     # -- the desk ------------------------------------------------------------------------
 
-    def scan(self, *, record: bool = False, exempt: Iterable[str] = ()) -> tuple[Scan, StatCache]:
+    def scan(self) -> tuple[Scan, StatCache]:
         """The desk's tracked files now, and the stat cache they were compared with.
 
-        With ``record`` the fresh blobs go to the store as they are read (for a commit).
         A file left out for its size or because it changed while read keeps the entry the
         newest checkpoint holds (see ``desk/scan.py``).
         """
+        return self._scan(None, ())
+
+    def _scan(self, sink: BlobSink | None, exempt: Iterable[str]) -> tuple[Scan, StatCache]:
         cache = self.desk.load_cache()
-        sink = StoreSink(self.repo) if record else None
         result = self.desk.scan(cache, sink=sink, exempt=exempt)
         missing = {p for p in result.oversize if p not in result.carried}
         missing |= {p for p, why in result.skipped if why == REPLACED and p not in result.carried}
@@ -128,6 +109,42 @@ class Session:
         """The desk's root tree id when it is known without building trees, else None."""
         return cache.trees.get('') if result.unchanged else None
 
+    # -- reading the repository ------------------------------------------------------------
+
+    def flatten(
+        self, tree: bytes, skipped: list[tuple[str, str]] | None = None
+    ) -> tuple[dict[str, FileEntry], dict[str, bytes]]:
+        """Every file of a tree, vetted against the allowlist (see ``ShadowRepo.flatten_tree``)."""
+        return self.repo.flatten_tree(tree, self.allowlist, skipped)
+
+    def target(self, checkpoint_id: str | None) -> tuple[bytes, str]:
+        """The commit a checkpoint id names (None: the newest) and the label to show for it."""
+        if checkpoint_id is None:
+            newest = self.repo.head()
+            if newest is None:
+                raise CheckpointError(f'no checkpoints yet in {self.repo.path}')
+            return newest, newest.decode()[:SHORT_ID_LENGTH]
+        return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
+
+
+class LockedSession(ReadSession):
+    """A session under the repository's lock: it reads as a :class:`ReadSession` does, and
+    alone commits, moves the branch, saves the stat cache and writes the desk's files.
+
+    Attributes:
+        recovery: What completing an interrupted restore did: when the lock was taken, or
+            during a restore another writer interrupted (see ``restore.restore``).
+    """
+
+    def __init__(self, config: DeskConfig, repo: ShadowRepo) -> None:
+        super().__init__(config, repo)
+        self.recovery: Recovery | None = None
+
+    def scan(self, *, record: bool = False, exempt: Iterable[str] = ()) -> tuple[Scan, StatCache]:
+        """Like :meth:`ReadSession.scan`; with ``record`` the fresh blobs go to the store as
+        they are read (for a commit), and the ``exempt`` paths are read whatever their size."""
+        return self._scan(StoreSink(self.repo) if record else None, exempt)
+
     # -- commits -------------------------------------------------------------------------
 
     def commit(self, result: Scan, cache: StatCache, message: str) -> bytes | None:
@@ -141,7 +158,7 @@ class Session:
             # The desk is what the cache says and the cache matches the newest checkpoint.
             if result.refreshed:
                 cache.written_at_ns = result.started_ns
-                self.desk.save(cache)
+                self.save_cache(cache)
             return None
         trees, built = self.desk.trees(result, cache)
         root = trees['']
@@ -171,7 +188,8 @@ class Session:
             or cache.commit != current
             or cache.trees != trees
         ):
-            self.desk.remember(cache, result, trees, current)
+            record_scan(cache, result, trees, current)
+            self.save_cache(cache)
         return new_sha
 
     def _changed_pairs(
@@ -240,33 +258,68 @@ class Session:
         result, cache = self.scan(record=True)
         return self.commit(result, cache, message), result
 
-    # -- reading the repository ------------------------------------------------------------
+    # -- the stat cache and the desk's files -------------------------------------------------
 
-    def flatten(
-        self, tree: bytes, skipped: list[tuple[str, str]] | None = None
-    ) -> tuple[dict[str, FileEntry], dict[str, bytes]]:
-        """Every file of a tree, vetted against the allowlist (see ``ShadowRepo.flatten_tree``)."""
-        return self.repo.flatten_tree(tree, self.allowlist, skipped)
+    def save_cache(self, cache: StatCache) -> None:
+        statcache.save(self.desk.cache_path, cache)
 
-    def target(self, checkpoint_id: str | None) -> tuple[bytes, str]:
-        """The commit a checkpoint id names (None: the newest) and the label to show for it."""
-        if checkpoint_id is None:
-            newest = self.repo.head()
-            if newest is None:
-                raise CheckpointError(f'no checkpoints yet in {self.repo.path}')
-            return newest, newest.decode()[:SHORT_ID_LENGTH]
-        return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
+    def forget_cache(self) -> None:
+        """Empties the stat cache, so the next scan reads every file again."""
+        self.save_cache(StatCache(context=self.desk.context))
+
+    def checkout(
+        self,
+        the_plan: Plan,
+        target: dict[str, FileEntry],
+        read_blob: Callable[[bytes], bytes],
+        guard: checkout.Guard | None = None,
+    ) -> dict[str, StatKey]:
+        """Writes and deletes the planned desk paths (see ``checkout.apply``), flushed when the
+        session is durable, through temporary files when atomic; returns the stat of each
+        written file."""
+        return checkout.apply(
+            self.desk.folders,
+            self.allowlist,
+            the_plan,
+            target,
+            read_blob,
+            durable=self.config.durable,
+            atomic=self.atomic,
+            guard=guard,
+        )
+
+    def remember_checkout(
+        self,
+        cache: StatCache,
+        result: Scan,
+        target: dict[str, FileEntry],
+        target_trees: dict[str, bytes],
+        written: dict[str, StatKey],
+        commit: bytes,
+    ) -> None:
+        """Saves the stat cache after a checkout (see ``state.record_checkout``)."""
+        record_checkout(cache, result, target, target_trees, written, commit)
+        self.save_cache(cache)
+
+    def remove_temporaries(self, paths: Iterable[str], pids: Iterable[int]) -> None:
+        """Removes the temporary files killed restores (``pids``) left beside ``paths``."""
+        pids = tuple(pids)
+        folders = self.desk.folders
+        for path in paths:
+            parent, _, name = path.rpartition('/')
+            for pid in pids:
+                folders.unlink(f'{parent}/{checkout.temporary_name(name, pid)}'.lstrip('/'))
 
 
 @contextmanager
-def open_reading(config: DeskConfig) -> Iterator[Session | None]:
+def open_reading(config: DeskConfig) -> Iterator[ReadSession | None]:
     """A session without the lock, for verbs that only read; None when there is no repository."""
     repo = ShadowRepo.open(config.repository)
     if repo is None:
         yield None
         return
     try:
-        session = Session(config, repo)
+        session = ReadSession(config, repo)
     except BaseException:
         repo.close()
         raise
@@ -274,110 +327,3 @@ def open_reading(config: DeskConfig) -> Iterator[Session | None]:
         yield session
     finally:
         session.close()
-
-
-# -- configuration in effect -----------------------------------------------------------------
-
-# The allowlist a repository remembers, by config path, valid while the config file's stat holds.
-_REMEMBERED: dict[str, tuple[tuple[int, int, int], Allowlist]] = {}
-_REMEMBERED_LOCK = threading.Lock()
-_ALLOWLISTS: dict[tuple[str, ...], Allowlist] = {}
-
-
-def allowlist_of(entries: tuple[str, ...], source: str | None = None) -> Allowlist:
-    """The allowlist of some tracked paths (remembered: building one is pure but not free)."""
-    allowlist = _ALLOWLISTS.get(entries)
-    if allowlist is None:
-        try:
-            allowlist = Allowlist(entries)
-        except CheckpointError as error:
-            if source is None:
-                raise
-            raise CheckpointError(f'checkpoints.tracked in {source}: {error}') from error
-        if len(_ALLOWLISTS) < 64:
-            _ALLOWLISTS[entries] = allowlist
-    return allowlist
-
-
-def effective_allowlist(config: DeskConfig, repo: ShadowRepo | None = None) -> Allowlist:
-    """The tracked paths in effect: the caller's if given, else the repository's, else default."""
-    if config.explicit:
-        return config.requested
-    if repo is not None:
-        remembered = repo.tracked_paths()
-        if not remembered:
-            return config.requested
-        return allowlist_of(remembered, os.path.join(repo.path, 'config'))
-    path = os.path.join(config.repository, 'config')
-    try:
-        info = os.stat(path)
-        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
-    except OSError:
-        return config.requested
-    with _REMEMBERED_LOCK:
-        cached = _REMEMBERED.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
-    opened = ShadowRepo.open(config.repository)
-    if opened is None:
-        return config.requested
-    try:
-        allowlist = effective_allowlist(config, opened)
-    finally:
-        opened.close()
-    with _REMEMBERED_LOCK:
-        _REMEMBERED[path] = (stamp, allowlist)
-    return allowlist
-
-
-def size_limit(config: DeskConfig, repo: ShadowRepo) -> int:
-    """The maximum file size in effect: the caller's, else the repository's, else 100 MiB."""
-    if config.max_file_size is not None:
-        return config.max_file_size
-    configured = repo.config_string(*safety.MAX_FILE_SIZE_KEY)
-    if configured is None:
-        return safety.DEFAULT_MAX_FILE_SIZE
-    try:
-        return safety.parse_size(configured)
-    except CheckpointError:
-        # The value itself is not echoed: a config is untrusted and may hold anything.
-        raise CheckpointError(
-            f'checkpoints.maxFileSize in {repo.path / "config"} is not a size '
-            '(expected a number with k, m or g, like 100m)'
-        ) from None
-
-
-def atomic_writes(config: DeskConfig, repo: ShadowRepo) -> bool:
-    """Whether restores write through temporary files: the caller's choice, else the
-    repository's ``checkpoints.atomicWrites``, else not."""
-    if config.atomic_writes is not None:
-        return config.atomic_writes
-    configured = repo.config_string(*safety.ATOMIC_WRITES_KEY)
-    if configured is None:
-        return False
-    value = configured.strip().lower()
-    if value in ('true', 'yes', 'on', '1'):
-        return True
-    if value in ('false', 'no', 'off', '0', ''):
-        return False
-    raise CheckpointError(
-        f'checkpoints.atomicWrites in {repo.path / "config"} is not a boolean '
-        '(expected true or false)'
-    )
-
-
-def check_repository_outside(config: DeskConfig, allowlist: Allowlist) -> None:
-    """Refuses a repository that lies inside the desk's tracked paths (whatever their source):
-    a snapshot would record the repository's own files, and a restore could delete them."""
-    real_repo = realpath(config.repository)
-    real_desk = realpath(config.desk)
-    if real_repo != real_desk and not real_repo.startswith(real_desk.rstrip(os.sep) + os.sep):
-        return  # the common case, decided on strings
-    relative = Path(real_repo).relative_to(real_desk).as_posix() if real_repo != real_desk else ''
-    if not relative or allowlist.covers(relative) or allowlist.is_ancestor(relative):
-        source = '' if config.explicit else ' (as remembered in its config)'
-        raise CheckpointError(
-            f'the checkpoint repository {config.repository} lies inside the tracked files of '
-            f'the desk {config.desk}: the tracked paths{source} are '
-            f'{", ".join(allowlist.entries)}; keep the repository outside them'
-        )

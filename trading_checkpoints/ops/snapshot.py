@@ -29,8 +29,9 @@ from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from ..store.repofolder import head_is_sound
 from . import external, journal
+from .deskconfig import DeskConfig
 from .results import SnapshotResult
-from .session import DeskConfig, Session, open_reading
+from .session import LockedSession, ReadSession, open_reading
 
 
 @dataclass
@@ -102,7 +103,7 @@ def _moved(repo: ShadowRepo, head: bytes) -> bool:
     return read_bytes(repo.path) != repo.config.data
 
 
-def take(session: Session, message: str, earlier: Look | None = None) -> SnapshotResult:
+def take(session: LockedSession, message: str, earlier: Look | None = None) -> SnapshotResult:
     """Commits the desk if it changed; says what was left out and what changed externally.
 
     ``earlier``: a scan made without the lock, used when it still holds (see :func:`_reusable`).
@@ -116,7 +117,7 @@ def take(session: Session, message: str, earlier: Look | None = None) -> Snapsho
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
     sha = session.commit(result, cache, message)
     if sha is None:
-        external.announce(session.repo, message)
+        external.announce(session, message)
     recovery = session.recovery
     return SnapshotResult(
         checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
@@ -132,11 +133,11 @@ def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
     return result.unchanged and cache.commit == head and '' in cache.trees
 
 
-def _setup(session: Session) -> tuple[object, ...]:
+def _setup(session: ReadSession) -> tuple[object, ...]:
     return (session.allowlist.entries, session.desk.max_file_size, session.desk.context)
 
 
-def _reusable(session: Session, earlier: Look) -> bool:
+def _reusable(session: LockedSession, earlier: Look) -> bool:
     """Whether a scan made without the lock serves under it, as a scan made now would.
 
     It does when nothing moved that it depended on: no restore was completed or is pending

@@ -35,8 +35,8 @@ from ..store import metadata
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import ShadowRepo
 from . import engine
+from .deskconfig import DeskConfig
 from .results import Checkpoint, TurnInfo, checkpoint_from
-from .session import DeskConfig
 
 
 class CheckpointsLike(Protocol):
@@ -54,6 +54,8 @@ class CheckpointsLike(Protocol):
         paths: Sequence[str] | None = ...,
         turn: str | None = ...,
     ) -> str | None: ...
+
+    def seal(self) -> str: ...
 
 
 _LABEL_PREFIX = 'Turn label: '
@@ -152,13 +154,9 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
         # A change that slipped in meanwhile is the pre-image.
         sha, _ = session.snapshot(message)
         if sha is None:
-            repo = session.repo
-            head = repo.head()
+            head = session.repo.head()
             assert head is not None  # an unchanged snapshot implies an existing checkpoint
-            commit = repo.make_commit(repo.commit_info(head).tree, head, message)
-            repo.write_objects([commit])
-            repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
-            sha = commit.id
+            sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
     return sha.decode()[:SHORT_ID_LENGTH]
 
 

@@ -29,26 +29,36 @@ Semantics — the branch read as an editor's undo history:
   the state that undo replaced. Any other commit — a new snapshot, restore, or the
   pre-snapshot of changes made since — ends that chain: new writes after an undo clear the
   redo chain. When the desk changed since the last undo/redo, ``redo`` refuses unless forced.
+
+:func:`undo` and :func:`redo` pick their target so and hand it to ``restore.restore`` as a
+:class:`request.Request` (which also names the trailers above).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
+from ..core.trees import FileEntry, build_trees
 from ..errors import CheckpointError, CorruptRepositoryError, NothingToUndoError
 from ..store import metadata
-from ..store.commitinfo import CommitInfo
+from ..store.commitinfo import SHORT_ID_LENGTH, CommitInfo
 from ..store.metadata import ACTION
 from ..store.repo import ShadowRepo
+from . import external, restore
+from .request import (
+    OVERWRITE,
+    REDO,
+    REDO_OF,
+    TARGET,
+    UNDO,
+    UNDO_OF,
+    Request,
+    compose,
+)
+from .results import RestoreResult
+from .session import LockedSession, ReadSession
 
-TARGET = 'Checkpoint-Target'
-UNDO_OF = 'Checkpoint-Undo-Of'
-REDO_OF = 'Checkpoint-Redo-Of'
-
-RESTORE, UNDO, REDO = 'restore', 'undo', 'redo'
-
-__all__ = ['ACTION', 'NothingToUndoError']
+__all__ = ['ACTION', 'NothingToUndoError', 'compose']
 
 
 _FULL_ID = re.compile(r'[0-9a-f]{40}')
@@ -66,11 +76,6 @@ def _one(info: CommitInfo, key: str) -> str | None:
 
 def action_of(info: CommitInfo) -> str | None:
     return _one(info, ACTION)
-
-
-def compose(subject: str, pairs: Iterable[tuple[str, str]]) -> str:
-    """A commit message: a subject line (neutralized, see :mod:`metadata`) and trailers."""
-    return metadata.message(metadata.storable(subject, 'the subject'), pairs)
 
 
 def _sha(repo: ShadowRepo, value: str | None) -> bytes | None:
@@ -161,3 +166,68 @@ def redo_source(repo: ShadowRepo) -> tuple[CommitInfo, bytes]:
     if state is None:
         raise CheckpointError(f'the undo {found.short_id} does not record the state it undid')
     return found, state
+
+
+# -- the verbs ------------------------------------------------------------------------------
+
+
+def undo(session: LockedSession, policy: str, dry_run: bool) -> RestoreResult:
+    """Restores the entry ``undo()`` goes back to (see the module notes); ``policy`` (see
+    ``request.undo_policy``) says what becomes of the files changed outside the agent."""
+    view, baseline, _ = _agent_trees(session, policy)
+    step = undo_target(session.repo, view, baseline)
+    request = Request(
+        step.sha.encode(),
+        step.short_id,
+        action=UNDO,
+        subject=f'undo: back to {step.short_id} ({step.subject})',
+        dry_run=dry_run,
+        on_external=policy,
+    )
+    return restore.restore(session, request)
+
+
+def redo(session: LockedSession, policy: str, dry_run: bool) -> RestoreResult:
+    """Reverses the newest undo not yet redone (see the module notes); unless ``policy``
+    overwrites, refuses when the agent changed the desk since that undo."""
+    undone, state = redo_source(session.repo)
+    head = session.repo.head()
+    view, baseline, files = _agent_trees(session, policy)
+    if policy != OVERWRITE and head and view != baseline:
+        held, _ = session.flatten(baseline)
+        changed = sorted(p for p in {*held, *files} if held.get(p) != files.get(p))
+        raise CheckpointError(
+            'the agent changed the desk since the last undo; redo would overwrite '
+            f'that ({", ".join(changed[:5])}); force it to redo anyway (the changes '
+            'are kept in a pre-snapshot)'
+        )
+    request = Request(
+        state,
+        state.decode()[:SHORT_ID_LENGTH],
+        action=REDO,
+        subject=f'redo: reverse undo {undone.short_id}',
+        trailers=[(REDO_OF, undone.sha)],
+        dry_run=dry_run,
+        on_external=policy,
+    )
+    return restore.restore(session, request)
+
+
+def _agent_trees(session: ReadSession, policy: str) -> tuple[bytes, bytes, dict[str, FileEntry]]:
+    """What undo and redo measure the agent's steps with: the desk as the agent left it
+    (changes made outside it left out, unless they are to be overwritten anyway) as a tree and
+    as files, and the newest checkpoint's tree as the agent left it (see
+    ``external.agent_baseline``)."""
+    repo = session.repo
+    result, cache = session.scan()
+    head = repo.head()
+    head_tree = repo.commit_info(head).tree if head is not None else b''
+    if policy == OVERWRITE:
+        return session.tree_of(result, cache), head_tree, result.files
+    baseline = external.agent_baseline(repo, head) if head is not None else head_tree
+    attribution = external.attribute(session, result.files, session.known_tree(result, cache))
+    if not attribution.external:
+        return session.tree_of(result, cache), baseline, result.files
+    view = external.agent_view(result.files, attribution)
+    trees, _ = build_trees(view, set(), {})
+    return trees[''], baseline, view

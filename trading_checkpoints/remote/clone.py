@@ -11,7 +11,8 @@ from pathlib import Path
 from ..core.durability import write_atomically
 from ..errors import CheckpointError, CorruptRepositoryError
 from ..ops import engine, journal
-from ..ops.session import DeskConfig, Session
+from ..ops.deskconfig import DeskConfig
+from ..ops.session import LockedSession
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import PRIVATE_DIR, is_initialized
 from .config import Remote, add_remote, check_name, list_remotes
@@ -86,9 +87,10 @@ def clone(
     return result, written
 
 
-def _first_checkout(session: Session) -> tuple[str, ...] | None:
+def _first_checkout(session: LockedSession) -> tuple[str, ...] | None:
     """Writes the newest checkpoint into a desk with no tracked files; None if it has some."""
-    from ..ops.restore import Request, run
+    from ..ops.request import Request
+    from ..ops.restore import run
 
     head = session.repo.head()
     assert head is not None

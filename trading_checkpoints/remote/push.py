@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..errors import CheckpointError
 from ..ops import engine
-from ..ops.session import DeskConfig
+from ..ops.deskconfig import DeskConfig
 from ..store.repo import BRANCH, ShadowRepo
 from .config import Remote, get_remote
 from .heads import ancestors, known_heads, remember_head, repair_shallow, shallow_parents
