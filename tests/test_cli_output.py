@@ -81,7 +81,7 @@ def test_help_and_version(ws: Path) -> None:
 def test_json_errors_are_one_object_on_stderr(ws: Path, tmp_path: Path) -> None:
     cases = [
         (['restore', 'abcdef1', '--json'], 1, 'UnknownCheckpointError', "no checkpoint 'abcdef1'"),
-        (['list', '--json', '--desk', 'nope'], 1, 'CheckpointError', "no desk 'nope'"),
+        (['list', '--json', '--desk', 'nope'], 1, 'MissingDeskError', "no desk 'nope'"),
         (['list', '--json', '--frob'], 2, 'UsageError', "no such option '--frob'"),
         (['list', '--json', '--desk', '../x'], 2, 'UsageError', 'is not a desk name'),
     ]

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import CheckpointError
+from ..errors import BadPathError, InvalidArgumentError
 from . import complete, render
 from .options import (
     dry_run_option,
@@ -249,8 +249,6 @@ def restore(
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
-    from ..errors import BadPathError
-
     checkpoint_id, paths = split_restore_args(args)
     try:
         result = target.checkpoints().restore_with_result(
@@ -258,9 +256,10 @@ def restore(
         )
     except BadPathError as error:
         if checkpoint_id is None and error.path == args[0]:
-            raise CheckpointError(
+            raise BadPathError(
                 f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
-                f'`checkpoints list`) nor a tracked path: {error}'
+                f'`checkpoints list`) nor a tracked path: {error}',
+                error.path,
             ) from error
         raise
     if result.recovered:
@@ -419,12 +418,16 @@ def track(
             if path not in wanted:
                 covered = [entry for entry in wanted if Allowlist([entry]).covers(path)]
                 why = f'; it lies in {covered[0]}, which stays tracked' if covered else ''
-                raise CheckpointError(
-                    f'{path!r} is not one of the tracked paths ({", ".join(wanted)}){why}'
+                raise BadPathError(
+                    f'{path!r} is not one of the tracked paths ({", ".join(wanted)}){why}', path
                 )
             wanted.remove(path)
         if not wanted:
-            raise CheckpointError('that would track nothing; keep at least one path')
+            raise InvalidArgumentError(
+                'that would track nothing; keep at least one path',
+                name='--remove',
+                value=list(remove),
+            )
     changed = Allowlist(wanted) != Allowlist(current)
     tracked = checkpoints.set_tracked_paths(wanted) if changed else current
     if as_json:

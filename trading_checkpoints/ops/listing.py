@@ -33,7 +33,9 @@ def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     repository = Path(repository)
     if not os.path.isfile(repository / 'HEAD'):
         if repository.exists() and not repository.is_dir():
-            raise CorruptRepositoryError(f'the checkpoint repository {repository} is not a folder')
+            raise CorruptRepositoryError(
+                f'the checkpoint repository {repository} is not a folder', path=repository
+            )
         return []
     repo_config.load(repository, missing_ok=True)  # refuses a hostile config, as every verb
     head = _plain_head(repository)

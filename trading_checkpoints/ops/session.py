@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.fs import realpath
+from ..core.ids import short_id
 from ..core.paths import Allowlist
 from ..core.trees import FileEntry, RawObject
 from ..desk import safety
 from ..desk.scan import REPLACED, Scan, git_mode
 from ..desk.statcache import StatCache
 from ..desk.state import DeskState
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InvalidArgumentError, InvalidSettingError, NoCheckpointsError
 from ..store import changestats, metadata
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import StoreSink, as_objects
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from .retention import Limits
@@ -253,8 +253,10 @@ class Session:
         if checkpoint_id is None:
             newest = self.repo.head()
             if newest is None:
-                raise CheckpointError(f'no checkpoints yet in {self.repo.path}')
-            return newest, newest.decode()[:SHORT_ID_LENGTH]
+                raise NoCheckpointsError(
+                    f'no checkpoints yet in {self.repo.path}', repository=self.repo.path
+                )
+            return newest, short_id(newest)
         return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
 
 
@@ -293,7 +295,11 @@ def allowlist_of(entries: tuple[str, ...], source: str | None = None) -> Allowli
         except CheckpointError as error:
             if source is None:
                 raise
-            raise CheckpointError(f'checkpoints.tracked in {source}: {error}') from error
+            raise InvalidSettingError(
+                f'checkpoints.tracked in {source}: {error}',
+                setting='checkpoints.tracked',
+                source=source,
+            ) from error
         if len(_ALLOWLISTS) < 64:
             _ALLOWLISTS[entries] = allowlist
     return allowlist
@@ -341,9 +347,11 @@ def size_limit(config: DeskConfig, repo: ShadowRepo) -> int:
         return safety.parse_size(configured)
     except CheckpointError:
         # The value itself is not echoed: a config is untrusted and may hold anything.
-        raise CheckpointError(
+        raise InvalidSettingError(
             f'checkpoints.maxFileSize in {repo.path / "config"} is not a size '
-            '(expected a number with k, m or g, like 100m)'
+            '(expected a number with k, m or g, like 100m)',
+            setting='checkpoints.maxFileSize',
+            source=repo.path / 'config',
         ) from None
 
 
@@ -360,9 +368,11 @@ def atomic_writes(config: DeskConfig, repo: ShadowRepo) -> bool:
         return True
     if value in ('false', 'no', 'off', '0', ''):
         return False
-    raise CheckpointError(
+    raise InvalidSettingError(
         f'checkpoints.atomicWrites in {repo.path / "config"} is not a boolean '
-        '(expected true or false)'
+        '(expected true or false)',
+        setting='checkpoints.atomicWrites',
+        source=repo.path / 'config',
     )
 
 
@@ -376,8 +386,10 @@ def check_repository_outside(config: DeskConfig, allowlist: Allowlist) -> None:
     relative = Path(real_repo).relative_to(real_desk).as_posix() if real_repo != real_desk else ''
     if not relative or allowlist.covers(relative) or allowlist.is_ancestor(relative):
         source = '' if config.explicit else ' (as remembered in its config)'
-        raise CheckpointError(
+        raise InvalidArgumentError(
             f'the checkpoint repository {config.repository} lies inside the tracked files of '
             f'the desk {config.desk}: the tracked paths{source} are '
-            f'{", ".join(allowlist.entries)}; keep the repository outside them'
+            f'{", ".join(allowlist.entries)}; keep the repository outside them',
+            name='repository',
+            value=str(config.repository),
         )

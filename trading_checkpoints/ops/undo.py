@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..errors import CheckpointError, CorruptRepositoryError, NothingToUndoError
+from ..errors import CorruptRepositoryError, NothingToUndoError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import ACTION
@@ -70,7 +70,7 @@ def action_of(info: CommitInfo) -> str | None:
 
 def compose(subject: str, pairs: Iterable[tuple[str, str]]) -> str:
     """A commit message: a subject line (neutralized, see :mod:`metadata`) and trailers."""
-    return metadata.message(metadata.storable(subject, 'the subject'), pairs)
+    return metadata.message(metadata.storable(subject, 'the subject', 'subject'), pairs)
 
 
 def _sha(repo: ShadowRepo, value: str | None) -> bytes | None:
@@ -159,5 +159,7 @@ def redo_source(repo: ShadowRepo) -> tuple[CommitInfo, bytes]:
         )
     state = _sha(repo, _one(found, UNDO_OF))
     if state is None:
-        raise CheckpointError(f'the undo {found.short_id} does not record the state it undid')
+        raise CorruptRepositoryError(
+            f'the undo {found.short_id} does not record the state it undid', path=repo.path
+        )
     return found, state
