@@ -69,7 +69,7 @@ class InvalidArgumentError(CheckpointError):
         value: The value given.
     """
 
-    FIELDS = ('name', 'value')
+    FIELDS: ClassVar[tuple[str, ...]] = ('name', 'value')
 
     def __init__(self, message: str, *, name: str, value: object) -> None:
         super().__init__(message)
@@ -84,7 +84,7 @@ class BadPathError(CheckpointError):
         path: The path as given.
     """
 
-    FIELDS = ('path',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
 
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
@@ -98,7 +98,7 @@ class UnknownCheckpointError(CheckpointError):
         checkpoint: The id as given (None when the raise did not record it).
     """
 
-    FIELDS = ('checkpoint',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('checkpoint',)
 
     def __init__(self, message: str, *, checkpoint: object = None) -> None:
         super().__init__(message)
@@ -115,7 +115,7 @@ class PrunedCheckpointError(UnknownCheckpointError):
         pruned_at: When it was pruned (seconds since the epoch).
     """
 
-    FIELDS = ('checkpoint', 'commit', 'taken_at', 'pruned_at')
+    FIELDS: ClassVar[tuple[str, ...]] = ('checkpoint', 'commit', 'taken_at', 'pruned_at')
 
     def __init__(
         self, message: str, *, checkpoint: str, commit: str, taken_at: str, pruned_at: float
@@ -133,7 +133,7 @@ class UnknownTurnError(UnknownCheckpointError):
         turn: The turn id as given.
     """
 
-    FIELDS = ('turn',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('turn',)
 
     def __init__(self, message: str, *, turn: str) -> None:
         super().__init__(message)
@@ -149,7 +149,7 @@ class NotInCheckpointError(CheckpointError):
         checkpoint: The checkpoint's id, as given.
     """
 
-    FIELDS = ('path', 'checkpoint')
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'checkpoint')
 
     def __init__(self, message: str, *, path: str, checkpoint: str) -> None:
         super().__init__(message)
@@ -171,7 +171,7 @@ class NoWorkspaceError(CheckpointError):
         workspace: The folder looked for (the default one when none was found or given).
     """
 
-    FIELDS = ('workspace',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('workspace',)
 
     def __init__(self, message: str, *, workspace: object) -> None:
         super().__init__(message)
@@ -187,7 +187,7 @@ class MissingDeskError(CheckpointError):
         name: The desk's name in its workspace, None when the desk was given as a folder.
     """
 
-    FIELDS = ('desk', 'name')
+    FIELDS: ClassVar[tuple[str, ...]] = ('desk', 'name')
 
     def __init__(self, message: str, *, desk: object, name: str | None = None) -> None:
         super().__init__(message)
@@ -204,7 +204,7 @@ class NoCheckpointsError(CheckpointError):
         desk: The desk's name, when known.
     """
 
-    FIELDS = ('repository', 'desk')
+    FIELDS: ClassVar[tuple[str, ...]] = ('repository', 'desk')
 
     def __init__(self, message: str, *, repository: object = None, desk: str | None = None) -> None:
         super().__init__(message)
@@ -219,7 +219,7 @@ class RepositoryExistsError(CheckpointError):
         repository: Its path.
     """
 
-    FIELDS = ('repository',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('repository',)
 
     def __init__(self, message: str, *, repository: object) -> None:
         super().__init__(message)
@@ -234,7 +234,7 @@ class InvalidSettingError(CheckpointError):
         source: Where it was read (the config file, or the line within it).
     """
 
-    FIELDS = ('setting', 'source')
+    FIELDS: ClassVar[tuple[str, ...]] = ('setting', 'source')
 
     def __init__(self, message: str, *, setting: str, source: object) -> None:
         super().__init__(message)
@@ -250,7 +250,7 @@ class CorruptRepositoryError(CheckpointError):
             cannot tell).
     """
 
-    FIELDS = ('path',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
 
     def __init__(self, message: str, *, path: object = None) -> None:
         super().__init__(message)
@@ -265,7 +265,7 @@ class UnsafeCheckpointError(CorruptRepositoryError):
         entry: The entry's desk-relative path, as the checkpoint holds it.
     """
 
-    FIELDS = ('entry',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('entry',)
 
     def __init__(self, message: str, *, entry: str) -> None:
         super().__init__(message)
@@ -285,7 +285,7 @@ class FileAccessError(CheckpointError):
             or ``update``.
     """
 
-    FIELDS = ('path', 'action')
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'action')
 
     def __init__(self, message: str, *, path: object, action: str) -> None:
         super().__init__(message)
@@ -300,7 +300,7 @@ class NotAFolderError(CheckpointError):
         folder: The component's path ('' for the desk itself).
     """
 
-    FIELDS = ('folder',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('folder',)
 
     def __init__(self, folder: str) -> None:
         super().__init__(
@@ -319,7 +319,7 @@ class UntrackedInTheWayError(CheckpointError):
         blocker: The full path of what is in the way.
     """
 
-    FIELDS = ('path', 'blocker')
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'blocker')
 
     def __init__(self, message: str, *, path: str, blocker: object) -> None:
         super().__init__(message)
@@ -335,7 +335,7 @@ class OverSizeLimitError(CheckpointError):
         limit: The maximum file size in bytes.
     """
 
-    FIELDS = ('path', 'limit')
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'limit')
 
     def __init__(self, message: str, *, path: str, limit: int) -> None:
         super().__init__(message)
@@ -353,7 +353,7 @@ class ExternalChangesError(CheckpointError):
         paths: The desk-relative paths changed outside the agent that it would overwrite.
     """
 
-    FIELDS = ('paths',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths',)
 
     def __init__(self, message: str, paths: Iterable[str]) -> None:
         super().__init__(message)
@@ -368,7 +368,7 @@ class ConcurrentChangeError(CheckpointError):
         path: What changed: a desk-relative path, a folder, or the repository.
     """
 
-    FIELDS = ('path',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
 
     def __init__(self, message: str, *, path: object) -> None:
         super().__init__(message)
@@ -391,7 +391,7 @@ class TurnStillOpenError(CheckpointError):
         desk: The desk folder.
     """
 
-    FIELDS = ('turn', 'desk')
+    FIELDS: ClassVar[tuple[str, ...]] = ('turn', 'desk')
 
     def __init__(self, message: str, *, turn: str, desk: object) -> None:
         super().__init__(message)
@@ -408,7 +408,7 @@ class UnfinishedRestoreError(CheckpointError):
         path: The desk-relative path that kept changing, when that was the cause.
     """
 
-    FIELDS = ('record', 'path')
+    FIELDS: ClassVar[tuple[str, ...]] = ('record', 'path')
 
     def __init__(self, message: str, *, record: object, path: str | None = None) -> None:
         super().__init__(message)
@@ -426,7 +426,7 @@ class LockTimeoutError(CheckpointError):
             ``holder unknown``, or ``another thread`` of this process).
     """
 
-    FIELDS = ('lock', 'timeout', 'holder')
+    FIELDS: ClassVar[tuple[str, ...]] = ('lock', 'timeout', 'holder')
 
     def __init__(
         self,
@@ -454,7 +454,7 @@ class RemoteError(CheckpointError):
         remote: The remote's name (None when none was chosen yet). Never its URL.
     """
 
-    FIELDS = ('remote',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote',)
 
     def __init__(self, message: str, *, remote: str | None) -> None:
         super().__init__(message)
@@ -477,7 +477,7 @@ class CredentialFileError(RemoteError):
         path: The credential file.
     """
 
-    FIELDS = ('remote', 'path')
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'path')
 
     def __init__(self, message: str, *, path: object) -> None:
         super().__init__(message, remote=None)
@@ -491,7 +491,7 @@ class RemoteTransportError(RemoteError):
         action: What was being done, as the message words it: ``push to`` or ``fetch from``.
     """
 
-    FIELDS = ('remote', 'action')
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'action')
 
     def __init__(self, message: str, *, remote: str, action: str) -> None:
         super().__init__(message, remote=remote)
@@ -514,7 +514,7 @@ class HistoriesDivergedError(RemoteError):
         head: The desk's newest checkpoint (short id; None when the message does not say).
     """
 
-    FIELDS = ('remote', 'remote_head', 'head')
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head', 'head')
 
     def __init__(
         self, message: str, *, remote: str, remote_head: str | None, head: str | None = None
@@ -531,7 +531,7 @@ class RemoteMovedError(RemoteError):
         remote_head: Where the remote's branch is now (short id), None when unknown.
     """
 
-    FIELDS = ('remote', 'remote_head')
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
 
     def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
         super().__init__(message, remote=remote)
@@ -546,7 +546,7 @@ class PrunedHistoryError(RemoteError):
         remote_head: The remote's newest checkpoint (short id), None when the remote is empty.
     """
 
-    FIELDS = ('remote', 'remote_head')
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
 
     def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
         super().__init__(message, remote=remote)
