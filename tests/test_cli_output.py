@@ -90,7 +90,7 @@ def test_json_errors_are_one_object_on_stderr(ws: Path, tmp_path: Path) -> None:
         assert done.returncode == code and done.stdout == '', args
         error = json.loads(done.stderr)
         assert error['type'] == kind and message in error['error'], error
-        assert set(error) <= {'error', 'type', 'hint'}
+        assert set(error) <= {'error', 'type', 'hint', 'fields'}
     away = checkpoints('status', '--json', cwd=tmp_path)
     assert json.loads(away.stderr)['error'].startswith('no workspace found')
 

@@ -28,21 +28,6 @@ _ALL = sys.maxsize
 _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
 
 
-def checkpoint_dict(item: Any) -> dict[str, Any]:
-    return {
-        'id': item.checkpoint_id,
-        'created_at': item.created_at,
-        'reason': item.reason,
-        'tool': item.tool,
-        'paths': list(item.paths),
-        'turn': item.turn,
-        'action': item.action,
-        'files_changed': item.files_changed,
-        'lines_added': item.lines_added,
-        'lines_removed': item.lines_removed,
-    }
-
-
 def change_note(item: Any) -> str:
     """``(2 files, +10/-3)``, or nothing when the checkpoint recorded no stats."""
     if item.files_changed is None:
@@ -105,7 +90,7 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
     items, more, exact = gather(checkpoints, limit, agent_only)
     note_recovery(checkpoints)
     if as_json:
-        render.echo_json([checkpoint_dict(item) for item in items])
+        render.echo_json([item.to_dict() for item in items])
         return
     if not items:
         which = 'agent checkpoints' if agent_only and more == 0 else 'checkpoints'
@@ -187,13 +172,9 @@ def snapshot(
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        render.echo_json(
-            {
-                'id': checkpoint_id,
-                'external': list(taken.external),
-                'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
-            }
-        )
+        form = taken.to_dict()
+        form['id'] = checkpoint_id  # the turn's mark when nothing changed
+        render.echo_json(form)
         return
     if checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
@@ -265,7 +246,7 @@ def restore(
     if result.recovered:
         click.echo(f'note: {result.recovered}', err=True)
     if as_json:
-        render.echo_json(render.restore_dict(result))
+        render.echo_json(result.to_dict())
     else:
         render.restore(result, target, quiet=quiet, keeping=on_external == 'keep')
 

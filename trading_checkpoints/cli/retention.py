@@ -140,17 +140,7 @@ def prune(
         write_limits(target.repository_directory, Limits(keep, older_than, max_size))
     result = checkpoints.prune(keep, older_than, max_size, dry_run=dry_run)
     if as_json:
-        render.echo_json(
-            {
-                'dry_run': result.dry_run,
-                'checkpoints_before': result.checkpoints_before,
-                'checkpoints_after': result.checkpoints_after,
-                'bytes_before': result.bytes_before,
-                'bytes_after': result.bytes_after,
-                'pruned': list(result.pruned),
-                'oldest_kept': result.oldest_kept,
-            }
-        )
+        render.echo_json(result.to_dict())
         return
     verb_text = 'Would prune' if result.dry_run else 'Pruned'
     size = 'estimated ' if result.dry_run else ''

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
-from ..core.ids import short_id
+from ..core.ids import ShortId, short_id
 from ..errors import InvalidArgumentError, NoCheckpointsError, TurnStillOpenError, UnknownTurnError
 from ..store import metadata
 from ..store.repo import ShadowRepo
@@ -286,7 +286,7 @@ def _label_of(message: str) -> str | None:
     return None
 
 
-def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
+def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> ShortId:
     """The id of a turn's first checkpoint (its pre-image)."""
     if not isinstance(turn_id, str) or not turn_id.strip():
         raise InvalidArgumentError(
@@ -299,7 +299,7 @@ def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
             f'no checkpoints yet in {checkpoints.repository_directory}',
             repository=checkpoints.repository_directory,
         )
-    found: str | None = None
+    found: ShortId | None = None
     try:
         for info in repo.history():
             if metadata.parse(info.message).turn == turn_id:

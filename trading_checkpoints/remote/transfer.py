@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.ids import ShortId
 from ..errors import CorruptRepositoryError, RemoteAuthError, RemoteError, RemoteTransportError
 from ..store import config as repo_config
 from . import credentials
@@ -25,8 +26,8 @@ class TransferResult:
 
     remote: str
     url: str  # without user info
-    old: str | None  # the branch before (remote's for push, local's for pull), short id
-    new: str | None  # the branch after
+    old: ShortId | None  # the branch before (remote's for push, local's for pull)
+    new: ShortId | None  # the branch after
     up_to_date: bool
     marked_shallow: tuple[str, ...] = ()
 
