@@ -347,7 +347,8 @@ class OverSizeLimitError(CheckpointError):
 
 
 class ExternalChangesError(CheckpointError):
-    """A restore, undo or redo would overwrite changes made outside the agent (use force).
+    """A restore, undo or redo would overwrite changes it was asked to keep: made outside the
+    agent, or made since the undo a redo would reverse (use force).
 
     Attributes:
         paths: The desk-relative paths changed outside the agent that it would overwrite.
