@@ -207,6 +207,7 @@ def _while_another_thread_holds_the_lock(w: World) -> None:
     holder = threading.Thread(target=hold)
     holder.start()
     held.wait(10)
+    (w.desk / 'Memory.md').write_text('v2\n')  # a change: only a locked snapshot records it
     try:
         Checkpoints(w.repo, w.desk, lock_timeout=0.1).snapshot('waits')
     finally:
