@@ -81,7 +81,7 @@ def test_help_and_version(ws: Path) -> None:
 def test_json_errors_are_one_object_on_stderr(ws: Path, tmp_path: Path) -> None:
     cases = [
         (['restore', 'abcdef1', '--json'], 1, 'UnknownCheckpointError', "no checkpoint 'abcdef1'"),
-        (['list', '--json', '--desk', 'nope'], 1, 'CheckpointError', "no desk 'nope'"),
+        (['list', '--json', '--desk', 'nope'], 1, 'MissingDeskError', "no desk 'nope'"),
         (['list', '--json', '--frob'], 2, 'UsageError', "no such option '--frob'"),
         (['list', '--json', '--desk', '../x'], 2, 'UsageError', 'is not a desk name'),
     ]
@@ -90,7 +90,7 @@ def test_json_errors_are_one_object_on_stderr(ws: Path, tmp_path: Path) -> None:
         assert done.returncode == code and done.stdout == '', args
         error = json.loads(done.stderr)
         assert error['type'] == kind and message in error['error'], error
-        assert set(error) <= {'error', 'type', 'hint'}
+        assert set(error) <= {'error', 'type', 'hint', 'fields'}
     away = checkpoints('status', '--json', cwd=tmp_path)
     assert json.loads(away.stderr)['error'].startswith('no workspace found')
 

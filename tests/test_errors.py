@@ -268,7 +268,7 @@ def test_desk_vanishing_mid_scan_commits_nothing(ws) -> None:
         Checkpoints(repo, desk).snapshot('during the move')
 
     outcome = run_child(action)
-    assert outcome.error is not None and 'CheckpointError' in outcome.error
+    assert outcome.error is not None and 'ConcurrentChangeError' in outcome.error
     assert 'vanished' in outcome.error
     assert len(history(repo)) == 1, 'nothing was committed'
 
@@ -326,7 +326,7 @@ def test_unreadable_file_is_a_clear_error_and_commits_nothing(shared: Path) -> N
         for name in folders:
             os.chmod(os.path.join(root, name), 0o777)
     error = _as_nobody(lambda: Checkpoints(repo, desk).snapshot('x'))
-    assert error is not None and 'CheckpointError' in error, error
+    assert error is not None and 'FileAccessError' in error, error
     assert 'secret.md' in error and 'Permission denied' in error
     assert history(repo) == []
 
@@ -341,7 +341,7 @@ def test_unreadable_desk_folder(shared: Path) -> None:
     (desk / 'notes').chmod(0o000)
     error = _as_nobody(lambda: Checkpoints(base / 'repo.git', desk).snapshot('x'))
     (desk / 'notes').chmod(0o755)
-    assert error is not None and 'CheckpointError' in error and 'cannot list' in error, error
+    assert error is not None and 'FileAccessError' in error and 'cannot list' in error, error
 
 
 def test_corrupt_cache_is_rebuilt_silently(ws) -> None:

@@ -185,7 +185,7 @@ except Exception as error:
     out = subprocess.run(
         [sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=60
     ).stdout
-    assert out.startswith('CheckpointError') and 'moved away' in out, out
+    assert out.startswith('ConcurrentChangeError') and 'moved away' in out, out
     # The next operation finishes the restore in the folder now at the desk's path.
     time.sleep(0.01)
     cps.list()

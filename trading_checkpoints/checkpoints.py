@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .core import lock
+from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
-from .errors import CheckpointError
+from .errors import InvalidArgumentError, NoCheckpointsError
 from .ops import deskconfig, engine, external, history, listing, request, restore, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
@@ -36,7 +37,6 @@ from .ops.session import open_reading
 from .ops.turns import Turn, first_checkpoint, open_turn
 from .ops.turns import turns as recorded_turns
 from .store import metadata
-from .store.commitinfo import SHORT_ID_LENGTH
 from .store.repofolder import is_initialized
 
 if TYPE_CHECKING:
@@ -157,7 +157,9 @@ class Checkpoints:
     ) -> SnapshotResult:
         """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
         if not isinstance(reason, str):
-            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+            raise InvalidArgumentError(
+                f'reason must be a string, not {type(reason).__name__}', name='reason', value=reason
+            )
         if isinstance(paths, str):
             paths = (paths,)
         message = metadata.compose(reason, tool, paths, turn)
@@ -355,7 +357,7 @@ class Checkpoints:
         """
         deskconfig.check_desk(self.desk_config, must_exist=True)
         with engine.locked(self.desk_config, report_to=self) as session:
-            return external.seal(session).decode()[:SHORT_ID_LENGTH]
+            return short_id(external.seal(session))
 
     def undo(
         self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
@@ -553,8 +555,9 @@ class Checkpoints:
         from . import remote as _remote
 
         if not engine.repository_exists(self.desk_config):
-            raise CheckpointError(
-                f'no checkpoint repository at {self.repository_directory}; use clone instead'
+            raise NoCheckpointsError(
+                f'no checkpoint repository at {self.repository_directory}; use clone instead',
+                repository=self.repository_directory,
             )
         with engine.locked(self.desk_config, report_to=self) as session:
             chosen = _remote.get_remote(session.repo.path, remote)

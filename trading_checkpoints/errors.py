@@ -1,58 +1,557 @@
-"""The one error family the library raises at its surface."""
+"""The one error family the library raises at its surface.
+
+Every failure is a :class:`CheckpointError`. Its kind (the subclass) says which case it is and
+carries that case's fields as attributes, so that callers (the command line, the MCP server,
+an application) tell cases apart by ``isinstance`` and the fields, never by the message. The
+message is for people: each raise writes it out in full. ``FIELDS`` names a kind's fields;
+:meth:`CheckpointError.details` returns them by name.
+
+The kinds, by what went wrong:
+
+- the caller's request: :class:`InvalidArgumentError`, :class:`BadPathError`,
+  :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
+  :class:`NotInCheckpointError`, :class:`NothingToUndoError`;
+- what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
+  :class:`NoCheckpointsError`, :class:`RepositoryExistsError`,
+  :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
+  (:class:`UnsafeCheckpointError`);
+- the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
+  :class:`UntrackedInTheWayError`, :class:`OverSizeLimitError`;
+- other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
+  (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
+  :class:`LockTimeoutError`;
+- remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
+  a password.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
 
 class CheckpointError(RuntimeError):
     """git could not take, list or restore a checkpoint.
 
     Every failure the library reports is a ``CheckpointError`` (or a subclass) with a message
-    that names the problem: the bad id, the missing desk, the corrupt repository.
+    that names the problem: the bad id, the missing desk, the corrupt repository. Raised as
+    this class itself only where no caller would act on the case (an internal check).
     """
 
+    FIELDS: ClassVar[tuple[str, ...]] = ()
 
-class UnknownCheckpointError(CheckpointError):
-    """The id names no checkpoint of this repository, or is not a valid id."""
+    def details(self) -> dict[str, Any]:
+        """The kind's fields by name, in the order of ``FIELDS``."""
+        return {name: getattr(self, name) for name in self.FIELDS}
 
-
-class CorruptRepositoryError(CheckpointError):
-    """The shadow repository cannot be read, or holds something we refuse to write."""
-
-
-class LockTimeoutError(CheckpointError):
-    """Another process held the desk's lock for longer than we were willing to wait."""
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A kind's __init__ takes its fields as keywords: rebuild from the state instead.
+        return _rebuilt, (type(self), self.args, self.__dict__)
 
 
-class ExternalChangesError(CheckpointError):
-    """A restore, undo or redo would overwrite changes made outside the agent (use force).
+def _rebuilt(kind: type[CheckpointError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = kind.__new__(kind, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+# -- the caller's request -----------------------------------------------------------------
+
+
+class InvalidArgumentError(CheckpointError):
+    """A value the caller gave (an argument, an option, an environment variable) is not usable:
+    the wrong type, out of range, malformed, or a combination that cannot be honoured.
 
     Attributes:
-        paths: The desk-relative paths changed outside the agent that it would overwrite.
+        name: The argument, option or variable, as the caller named it (``keep``,
+            ``--older-than``, ``$CHECKPOINTS_DESK``).
+        value: The value given.
     """
 
-    def __init__(self, message: str, paths: tuple[str, ...]) -> None:
+    FIELDS: ClassVar[tuple[str, ...]] = ('name', 'value')
+
+    def __init__(self, message: str, *, name: str, value: object) -> None:
         super().__init__(message)
-        self.paths = paths
-
-
-class NothingToUndoError(CheckpointError):
-    """There is no earlier checkpoint to go back to, or no undo to reverse."""
+        self.name = name
+        self.value = value
 
 
 class BadPathError(CheckpointError):
-    """A path given by a caller is unsafe or lies outside the tracked paths."""
+    """A path given by a caller is unsafe or lies outside the tracked paths.
+
+    Attributes:
+        path: The path as given.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
 
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
 
 
-class DeskChangedError(CheckpointError):
-    """A file a restore was about to replace or delete changed after the restore read it."""
+class UnknownCheckpointError(CheckpointError):
+    """The id names no checkpoint of this repository, or is not a valid id, or is ambiguous.
+
+    Attributes:
+        checkpoint: The id as given (None when the raise did not record it).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('checkpoint',)
+
+    def __init__(self, message: str, *, checkpoint: object = None) -> None:
+        super().__init__(message)
+        self.checkpoint = checkpoint
+
+
+class PrunedCheckpointError(UnknownCheckpointError):
+    """The id names a checkpoint that a prune dropped.
+
+    Attributes:
+        checkpoint: The id as given.
+        commit: The full id of the checkpoint that was pruned.
+        taken_at: When it was taken (ISO 8601).
+        pruned_at: When it was pruned (seconds since the epoch).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('checkpoint', 'commit', 'taken_at', 'pruned_at')
+
+    def __init__(
+        self, message: str, *, checkpoint: str, commit: str, taken_at: str, pruned_at: float
+    ) -> None:
+        super().__init__(message, checkpoint=checkpoint)
+        self.commit = commit
+        self.taken_at = taken_at
+        self.pruned_at = pruned_at
+
+
+class UnknownTurnError(UnknownCheckpointError):
+    """No checkpoint of the repository belongs to the turn.
+
+    Attributes:
+        turn: The turn id as given.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('turn',)
+
+    def __init__(self, message: str, *, turn: str) -> None:
+        super().__init__(message)
+        self.turn = turn
+
+
+class NotInCheckpointError(CheckpointError):
+    """A path names no file in the checkpoint (nothing there, or a folder where a file was
+    asked for); for a restore of some paths, neither in the checkpoint nor in the desk.
+
+    Attributes:
+        path: The desk-relative path.
+        checkpoint: The checkpoint's id, as given.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'checkpoint')
+
+    def __init__(self, message: str, *, path: str, checkpoint: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.checkpoint = checkpoint
+
+
+class NothingToUndoError(CheckpointError):
+    """There is no earlier checkpoint to go back to, or no undo to reverse."""
+
+
+# -- what is there ------------------------------------------------------------------------
+
+
+class NoWorkspaceError(CheckpointError):
+    """The workspace folder (holding ``desks/`` and ``.checkpoints/``) is not there.
+
+    Attributes:
+        workspace: The folder looked for (the default one when none was found or given).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('workspace',)
+
+    def __init__(self, message: str, *, workspace: object) -> None:
+        super().__init__(message)
+        self.workspace = str(workspace)
+
+
+class MissingDeskError(CheckpointError):
+    """The desk folder does not exist or is not a folder (and, where that is asked for, the
+    desk has no checkpoints either).
+
+    Attributes:
+        desk: The desk folder's path.
+        name: The desk's name in its workspace, None when the desk was given as a folder.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('desk', 'name')
+
+    def __init__(self, message: str, *, desk: object, name: str | None = None) -> None:
+        super().__init__(message)
+        self.desk = str(desk)
+        self.name = name
+
+
+class NoCheckpointsError(CheckpointError):
+    """The desk has no checkpoints yet: its repository is missing or its branch is empty.
+
+    Attributes:
+        repository: The checkpoint repository's path (None when the raise knows only the
+            desk's name).
+        desk: The desk's name, when known.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('repository', 'desk')
+
+    def __init__(self, message: str, *, repository: object = None, desk: str | None = None) -> None:
+        super().__init__(message)
+        self.repository = None if repository is None else str(repository)
+        self.desk = desk
+
+
+class RepositoryExistsError(CheckpointError):
+    """A repository is already there where a clone would create one.
+
+    Attributes:
+        repository: Its path.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('repository',)
+
+    def __init__(self, message: str, *, repository: object) -> None:
+        super().__init__(message)
+        self.repository = str(repository)
+
+
+class InvalidSettingError(CheckpointError):
+    """A ``checkpoints.*`` setting in the repository's config holds a value that is not usable.
+
+    Attributes:
+        setting: Its name, such as ``checkpoints.maxFileSize``.
+        source: Where it was read (the config file, or the line within it).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('setting', 'source')
+
+    def __init__(self, message: str, *, setting: str, source: object) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.source = str(source)
+
+
+class CorruptRepositoryError(CheckpointError):
+    """The shadow repository cannot be read, or holds something we refuse to write.
+
+    Attributes:
+        path: The repository, or the file or object in it found damaged (None when the raise
+            cannot tell).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
+
+    def __init__(self, message: str, *, path: object = None) -> None:
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+
+
+class UnsafeCheckpointError(CorruptRepositoryError):
+    """A checkpoint holds an entry that is never written into a desk: an unsafe or overlong
+    name, a path outside the tracked paths, two entries of one name, an odd mode or symlink.
+
+    Attributes:
+        entry: The entry's desk-relative path, as the checkpoint holds it.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('entry',)
+
+    def __init__(self, message: str, *, entry: str) -> None:
+        super().__init__(message)
+        self.entry = entry
+
+
+# -- the file system ----------------------------------------------------------------------
+
+
+class FileAccessError(CheckpointError):
+    """The system refused to read or write a file or folder of the desk, the repository, the
+    workspace or the credential store (the system's reason ends the message).
+
+    Attributes:
+        path: The file or folder.
+        action: What was tried: ``read``, ``write``, ``list``, ``create``, ``delete``, ``open``
+            or ``update``.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'action')
+
+    def __init__(self, message: str, *, path: object, action: str) -> None:
+        super().__init__(message)
+        self.path = str(path)
+        self.action = action
+
+
+class NotAFolderError(CheckpointError):
+    """A component of a desk path is a symlink, a file or something else, not a real folder.
+
+    Attributes:
+        folder: The component's path ('' for the desk itself).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('folder',)
+
+    def __init__(self, folder: str) -> None:
+        super().__init__(
+            f'{folder or "the desk"} is not a real folder (a symlink or a file is in the way; '
+            'nothing is ever written or read through one)'
+        )
+        self.folder = folder
+
+
+class UntrackedInTheWayError(CheckpointError):
+    """A restore would have to replace something that is not tracked (so not in any
+    checkpoint): a file or symlink where it needs a folder, or a folder holding untracked files.
+
+    Attributes:
+        path: The desk-relative path the restore writes.
+        blocker: The full path of what is in the way.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'blocker')
+
+    def __init__(self, message: str, *, path: str, blocker: object) -> None:
+        super().__init__(message)
+        self.path = path
+        self.blocker = str(blocker)
+
+
+class OverSizeLimitError(CheckpointError):
+    """A restore would overwrite a file that is over the maximum file size, so was never saved.
+
+    Attributes:
+        path: The desk-relative path.
+        limit: The maximum file size in bytes.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'limit')
+
+    def __init__(self, message: str, *, path: str, limit: int) -> None:
+        super().__init__(message)
+        self.path = path
+        self.limit = limit
+
+
+# -- other writers ------------------------------------------------------------------------
+
+
+class ExternalChangesError(CheckpointError):
+    """A restore, undo or redo would overwrite changes it was asked to keep: made outside the
+    agent, or made since the undo a redo would reverse (use force).
+
+    Attributes:
+        paths: The desk-relative paths changed outside the agent that it would overwrite.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths',)
+
+    def __init__(self, message: str, paths: Iterable[str]) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
+
+
+class ConcurrentChangeError(CheckpointError):
+    """Another writer changed what this operation was using while it ran (a file that kept
+    changing, the desk folder replaced or moved, the branch moved); nothing was recorded.
+
+    Attributes:
+        path: What changed: a desk-relative path, a folder, or the repository.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path',)
+
+    def __init__(self, message: str, *, path: object) -> None:
+        super().__init__(message)
+        self.path = str(path)
+
+
+class DeskChangedError(ConcurrentChangeError):
+    """A file a restore was about to replace or delete changed after the restore read it (the
+    restore then completes through its record)."""
 
     def __init__(self, path: str) -> None:
-        super().__init__(f'{path} changed while it was being restored')
+        super().__init__(f'{path} changed while it was being restored', path=path)
+
+
+class TurnStillOpenError(CheckpointError):
+    """A turn was opened on a desk whose previous turn is still open (turns do not nest).
+
+    Attributes:
+        turn: The open turn's id.
+        desk: The desk folder.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('turn', 'desk')
+
+    def __init__(self, message: str, *, turn: str, desk: object) -> None:
+        super().__init__(message)
+        self.turn = turn
+        self.desk = str(desk)
+
+
+class UnfinishedRestoreError(CheckpointError):
+    """A restore was interrupted and its record is still there: completing it failed (the
+    message gives the cause), or a prune was refused until it is completed.
+
+    Attributes:
+        record: The restore record's path.
+        path: The desk-relative path that kept changing, when that was the cause.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('record', 'path')
+
+    def __init__(self, message: str, *, record: object, path: str | None = None) -> None:
+        super().__init__(message)
+        self.record = str(record)
         self.path = path
+
+
+class LockTimeoutError(CheckpointError):
+    """Another process held the desk's lock for longer than we were willing to wait.
+
+    Attributes:
+        lock: The lock file.
+        timeout: How long we waited, in seconds.
+        holder: Who held it, as far as the lock file tells (``pid 123 on host, ...``,
+            ``holder unknown``, or ``another thread`` of this process).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('lock', 'timeout', 'holder')
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        lock: object = None,
+        timeout: float | None = None,
+        holder: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.lock = None if lock is None else str(lock)
+        self.timeout = timeout
+        self.holder = holder
+
+
+# -- remotes ------------------------------------------------------------------------------
+
+
+class RemoteError(CheckpointError):
+    """A push, pull or clone, or a remote's configuration, failed. Raised as this class for
+    the rarer cases (a remote name taken twice, a path remote that cannot be opened, a push
+    the remote refused).
+
+    Attributes:
+        remote: The remote's name (None when none was chosen yet). Never its URL.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote',)
+
+    def __init__(self, message: str, *, remote: str | None) -> None:
+        super().__init__(message)
+        self.remote = remote
+
+
+class RemoteNotFoundError(RemoteError):
+    """No remote could be chosen: none is configured, none has the name given, or several are
+    and none was named."""
+
+
+class RemoteURLError(RemoteError):
+    """A remote URL, or the user name or password in it, is not one we can use."""
+
+
+class CredentialFileError(RemoteError):
+    """The credential file cannot be read or written, or is not safe to use.
+
+    Attributes:
+        path: The credential file.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'path')
+
+    def __init__(self, message: str, *, path: object) -> None:
+        super().__init__(message, remote=None)
+        self.path = str(path)
+
+
+class RemoteTransportError(RemoteError):
+    """Talking to the remote failed: it is not a git repository, the server hung up, ...
+
+    Attributes:
+        action: What was being done, as the message words it: ``push to`` or ``fetch from``.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'action')
+
+    def __init__(self, message: str, *, remote: str, action: str) -> None:
+        super().__init__(message, remote=remote)
+        self.action = action
+
+
+class RemoteAuthError(RemoteTransportError):
+    """The server refused the credentials."""
+
+
+class EmptyRemoteError(RemoteError):
+    """The remote holds no checkpoints (no branch main) to pull or clone."""
+
+
+class HistoriesDivergedError(RemoteError):
+    """The remote and the desk each have checkpoints the other lacks; nothing was changed.
+
+    Attributes:
+        remote_head: The remote's newest checkpoint (short id).
+        head: The desk's newest checkpoint (short id; None when the message does not say).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head', 'head')
+
+    def __init__(
+        self, message: str, *, remote: str, remote_head: str | None, head: str | None = None
+    ) -> None:
+        super().__init__(message, remote=remote)
+        self.remote_head = remote_head
+        self.head = head
+
+
+class RemoteMovedError(RemoteError):
+    """Another push moved the remote's branch while this one ran; nothing was changed.
+
+    Attributes:
+        remote_head: Where the remote's branch is now (short id), None when unknown.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
+
+    def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
+        super().__init__(message, remote=remote)
+        self.remote_head = remote_head
+
+
+class PrunedHistoryError(RemoteError):
+    """A push would leave the remote with checkpoints whose parents it lacks, because this
+    desk's history was pruned; nothing was pushed.
+
+    Attributes:
+        remote_head: The remote's newest checkpoint (short id), None when the remote is empty.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
+
+    def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
+        super().__init__(message, remote=remote)
+        self.remote_head = remote_head
 
 
 class CheckpointWarning(RuntimeWarning):

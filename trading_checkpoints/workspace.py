@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .core.paths import TRACKED_PATHS
-from .errors import CheckpointError
+from .errors import FileAccessError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from .checkpoints import Checkpoints
@@ -93,7 +93,9 @@ class Workspace:
             except FileNotFoundError:
                 continue
             except OSError as error:
-                raise CheckpointError(f'cannot read {folder}: {error.strerror or error}') from error
+                raise FileAccessError(
+                    f'cannot read {folder}: {error.strerror or error}', path=folder, action='read'
+                ) from error
             for entry in entries:
                 if not entry.is_dir(follow_symlinks=False) or not entry.name.endswith(suffix):
                     continue
@@ -105,7 +107,11 @@ class Workspace:
     def _check(self, name: str) -> None:
         problem = desk_name_problem(name)
         if problem:
-            raise CheckpointError(f'{name!r} is not a desk name (a plain folder name): {problem}')
+            raise InvalidArgumentError(
+                f'{name!r} is not a desk name (a plain folder name): {problem}',
+                name='desk',
+                value=name,
+            )
 
 
 def is_workspace(folder: str | os.PathLike[str]) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoints import Checkpoints
-from ..errors import CheckpointError
+from ..errors import InvalidArgumentError
 
 Echo = Callable[[str], Any]
 
@@ -41,8 +41,10 @@ def run_demo(
 ) -> None:
     if directory is not None:
         if directory.exists() and any(directory.iterdir()):
-            raise CheckpointError(
-                f'{directory} is not empty; give a new or empty folder for the demo workspace'
+            raise InvalidArgumentError(
+                f'{directory} is not empty; give a new or empty folder for the demo workspace',
+                name='directory',
+                value=str(directory),
             )
         directory.mkdir(parents=True, exist_ok=True)
         _play(directory, echo, style)

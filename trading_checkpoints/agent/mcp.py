@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from ..checkpoints import Checkpoints
-from ..errors import CheckpointError
+from ..errors import CheckpointError, MissingDeskError, NoCheckpointsError
 from ..ops.retention import parse_duration, parse_size, read_limits
 from ..ops.turns import snapshot_in_turn
 from ..workspace import Workspace
@@ -173,8 +173,10 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """Like ``named``, refusing a desk with neither a folder nor checkpoints."""
         name, cps = named(desk)
         if not cps.desk_directory.is_dir() and not cps.repository_directory.is_dir():
-            raise CheckpointError(
-                f'no desk {name!r} in {root.root} (expected the folder {cps.desk_directory})'
+            raise MissingDeskError(
+                f'no desk {name!r} in {root.root} (expected the folder {cps.desk_directory})',
+                desk=cps.desk_directory,
+                name=name,
             )
         return name, cps
 
@@ -221,7 +223,11 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """
         name, cps = named(desk)
         if not cps.desk_directory.is_dir():
-            raise CheckpointError(f'no desk {name!r} (expected the folder {cps.desk_directory})')
+            raise MissingDeskError(
+                f'no desk {name!r} (expected the folder {cps.desk_directory})',
+                desk=cps.desk_directory,
+                name=name,
+            )
         if turn_id is None:
             new_id = cps.snapshot(reason, tool='mcp:snapshot')
         else:
@@ -350,7 +356,11 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         if from_id is None:
             newest = cps.list(1)
             if not newest:
-                raise CheckpointError(f'no checkpoints yet for desk {name!r}')
+                raise NoCheckpointsError(
+                    f'no checkpoints yet for desk {name!r}',
+                    repository=cps.repository_directory,
+                    desk=name,
+                )
             from_id = newest[0].checkpoint_id
         result = cps.diff(from_id, to_id, patches=patches, paths=paths)
         return diff_outcome(name, result, paths)

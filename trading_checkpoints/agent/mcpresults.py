@@ -1,11 +1,12 @@
-"""The MCP server's structured results: one TypedDict per tool answer, and the functions that
-shape the library's values into them.
+"""The MCP server's structured results: one TypedDict per tool answer, built around the values'
+JSON forms (their ``to_dict()``, see :mod:`trading_checkpoints.ops.results`).
 
-The SDK turns each TypedDict into the tool's output JSON schema, so an agent sees the exact
-fields it gets back. Nothing here imports the SDK; :mod:`trading_checkpoints.agent.mcp` does.
+Each answer names its desk and adds what only an agent needs (an ``undo_hint``, a ``note``); the
+values in it come from the form the command line prints too, so the two cannot drift. The SDK
+turns each TypedDict into the tool's output JSON schema, so an agent sees the exact fields it
+gets back. Nothing here imports the SDK; :mod:`trading_checkpoints.agent.mcp` does.
 """
 
-import base64
 from collections.abc import Sequence
 
 try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
@@ -13,23 +14,22 @@ try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
 except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
     from typing import TypedDict
 
-from ..ops.results import Checkpoint, Diff, FileChange, LogEntry, PruneResult, RestoreResult, Status
-from ..ops.turns import TurnInfo
+from ..ops.results import (
+    ChangeRow,
+    Checkpoint,
+    CheckpointRow,
+    Diff,
+    KeptFile,
+    LogEntry,
+    PruneResult,
+    RestoreResult,
+    Status,
+    StatusChange,
+    TurnInfo,
+    file_content,
+)
 
 # -- listing -------------------------------------------------------------------------------
-
-
-class CheckpointRow(TypedDict):
-    id: str
-    created_at: str
-    reason: str
-    tool: str | None
-    paths: list[str]
-    turn: str | None
-    action: str | None
-    files_changed: int | None
-    lines_added: int | None
-    lines_removed: int | None
 
 
 class DeskList(TypedDict):
@@ -57,27 +57,18 @@ class TurnList(TypedDict):
 
 
 def checkpoint_row(item: Checkpoint) -> CheckpointRow:
-    return CheckpointRow(
-        id=item.checkpoint_id,
-        created_at=item.created_at,
-        reason=item.reason,
-        tool=item.tool,
-        paths=list(item.paths),
-        turn=item.turn,
-        action=item.action,
-        files_changed=item.files_changed,
-        lines_added=item.lines_added,
-        lines_removed=item.lines_removed,
-    )
+    return item.to_dict()
 
 
 def turn_row(turn: TurnInfo) -> TurnRow:
+    """The turn's form, with each checkpoint in full (the command line lists them in brief)."""
+    form = turn.to_dict()
     return TurnRow(
-        turn_id=turn.turn_id,
-        label=turn.label,
-        started_at=turn.started_at,
-        first_checkpoint=turn.first.checkpoint_id,
-        checkpoints=[checkpoint_row(c) for c in turn.checkpoints],
+        turn_id=form['turn_id'],
+        label=form['label'],
+        started_at=form['started_at'],
+        first_checkpoint=form['first_checkpoint'],
+        checkpoints=[c.to_dict() for c in turn.checkpoints],
     )
 
 
@@ -88,11 +79,6 @@ class SnapshotOutcome(TypedDict):
     desk: str
     checkpoint_id: str | None
     changed: bool
-
-
-class KeptFile(TypedDict):
-    path: str
-    reason: str
 
 
 class RestoreOutcome(TypedDict):
@@ -114,22 +100,23 @@ class RestoreOutcome(TypedDict):
 
 def restore_outcome(desk: str, result: RestoreResult) -> RestoreOutcome:
     """A restore, undo or redo; ``undo_hint`` names the restore that takes it back."""
-    before = result.before_id
+    form = result.to_dict()
+    before = form['before_id']
     return RestoreOutcome(
         desk=desk,
-        action=result.action,
-        dry_run=result.dry_run,
-        target_id=result.target_id,
+        action=form['action'],
+        dry_run=form['dry_run'],
+        target_id=form['target_id'],
         before_id=before,
-        restored_id=result.restored_id,
-        written=list(result.written),
-        created=list(result.created),
-        deleted=list(result.deleted),
-        external=list(result.external),
-        kept=[KeptFile(path=path, reason=why) for path, why in result.kept],
-        attribution=result.attribution,
+        restored_id=form['restored_id'],
+        written=form['written'],
+        created=form['created'],
+        deleted=form['deleted'],
+        external=form['external'],
+        kept=form['kept'],
+        attribution=form['attribution'],
         recovered=result.recovered,
-        undo_hint=None if result.dry_run or not before else f'restore {before}',
+        undo_hint=None if form['dry_run'] or not before else f'restore {before}',
     )
 
 
@@ -139,19 +126,6 @@ class SealOutcome(TypedDict):
 
 
 # -- looking back --------------------------------------------------------------------------
-
-
-class ChangeRow(TypedDict):
-    path: str
-    kind: str
-    old_mode: str | None
-    new_mode: str | None
-    old_id: str | None
-    new_id: str | None
-    binary: bool
-    patch: str | None
-    added_lines: int
-    removed_lines: int
 
 
 class DiffOutcome(TypedDict):
@@ -165,31 +139,17 @@ class DiffOutcome(TypedDict):
     changes: list[ChangeRow]
 
 
-def change_row(change: FileChange) -> ChangeRow:
-    return ChangeRow(
-        path=change.path,
-        kind=change.kind,
-        old_mode=None if change.old_mode is None else f'{change.old_mode:06o}',
-        new_mode=None if change.new_mode is None else f'{change.new_mode:06o}',
-        old_id=change.old_id,
-        new_id=change.new_id,
-        binary=change.binary,
-        patch=change.patch,
-        added_lines=change.added_lines,
-        removed_lines=change.removed_lines,
-    )
-
-
 def diff_outcome(desk: str, diff: Diff, paths: Sequence[str] | None) -> DiffOutcome:
+    form = diff.to_dict()
     return DiffOutcome(
         desk=desk,
-        from_id=diff.from_id,
-        to_id=diff.to_id,
+        from_id=form['from'],
+        to_id=form['to'],
         paths=list(paths) if paths else None,
-        files_changed=len(diff.changes),
-        added_lines=sum(c.added_lines for c in diff.changes),
-        removed_lines=sum(c.removed_lines for c in diff.changes),
-        changes=[change_row(c) for c in diff.changes],
+        files_changed=len(form['changes']),
+        added_lines=sum(c['added_lines'] for c in form['changes']),
+        removed_lines=sum(c['removed_lines'] for c in form['changes']),
+        changes=form['changes'],
     )
 
 
@@ -204,10 +164,7 @@ class FileAtCheckpoint(TypedDict):
 
 def file_at_checkpoint(desk: str, checkpoint_id: str, path: str, data: bytes) -> FileAtCheckpoint:
     """The bytes as UTF-8 text when they are, else base64."""
-    try:
-        content, encoding = data.decode('utf-8'), 'utf-8'
-    except UnicodeDecodeError:
-        content, encoding = base64.b64encode(data).decode('ascii'), 'base64'
+    content, encoding = file_content(data)
     return FileAtCheckpoint(
         desk=desk,
         checkpoint_id=checkpoint_id,
@@ -216,11 +173,6 @@ def file_at_checkpoint(desk: str, checkpoint_id: str, path: str, data: bytes) ->
         encoding=encoding,
         content=content,
     )
-
-
-class StatusChange(TypedDict):
-    path: str
-    kind: str
 
 
 class StatusOutcome(TypedDict):
@@ -233,13 +185,14 @@ class StatusOutcome(TypedDict):
 
 
 def status_outcome(desk: str, status: Status) -> StatusOutcome:
+    form = status.to_dict()
     return StatusOutcome(
         desk=desk,
-        newest_id=status.newest_id,
+        newest_id=form['newest_id'],
         clean=status.clean,
-        changes=[StatusChange(path=c.path, kind=c.kind) for c in status.changes],
-        external=list(status.external),
-        basis=status.basis,
+        changes=form['changes'],
+        external=form['external'],
+        basis=form['basis'],
     )
 
 
@@ -261,16 +214,17 @@ class LogOutcome(TypedDict):
 
 
 def log_row(entry: LogEntry) -> LogRow:
-    c = entry.checkpoint
+    """The entry's form without the kind of each change."""
+    form = entry.to_dict()
     return LogRow(
-        id=c.checkpoint_id,
-        created_at=c.created_at,
-        reason=c.reason,
-        tool=c.tool,
-        paths=list(c.paths),
-        turn=c.turn,
-        action=entry.action,
-        changed=list(entry.changed),
+        id=form['id'],
+        created_at=form['created_at'],
+        reason=form['reason'],
+        tool=form['tool'],
+        paths=form['paths'],
+        turn=form['turn'],
+        action=form['action'],
+        changed=form['changed'],
     )
 
 
@@ -314,16 +268,17 @@ def prune_outcome(
         note = 'dry run: nothing to drop under these limits'
     else:
         note = f'pruned {result.pruned_count} checkpoint(s); the ids of those kept are unchanged'
+    form = result.to_dict()
     return PruneOutcome(
         desk=desk,
         dry_run=dry_run,
         limits=limits,
-        checkpoints_before=result.checkpoints_before,
-        checkpoints_after=result.checkpoints_after,
+        checkpoints_before=form['checkpoints_before'],
+        checkpoints_after=form['checkpoints_after'],
         pruned_count=result.pruned_count,
-        pruned=list(result.pruned),
-        oldest_kept=result.oldest_kept,
-        bytes_before=result.bytes_before,
-        bytes_after=result.bytes_after,
+        pruned=form['pruned'],
+        oldest_kept=form['oldest_kept'],
+        bytes_before=form['bytes_before'],
+        bytes_after=form['bytes_after'],
         note=note,
     )

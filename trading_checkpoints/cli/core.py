@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import CheckpointError
+from ..errors import BadPathError, InvalidArgumentError
 from . import complete, render
 from .options import (
     dry_run_option,
@@ -26,21 +26,6 @@ from .target import Target
 MORE_COUNTED = 20
 _ALL = sys.maxsize
 _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
-
-
-def checkpoint_dict(item: Any) -> dict[str, Any]:
-    return {
-        'id': item.checkpoint_id,
-        'created_at': item.created_at,
-        'reason': item.reason,
-        'tool': item.tool,
-        'paths': list(item.paths),
-        'turn': item.turn,
-        'action': item.action,
-        'files_changed': item.files_changed,
-        'lines_added': item.lines_added,
-        'lines_removed': item.lines_removed,
-    }
 
 
 def change_note(item: Any) -> str:
@@ -105,7 +90,7 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
     items, more, exact = gather(checkpoints, limit, agent_only)
     note_recovery(checkpoints)
     if as_json:
-        render.echo_json([checkpoint_dict(item) for item in items])
+        render.echo_json([item.to_dict() for item in items])
         return
     if not items:
         which = 'agent checkpoints' if agent_only and more == 0 else 'checkpoints'
@@ -187,13 +172,9 @@ def snapshot(
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        render.echo_json(
-            {
-                'id': checkpoint_id,
-                'external': list(taken.external),
-                'skipped': [{'path': path, 'reason': why} for path, why in taken.skipped],
-            }
-        )
+        form = taken.to_dict()
+        form['id'] = checkpoint_id  # the turn's mark when nothing changed
+        render.echo_json(form)
         return
     if checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
@@ -249,8 +230,6 @@ def restore(
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
-    from ..errors import BadPathError
-
     checkpoint_id, paths = split_restore_args(args)
     try:
         result = target.checkpoints().restore_with_result(
@@ -258,15 +237,16 @@ def restore(
         )
     except BadPathError as error:
         if checkpoint_id is None and error.path == args[0]:
-            raise CheckpointError(
+            raise BadPathError(
                 f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
-                f'`checkpoints list`) nor a tracked path: {error}'
+                f'`checkpoints list`) nor a tracked path: {error}',
+                error.path,
             ) from error
         raise
     if result.recovered:
         click.echo(f'note: {result.recovered}', err=True)
     if as_json:
-        render.echo_json(render.restore_dict(result))
+        render.echo_json(result.to_dict())
     else:
         render.restore(result, target, quiet=quiet, keeping=on_external == 'keep')
 
@@ -419,12 +399,16 @@ def track(
             if path not in wanted:
                 covered = [entry for entry in wanted if Allowlist([entry]).covers(path)]
                 why = f'; it lies in {covered[0]}, which stays tracked' if covered else ''
-                raise CheckpointError(
-                    f'{path!r} is not one of the tracked paths ({", ".join(wanted)}){why}'
+                raise BadPathError(
+                    f'{path!r} is not one of the tracked paths ({", ".join(wanted)}){why}', path
                 )
             wanted.remove(path)
         if not wanted:
-            raise CheckpointError('that would track nothing; keep at least one path')
+            raise InvalidArgumentError(
+                'that would track nothing; keep at least one path',
+                name='--remove',
+                value=list(remove),
+            )
     changed = Allowlist(wanted) != Allowlist(current)
     tracked = checkpoints.set_tracked_paths(wanted) if changed else current
     if as_json:

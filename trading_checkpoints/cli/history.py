@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-
 import click
 
 from . import complete, render
@@ -74,10 +72,9 @@ def show(target: Target, checkpoint_id: str, path: str, as_json: bool) -> None:
     if not as_json:
         click.echo(data, nl=False)
         return
-    try:
-        content, encoding = data.decode('utf-8'), 'utf-8'
-    except UnicodeDecodeError:
-        content, encoding = base64.b64encode(data).decode('ascii'), 'base64'
+    from ..ops.results import file_content
+
+    content, encoding = file_content(data)
     render.echo_json(
         {
             'id': checkpoint_id,

@@ -138,6 +138,15 @@ def fail(message: str, kind: str = 'CheckpointError', code: int = 1) -> None:
     sys.exit(code)
 
 
+def report(error: CheckpointError) -> None:
+    """A failure of the library, exit status 1: its kind is the error's class and its fields the
+    kind's (:meth:`CheckpointError.details`); the message is shown as it is, never parsed."""
+    render.error(
+        str(error), as_json=wants_json(), kind=type(error).__name__, fields=error.details()
+    )
+    sys.exit(1)
+
+
 def stop_quietly_on_a_closed_pipe() -> None:
     """The reader of our output went away (``checkpoints log | head``): stop without a word,
     as a tool killed by SIGPIPE would (exit status 141)."""
@@ -158,7 +167,7 @@ def reports_errors(function: F) -> F:
         try:
             return function(*args, **kwargs)
         except CheckpointError as error:
-            fail(str(error), type(error).__name__)
+            report(error)
         except BrokenPipeError:
             stop_quietly_on_a_closed_pipe()
         except OSError as error:

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from ..errors import CheckpointError
+from ..errors import NoCheckpointsError
 from . import complete, render
 from .options import json_option, target_options, verb
 from .render import ident
@@ -54,9 +54,11 @@ def remote_add(target: Target, name: str, url: str) -> None:
       checkpoints remote add backup ssh://me@nas/srv/git/desk-main.git
     """
     if not target.repository_directory.is_dir():
-        raise CheckpointError(
+        raise NoCheckpointsError(
             f'no checkpoints yet for desk {target.desk!r}; take a snapshot first '
-            '(or use `checkpoints clone URL --desk NAME`)'
+            '(or use `checkpoints clone URL --desk NAME`)',
+            repository=target.repository_directory,
+            desk=target.desk,
         )
     remote = target.checkpoints().add_remote(name, url)
     click.echo(f'Remote {remote.name} -> {remote.display_url}')

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -44,13 +45,36 @@ def echo_json(value: Any) -> None:
     click.echo(to_json(value))
 
 
-def error(message: str, *, as_json: bool, kind: str, hint: str | None = None) -> None:
+def json_value(value: Any) -> Any:
+    """A field of an error as JSON: paths as text, tuples as lists, anything else by its repr."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (list, tuple)):
+        return [json_value(item) for item in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return repr(value)
+
+
+def error(
+    message: str,
+    *,
+    as_json: bool,
+    kind: str,
+    hint: str | None = None,
+    fields: dict[str, Any] | None = None,
+) -> None:
     """An error on stderr: one ``error:`` line (and a ``hint:`` line), or one JSON object
-    ``{"error", "type"[, "hint"]}`` when --json was asked for."""
+    ``{"error", "type"[, "hint"][, "fields"]}`` when --json was asked for; ``fields`` are the
+    error kind's (see :meth:`CheckpointError.details`), given only when it has some."""
     if as_json:
-        body = {'error': message, 'type': kind}
+        body: dict[str, Any] = {'error': message, 'type': kind}
         if hint:
             body['hint'] = hint
+        if fields:
+            body['fields'] = {name: json_value(value) for name, value in fields.items()}
         click.echo(to_json(body), err=True)
         return
     click.echo(f'error: {message}', err=True)
@@ -59,22 +83,6 @@ def error(message: str, *, as_json: bool, kind: str, hint: str | None = None) ->
 
 
 # -- restores (restore, undo, redo, restore-turn) ---------------------------------------------
-
-
-def restore_dict(result: Any) -> dict[str, Any]:
-    return {
-        'action': result.action,
-        'dry_run': result.dry_run,
-        'before_id': result.before_id,
-        'target_id': result.target_id,
-        'restored_id': result.restored_id,
-        'written': list(result.written),
-        'created': list(result.created),
-        'deleted': list(result.deleted),
-        'external': list(result.external),
-        'kept': [{'path': path, 'reason': why} for path, why in result.kept],
-        'attribution': result.attribution,
-    }
 
 
 def file_lines(written: Sequence[str], deleted: Sequence[str]) -> None:

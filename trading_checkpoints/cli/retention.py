@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..errors import CheckpointError
+from ..errors import InvalidArgumentError, NoCheckpointsError
 from . import render
 from .options import dry_run_option, json_option, target_options, verb
 from .render import ident
@@ -20,14 +20,18 @@ def _check_limits(older_than: str | None, max_size: str | None) -> None:
     from ..ops.retention import parse_duration, parse_size
 
     if older_than is not None and parse_duration(older_than) == 0:
-        raise CheckpointError(
+        raise InvalidArgumentError(
             f'--older-than {older_than} would drop every checkpoint but the newest; '
-            'give a period like 30d (or --keep 1 to keep only the newest)'
+            'give a period like 30d (or --keep 1 to keep only the newest)',
+            name='--older-than',
+            value=older_than,
         )
     if max_size is not None and parse_size(max_size) == 0:
-        raise CheckpointError(
+        raise InvalidArgumentError(
             f'--max-size {max_size} would drop every checkpoint but the newest; '
-            'give a size like 500M (or --keep 1 to keep only the newest)'
+            'give a size like 500M (or --keep 1 to keep only the newest)',
+            name='--max-size',
+            value=max_size,
         )
 
 
@@ -40,9 +44,11 @@ def _confirm(checkpoints, keep, older_than, max_size) -> None:
         return
     what = f'{count} of {plan.checkpoints_before} checkpoints'
     if not sys.stdin.isatty():
-        raise CheckpointError(
+        raise InvalidArgumentError(
             f'this prune would drop {what} and cannot be undone; see which with --dry-run, '
-            'then run it again with --yes'
+            'then run it again with --yes',
+            name='--yes',
+            value=False,
         )
     click.confirm(
         f'Drop {what} for good, keeping {plan.checkpoints_after} (oldest kept: '
@@ -114,9 +120,17 @@ def prune(
     checkpoints = target.checkpoints()
     given = keep is not None or older_than is not None or max_size is not None
     if save and not given:
-        raise CheckpointError('--save needs at least one of --keep, --older-than, --max-size')
+        raise InvalidArgumentError(
+            '--save needs at least one of --keep, --older-than, --max-size',
+            name='--save',
+            value=True,
+        )
     if save and not target.repository_directory.is_dir():
-        raise CheckpointError(f'no checkpoints yet for desk {target.desk!r}')
+        raise NoCheckpointsError(
+            f'no checkpoints yet for desk {target.desk!r}',
+            repository=target.repository_directory,
+            desk=target.desk,
+        )
     if not given:
         stored = read_limits(target.repository_directory)
         keep, older_than, max_size = stored.keep, stored.older_than, stored.max_size
@@ -126,17 +140,7 @@ def prune(
         write_limits(target.repository_directory, Limits(keep, older_than, max_size))
     result = checkpoints.prune(keep, older_than, max_size, dry_run=dry_run)
     if as_json:
-        render.echo_json(
-            {
-                'dry_run': result.dry_run,
-                'checkpoints_before': result.checkpoints_before,
-                'checkpoints_after': result.checkpoints_after,
-                'bytes_before': result.bytes_before,
-                'bytes_after': result.bytes_after,
-                'pruned': list(result.pruned),
-                'oldest_kept': result.oldest_kept,
-            }
-        )
+        render.echo_json(result.to_dict())
         return
     verb_text = 'Would prune' if result.dry_run else 'Pruned'
     size = 'estimated ' if result.dry_run else ''

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, InvalidArgumentError, MissingDeskError, NoWorkspaceError
 from ..workspace import (
     DESKS,
     REPOSITORIES,
@@ -103,15 +103,18 @@ class Target:
         if where.is_dir():
             return
         if self.workspace_source == 'default':
-            raise CheckpointError(
+            raise NoWorkspaceError(
                 f'no workspace found: no folder holding {DESKS}/ or {REPOSITORIES}/ at or above '
-                f'{self.cwd}, and no {where} (give --workspace DIR or set ${WORKSPACE_VARIABLE})'
+                f'{self.cwd}, and no {where} (give --workspace DIR or set ${WORKSPACE_VARIABLE})',
+                workspace=where,
             )
         origin = {'option': '--workspace', 'environment': f'${WORKSPACE_VARIABLE}'}.get(
             self.workspace_source, 'the workspace'
         )
         state = 'is not a folder' if where.exists() else 'does not exist'
-        raise CheckpointError(f'no workspace at {where}: it {state} (from {origin})')
+        raise NoWorkspaceError(
+            f'no workspace at {where}: it {state} (from {origin})', workspace=where
+        )
 
     def require_desk(self) -> None:
         """A clear error unless the desk has a folder or a repository (a desk whose folder
@@ -120,10 +123,14 @@ class Target:
         folder, repository = self.desk_directory, self.repository_directory
         if folder.is_dir() or repository.is_dir():
             if folder.exists() and not folder.is_dir():
-                raise CheckpointError(f'desk {self.desk!r} is not a folder: {folder}')
+                raise MissingDeskError(
+                    f'desk {self.desk!r} is not a folder: {folder}', desk=folder, name=self.desk
+                )
             return
         if folder.exists() or folder.is_symlink():
-            raise CheckpointError(f'desk {self.desk!r} is not a folder: {folder}')
+            raise MissingDeskError(
+                f'desk {self.desk!r} is not a folder: {folder}', desk=folder, name=self.desk
+            )
         try:
             known = Workspace(self.workspace).desks()
         except CheckpointError:
@@ -131,18 +138,22 @@ class Target:
         others = f' (desks there: {", ".join(known)})' if known else ' (it has no desks yet)'
         if not is_workspace(self.workspace):
             others = f' (it holds neither {DESKS}/ nor {REPOSITORIES}/)'
-        raise CheckpointError(
+        raise MissingDeskError(
             f'no desk {self.desk!r} in workspace {self.workspace}: neither {folder} nor '
-            f'{repository} exists{others}'
+            f'{repository} exists{others}',
+            desk=folder,
+            name=self.desk,
         )
 
     def require_desk_folder(self) -> None:
         """A clear error unless the desk's folder exists (what a snapshot reads)."""
         self.require_desk()
         if not self.desk_directory.is_dir():
-            raise CheckpointError(
+            raise MissingDeskError(
                 f'no desk folder {self.desk_directory} (desk {self.desk!r} has checkpoints '
-                'only: restore one to bring the folder back)'
+                'only: restore one to bring the folder back)',
+                desk=self.desk_directory,
+                name=self.desk,
             )
 
     # -- follow-up commands ---------------------------------------------------------------
@@ -173,9 +184,11 @@ def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
     elif environment_desk is not None:
         problem = desk_name_problem(environment_desk)
         if problem:
-            raise CheckpointError(
+            raise InvalidArgumentError(
                 f'${DESK_VARIABLE}={environment_desk!r} is not a desk name (a plain folder '
-                f'name, like "main"): {problem}'
+                f'name, like "main"): {problem}',
+                name=f'${DESK_VARIABLE}',
+                value=environment_desk,
             )
         desk, desk_source = environment_desk, 'environment'
     else:

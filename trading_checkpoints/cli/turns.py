@@ -36,27 +36,7 @@ def turns(target: Target, limit: int, as_json: bool) -> None:
     """
     items = target.checkpoints().turns(limit or None)
     if as_json:
-        render.echo_json(
-            [
-                {
-                    'turn_id': t.turn_id,
-                    'label': t.label,
-                    'started_at': t.started_at,
-                    'first_checkpoint': t.first.checkpoint_id,
-                    'checkpoints': [
-                        {
-                            'id': c.checkpoint_id,
-                            'created_at': c.created_at,
-                            'reason': c.reason,
-                            'tool': c.tool,
-                            'paths': list(c.paths),
-                        }
-                        for c in t.checkpoints
-                    ],
-                }
-                for t in items
-            ]
-        )
+        render.echo_json([item.to_dict() for item in items])
         return
     if not items:
         click.echo(
@@ -101,15 +81,16 @@ def restore_turn(
     """
     result = target.checkpoints().restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
     if as_json:
+        form = result.to_dict()
         render.echo_json(
             {
                 'turn_id': turn_id,
                 'dry_run': dry_run,
-                'before_id': None if dry_run else result.before_id,
-                'target_id': result.target_id,
-                'restored_id': None if dry_run else result.restored_id,
-                'written': list(result.written),
-                'deleted': list(result.deleted),
+                'before_id': None if dry_run else form['before_id'],
+                'target_id': form['target_id'],
+                'restored_id': None if dry_run else form['restored_id'],
+                'written': form['written'],
+                'deleted': form['deleted'],
             }
         )
         return

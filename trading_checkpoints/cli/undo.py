@@ -23,7 +23,7 @@ def _step(
     method = checkpoints.undo if which == 'undo' else checkpoints.redo
     result = method(force=force, keep_external=keep_external, dry_run=dry_run)
     if as_json:
-        render.echo_json(render.restore_dict(result))
+        render.echo_json(result.to_dict())
     else:
         render.restore(result, target, quiet=quiet, keeping=not force)
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import CheckpointError
+from ..errors import FileAccessError
 
 __all__ = [
     'fsync_fds',
@@ -109,5 +109,7 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.unlink(temporary)
         except OSError:
             pass
-        raise CheckpointError(f'cannot write {path}: {error.strerror or error}') from error
+        raise FileAccessError(
+            f'cannot write {path}: {error.strerror or error}', path=path, action='write'
+        ) from error
     fsync_folder(path.parent)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import CheckpointError, LockTimeoutError
+from ..errors import InvalidArgumentError, LockTimeoutError
 
 try:  # POSIX
     import fcntl
@@ -55,13 +55,17 @@ DEFAULT_TIMEOUT = 60.0
 def check_timeout(value: object) -> float:
     """``value`` as a lock timeout in seconds: a finite number of at least 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise CheckpointError(
-            f'lock_timeout must be a number of seconds, not {type(value).__name__}'
+        raise InvalidArgumentError(
+            f'lock_timeout must be a number of seconds, not {type(value).__name__}',
+            name='lock_timeout',
+            value=value,
         )
     seconds = float(value)
     if not math.isfinite(seconds) or seconds < 0:
-        raise CheckpointError(
-            f'lock_timeout must be a finite number of seconds >= 0, not {value!r}'
+        raise InvalidArgumentError(
+            f'lock_timeout must be a finite number of seconds >= 0, not {value!r}',
+            name='lock_timeout',
+            value=value,
         )
     return seconds
 
@@ -96,7 +100,10 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
     thread_lock = _thread_lock_for(lock_path)
     if not thread_lock.acquire(timeout=max(timeout, 0.0)):
         raise LockTimeoutError(
-            f'another thread held the checkpoint lock {lock_path} for more than {timeout:g} s'
+            f'another thread held the checkpoint lock {lock_path} for more than {timeout:g} s',
+            lock=lock_path,
+            timeout=timeout,
+            holder='another thread',
         )
     try:
         try:
@@ -108,9 +115,13 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
             delay = 0.002
             while not _try_lock(fd):
                 if time.monotonic() >= deadline:
+                    holder = _holder(lock_path)
                     raise LockTimeoutError(
-                        f'another process ({_holder(lock_path)}) held the checkpoint lock '
-                        f'{lock_path} for more than {timeout:g} s'
+                        f'another process ({holder}) held the checkpoint lock '
+                        f'{lock_path} for more than {timeout:g} s',
+                        lock=lock_path,
+                        timeout=timeout,
+                        holder=holder,
                     )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.05)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..errors import BadPathError, InvalidArgumentError, UnsafeCheckpointError
 
 TRACKED_PATHS: tuple[str, ...] = ('Memory.md', 'memory', 'notes', 'skills/agent')
 
@@ -58,15 +58,19 @@ class Allowlist:
         normalized: list[str] = []
         for raw in entries:
             if not isinstance(raw, str):
-                raise CheckpointError(f'tracked path {raw!r} is not a string')
+                raise InvalidArgumentError(
+                    f'tracked path {raw!r} is not a string', name='tracked_paths', value=raw
+                )
             entry = raw.replace('\\', '/').rstrip('/')
             problem = path_problem(entry)
             if problem:
-                raise CheckpointError(f'tracked path {raw!r} is not usable: it has {problem}')
+                raise BadPathError(f'tracked path {raw!r} is not usable: it has {problem}', raw)
             if entry not in normalized:
                 normalized.append(entry)
         if not normalized:
-            raise CheckpointError('the list of tracked paths is empty')
+            raise InvalidArgumentError(
+                'the list of tracked paths is empty', name='tracked_paths', value=()
+            )
         # An entry inside another is redundant and would be scanned twice.
         self.entries: tuple[str, ...] = tuple(
             entry
@@ -96,9 +100,12 @@ def check_tree_path(path: str, allowlist: Allowlist) -> None:
     """Refuses a path read from a repository that we must never write."""
     problem = path_problem(path)
     if problem:
-        raise CorruptRepositoryError(f'the checkpoint holds an unsafe path {path!r}: {problem}')
+        raise UnsafeCheckpointError(
+            f'the checkpoint holds an unsafe path {path!r}: {problem}', entry=path
+        )
     if not allowlist.covers(path):
-        raise CorruptRepositoryError(
+        raise UnsafeCheckpointError(
             f'the checkpoint holds {path!r}, which is outside the tracked paths '
-            f'{", ".join(allowlist.entries)}'
+            f'{", ".join(allowlist.entries)}',
+            entry=path,
         )

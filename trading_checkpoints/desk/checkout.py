@@ -27,7 +27,7 @@ from typing import Any
 from ..core.durability import fsync_fds
 from ..core.paths import Allowlist
 from ..core.trees import EXECUTABLE_MODE, SYMLINK_MODE, FileEntry, folders_of
-from ..errors import CheckpointError
+from ..errors import ConcurrentChangeError, FileAccessError, UntrackedInTheWayError
 from .folders import CREATE_FLAGS, REWRITE_FLAGS, DeskFolders
 from .statcache import StatKey, stat_key
 
@@ -77,9 +77,11 @@ def check_plan(folders: DeskFolders, the_plan: Plan, current: dict[str, FileEntr
                 checked.add(folder)
                 continue
             if folder not in deleting:
-                raise CheckpointError(
+                raise UntrackedInTheWayError(
                     f'cannot restore {path}: {folders.full(folder)} is in the way and is not '
-                    'tracked (it is a file or a symlink, and restoring never writes through one)'
+                    'tracked (it is a file or a symlink, and restoring never writes through one)',
+                    path=path,
+                    blocker=folders.full(folder),
                 )
             replaced = True
             break
@@ -91,14 +93,18 @@ def check_plan(folders: DeskFolders, the_plan: Plan, current: dict[str, FileEntr
         if stat.S_ISDIR(st.st_mode):
             leftover = untracked_below(folders, path, deleting)
             if leftover:
-                raise CheckpointError(
+                raise UntrackedInTheWayError(
                     f'cannot restore {path}: the folder {folders.full(path)} holds {leftover}, '
-                    'which is not tracked and would be lost'
+                    'which is not tracked and would be lost',
+                    path=path,
+                    blocker=folders.full(leftover),
                 )
         elif path not in current:
-            raise CheckpointError(
+            raise UntrackedInTheWayError(
                 f'cannot restore {path}: {folders.full(path)} exists but is not tracked '
-                '(not a regular file or symlink, or left out of snapshots), and would be lost'
+                '(not a regular file or symlink, or left out of snapshots), and would be lost',
+                path=path,
+                blocker=folders.full(path),
             )
 
 
@@ -170,8 +176,9 @@ def apply(
     renamed.update(folders.created)
     moved = [f for f in sorted(renamed | written_in) if not folders.still_in_place(f)]
     if moved:
-        raise CheckpointError(
-            f'the folder {folders.full(moved[0])} was moved away while it was being restored'
+        raise ConcurrentChangeError(
+            f'the folder {folders.full(moved[0])} was moved away while it was being restored',
+            path=folders.full(moved[0]),
         )
     if durable:
         _flush_folders(folders, renamed)
@@ -286,7 +293,11 @@ def _write_temporary(
             lambda: os.open(temporary, CREATE_FLAGS, 0o666, dir_fd=folder_fd), temporary, folder_fd
         )
     except OSError as error:
-        raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {folders.full(path)}: {error.strerror}',
+            path=folders.full(path),
+            action='write',
+        ) from error
     pending = _Pending(path, folder_fd, name, fd)
     try:
         view = memoryview(data)
@@ -300,7 +311,11 @@ def _write_temporary(
             os.unlink(temporary, dir_fd=folder_fd)
         except OSError:
             pass
-        raise CheckpointError(f'cannot write {folders.full(path)}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {folders.full(path)}: {error.strerror}',
+            path=folders.full(path),
+            action='write',
+        ) from error
     return pending
 
 
@@ -337,7 +352,9 @@ def _write_at_name(
             _write_all(pending, data, None, where, 0)  # created with the mode's bits
             return pending
     except OSError as error:
-        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {where}: {error.strerror}', path=where, action='write'
+        ) from error
     if not stat.S_ISREG(st.st_mode):
         return None  # never opened: a pipe or a device could act on an open
     try:
@@ -373,7 +390,9 @@ def _write_all(pending: _Pending, data: bytes, chmod: int | None, where: str, si
             os.fchmod(fd, chmod)
     except OSError as error:
         pending.close_file()
-        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {where}: {error.strerror}', path=where, action='write'
+        ) from error
 
 
 def _mode_bits(mode: int) -> int:
@@ -418,7 +437,9 @@ def _finish_batch(
                 written[item.path] = stat_key(os.fstat(item.fd))
     except OSError as error:
         where = folders.full(pending[0].path)
-        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {where}: {error.strerror}', path=where, action='write'
+        ) from error
     for item in pending:
         item.close_file()
     while pending:
@@ -437,7 +458,9 @@ def _rename_into_place(
     except FileNotFoundError:
         st = None
     except OSError as error:
-        raise CheckpointError(f'cannot read {where}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot read {where}: {error.strerror}', path=where, action='read'
+        ) from error
     if guard is not None:
         guard(pending.path, st)
     try:
@@ -446,7 +469,9 @@ def _rename_into_place(
         os.replace(temporary_name(name), name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
         written[pending.path] = stat_key(os.stat(name, dir_fd=folder_fd, follow_symlinks=False))
     except OSError as error:
-        raise CheckpointError(f'cannot write {where}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write {where}: {error.strerror}', path=where, action='write'
+        ) from error
 
 
 def _delete(

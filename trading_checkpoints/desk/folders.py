@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 
-from ..errors import CheckpointError
+from ..errors import FileAccessError, MissingDeskError, NotAFolderError
 
 _CLOEXEC = getattr(os, 'O_CLOEXEC', 0)
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -30,17 +30,6 @@ REWRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, 'O_NONBLOCK', 0) | _CL
 # A symlink (or a file) where a folder was expected: O_NOFOLLOW | O_DIRECTORY refuses it.
 _NOT_A_FOLDER = frozenset({errno.ENOTDIR, errno.ELOOP})
 _MAX_OPEN = 128  # folder descriptors kept open at once
-
-
-class NotAFolderError(CheckpointError):
-    """A component of a desk path is a symlink, a file or something else, not a real folder."""
-
-    def __init__(self, folder: str) -> None:
-        super().__init__(
-            f'{folder or "the desk"} is not a real folder (a symlink or a file is in the way; '
-            'nothing is ever written or read through one)'
-        )
-        self.folder = folder
 
 
 class DeskFolders:
@@ -57,11 +46,17 @@ class DeskFolders:
         try:
             fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
         except FileNotFoundError as error:
-            raise CheckpointError(f'the desk folder {self.root} does not exist') from error
+            raise MissingDeskError(
+                f'the desk folder {self.root} does not exist', desk=self.root
+            ) from error
         except OSError as error:
             if error.errno in _NOT_A_FOLDER:
-                raise CheckpointError(f'the desk {self.root} is not a folder') from error
-            raise CheckpointError(f'cannot open the desk {self.root}: {error.strerror}') from error
+                raise MissingDeskError(
+                    f'the desk {self.root} is not a folder', desk=self.root
+                ) from error
+            raise FileAccessError(
+                f'cannot open the desk {self.root}: {error.strerror}', path=self.root, action='open'
+            ) from error
         st = os.fstat(fd)
         self.identity = (st.st_dev, st.st_ino)
         self._fds: dict[str, int] = {'': fd}
@@ -125,7 +120,11 @@ class DeskFolders:
                     if create:
                         raise NotAFolderError(self.full(here)) from error
                     return None
-                raise CheckpointError(f'cannot list {self.full(here)}: {error.strerror}') from error
+                raise FileAccessError(
+                    f'cannot list {self.full(here)}: {error.strerror}',
+                    path=self.full(here),
+                    action='list',
+                ) from error
             self._fds[here] = child
             current = child
         return current
@@ -180,7 +179,11 @@ class DeskFolders:
         except FileExistsError:
             pass  # made meanwhile by someone else: opened (and vetted) below like any folder
         except OSError as error:
-            raise CheckpointError(f'cannot create {self.full(here)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot create {self.full(here)}: {error.strerror}',
+                path=self.full(here),
+                action='create',
+            ) from error
         else:
             self.created.append(here)
         try:
@@ -188,7 +191,11 @@ class DeskFolders:
         except OSError as error:
             if error.errno in _NOT_A_FOLDER:
                 raise NotAFolderError(self.full(here)) from error
-            raise CheckpointError(f'cannot list {self.full(here)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot list {self.full(here)}: {error.strerror}',
+                path=self.full(here),
+                action='list',
+            ) from error
 
     def _trim(self) -> None:
         for key in list(self._fds)[1 : len(self._fds) - _MAX_OPEN // 2]:
@@ -207,7 +214,11 @@ class DeskFolders:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as error:
-            raise CheckpointError(f'cannot read {self.full(path)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot read {self.full(path)}: {error.strerror}',
+                path=self.full(path),
+                action='read',
+            ) from error
 
     def open_file(self, path: str) -> int | None:
         """A regular file opened for reading without following a symlink; None when absent."""
@@ -222,7 +233,11 @@ class DeskFolders:
         except OSError as error:
             if error.errno == errno.ELOOP:
                 return None  # became a symlink: not the file the walk saw
-            raise CheckpointError(f'cannot read {self.full(path)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot read {self.full(path)}: {error.strerror}',
+                path=self.full(path),
+                action='read',
+            ) from error
 
     def read_link(self, path: str) -> bytes | None:
         """A symlink's target, or None when ``path`` is absent or no longer a symlink."""
@@ -237,7 +252,11 @@ class DeskFolders:
         except OSError as error:
             if error.errno == errno.EINVAL:
                 return None
-            raise CheckpointError(f'cannot read {self.full(path)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot read {self.full(path)}: {error.strerror}',
+                path=self.full(path),
+                action='read',
+            ) from error
 
     def read_bytes(self, path: str) -> bytes | None:
         """A file's bytes or a symlink's target, never through a symlinked folder."""
@@ -268,7 +287,11 @@ class DeskFolders:
         except (FileNotFoundError, NotADirectoryError):
             return False
         except OSError as error:
-            raise CheckpointError(f'cannot delete {self.full(path)}: {error.strerror}') from error
+            raise FileAccessError(
+                f'cannot delete {self.full(path)}: {error.strerror}',
+                path=self.full(path),
+                action='delete',
+            ) from error
         return True
 
     def rmdir(self, path: str) -> bool:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..errors import CheckpointError, CorruptRepositoryError, DeskChangedError
+from ..errors import DeskChangedError, InvalidArgumentError, UnsafeCheckpointError
 from .statcache import stat_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +36,11 @@ def parse_size(text: str) -> int:
     """A size as git writes it: ``1048576``, ``512k``, ``100m``, ``2g`` (powers of 1024)."""
     match = _SIZE.fullmatch(text)
     if not match:
-        raise CheckpointError(f'{text!r} is not a size (expected a number with k, m or g)')
+        raise InvalidArgumentError(
+            f'{text!r} is not a size (expected a number with k, m or g)',
+            name='max_file_size',
+            value=text,
+        )
     number, unit = int(match.group(1)), match.group(2).lower()
     return number * {'': 1, 'k': 1024, 'm': 1024**2, 'g': 1024**3}[unit]
 
@@ -50,8 +54,10 @@ def describe_size(size: int) -> str:
 
 def check_max_file_size(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise CheckpointError(
-            f'max_file_size must be a whole number of bytes (0 for no limit), not {value!r}'
+        raise InvalidArgumentError(
+            f'max_file_size must be a whole number of bytes (0 for no limit), not {value!r}',
+            name='max_file_size',
+            value=value,
         )
     return value
 
@@ -73,8 +79,9 @@ def vet_blobs(
         mode, sha = target[path]
         for component in path.split('/'):
             if len(os.fsencode(component)) > _NAME_MAX:
-                raise CorruptRepositoryError(
-                    f'the checkpoint holds {path!r}, whose name is longer than {_NAME_MAX} bytes'
+                raise UnsafeCheckpointError(
+                    f'the checkpoint holds {path!r}, whose name is longer than {_NAME_MAX} bytes',
+                    entry=path,
                 )
         data = kept.get(sha)
         if data is None:
@@ -84,9 +91,10 @@ def vet_blobs(
                 budget -= len(data)
         if mode == symlink_mode:
             if not data or b'\0' in data or len(data) > _LINK_MAX:
-                raise CorruptRepositoryError(
+                raise UnsafeCheckpointError(
                     f'the checkpoint holds a symlink {path!r} whose target is empty, too long '
-                    'or holds a NUL byte'
+                    'or holds a NUL byte',
+                    entry=path,
                 )
 
     return VettedBlobs(kept, read_blob)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.fs import realpath
 from ..core.paths import Allowlist
 from ..core.trees import FileEntry, RawObject, build_trees, dirty_folders
-from ..errors import CheckpointError
+from ..errors import ConcurrentChangeError, FileAccessError
 from . import checkout, scan, statcache
 from .folders import DeskFolders
 from .scan import BlobSink, Scan
@@ -75,9 +75,10 @@ class DeskState:
         except OSError:
             same = False
         if not same:
-            raise CheckpointError(
+            raise ConcurrentChangeError(
                 f'the desk folder {self.path} vanished or was replaced while it was being '
-                'read; nothing was recorded'
+                'read; nothing was recorded',
+                path=self.path,
             )
 
     # -- scanning ------------------------------------------------------------------------
@@ -121,7 +122,11 @@ class DeskState:
                 return data
             found = self.folders.read_bytes(path)
             if found is None:
-                raise CheckpointError(f'cannot read {self.folders.full(path)}: it is gone')
+                raise FileAccessError(
+                    f'cannot read {self.folders.full(path)}: it is gone',
+                    path=self.folders.full(path),
+                    action='read',
+                )
             return found
 
         return read

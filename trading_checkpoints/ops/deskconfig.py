@@ -22,7 +22,13 @@ from ..core import lock
 from ..core.fs import realpath
 from ..core.paths import TRACKED_PATHS, Allowlist
 from ..desk import safety
-from ..errors import CheckpointError
+from ..errors import (
+    CheckpointError,
+    FileAccessError,
+    InvalidArgumentError,
+    InvalidSettingError,
+    MissingDeskError,
+)
 from ..store.repo import ShadowRepo
 from .retention import Limits
 
@@ -105,7 +111,9 @@ def _folder(value: object, name: str) -> Path:
         return value
     if isinstance(value, (str, os.PathLike)) and os.fspath(value):
         return Path(value)
-    raise CheckpointError(f'{name} must be a path to a folder, not {value!r}')
+    raise InvalidArgumentError(
+        f'{name} must be a path to a folder, not {value!r}', name=name, value=value
+    )
 
 
 def _timeout(value: object) -> float:
@@ -113,7 +121,11 @@ def _timeout(value: object) -> float:
         seconds = float(value)
         if math.isfinite(seconds) and seconds >= 0:
             return seconds
-    raise CheckpointError(f'lock_timeout must be a number of seconds of at least 0, not {value!r}')
+    raise InvalidArgumentError(
+        f'lock_timeout must be a number of seconds of at least 0, not {value!r}',
+        name='lock_timeout',
+        value=value,
+    )
 
 
 def check_desk(config: DeskConfig, must_exist: bool) -> None:
@@ -125,15 +137,21 @@ def check_desk(config: DeskConfig, must_exist: bool) -> None:
     except FileNotFoundError:
         st = None
     except OSError as error:
-        raise CheckpointError(f'cannot read the desk {desk}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot read the desk {desk}: {error.strerror}', path=desk, action='read'
+        ) from error
     # The root and home folders are told by identity (device and inode), the same answer
     # as comparing real paths, without resolving every component of the desk's path.
     if st is not None and (st.st_dev, st.st_ino) in _forbidden_desks():
-        raise CheckpointError(f'refusing to use {desk} as a desk: it is the root or home folder')
+        raise InvalidArgumentError(
+            f'refusing to use {desk} as a desk: it is the root or home folder',
+            name='desk_directory',
+            value=desk,
+        )
     if st is not None and not stat.S_ISDIR(st.st_mode):
-        raise CheckpointError(f'the desk {desk} is not a folder')
+        raise MissingDeskError(f'the desk {desk} is not a folder', desk=desk)
     if must_exist and st is None:
-        raise CheckpointError(f'the desk folder {desk} does not exist')
+        raise MissingDeskError(f'the desk folder {desk} does not exist', desk=desk)
 
 
 def _forbidden_desks() -> set[tuple[int, int]]:
@@ -165,7 +183,11 @@ def allowlist_of(entries: tuple[str, ...], source: str | None = None) -> Allowli
         except CheckpointError as error:
             if source is None:
                 raise
-            raise CheckpointError(f'checkpoints.tracked in {source}: {error}') from error
+            raise InvalidSettingError(
+                f'checkpoints.tracked in {source}: {error}',
+                setting='checkpoints.tracked',
+                source=source,
+            ) from error
         if len(_ALLOWLISTS) < 64:
             _ALLOWLISTS[entries] = allowlist
     return allowlist
@@ -213,9 +235,11 @@ def size_limit(config: DeskConfig, repo: ShadowRepo) -> int:
         return safety.parse_size(configured)
     except CheckpointError:
         # The value itself is not echoed: a config is untrusted and may hold anything.
-        raise CheckpointError(
+        raise InvalidSettingError(
             f'checkpoints.maxFileSize in {repo.path / "config"} is not a size '
-            '(expected a number with k, m or g, like 100m)'
+            '(expected a number with k, m or g, like 100m)',
+            setting='checkpoints.maxFileSize',
+            source=repo.path / 'config',
         ) from None
 
 
@@ -232,9 +256,11 @@ def atomic_writes(config: DeskConfig, repo: ShadowRepo) -> bool:
         return True
     if value in ('false', 'no', 'off', '0', ''):
         return False
-    raise CheckpointError(
+    raise InvalidSettingError(
         f'checkpoints.atomicWrites in {repo.path / "config"} is not a boolean '
-        '(expected true or false)'
+        '(expected true or false)',
+        setting='checkpoints.atomicWrites',
+        source=repo.path / 'config',
     )
 
 
@@ -248,8 +274,10 @@ def check_repository_outside(config: DeskConfig, allowlist: Allowlist) -> None:
     relative = Path(real_repo).relative_to(real_desk).as_posix() if real_repo != real_desk else ''
     if not relative or allowlist.covers(relative) or allowlist.is_ancestor(relative):
         source = '' if config.explicit else ' (as remembered in its config)'
-        raise CheckpointError(
+        raise InvalidArgumentError(
             f'the checkpoint repository {config.repository} lies inside the tracked files of '
             f'the desk {config.desk}: the tracked paths{source} are '
-            f'{", ".join(allowlist.entries)}; keep the repository outside them'
+            f'{", ".join(allowlist.entries)}; keep the repository outside them',
+            name='repository',
+            value=str(config.repository),
         )

@@ -19,7 +19,13 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from ..core import lock
-from ..errors import CheckpointError, CheckpointWarning, CorruptRepositoryError
+from ..errors import (
+    CheckpointError,
+    CheckpointWarning,
+    CorruptRepositoryError,
+    FileAccessError,
+    NoCheckpointsError,
+)
 from ..store import leftovers
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import head_is_sound, is_initialized, repair_head
@@ -62,7 +68,9 @@ def locked(
         if not os.path.isdir(os.path.join(path, PRIVATE_DIR)):
             (path / PRIVATE_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise CheckpointError(f'cannot create the checkpoint repository {path}: {error}') from error
+        raise FileAccessError(
+            f'cannot create the checkpoint repository {path}: {error}', path=path, action='create'
+        ) from error
     with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
         repo = None
         if light and not previous_died and not journal.pending(path) and head_is_sound(path):
@@ -121,7 +129,9 @@ def reading(config: DeskConfig, report_to: RecoveryReport) -> Iterator[ReadSessi
     complete_pending(config, report_to)
     with open_reading(config) as session:
         if session is None:
-            raise CheckpointError(f'no checkpoints yet in {config.repository}')
+            raise NoCheckpointsError(
+                f'no checkpoints yet in {config.repository}', repository=config.repository
+            )
         yield session
 
 
@@ -137,18 +147,21 @@ def repository_exists(config: DeskConfig) -> bool:
 def require_repository(config: DeskConfig) -> None:
     """Refuses a verb that needs a checkpoint before the first one was taken."""
     if not repository_exists(config):
-        raise CheckpointError(f'no checkpoints yet in {config.repository}')
+        raise NoCheckpointsError(
+            f'no checkpoints yet in {config.repository}', repository=config.repository
+        )
 
 
 def _check_new_repository(config: DeskConfig) -> None:
     """The checks before a repository is created (or its creation finished)."""
     path = config.repository
     if path.exists() and not path.is_dir():
-        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+        raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder', path=path)
     if path.is_dir() and leftovers.foreign_content(path):
         raise CorruptRepositoryError(
             f'{path} is not a checkpoint repository and is not empty; '
-            'refusing to create one inside it'
+            'refusing to create one inside it',
+            path=path,
         )
     check_repository_outside(config, config.requested)  # before creating it (the session
     # checks the tracked paths in effect of an existing one)

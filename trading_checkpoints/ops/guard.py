@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..core.paths import Allowlist, path_problem
-from ..errors import CheckpointError, CheckpointWarning
+from ..errors import CheckpointWarning, InvalidArgumentError
 from . import turns
 from .deskconfig import effective_allowlist
 from .turns import CheckpointsLike
@@ -70,7 +70,11 @@ class Guard:
         turn: turns.Turn | None = None,
     ) -> None:
         if not isinstance(action, str) or not action.strip():
-            raise CheckpointError(f'a guard needs a description of the write, not {action!r}')
+            raise InvalidArgumentError(
+                f'a guard needs a description of the write, not {action!r}',
+                name='action',
+                value=action,
+            )
         self.checkpoints = checkpoints
         self.action = ' '.join(action.split())
         # 'write_file Memory.md' -> tool write_file, path Memory.md, unless given explicitly
@@ -232,8 +236,10 @@ def before_write(
         if missing and not any(
             p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()
         ):
-            raise CheckpointError(
-                f'{function.__name__}() has no argument {missing[0]!r} to read the path from'
+            raise InvalidArgumentError(
+                f'{function.__name__}() has no argument {missing[0]!r} to read the path from',
+                name='path_arg',
+                value=missing[0],
             )
         name = tool or function.__name__
 

@@ -10,14 +10,14 @@ import difflib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..core.ids import short_id
 from ..core.paths import Allowlist, path_problem
 from ..core.trees import SYMLINK_MODE, TREE_MODE, FileEntry
 from ..desk import safety
 from ..desk.scan import LazyFiles, Scan
 from ..desk.state import DeskState
-from ..errors import BadPathError, CheckpointError
+from ..errors import BadPathError, NotInCheckpointError
 from ..store import metadata
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from .deskconfig import DeskConfig, effective_allowlist
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
@@ -223,8 +223,12 @@ def show_file(files: dict[str, FileEntry], path: str, label: str) -> FileEntry:
     if entry is not None:
         return entry
     if any(name.startswith(path + '/') for name in files):
-        raise CheckpointError(f'{path!r} is a folder in checkpoint {label}, not a file')
-    raise CheckpointError(f'checkpoint {label} holds no file {path!r}')
+        raise NotInCheckpointError(
+            f'{path!r} is a folder in checkpoint {label}, not a file', path=path, checkpoint=label
+        )
+    raise NotInCheckpointError(
+        f'checkpoint {label} holds no file {path!r}', path=path, checkpoint=label
+    )
 
 
 # -- the read verbs ------------------------------------------------------------------------
@@ -254,9 +258,9 @@ def diff(
     else:
         new_sha = repo.resolve(to_id)
         new, _ = session.flatten(repo.commit_info(new_sha).tree)
-        read_new, new_label = read_old, new_sha.decode()[:SHORT_ID_LENGTH]
+        read_new, new_label = read_old, short_id(new_sha)
     changes = compare(old, new, read_old if patches else None, read_new if patches else None, only)
-    return Diff(old_sha.decode()[:SHORT_ID_LENGTH], new_label, changes)
+    return Diff(short_id(old_sha), new_label, changes)
 
 
 def _desk_reader(session: ReadSession, result: Scan) -> Reader:
@@ -328,9 +332,7 @@ def status(session: ReadSession) -> Status:
         newest, _ = session.flatten(newest_tree)
         changes = compare(newest, result.files)
     attribution = external.attribute(session, LazyFiles(result), known)
-    return Status(
-        head.decode()[:SHORT_ID_LENGTH], changes, attribution.external, attribution.basis, skipped
-    )
+    return Status(short_id(head), changes, attribution.external, attribution.basis, skipped)
 
 
 def unrecorded_status(config: DeskConfig) -> Status:

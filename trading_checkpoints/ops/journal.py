@@ -25,7 +25,7 @@ from ..core.durability import write_atomically
 from ..core.paths import Allowlist, check_tree_path
 from ..core.trees import BLOB_MODES
 from ..desk.checkout import Plan
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..errors import CheckpointError, CorruptRepositoryError, FileAccessError
 from ..store.repo import PRIVATE_DIR
 
 RECORD = 'restore-journal'
@@ -100,8 +100,10 @@ def finish(repository: Path) -> None:
     except FileNotFoundError:
         pass
     except OSError as error:
-        raise CheckpointError(
-            f'cannot remove the restore record {record_path(repository)}: {error.strerror}'
+        raise FileAccessError(
+            f'cannot remove the restore record {record_path(repository)}: {error.strerror}',
+            path=record_path(repository),
+            action='delete',
         ) from error
 
 
@@ -139,7 +141,9 @@ def _write(path: Path, record: Record) -> None:
     try:
         write_atomically(path, data)
     except CheckpointError as error:
-        raise CheckpointError(f'cannot write the restore record: {error}') from error
+        raise FileAccessError(
+            f'cannot write the restore record: {error}', path=path, action='write'
+        ) from error
 
 
 def _entry(value: Any) -> Entry | None:
@@ -166,7 +170,9 @@ def read(repository: Path, allowlist: Allowlist) -> Record | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise CorruptRepositoryError(f'cannot read the restore record {path}: {error}') from error
+        raise CorruptRepositoryError(
+            f'cannot read the restore record {path}: {error}', path=path
+        ) from error
     try:
         data = json.loads(raw)
         if not isinstance(data, dict) or data.get('format') not in _FORMATS:
@@ -206,6 +212,7 @@ def read(repository: Path, allowlist: Allowlist) -> Record | None:
     ) as error:
         raise CorruptRepositoryError(
             f'the restore record {path} is unreadable or unsafe ({_short(error)}); the restore '
-            'it describes cannot be completed'
+            'it describes cannot be completed',
+            path=path,
         ) from error
     return record

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from ..core.fs import read_file
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..errors import CorruptRepositoryError, InvalidArgumentError
 from ..store import config as repo_config
 from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
@@ -26,7 +26,11 @@ _HEX = re.compile(rb'[0-9a-f]{40}')
 def check_limit(limit: object) -> None:
     """Refuses a ``limit`` of checkpoints to list that is not a whole number of at least 0."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise CheckpointError(f'limit must be a whole number of at least 0 or None, not {limit!r}')
+        raise InvalidArgumentError(
+            f'limit must be a whole number of at least 0 or None, not {limit!r}',
+            name='limit',
+            value=limit,
+        )
 
 
 def journal_pending(repository: Path) -> bool:
@@ -39,7 +43,9 @@ def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     repository = Path(repository)
     if not os.path.isfile(repository / 'HEAD'):
         if repository.exists() and not repository.is_dir():
-            raise CorruptRepositoryError(f'the checkpoint repository {repository} is not a folder')
+            raise CorruptRepositoryError(
+                f'the checkpoint repository {repository} is not a folder', path=repository
+            )
         return []
     repo_config.load(repository, missing_ok=True)  # refuses a hostile config, as every verb
     head = _plain_head(repository)

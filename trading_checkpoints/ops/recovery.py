@@ -26,8 +26,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from ..errors import CheckpointError, CorruptRepositoryError, DeskChangedError
-from ..store.commitinfo import SHORT_ID_LENGTH
+from ..core.ids import short_id
+from ..errors import (
+    CheckpointError,
+    CorruptRepositoryError,
+    DeskChangedError,
+    UnfinishedRestoreError,
+)
 from . import journal
 from .request import Outcome, Request
 from .results import Recovery
@@ -69,25 +74,28 @@ def recover(
     try:
         outcome = pipeline(session, request)
     except DeskChangedError as error:
-        raise CheckpointError(
+        raise UnfinishedRestoreError(
             f'{what} of {record.label} cannot be completed: {error.path} keeps changing; '
-            f'its record is kept ({journal.record_path(repo.path)}), run any command again'
+            f'its record is kept ({journal.record_path(repo.path)}), run any command again',
+            record=journal.record_path(repo.path),
+            path=error.path,
         ) from error
     except CheckpointError as error:
-        raise CheckpointError(
+        raise UnfinishedRestoreError(
             f'{what} of {record.label} cannot be completed: {error} (its record is '
-            f'{journal.record_path(repo.path)}; fix the cause and run any command again)'
+            f'{journal.record_path(repo.path)}; fix the cause and run any command again)',
+            record=journal.record_path(repo.path),
         ) from error
     journal.finish(repo.path)  # also when the plan was empty: the desk already matched
     result = outcome.result
-    short = record.target[:SHORT_ID_LENGTH]
-    before_short = record.before[:SHORT_ID_LENGTH]
+    short = short_id(record.target)
+    before_short = short_id(record.before)
     message = (
         f'completed {what} of {short} '
         f'({len(result.written)} written, {len(result.deleted)} deleted); '
         f'undo with: checkpoints restore {before_short}'
     )
-    saved = outcome.saved.decode()[:SHORT_ID_LENGTH] if outcome.saved else None
+    saved = short_id(outcome.saved)
     if saved:
         message += f'; the desk as found was saved first as {saved}'
     log.warning('%s', message)
@@ -110,8 +118,9 @@ def _check_against_repository(session: ReadSession, record: journal.Record) -> N
     for role, sha in (('target', record.target), ('before', record.before)):
         if not repo.contains(sha.encode()):
             raise CorruptRepositoryError(
-                f'the restore record names a {role} checkpoint {sha[:SHORT_ID_LENGTH]} that '
-                'this repository does not hold'
+                f'the restore record names a {role} checkpoint {short_id(sha)} that '
+                'this repository does not hold',
+                path=journal.record_path(repo.path),
             )
         trees[role] = repo.commit_info(sha.encode()).tree
     target, _ = session.flatten(trees['target'])
@@ -120,7 +129,8 @@ def _check_against_repository(session: ReadSession, record: journal.Record) -> N
         held = before.get(change.path)
         if change.after != target.get(change.path) or change.before not in (None, held):
             raise CorruptRepositoryError(
-                f'the restore record does not match its checkpoints at {change.path!r}'
+                f'the restore record does not match its checkpoints at {change.path!r}',
+                path=journal.record_path(repo.path),
             )
 
 
@@ -131,7 +141,7 @@ def _salvage(session: LockedSession, problem: str) -> Recovery:
         saved, _ = session.snapshot('desk as found after an interrupted restore\n')
     journal.finish(session.repo.path)
     head = session.repo.head()
-    head_id = head.decode()[:SHORT_ID_LENGTH] if head else ''
+    head_id = short_id(head) if head else ''
     message = (
         f'{problem}; nothing was restored, the desk was left as found and recorded as {head_id}'
     )
@@ -141,7 +151,7 @@ def _salvage(session: LockedSession, problem: str) -> Recovery:
         target_id='',
         before_id=head_id,
         restored_id=None,
-        saved_id=saved.decode()[:SHORT_ID_LENGTH] if saved else None,
+        saved_id=short_id(saved),
         written=(),
         deleted=(),
         message=message,

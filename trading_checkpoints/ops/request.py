@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ..core.trees import FileEntry
 from ..desk.checkout import Plan
-from ..errors import CheckpointError
+from ..errors import InvalidArgumentError
 from ..store import metadata
 from .results import RestoreResult
 
@@ -29,7 +29,7 @@ RESTORE, UNDO, REDO = 'restore', 'undo', 'redo'
 
 def compose(subject: str, pairs: Iterable[tuple[str, str]]) -> str:
     """A commit message: a subject line (neutralized, see :mod:`metadata`) and trailers."""
-    return metadata.message(metadata.storable(subject, 'the subject'), pairs)
+    return metadata.message(metadata.storable(subject, 'the subject', 'subject'), pairs)
 
 
 # What a restore does with paths changed outside the agent (``Request.on_external``).
@@ -96,7 +96,11 @@ def policy(value: str | None, default: str) -> str:
     if value is None:
         return default
     if value not in (OVERWRITE, KEEP, REFUSE):
-        raise CheckpointError(f"on_external must be 'overwrite', 'keep' or 'refuse', not {value!r}")
+        raise InvalidArgumentError(
+            f"on_external must be 'overwrite', 'keep' or 'refuse', not {value!r}",
+            name='on_external',
+            value=value,
+        )
     return value
 
 
@@ -104,7 +108,9 @@ def undo_policy(force: bool, keep_external: bool) -> str:
     """The policy of an undo or redo: ``force`` overwrites, ``keep_external`` keeps, and by
     default it refuses where the step changed a file that was changed outside the agent."""
     if force and keep_external:
-        raise CheckpointError('choose force or keep_external, not both')
+        raise InvalidArgumentError(
+            'choose force or keep_external, not both', name='keep_external', value=keep_external
+        )
     if force:
         return OVERWRITE
     return KEEP if keep_external else CONFLICTS

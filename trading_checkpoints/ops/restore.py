@@ -30,6 +30,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ..core.ids import short_id
 from ..core.trees import (
     BLOB_MODES,
     SYMLINK_MODE,
@@ -43,9 +44,18 @@ from ..desk import safety
 from ..desk.checkout import Plan, midway, plan
 from ..desk.folders import DeskFolders
 from ..desk.scan import Scan, git_mode, hash_stream
-from ..errors import CheckpointError, DeskChangedError, ExternalChangesError
+from ..errors import (
+    ConcurrentChangeError,
+    DeskChangedError,
+    ExternalChangesError,
+    FileAccessError,
+    InvalidArgumentError,
+    MissingDeskError,
+    NoCheckpointsError,
+    NotInCheckpointError,
+    OverSizeLimitError,
+)
 from ..store import changestats, metadata
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
 from . import external, history, journal, recovery
@@ -105,7 +115,7 @@ def to_checkpoint(
             paths = (paths,)
         selection = tuple(history.normalize_path(p, session.allowlist) for p in paths)
         if not selection:
-            raise CheckpointError('no paths given to restore')
+            raise InvalidArgumentError('no paths given to restore', name='paths', value=paths)
     request = Request(target, label, selection=selection, dry_run=dry_run, on_external=on_external)
     return restore(session, request)
 
@@ -152,9 +162,10 @@ def run(session: LockedSession, request: Request) -> Outcome:
     try:
         return _run(session, request)
     except _Unheld as unheld:
-        raise CheckpointError(
+        raise ConcurrentChangeError(
             f'cannot {request.action}: {unheld.path} keeps changing while the desk is saved '
-            'first, and would be lost; nothing was changed'
+            'first, and would be lost; nothing was changed',
+            path=unheld.path,
         ) from None
 
 
@@ -186,7 +197,7 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     the_plan.kept = sorted(kept)
     head = repo.head()
     if head is None:
-        raise CheckpointError(f'no checkpoints yet in {repo.path}')
+        raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
     result = _Result(request, the_plan, current, decision.overwritten, attribution.basis)
     if request.dry_run:
         return Outcome(result.make(head, None, True))
@@ -455,9 +466,11 @@ def _make_desk(session: LockedSession) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError as error:
-        raise CheckpointError(f'the desk {path} is not a folder') from error
+        raise MissingDeskError(f'the desk {path} is not a folder', desk=path) from error
     except OSError as error:
-        raise CheckpointError(f'cannot create the desk {path}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot create the desk {path}: {error.strerror}', path=path, action='create'
+        ) from error
 
 
 def _compose(
@@ -482,8 +495,10 @@ def _compose(
         selection = request.selection
         for path in selection:
             if not any(history.under(name, (path,)) for name in (*target_files, *scan.files)):
-                raise CheckpointError(
-                    f'{path!r} is neither in checkpoint {request.label} nor in the desk'
+                raise NotInCheckpointError(
+                    f'{path!r} is neither in checkpoint {request.label} nor in the desk',
+                    path=path,
+                    checkpoint=request.label,
                 )
         governed = {p for p in (*target_files, *scan.files) if history.under(p, selection)}
         files = {p: e for p, e in files.items() if not history.under(p, selection)}
@@ -501,9 +516,11 @@ def _vet(
     """Refuses, before the first write, a plan that could not finish or would lose bytes."""
     for path in the_plan.write:
         if path in scan.oversize:
-            raise CheckpointError(
+            raise OverSizeLimitError(
                 f'cannot restore {path}: the file in the desk is over the maximum file size '
-                'and was not saved first; nothing was changed'
+                'and was not saved first; nothing was changed',
+                path=path,
+                limit=session.desk.max_file_size,
             )
     session.desk.check_plan(the_plan, current)
 
@@ -538,9 +555,9 @@ class _Result:
     def make(self, before: bytes, restored: bytes | None, dry_run: bool) -> RestoreResult:
         the_plan = self.plan
         return RestoreResult(
-            before_id=before.decode()[:SHORT_ID_LENGTH],
-            target_id=self.request.target.decode()[:SHORT_ID_LENGTH],
-            restored_id=restored.decode()[:SHORT_ID_LENGTH] if restored else None,
+            before_id=short_id(before),
+            target_id=short_id(self.request.target),
+            restored_id=short_id(restored),
             written=tuple(the_plan.write),
             deleted=tuple(the_plan.delete),
             created=tuple(path for path in the_plan.write if path not in self.current),

@@ -1,12 +1,151 @@
-"""The values the library returns: checkpoints, snapshot and restore results, diffs, logs."""
+"""The values the library returns (checkpoints, snapshot and restore results, diffs, logs) and
+their JSON forms.
+
+Each value's ``to_dict()`` is its one JSON form: what ``checkpoints VERB --json`` prints, and
+what the MCP server's results are built from (:mod:`trading_checkpoints.agent.mcpresults` adds
+the desk and its own fields around it, never re-deriving a value). The forms are TypedDicts, so
+the MCP SDK publishes their exact fields as the tools' output schemas; a row both surfaces
+show (a checkpoint, a file change, a kept file) is one type under the name the MCP schemas
+give it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+import base64
+from dataclasses import dataclass, field
 
+try:  # pydantic (the MCP SDK) reads TypedDicts from typing_extensions on Python < 3.12
+    from typing_extensions import TypedDict
+except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
+    from typing import TypedDict
+
+from ..core.ids import ShortId
 from ..store import changestats, metadata
 from ..store.commitinfo import CommitInfo
+
+# -- the JSON forms ---------------------------------------------------------------------------
+# (No docstrings: the SDK would publish them as schema descriptions. Key order is output order.)
+
+
+class CheckpointRow(TypedDict):
+    id: str
+    created_at: str
+    reason: str
+    tool: str | None
+    paths: list[str]
+    turn: str | None
+    action: str | None
+    files_changed: int | None
+    lines_added: int | None
+    lines_removed: int | None
+
+
+class CheckpointBrief(TypedDict):
+    id: str
+    created_at: str
+    reason: str
+    tool: str | None
+    paths: list[str]
+
+
+class KeptFile(TypedDict):
+    path: str
+    reason: str
+
+
+class RestoreForm(TypedDict):
+    action: str
+    dry_run: bool
+    before_id: str
+    target_id: str
+    restored_id: str | None
+    written: list[str]
+    created: list[str]
+    deleted: list[str]
+    external: list[str]
+    kept: list[KeptFile]
+    attribution: str
+
+
+class SnapshotForm(TypedDict):
+    id: str | None
+    external: list[str]
+    skipped: list[KeptFile]
+
+
+class StatusChange(TypedDict):
+    path: str
+    kind: str
+
+
+class StatusForm(TypedDict):
+    newest_id: str | None
+    changes: list[StatusChange]
+    external: list[str]
+    basis: str
+    skipped: list[KeptFile]
+
+
+class ChangeRow(TypedDict):
+    path: str
+    kind: str
+    old_mode: str | None
+    new_mode: str | None
+    old_id: str | None
+    new_id: str | None
+    binary: bool
+    patch: str | None
+    added_lines: int
+    removed_lines: int
+
+
+DiffForm = TypedDict('DiffForm', {'from': str, 'to': str | None, 'changes': list[ChangeRow]})
+
+
+class LogEntryForm(TypedDict):
+    id: str
+    created_at: str
+    reason: str
+    tool: str | None
+    paths: list[str]
+    turn: str | None
+    action: str | None
+    changed: list[str]
+    changes: list[StatusChange]
+
+
+class TurnForm(TypedDict):
+    turn_id: str
+    label: str
+    started_at: str
+    first_checkpoint: str
+    checkpoints: list[CheckpointBrief]
+
+
+class PruneForm(TypedDict):
+    dry_run: bool
+    checkpoints_before: int
+    checkpoints_after: int
+    bytes_before: int
+    bytes_after: int
+    pruned: list[str]
+    oldest_kept: str | None
+
+
+def kept_files(pairs: tuple[tuple[str, str], ...]) -> list[KeptFile]:
+    """``(path, why)`` pairs (kept, skipped) in their JSON form."""
+    return [KeptFile(path=path, reason=why) for path, why in pairs]
+
+
+def file_content(data: bytes) -> tuple[str, str]:
+    """A file's bytes for JSON: ``(text, 'utf-8')`` when they are UTF-8, else base64."""
+    try:
+        return data.decode('utf-8'), 'utf-8'
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode('ascii'), 'base64'
+
+
+# -- the values -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -27,7 +166,7 @@ class Checkpoint:
             before it (text lines only; see ``changestats``); None when not recorded.
     """
 
-    checkpoint_id: str
+    checkpoint_id: ShortId
     created_at: str
     reason: str
     tool: str | None = None
@@ -37,6 +176,30 @@ class Checkpoint:
     files_changed: int | None = None
     lines_added: int | None = None
     lines_removed: int | None = None
+
+    def to_dict(self) -> CheckpointRow:
+        return CheckpointRow(
+            id=self.checkpoint_id,
+            created_at=self.created_at,
+            reason=self.reason,
+            tool=self.tool,
+            paths=list(self.paths),
+            turn=self.turn,
+            action=self.action,
+            files_changed=self.files_changed,
+            lines_added=self.lines_added,
+            lines_removed=self.lines_removed,
+        )
+
+    def brief_dict(self) -> CheckpointBrief:
+        """The first fields of :meth:`to_dict`, as ``checkpoints turns --json`` lists them."""
+        return CheckpointBrief(
+            id=self.checkpoint_id,
+            created_at=self.created_at,
+            reason=self.reason,
+            tool=self.tool,
+            paths=list(self.paths),
+        )
 
 
 @dataclass(frozen=True)
@@ -81,6 +244,22 @@ class RestoreResult:
     kept: tuple[tuple[str, str], ...] = ()
     attribution: str = 'none'
 
+    def to_dict(self) -> RestoreForm:
+        """What a restore, undo or redo did (``recovered`` is not part of it)."""
+        return RestoreForm(
+            action=self.action,
+            dry_run=self.dry_run,
+            before_id=self.before_id,
+            target_id=self.target_id,
+            restored_id=self.restored_id,
+            written=list(self.written),
+            created=list(self.created),
+            deleted=list(self.deleted),
+            external=list(self.external),
+            kept=kept_files(self.kept),
+            attribution=self.attribution,
+        )
+
 
 @dataclass(frozen=True)
 class SnapshotResult:
@@ -95,11 +274,16 @@ class SnapshotResult:
         recovered: Set when this call first completed a restore that a crash had interrupted.
     """
 
-    checkpoint_id: str | None
+    checkpoint_id: ShortId | None
     external: tuple[str, ...] = ()
     basis: str = 'unknown'
     skipped: tuple[tuple[str, str], ...] = ()
     recovered: str | None = None
+
+    def to_dict(self) -> SnapshotForm:
+        return SnapshotForm(
+            id=self.checkpoint_id, external=list(self.external), skipped=kept_files(self.skipped)
+        )
 
 
 @dataclass(frozen=True)
@@ -115,7 +299,7 @@ class Status:
             a name git cannot store, ...); such a file shows no change here.
     """
 
-    newest_id: str | None
+    newest_id: ShortId | None
     changes: tuple[FileChange, ...]
     external: tuple[str, ...]
     basis: str
@@ -125,14 +309,14 @@ class Status:
     def clean(self) -> bool:
         return not self.changes
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            'newest_id': self.newest_id,
-            'changes': [{'path': c.path, 'kind': c.kind} for c in self.changes],
-            'external': list(self.external),
-            'basis': self.basis,
-            'skipped': [{'path': path, 'reason': why} for path, why in self.skipped],
-        }
+    def to_dict(self) -> StatusForm:
+        return StatusForm(
+            newest_id=self.newest_id,
+            changes=[c.status_dict() for c in self.changes],
+            external=list(self.external),
+            basis=self.basis,
+            skipped=kept_files(self.skipped),
+        )
 
 
 @dataclass(frozen=True)
@@ -162,12 +346,24 @@ class FileChange:
     added_lines: int = 0
     removed_lines: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in ('old_mode', 'new_mode'):
-            if out[key] is not None:
-                out[key] = f'{out[key]:06o}'
-        return out
+    def to_dict(self) -> ChangeRow:
+        """Every field; the modes in octal, as git shows them (``100644``)."""
+        return ChangeRow(
+            path=self.path,
+            kind=self.kind,
+            old_mode=None if self.old_mode is None else f'{self.old_mode:06o}',
+            new_mode=None if self.new_mode is None else f'{self.new_mode:06o}',
+            old_id=self.old_id,
+            new_id=self.new_id,
+            binary=self.binary,
+            patch=self.patch,
+            added_lines=self.added_lines,
+            removed_lines=self.removed_lines,
+        )
+
+    def status_dict(self) -> StatusChange:
+        """Only the path and how it changed (a status or a log lists no more)."""
+        return StatusChange(path=self.path, kind=self.kind)
 
 
 @dataclass(frozen=True)
@@ -180,15 +376,15 @@ class Diff:
         changes: One entry per changed file.
     """
 
-    from_id: str
-    to_id: str | None
+    from_id: ShortId
+    to_id: ShortId | None
     changes: tuple[FileChange, ...]
 
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(change.path for change in self.changes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DiffForm:
         return {
             'from': self.from_id,
             'to': self.to_id,
@@ -215,19 +411,19 @@ class LogEntry:
     action: str | None = None
     changes: tuple[FileChange, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> LogEntryForm:
         c = self.checkpoint
-        return {
-            'id': c.checkpoint_id,
-            'created_at': c.created_at,
-            'reason': c.reason,
-            'tool': c.tool,
-            'paths': list(c.paths),
-            'turn': c.turn,
-            'action': self.action,
-            'changed': list(self.changed),
-            'changes': [{'path': change.path, 'kind': change.kind} for change in self.changes],
-        }
+        return LogEntryForm(
+            id=c.checkpoint_id,
+            created_at=c.created_at,
+            reason=c.reason,
+            tool=c.tool,
+            paths=list(c.paths),
+            turn=c.turn,
+            action=self.action,
+            changed=list(self.changed),
+            changes=[change.status_dict() for change in self.changes],
+        )
 
 
 @dataclass(frozen=True)
@@ -283,6 +479,16 @@ class TurnInfo:
     def started_at(self) -> str:
         return self.first.created_at
 
+    def to_dict(self) -> TurnForm:
+        """The turn with its checkpoints in brief (see :meth:`Checkpoint.brief_dict`)."""
+        return TurnForm(
+            turn_id=self.turn_id,
+            label=self.label,
+            started_at=self.started_at,
+            first_checkpoint=self.first.checkpoint_id,
+            checkpoints=[c.brief_dict() for c in self.checkpoints],
+        )
+
 
 @dataclass(frozen=True)
 class PruneResult:
@@ -292,13 +498,24 @@ class PruneResult:
     checkpoints_after: int
     bytes_before: int
     bytes_after: int
-    pruned: tuple[str, ...] = field(default=())
-    oldest_kept: str | None = None
+    pruned: tuple[ShortId, ...] = field(default=())
+    oldest_kept: ShortId | None = None
     dry_run: bool = False
 
     @property
     def pruned_count(self) -> int:
         return self.checkpoints_before - self.checkpoints_after
+
+    def to_dict(self) -> PruneForm:
+        return PruneForm(
+            dry_run=self.dry_run,
+            checkpoints_before=self.checkpoints_before,
+            checkpoints_after=self.checkpoints_after,
+            bytes_before=self.bytes_before,
+            bytes_after=self.bytes_after,
+            pruned=list(self.pruned),
+            oldest_kept=self.oldest_kept,
+        )
 
 
 def checkpoint_from(info: CommitInfo) -> Checkpoint:

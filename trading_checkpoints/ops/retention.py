@@ -27,10 +27,16 @@ from datetime import datetime
 from pathlib import Path
 
 from ..core.durability import write_atomically
-from ..errors import CheckpointError
+from ..core.ids import short_id
+from ..errors import (
+    CheckpointError,
+    InvalidArgumentError,
+    InvalidSettingError,
+    UnfinishedRestoreError,
+)
 from ..store import config as repo_config
 from ..store import metadata, prunedlog, storage
-from ..store.commitinfo import SHORT_ID_LENGTH, CommitInfo
+from ..store.commitinfo import CommitInfo
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import is_initialized
 from .results import PruneResult
@@ -61,11 +67,17 @@ def parse_duration(text: str | float | int) -> float:
     """Seconds in ``30d``, ``12h``, ``90m``, ``2w`` or a plain number of days."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         if text < 0:
-            raise CheckpointError(f'a retention period cannot be negative: {text!r}')
+            raise InvalidArgumentError(
+                f'a retention period cannot be negative: {text!r}', name='older_than', value=text
+            )
         return float(text)
     match = _DURATION.fullmatch(str(text))
     if not match:
-        raise CheckpointError(f'{text!r} is not a period; write it like 30d, 12h, 90m, 45s or 2w')
+        raise InvalidArgumentError(
+            f'{text!r} is not a period; write it like 30d, 12h, 90m, 45s or 2w',
+            name='older_than',
+            value=text,
+        )
     return float(match.group(1)) * _SECONDS[match.group(2).lower()]
 
 
@@ -73,11 +85,15 @@ def parse_size(text: str | int) -> int:
     """Bytes in ``500M``, ``2G``, ``800k``, ``1.5GiB`` or a plain number of bytes."""
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
-            raise CheckpointError(f'a size cannot be negative: {text!r}')
+            raise InvalidArgumentError(
+                f'a size cannot be negative: {text!r}', name='max_size', value=text
+            )
         return text
     match = _SIZE.fullmatch(str(text))
     if not match:
-        raise CheckpointError(f'{text!r} is not a size; write it like 500M, 2G or 800k')
+        raise InvalidArgumentError(
+            f'{text!r} is not a size; write it like 500M, 2G or 800k', name='max_size', value=text
+        )
     return int(float(match.group(1)) * _BYTES[match.group(2).lower()])
 
 
@@ -199,14 +215,17 @@ def prune(
     dropped (see :func:`enforce`).
     """
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-        raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
+        raise InvalidArgumentError(
+            f'keep must be a whole number of at least 1, not {keep!r}', name='keep', value=keep
+        )
     age = parse_duration(older_than) if older_than is not None else None
     budget = parse_size(max_bytes) if max_bytes is not None else None
     journal = journal_present(repo.path)
     if journal is not None:
-        raise CheckpointError(
+        raise UnfinishedRestoreError(
             f'a restore is in progress or was interrupted ({journal}); finish it (run the '
-            'restore again) before pruning, so the checkpoints it needs stay'
+            'restore again) before pruning, so the checkpoints it needs stay',
+            record=journal,
         )
     now = time.time() if now is None else now
     history = list(repo.history())
@@ -216,7 +235,7 @@ def prune(
         count = _fit_budget(repo, history, count, budget)
     count = _protect_restores(history, count)
     kept, dropped = history[:count], history[count:]
-    oldest = kept[-1].sha[:SHORT_ID_LENGTH] if kept else None
+    oldest = short_id(kept[-1].sha) if kept else None
     if dry_run or not dropped:
         estimate = _estimated_bytes(repo, history, count) if dropped else bytes_before
         return PruneResult(
@@ -345,8 +364,10 @@ def read_limits(repository: Path) -> Limits:
         try:
             check(value)
         except (CheckpointError, ValueError):
-            raise CheckpointError(
-                f'checkpoints.{key.decode()} in {config.where(setting)} is not {check.__doc__}'
+            raise InvalidSettingError(
+                f'checkpoints.{key.decode()} in {config.where(setting)} is not {check.__doc__}',
+                setting=f'checkpoints.{key.decode()}',
+                source=config.where(setting),
             ) from None
         return value
 
@@ -371,7 +392,9 @@ def held_to(
     older_than = stored.older_than if older_than is None else older_than
     max_bytes = stored.max_size if max_bytes is None else max_bytes
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-        raise CheckpointError(f'keep must be a whole number of at least 1, not {keep!r}')
+        raise InvalidArgumentError(
+            f'keep must be a whole number of at least 1, not {keep!r}', name='keep', value=keep
+        )
     return Limits(keep, older_than, max_bytes)  # type: ignore[arg-type]
 
 

@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..core.ids import short_id
 from ..core.trees import FileEntry, RawObject
 from ..desk import checkout, statcache
 from ..desk.checkout import Plan
 from ..desk.scan import REPLACED, BlobSink, Scan, git_mode
 from ..desk.statcache import StatCache, StatKey
 from ..desk.state import DeskState, record_checkout, record_scan
-from ..errors import CheckpointError
+from ..errors import CheckpointError, NoCheckpointsError
 from ..store import changestats, metadata
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import StoreSink, as_objects
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from .deskconfig import (
@@ -122,8 +122,10 @@ class ReadSession:
         if checkpoint_id is None:
             newest = self.repo.head()
             if newest is None:
-                raise CheckpointError(f'no checkpoints yet in {self.repo.path}')
-            return newest, newest.decode()[:SHORT_ID_LENGTH]
+                raise NoCheckpointsError(
+                    f'no checkpoints yet in {self.repo.path}', repository=self.repo.path
+                )
+            return newest, short_id(newest)
         return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
 
 

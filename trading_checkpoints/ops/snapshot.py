@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..core.ids import short_id
 from ..desk.scan import LazyFiles, Scan
 from ..desk.statcache import StatCache
 from ..errors import CheckpointError, CorruptRepositoryError
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from ..store.repofolder import head_is_sound
@@ -120,7 +120,7 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
         external.announce(session, message)
     recovery = session.recovery
     return SnapshotResult(
-        checkpoint_id=sha.decode()[:SHORT_ID_LENGTH] if sha else None,
+        checkpoint_id=short_id(sha),
         external=attribution.external,
         basis=attribution.basis,
         skipped=tuple(result.skipped),

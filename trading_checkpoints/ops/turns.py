@@ -30,9 +30,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
-from ..errors import CheckpointError, UnknownCheckpointError
+from ..core.ids import ShortId, short_id
+from ..errors import InvalidArgumentError, NoCheckpointsError, TurnStillOpenError, UnknownTurnError
 from ..store import metadata
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import ShadowRepo
 from . import engine
 from .deskconfig import DeskConfig
@@ -120,7 +120,9 @@ class Turn:
             (never None for the turn's first call).
         """
         if not isinstance(reason, str):
-            raise CheckpointError(f'reason must be a string, not {type(reason).__name__}')
+            raise InvalidArgumentError(
+                f'reason must be a string, not {type(reason).__name__}', name='reason', value=reason
+            )
         if isinstance(paths, str):
             paths = (paths,)
         if self._started:
@@ -157,15 +159,23 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
             head = session.repo.head()
             assert head is not None  # an unchanged snapshot implies an existing checkpoint
             sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
-    return sha.decode()[:SHORT_ID_LENGTH]
+    return short_id(sha)
 
 
 def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
     """Refuses a turn id that is not one non-empty word (it is kept as a one-line trailer)."""
     if not isinstance(turn_id, str) or not turn_id.strip():
-        raise CheckpointError(f'{what} must be a non-empty string, not {turn_id!r}')
+        raise InvalidArgumentError(
+            f'{what} must be a non-empty string, not {turn_id!r}',
+            name=what.replace(' ', '_'),
+            value=turn_id,
+        )
     if len(turn_id.split()) != 1 or turn_id != turn_id.strip():
-        raise CheckpointError(f'{what} {turn_id!r} must be one word (no spaces or line breaks)')
+        raise InvalidArgumentError(
+            f'{what} {turn_id!r} must be one word (no spaces or line breaks)',
+            name=what.replace(' ', '_'),
+            value=turn_id,
+        )
     return turn_id
 
 
@@ -212,15 +222,19 @@ def open_turn(
 ) -> Iterator[Turn]:
     """Opens a turn on a desk for the duration of a ``with`` block (see the module docs)."""
     if not isinstance(label, str):
-        raise CheckpointError(f'a turn label must be a string, not {type(label).__name__}')
+        raise InvalidArgumentError(
+            f'a turn label must be a string, not {type(label).__name__}', name='label', value=label
+        )
     if message_id is not None:
         check_turn_id(message_id, 'message_id')
     key = _key(checkpoints)
     active = _ACTIVE.get()
     if key in active:
-        raise CheckpointError(
+        raise TurnStillOpenError(
             f'turn {active[key].turn_id!r} is still open on {checkpoints.desk_directory}; '
-            'turns of one desk do not nest'
+            'turns of one desk do not nest',
+            turn=active[key].turn_id,
+            desk=checkpoints.desk_directory,
         )
     turn = Turn(checkpoints, message_id or new_turn_id(), _one_line(label, _MAX_LABEL))
     token = _ACTIVE.set({**active, key: turn})
@@ -236,7 +250,9 @@ def open_turn(
 def turns(checkpoints: CheckpointsLike, limit: int | None = 20) -> list[TurnInfo]:
     """The turns recorded in a desk's repository, newest first, each with its checkpoints."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise CheckpointError(f'limit must be a whole number of at least 0, not {limit!r}')
+        raise InvalidArgumentError(
+            f'limit must be a whole number of at least 0, not {limit!r}', name='limit', value=limit
+        )
     order: list[str] = []
     grouped: dict[str, list[Checkpoint]] = {}
     labels: dict[str, str] = {}
@@ -268,15 +284,20 @@ def _label_of(message: str) -> str | None:
     return None
 
 
-def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
+def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> ShortId:
     """The id of a turn's first checkpoint (its pre-image)."""
     if not isinstance(turn_id, str) or not turn_id.strip():
-        raise CheckpointError(f'a turn id must be a non-empty string, not {turn_id!r}')
+        raise InvalidArgumentError(
+            f'a turn id must be a non-empty string, not {turn_id!r}', name='turn_id', value=turn_id
+        )
     turn_id = turn_id.strip()
     repo = ShadowRepo.open(checkpoints.repository_directory)
     if repo is None:
-        raise CheckpointError(f'no checkpoints yet in {checkpoints.repository_directory}')
-    found: str | None = None
+        raise NoCheckpointsError(
+            f'no checkpoints yet in {checkpoints.repository_directory}',
+            repository=checkpoints.repository_directory,
+        )
+    found: ShortId | None = None
     try:
         for info in repo.history():
             if metadata.parse(info.message).turn == turn_id:
@@ -284,8 +305,9 @@ def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> str:
     finally:
         repo.close()
     if found is None:
-        raise UnknownCheckpointError(
+        raise UnknownTurnError(
             f'no turn {turn_id!r} in {checkpoints.repository_directory} '
-            '(`checkpoints turns` lists them)'
+            '(`checkpoints turns` lists them)',
+            turn=turn_id,
         )
     return found

@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import re
 
+from ..core.ids import short_id
 from ..core.trees import FileEntry, build_trees
-from ..errors import CheckpointError, CorruptRepositoryError, NothingToUndoError
+from ..errors import CorruptRepositoryError, ExternalChangesError, NothingToUndoError
 from ..store import metadata
-from ..store.commitinfo import SHORT_ID_LENGTH, CommitInfo
+from ..store.commitinfo import CommitInfo
 from ..store.metadata import ACTION
 from ..store.repo import ShadowRepo
 from . import external, restore
@@ -164,7 +165,9 @@ def redo_source(repo: ShadowRepo) -> tuple[CommitInfo, bytes]:
         )
     state = _sha(repo, _one(found, UNDO_OF))
     if state is None:
-        raise CheckpointError(f'the undo {found.short_id} does not record the state it undid')
+        raise CorruptRepositoryError(
+            f'the undo {found.short_id} does not record the state it undid', path=repo.path
+        )
     return found, state
 
 
@@ -196,14 +199,15 @@ def redo(session: LockedSession, policy: str, dry_run: bool) -> RestoreResult:
     if policy != OVERWRITE and head and view != baseline:
         held, _ = session.flatten(baseline)
         changed = sorted(p for p in {*held, *files} if held.get(p) != files.get(p))
-        raise CheckpointError(
+        raise ExternalChangesError(
             'the agent changed the desk since the last undo; redo would overwrite '
             f'that ({", ".join(changed[:5])}); force it to redo anyway (the changes '
-            'are kept in a pre-snapshot)'
+            'are kept in a pre-snapshot)',
+            changed,
         )
     request = Request(
         state,
-        state.decode()[:SHORT_ID_LENGTH],
+        short_id(state),
         action=REDO,
         subject=f'redo: reverse undo {undone.short_id}',
         trailers=[(REDO_OF, undone.sha)],

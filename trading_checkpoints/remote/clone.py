@@ -9,16 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.durability import write_atomically
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..core.ids import short_id
+from ..errors import CorruptRepositoryError, EmptyRemoteError, RepositoryExistsError
 from ..ops import engine, journal
 from ..ops.deskconfig import DeskConfig
 from ..ops.session import LockedSession
-from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import PRIVATE_DIR, is_initialized
 from .config import Remote, add_remote, check_name, list_remotes
 from .heads import remember_head, repair_shallow
 from .pull import fetch_head
-from .transfer import Progress, TransferResult, short_id
+from .transfer import Progress, TransferResult
 from .urls import client_for
 
 CLONING = 'cloning'  # in the private folder while a clone is unfinished
@@ -41,9 +41,10 @@ def clone(
     repository = Path(config.repository)
     marker = repository / PRIVATE_DIR / CLONING
     if is_initialized(repository) and not marker.exists():
-        raise CheckpointError(
+        raise RepositoryExistsError(
             f'the desk already has a checkpoint repository ({repository}); clone onto a new '
-            'desk, or add the URL as a remote and pull'
+            'desk, or add the URL as a remote and pull',
+            repository=repository,
         )
     remote = Remote(name, url.strip())
     check_name(name)
@@ -55,8 +56,9 @@ def clone(
             write_atomically(marker, b'')
             remote_head = fetch_head(repo, remote, progress)
             if remote_head is None:
-                raise CheckpointError(
-                    f'the remote {remote.display_url} has no checkpoints (no branch main)'
+                raise EmptyRemoteError(
+                    f'the remote {remote.display_url} has no checkpoints (no branch main)',
+                    remote=remote.name,
                 )
             marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
             if repo.head() is None:
@@ -99,12 +101,13 @@ def _first_checkout(session: LockedSession) -> tuple[str, ...] | None:
     result, _ = session.scan()
     if result.files:
         return None
-    request = Request(head, head.decode()[:SHORT_ID_LENGTH], record_before=False)
+    request = Request(head, short_id(head), record_before=False)
     try:
         outcome = run(session, request)
     except CorruptRepositoryError as error:
         raise CorruptRepositoryError(
             f'{error}; if the desk was created with other tracked paths, clone '
-            'with them (`clone --track PATH ...` or tracked_paths=...)'
+            'with them (`clone --track PATH ...` or tracked_paths=...)',
+            path=error.path,
         ) from error
     return outcome.result.written

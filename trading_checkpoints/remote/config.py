@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import CheckpointError
+from ..errors import InvalidArgumentError, RemoteError, RemoteNotFoundError, RemoteURLError
 from ..store import config as repo_config
 from . import credentials
 from .urls import HTTP_SCHEMES, client_for, is_local, redact, userinfo_span
@@ -34,8 +34,10 @@ class Remote:
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise CheckpointError(
-            f'{name!r} is not a remote name (letters, digits, ".", "_" and "-", like "backup")'
+        raise InvalidArgumentError(
+            f'{name!r} is not a remote name (letters, digits, ".", "_" and "-", like "backup")',
+            name='name',
+            value=name,
         )
     return name
 
@@ -61,32 +63,34 @@ def get_remote(repository: Path, name: str | None) -> Remote:
             if remote.name == 'origin':
                 return remote
         if not remotes:
-            raise CheckpointError(
+            raise RemoteNotFoundError(
                 f'no remote configured in {repository}; add one with '
-                '`checkpoints remote add NAME URL`'
+                '`checkpoints remote add NAME URL`',
+                remote=None,
             )
-        raise CheckpointError(
+        raise RemoteNotFoundError(
             'several remotes are configured ('
             + ', '.join(r.name for r in remotes)
-            + '); name the one to use'
+            + '); name the one to use',
+            remote=None,
         )
     for remote in remotes:
         if remote.name == name:
             return remote
-    raise CheckpointError(f'no remote named {name!r} in {repository}')
+    raise RemoteNotFoundError(f'no remote named {name!r} in {repository}', remote=name)
 
 
 def add_remote(repository: Path, name: str, url: str) -> Remote:
     """Remembers a remote; credentials in the URL go to the credential file, not the config."""
     check_name(name)
     if not isinstance(url, str) or not url.strip() or not _storable_text(url.strip()):
-        raise CheckpointError(f'{redact(str(url))!r} is not a remote URL or path')
+        raise RemoteURLError(f'{redact(str(url))!r} is not a remote URL or path', remote=name)
     url = url.strip()
     if is_local(url) and not url.startswith('file://'):
         url = os.path.abspath(url)  # relative to where the command ran, not to the repository
     client_for(url)  # fails early on an unsupported URL
     if any(remote.name == name for remote in list_remotes(repository)):
-        raise CheckpointError(f'a remote named {name!r} already exists; remove it first')
+        raise RemoteError(f'a remote named {name!r} already exists; remove it first', remote=name)
     stored, given = _storable(url)
     if not given.empty:
         credentials.save(stored, given, Path(repository))
@@ -115,15 +119,17 @@ def _storable(url: str) -> tuple[str, credentials.Credentials]:
         return url, credentials.NONE
     address, given = credentials.split(url)
     if userinfo_span(address) is not None:
-        raise CheckpointError(
+        raise RemoteURLError(
             f'{redact(url)}: the URL has an "@" after its host part; percent-encode "/", "?", '
-            '"#" and "@" in a user name or password (%2F, %3F, %23, %40)'
+            '"#" and "@" in a user name or password (%2F, %3F, %23, %40)',
+            remote=None,
         )
     if urlsplit(address).scheme.lower() in HTTP_SCHEMES:
         return address, given
     if given.password is not None:
-        raise CheckpointError(
-            f'{redact(url)}: a password in an ssh URL is not supported; use an ssh key or agent'
+        raise RemoteURLError(
+            f'{redact(url)}: a password in an ssh URL is not supported; use an ssh key or agent',
+            remote=None,
         )
     return url, credentials.NONE  # an ssh user name is part of the address, not a secret
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, CredentialFileError, RemoteURLError
 
 STORE_ENV = 'CHECKPOINTS_CREDENTIALS'
 MAX_BYTES = 1 << 20
@@ -59,8 +59,9 @@ def split(url: str) -> tuple[str, Credentials]:
         username = unquote(user, errors='strict') if user else None
         secret = unquote(password, errors='strict') if colon else None
     except UnicodeDecodeError:
-        raise CheckpointError(
-            'the user name or password in the remote URL is not valid percent-encoded UTF-8'
+        raise RemoteURLError(
+            'the user name or password in the remote URL is not valid percent-encoded UTF-8',
+            remote=None,
         ) from None
     return urlunsplit(parts._replace(netloc=host)), Credentials(username, secret)
 
@@ -98,14 +99,18 @@ def _read(path: Path) -> list[str]:
     except FileNotFoundError:
         return []
     except OSError as error:
-        raise CheckpointError(f'cannot read the credential file {path}: {error.strerror}') from None
+        raise CredentialFileError(
+            f'cannot read the credential file {path}: {error.strerror}', path=path
+        ) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            raise CheckpointError(f'the credential file {path} is not a small regular file')
+            raise CredentialFileError(
+                f'the credential file {path} is not a small regular file', path=path
+            )
         if info.st_mode & 0o077:
-            raise CheckpointError(
-                f'the credential file {path} can be read by other users; chmod 600 it'
+            raise CredentialFileError(
+                f'the credential file {path} can be read by other users; chmod 600 it', path=path
             )
         data = os.read(fd, MAX_BYTES + 1)
     finally:
@@ -139,9 +144,10 @@ def save(url: str, credentials: Credentials, repository: Path | None = None) -> 
         inside = os.path.realpath(path.parent)
         repo = os.path.realpath(repository)
         if inside == repo or inside.startswith(repo.rstrip(os.sep) + os.sep):
-            raise CheckpointError(
+            raise CredentialFileError(
                 f'the credential file {path} would lie inside the repository {repository}; '
-                f'point ${STORE_ENV} elsewhere'
+                f'point ${STORE_ENV} elsewhere',
+                path=path,
             )
     wanted = _key(url)
     kept = []
@@ -166,8 +172,9 @@ def save(url: str, credentials: Credentials, repository: Path | None = None) -> 
             os.close(fd)
         os.replace(temporary, path)
     except OSError as error:
-        raise CheckpointError(
+        raise CredentialFileError(
             f'cannot write the credential file {path}: {error.strerror}; give the credentials '
-            'through $CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD instead'
+            'through $CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD instead',
+            path=path,
         ) from None
     return path

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
-from ..errors import CheckpointError
+from ..core.ids import short_id
+from ..errors import CheckpointError, EmptyRemoteError, HistoriesDivergedError
 from ..store.repo import BRANCH, ShadowRepo
 from .config import Remote
 from .heads import ancestors, commits_behind, remember_head, repair_shallow
@@ -20,7 +21,6 @@ from .transfer import (
     copy_objects,
     open_local_remote,
     progress_bytes,
-    short_id,
     transport_error,
 )
 from .urls import client_for
@@ -108,7 +108,10 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
     behind = commits_behind(repo) if head is not None else set()
     remote_head = fetch_head(repo, remote, progress, skip=behind)
     if remote_head is None:
-        raise CheckpointError(f'the remote {remote.name} ({remote.display_url}) has no checkpoints')
+        raise EmptyRemoteError(
+            f'the remote {remote.name} ({remote.display_url}) has no checkpoints',
+            remote=remote.name,
+        )
     if remote_head == head or remote_head in behind:
         # Up to date, or behind with checkpoints this desk has since pruned: nothing to bring.
         return TransferResult(remote.name, remote.display_url, short_id(head), short_id(head), True)
@@ -120,10 +123,13 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
                 return TransferResult(
                     remote.name, remote.display_url, short_id(head), short_id(head), True
                 )
-            raise CheckpointError(
+            raise HistoriesDivergedError(
                 f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)} '
                 f'and this desk at {short_id(head)}: the histories diverged; nothing was changed '
-                '(push to a new remote, or clone the remote onto another desk)'
+                '(push to a new remote, or clone the remote onto another desk)',
+                remote=remote.name,
+                remote_head=short_id(remote_head),
+                head=short_id(head),
             )
     repo.update_branch(head, remote_head, f'pull: fast-forward from {remote.name}')
     remember_head(repo, remote_head)

@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import CheckpointError
+from ..core.ids import short_id
+from ..errors import (
+    CheckpointError,
+    HistoriesDivergedError,
+    NoCheckpointsError,
+    PrunedHistoryError,
+    RemoteError,
+    RemoteMovedError,
+)
 from ..ops import engine
 from ..ops.deskconfig import DeskConfig
 from ..store.repo import BRANCH, ShadowRepo
@@ -32,7 +40,6 @@ from .transfer import (
     open_local_remote,
     progress_bytes,
     progress_text,
-    short_id,
     transport_error,
 )
 from .urls import client_for, scrub
@@ -84,9 +91,11 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
     def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
         current = refs.get(BRANCH)
         if current not in (None, ZERO) and current != remote_head:
-            raise CheckpointError(
+            raise RemoteMovedError(
                 f'the remote {remote.name} moved while pushing (now {short_id(current)}); '
-                'pull and push again'
+                'pull and push again',
+                remote=remote.name,
+                remote_head=short_id(current),
             )
         new = dict(refs)
         new[BRANCH] = head
@@ -105,8 +114,9 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
         raise transport_error(error, remote, 'push to') from error
     status = (getattr(result, 'ref_status', None) or {}).get(BRANCH)
     if status:
-        raise CheckpointError(
-            f'the remote {remote.name} refused the push: {scrub(str(status), remote.url)}'
+        raise RemoteError(
+            f'the remote {remote.name} refused the push: {scrub(str(status), remote.url)}',
+            remote=remote.name,
         )
     return TransferResult(
         remote.name, remote.display_url, short_id(remote_head), short_id(head), False
@@ -122,7 +132,9 @@ def _remote_refs(client, path: str) -> dict[bytes, bytes]:
 def _head_to_push(repo: ShadowRepo) -> bytes:
     head = repo.head()
     if head is None:
-        raise CheckpointError('nothing to push: this desk has no checkpoints yet')
+        raise NoCheckpointsError(
+            'nothing to push: this desk has no checkpoints yet', repository=repo.path
+        )
     return head
 
 
@@ -138,11 +150,12 @@ def _check_push(
 
     if remote_head is None or remote_head == head:
         if remote_head is None and read_shallow(repo.path) and not local:
-            raise CheckpointError(
+            raise PrunedHistoryError(
                 f"this desk's history was pruned, and the remote {remote.name} "
                 f'({remote.display_url}) is empty: it would receive checkpoints whose parents '
                 'it lacks, which git cannot read. Push to a path or file:// remote (it is then '
-                'marked shallow like this desk), or push before pruning'
+                'marked shallow like this desk), or push before pruning',
+                remote=remote.name,
             )
         return False
     if remote_head in set(ancestors(repo, head)) or remote_head in shallow_parents(repo):
@@ -153,19 +166,24 @@ def _check_push(
         # exist nowhere, and the remote would hold a history with a gap.
         if local:
             return True  # the push marks the remote shallow, so it stays readable
-        raise CheckpointError(
+        raise PrunedHistoryError(
             f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, a '
             'checkpoint this desk has pruned together with later ones that were never pushed: '
             'the remote would receive checkpoints whose parent it lacks and could no longer '
             'be cloned (a server cannot be told to treat them as a shallow boundary). Nothing '
             'was pushed; the remote keeps its history. Push to a path or file:// remote (it '
-            'is marked shallow and keeps its older history), and push before pruning'
+            'is marked shallow and keeps its older history), and push before pruning',
+            remote=remote.name,
+            remote_head=short_id(remote_head),
         )
-    raise CheckpointError(
+    raise HistoriesDivergedError(
         f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, which '
         "is not in this desk's history: the histories diverged (or the remote is older than "
         'the oldest kept checkpoint and was not pushed from here); nothing was pushed. Pull '
-        'first, or push to a new remote'
+        'first, or push to a new remote',
+        remote=remote.name,
+        remote_head=short_id(remote_head),
+        head=short_id(head),
     )
 
 
@@ -201,7 +219,9 @@ def _push_local(
                 BRANCH, remote_head, head, message=b'push: from trading_checkpoints'
             )
         if not done:
-            raise CheckpointError(f'the remote {remote.name} moved while pushing; try again')
+            raise RemoteMovedError(
+                f'the remote {remote.name} moved while pushing; try again', remote=remote.name
+            )
         _point_head_at_main(target)
     finally:
         target.close()

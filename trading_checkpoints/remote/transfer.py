@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..core.ids import ShortId
+from ..errors import CorruptRepositoryError, RemoteAuthError, RemoteError, RemoteTransportError
 from ..store import config as repo_config
-from ..store.commitinfo import SHORT_ID_LENGTH
 from . import credentials
 from .config import Remote
 from .urls import PASSWORD_ENV, USERNAME_ENV, local_path, scrub
@@ -26,33 +26,41 @@ class TransferResult:
 
     remote: str
     url: str  # without user info
-    old: str | None  # the branch before (remote's for push, local's for pull), short id
-    new: str | None  # the branch after
+    old: ShortId | None  # the branch before (remote's for push, local's for pull)
+    new: ShortId | None  # the branch after
     up_to_date: bool
     marked_shallow: tuple[str, ...] = ()
 
 
-def short_id(sha: bytes | None) -> str | None:
-    return sha.decode()[:SHORT_ID_LENGTH] if sha else None
-
-
-def transport_error(error: BaseException, remote: Remote, action: str) -> CheckpointError:
+def transport_error(error: BaseException, remote: Remote, action: str) -> RemoteTransportError:
     from dulwich.client import HTTPProxyUnauthorized, HTTPUnauthorized
     from dulwich.errors import HangupException, NotGitRepository
 
     where = remote.display_url
     if isinstance(error, (HTTPUnauthorized, HTTPProxyUnauthorized)):
-        return CheckpointError(
+        return RemoteAuthError(
             f'{action} {remote.name} ({where}) failed: the server refused the credentials '
             f'(check the user name and password: in the URL, in ${USERNAME_ENV}/${PASSWORD_ENV}, '
-            f'or in the credential file {credentials.store_path()})'
+            f'or in the credential file {credentials.store_path()})',
+            remote=remote.name,
+            action=action,
         )
     if isinstance(error, NotGitRepository):
-        return CheckpointError(f'{action} {remote.name} failed: {where} is not a git repository')
+        return RemoteTransportError(
+            f'{action} {remote.name} failed: {where} is not a git repository',
+            remote=remote.name,
+            action=action,
+        )
     if isinstance(error, HangupException):
-        return CheckpointError(f'{action} {remote.name} ({where}) failed: the server hung up')
+        return RemoteTransportError(
+            f'{action} {remote.name} ({where}) failed: the server hung up',
+            remote=remote.name,
+            action=action,
+        )
     message = scrub(str(error) or type(error).__name__, remote.url)
-    return CheckpointError(f'{action} {remote.name} ({where}) failed: {message}')
+    return RemoteTransportError(
+        f'{action} {remote.name} ({where}) failed: {message}', remote=remote.name, action=action
+    )
 
 
 def open_local_remote(remote: Remote, create: bool):  # -> dulwich Repo
@@ -62,17 +70,19 @@ def open_local_remote(remote: Remote, create: bool):  # -> dulwich Repo
     path = local_path(remote.url)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
         if not create:
-            raise CheckpointError(f'{remote.name}: no repository at {path}')
+            raise RemoteError(f'{remote.name}: no repository at {path}', remote=remote.name)
         try:
             path.mkdir(parents=True, exist_ok=True)
             return Repo.init_bare(str(path))
         except OSError as error:
-            raise CheckpointError(f'{remote.name}: cannot create {path}: {error}') from error
+            raise RemoteError(
+                f'{remote.name}: cannot create {path}: {error}', remote=remote.name
+            ) from error
     control = path / '.git' if (path / '.git').is_dir() else path
     try:
         return repo_config.open_dulwich(control, repo_config.load(control, missing_ok=True))
     except CorruptRepositoryError as error:
-        raise CheckpointError(f'{remote.name}: {error}') from error
+        raise RemoteError(f'{remote.name}: {error}', remote=remote.name) from error
 
 
 def copy_objects(

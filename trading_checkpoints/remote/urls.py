@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import CheckpointError
+from ..errors import CheckpointError, RemoteURLError
 from . import credentials
 
 USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
@@ -123,6 +123,6 @@ def client_for(url: str):  # -> (GitClient, path)
             ssh_command=ssh_command,
         )
     except (ValueError, KeyError) as error:
-        raise CheckpointError(
-            f'unsupported remote URL {redact(url)}: {scrub(str(error), url)}'
+        raise RemoteURLError(
+            f'unsupported remote URL {redact(url)}: {scrub(str(error), url)}', remote=None
         ) from error

@@ -7,22 +7,22 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-SHORT_ID_LENGTH = 7
+from ..core.ids import CommitId, ShortId, commit_id, short_id
 
 
 @dataclass(frozen=True)
 class CommitInfo:
     """One commit: its id, tree, parents, time (ISO 8601 with offset) and message."""
 
-    sha: str
+    sha: CommitId
     tree: bytes
     parents: tuple[bytes, ...]
     created_at: str
     message: str
 
     @property
-    def short_id(self) -> str:
-        return self.sha[:SHORT_ID_LENGTH]
+    def short_id(self) -> ShortId:
+        return short_id(self.sha)
 
     @property
     def subject(self) -> str:
@@ -73,7 +73,7 @@ def parse_commit(sha: bytes, raw: bytes) -> CommitInfo:
         offset = -offset
     created_at = iso_time(int(when.group(1)), offset)
     return CommitInfo(
-        sha=sha.decode(),
+        sha=commit_id(sha),
         tree=tree,
         parents=tuple(parents),
         created_at=created_at,
@@ -84,7 +84,7 @@ def parse_commit(sha: bytes, raw: bytes) -> CommitInfo:
 def from_commit(sha: bytes, commit: Any) -> CommitInfo:
     """What the library needs of a parsed commit (dulwich's ``Commit``) whose id is ``sha``."""
     return CommitInfo(
-        sha=sha.decode(),
+        sha=commit_id(sha),
         tree=commit.tree,
         parents=tuple(commit.parents),
         created_at=iso_time(commit.commit_time, commit.commit_timezone),

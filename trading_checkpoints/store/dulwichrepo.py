@@ -61,7 +61,9 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
     if not (
         os.path.isdir(os.path.join(root, 'objects')) and os.path.isdir(os.path.join(root, 'refs'))
     ):
-        raise CorruptRepositoryError(f'{root} is not a git repository (no objects or refs folder)')
+        raise CorruptRepositoryError(
+            f'{root} is not a git repository (no objects or refs folder)', path=root
+        )
     try:
         return _DULWICH_REPO(root, vetted)
     except (
@@ -77,4 +79,6 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
         # quotes the bad line, cut short here.
         text = ' '.join(str(error).split())
         text = text if len(text) <= 200 else text[:197] + '...'
-        raise CorruptRepositoryError(f'cannot open the repository {root}: {text}') from error
+        raise CorruptRepositoryError(
+            f'cannot open the repository {root}: {text}', path=root
+        ) from error

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import CheckpointError
+from ..errors import InvalidArgumentError
 
 TOOL = 'Checkpoint-Tool'
 PATH = 'Checkpoint-Path'
@@ -41,8 +41,9 @@ def one_line(value: str) -> str:
     return ' '.join(str(value).split())
 
 
-def storable(text: str, what: str) -> str:
-    """``text`` if it can be stored in a commit message, else a CheckpointError.
+def storable(text: str, what: str, name: str) -> str:
+    """``text`` if it can be stored in a commit message, else an :class:`InvalidArgumentError`
+    naming the argument ``name`` (``what`` describes it in the message).
 
     Surrogate escapes (``\\udcff``, how Python spells an undecodable byte of a file name) are
     stored as the byte they stand for; other lone surrogates have no bytes at all.
@@ -50,8 +51,10 @@ def storable(text: str, what: str) -> str:
     try:
         text.encode('utf-8', 'surrogateescape')
     except UnicodeEncodeError:
-        raise CheckpointError(
-            f'{what} holds characters that cannot be stored (lone surrogates)'
+        raise InvalidArgumentError(
+            f'{what} holds characters that cannot be stored (lone surrogates)',
+            name=name,
+            value=text,
         ) from None
     return text
 
@@ -103,14 +106,14 @@ def with_trailer(text: str, key: str, value: str) -> str:
 
 def compose(reason: str, tool: str | None, paths: Iterable[str] | None, turn: str | None) -> str:
     """A commit message: the reason as subject (and body), then the metadata as trailers."""
-    reason = storable(reason, 'the reason').strip().replace('\0', '') or 'snapshot'
+    reason = storable(reason, 'the reason', 'reason').strip().replace('\0', '') or 'snapshot'
     pairs = []
     if tool:
-        pairs.append((TOOL, storable(tool, 'the tool name')))
+        pairs.append((TOOL, storable(tool, 'the tool name', 'tool')))
     for path in paths or ():
-        pairs.append((PATH, storable(str(path), 'a declared path')))
+        pairs.append((PATH, storable(str(path), 'a declared path', 'paths')))
     if turn:
-        pairs.append((TURN, storable(turn, 'the turn id')))
+        pairs.append((TURN, storable(turn, 'the turn id', 'turn')))
     return message(reason, pairs)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.durability import fsync_folders
-from ..errors import CheckpointError
+from ..errors import FileAccessError
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
@@ -66,7 +66,9 @@ def stream_loose_blob(repository: Path, fd: int, limit: int, *, durable: bool) -
     try:
         out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
     except OSError as error:
-        raise CheckpointError(f'cannot write into {objects}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write into {objects}: {error.strerror}', path=objects, action='write'
+        ) from error
     complete = False
     try:
         _write_all(out, compressor.compress(header))
@@ -85,7 +87,9 @@ def stream_loose_blob(repository: Path, fd: int, limit: int, *, durable: bool) -
             os.fsync(out)
         complete = True
     except OSError as error:
-        raise CheckpointError(f'cannot write into {objects}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write into {objects}: {error.strerror}', path=objects, action='write'
+        ) from error
     finally:
         os.close(out)
         if not complete:
@@ -102,7 +106,9 @@ def stream_loose_blob(repository: Path, fd: int, limit: int, *, durable: bool) -
             os.replace(temporary, target)
     except OSError as error:
         _unlink_quietly(temporary)
-        raise CheckpointError(f'cannot write into {objects}: {error.strerror}') from error
+        raise FileAccessError(
+            f'cannot write into {objects}: {error.strerror}', path=objects, action='write'
+        ) from error
     if durable:
         fsync_folders([fanout, objects] if new_fanout else [fanout])
     return sha

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..core.durability import fsync_folder
 from ..core.fs import read_file
-from ..errors import CheckpointError, CorruptRepositoryError
+from ..errors import ConcurrentChangeError, CorruptRepositoryError, FileAccessError
 from .damage import object_damage, ref_damage
 from .repofolder import BRANCH
 
@@ -72,22 +72,27 @@ class RefStore:
         try:
             sha = refs.read_ref(BRANCH)
         except ref_damage() as error:
-            raise CorruptRepositoryError(f'cannot read {BRANCH.decode()}: {error}') from error
+            raise CorruptRepositoryError(
+                f'cannot read {BRANCH.decode()}: {error}', path=self.path
+            ) from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
                 sha = refs.get_packed_refs().get(BRANCH)
             except object_damage() + ref_damage() as error:
                 raise CorruptRepositoryError(
-                    f'cannot read {self.path / "packed-refs"}: {error}'
+                    f'cannot read {self.path / "packed-refs"}: {error}',
+                    path=self.path / 'packed-refs',
                 ) from error
             if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
                 raise CorruptRepositoryError(
-                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged'
+                    f'the branch main of {self.path} (refs/heads/main) is empty or damaged',
+                    path=self.path,
                 )
         if sha is not None and not _HEX_SHA.fullmatch(sha):
             raise CorruptRepositoryError(
-                f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id'
+                f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id',
+                path=self.path,
             )
         return sha
 
@@ -104,11 +109,14 @@ class RefStore:
             else:
                 done = refs.set_if_equals(BRANCH, old, new, **reflog)
         except ref_damage() as error:
-            raise CheckpointError(f'cannot update the branch in {self.path}: {error}') from error
+            raise FileAccessError(
+                f'cannot update the branch in {self.path}: {error}', path=self.path, action='update'
+            ) from error
         if not done:
             self._head = _UNREAD
-            raise CheckpointError(
-                f'the branch main of {self.path} moved while a checkpoint was being written'
+            raise ConcurrentChangeError(
+                f'the branch main of {self.path} moved while a checkpoint was being written',
+                path=self.path,
             )
         self._head = new
         if durable:
@@ -144,7 +152,9 @@ class RefStore:
         try:
             sha = self._dulwich().refs.read_ref(name)
         except ref_damage() as error:
-            raise CorruptRepositoryError(f'cannot read {name.decode()}: {error}') from error
+            raise CorruptRepositoryError(
+                f'cannot read {name.decode()}: {error}', path=self.path
+            ) from error
         if sha is None or not _HEX_SHA.fullmatch(sha):
             return None
         return sha
@@ -163,6 +173,8 @@ class RefStore:
                 refs.remove_if_equals(name, None)
             refs.set_if_equals(name, None, sha)
         except ref_damage() as error:
-            raise CheckpointError(
-                f'cannot update {name.decode()} in {self.path}: {error}'
+            raise FileAccessError(
+                f'cannot update {name.decode()} in {self.path}: {error}',
+                path=self.path,
+                action='update',
             ) from error

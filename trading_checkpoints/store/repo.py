@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..core.durability import fsync_folders, write_atomically
 from ..core.paths import Allowlist
-from ..errors import CheckpointError, CorruptRepositoryError, UnknownCheckpointError
+from ..errors import (
+    CorruptRepositoryError,
+    FileAccessError,
+    PrunedCheckpointError,
+    UnknownCheckpointError,
+)
 from . import commitmemo, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
@@ -124,7 +129,8 @@ class ShadowRepo:
                 self._dulwich = repo_config.open_dulwich(self.path, self.config)
             except (OSError, ValueError, KeyError) as error:  # NotGitRepository is an OSError
                 raise CorruptRepositoryError(
-                    f'cannot open the checkpoint repository {self.path}: {error}'
+                    f'cannot open the checkpoint repository {self.path}: {error}',
+                    path=self.path,
                 ) from error
         return self._dulwich
 
@@ -151,13 +157,16 @@ class ShadowRepo:
         if mode is None:
             return None
         if not stat.S_ISDIR(mode):
-            raise CorruptRepositoryError(f'the checkpoint repository {path} is not a folder')
+            raise CorruptRepositoryError(
+                f'the checkpoint repository {path} is not a folder', path=path
+            )
         if not is_initialized(path):
             return None
         objects, refs = os.path.join(root, 'objects'), os.path.join(root, 'refs')
         if not (os.path.isdir(objects) and os.path.isdir(refs)):
             raise CorruptRepositoryError(
-                f'cannot open the checkpoint repository {path}: it has no objects or refs folder'
+                f'cannot open the checkpoint repository {path}: it has no objects or refs folder',
+                path=path,
             )
         # Vetted before anything else is read or written: an include, a format or an
         # extension we cannot write is refused here.
@@ -269,7 +278,8 @@ class ShadowRepo:
                 # dulwich parses a truncated loose commit without complaint, fields missing.
                 raise CorruptRepositoryError(
                     f'the object {sha.decode()} in {self.path} is unreadable: the commit is '
-                    'incomplete'
+                    'incomplete',
+                    path=self.path,
                 )
             info = from_commit(sha, commit)
             self._commits.remember(sha, commit.as_raw_string())
@@ -308,7 +318,8 @@ class ShadowRepo:
         if not isinstance(checkpoint_id, str) or not _HEX_ID.fullmatch(checkpoint_id.strip()):
             raise UnknownCheckpointError(
                 f'{checkpoint_id!r} is not a checkpoint id (expected 4 to 40 hex digits, '
-                'as shown by `checkpoints list`)'
+                'as shown by `checkpoints list`)',
+                checkpoint=checkpoint_id,
             )
         prefix = checkpoint_id.strip().lower().encode()
         try:
@@ -316,20 +327,28 @@ class ShadowRepo:
             commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
         except object_damage() as error:
             raise CorruptRepositoryError(
-                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}'
+                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}',
+                path=self.path,
             ) from error
         pruned = prunedlog.find(self.path, checkpoint_id)
         if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
-            raise UnknownCheckpointError(
+            raise PrunedCheckpointError(
                 f'checkpoint {checkpoint_id.strip()} was {prunedlog.describe(pruned)}; '
-                '`checkpoints list` shows the ones kept'
+                '`checkpoints list` shows the ones kept',
+                checkpoint=checkpoint_id.strip(),
+                commit=pruned.sha,
+                taken_at=pruned.taken_at,
+                pruned_at=pruned.pruned_at,
             )
         if not commits:
-            raise UnknownCheckpointError(f'no checkpoint {checkpoint_id!r} in {self.path}')
+            raise UnknownCheckpointError(
+                f'no checkpoint {checkpoint_id!r} in {self.path}', checkpoint=checkpoint_id
+            )
         if len(commits) > 1:
             raise UnknownCheckpointError(
                 f'checkpoint id {checkpoint_id!r} is ambiguous in {self.path}; '
-                'give more of its digits'
+                'give more of its digits',
+                checkpoint=checkpoint_id,
             )
         return commits[0]
 
@@ -346,11 +365,11 @@ class ShadowRepo:
             yield
         except KeyError as error:
             raise CorruptRepositoryError(
-                f'the object {sha.decode()} is missing from {self.path}'
+                f'the object {sha.decode()} is missing from {self.path}', path=self.path
             ) from error
         except object_damage() as error:
             raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {error}'
+                f'the object {sha.decode()} in {self.path} is unreadable: {error}', path=self.path
             ) from error
 
     def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
@@ -361,7 +380,8 @@ class ShadowRepo:
         if not isinstance(obj, kind):
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
-                f'not a {kind.type_name.decode()}'
+                f'not a {kind.type_name.decode()}',
+                path=self.path,
             )
         return obj
 
@@ -439,7 +459,9 @@ class ShadowRepo:
         with self._object_errors(sha):
             type_num, raw = self._repo.object_store.get_raw(sha)
         if type_num != _TREE:
-            raise CorruptRepositoryError(f'the object {sha.decode()} in {self.path} is not a tree')
+            raise CorruptRepositoryError(
+                f'the object {sha.decode()} in {self.path} is not a tree', path=self.path
+            )
         from dulwich.errors import ObjectFormatException
         from dulwich.objects import parse_tree
 
@@ -447,7 +469,7 @@ class ShadowRepo:
             return parse_tree(bytes(raw), 20)
         except (ObjectFormatException, ValueError) as error:
             raise CorruptRepositoryError(
-                f'the tree {sha.decode()} in {self.path} is malformed: {error}'
+                f'the tree {sha.decode()} in {self.path} is malformed: {error}', path=self.path
             ) from error
 
     def write_objects(self, objects: list[ShaFile]) -> None:
@@ -468,7 +490,9 @@ class ShadowRepo:
         try:
             storage.append_objects(self, objects)
         except (OSError, ValueError, ObjectFormatException) as error:
-            raise CheckpointError(f'cannot write objects into {self.path}: {error}') from error
+            raise FileAccessError(
+                f'cannot write objects into {self.path}: {error}', path=self.path, action='write'
+            ) from error
         for obj in objects:
             if isinstance(obj, Commit):
                 self.remember_commit(obj)

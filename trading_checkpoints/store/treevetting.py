@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..core.paths import Allowlist, check_tree_path, component_problem, path_problem
 from ..core.trees import BLOB_MODES, TREE_MODE
-from ..errors import CorruptRepositoryError
+from ..errors import UnsafeCheckpointError
 
 
 def flatten_tree(
@@ -39,8 +39,9 @@ def flatten_tree(
         seen: set[bytes] = set()
         for name, mode, child in tree_entries(sha):
             if name in seen:
-                raise CorruptRepositoryError(
-                    f'the checkpoint has two entries named {prefix}{name!r}'
+                raise UnsafeCheckpointError(
+                    f'the checkpoint has two entries named {prefix}{name!r}',
+                    entry=prefix + name.decode('utf-8', 'backslashreplace'),
                 )
             seen.add(name)
             try:
@@ -52,13 +53,15 @@ def flatten_tree(
                 continue
             path = prefix + text
             if '/' in text:
-                raise CorruptRepositoryError(f'the checkpoint holds a name with a slash: {path!r}')
+                raise UnsafeCheckpointError(
+                    f'the checkpoint holds a name with a slash: {path!r}', entry=path
+                )
             # The prefix was vetted with its folder: below the root only the new name needs
             # a check (at the root the whole path is checked, as it could look absolute).
             problem = component_problem(text) if prefix else path_problem(path)
             if problem:
-                raise CorruptRepositoryError(
-                    f'the checkpoint holds an unsafe path {path!r}: {problem}'
+                raise UnsafeCheckpointError(
+                    f'the checkpoint holds an unsafe path {path!r}: {problem}', entry=path
                 )
             if mode == TREE_MODE:
                 inside = covered or allowlist.covers(path)
@@ -70,7 +73,8 @@ def flatten_tree(
                     check_tree_path(path, allowlist)
                 files[path] = (mode, child)
             else:
-                raise CorruptRepositoryError(
-                    f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write'
+                raise UnsafeCheckpointError(
+                    f'the checkpoint holds {path!r} with mode {mode:o}, which we do not write',
+                    entry=path,
                 )
     return files, folders

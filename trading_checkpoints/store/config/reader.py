@@ -123,15 +123,15 @@ def read_bytes(repository: str | os.PathLike[str], *, missing_ok: bool = False) 
     except (FileNotFoundError, NotADirectoryError):
         if missing_ok:
             return b''  # no repository there (yet): whoever opens it says what is wrong
-        raise CorruptRepositoryError(f'cannot read {path}: it is missing') from None
+        raise CorruptRepositoryError(f'cannot read {path}: it is missing', path=path) from None
     except OSError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}') from error
+        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}', path=path) from error
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise CorruptRepositoryError(f'cannot read {path}: it is not a regular file')
+            raise CorruptRepositoryError(f'cannot read {path}: it is not a regular file', path=path)
         if info.st_size > MAX_BYTES:
-            raise CorruptRepositoryError(_too_large(path))
+            raise CorruptRepositoryError(_too_large(path), path=path)
         chunks = []
         size = 0
         while True:
@@ -140,11 +140,11 @@ def read_bytes(repository: str | os.PathLike[str], *, missing_ok: bool = False) 
                 break
             size += len(chunk)
             if size > MAX_BYTES:  # grew while being read
-                raise CorruptRepositoryError(_too_large(path))
+                raise CorruptRepositoryError(_too_large(path), path=path)
             chunks.append(chunk)
         return b''.join(chunks)
     except OSError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}') from error
+        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}', path=path) from error
     finally:
         os.close(fd)
 
@@ -189,7 +189,8 @@ def check_format(config: RepoConfig) -> None:
         if setting.section in (b'include', b'includeif'):
             raise CorruptRepositoryError(
                 f'{config.where(setting)} includes another file ([{_ascii(setting.section)}]); '
-                'a checkpoint repository must not include config from elsewhere: remove it'
+                'a checkpoint repository must not include config from elsewhere: remove it',
+                path=config.path,
             )
     version = config.get(b'core', b'repositoryformatversion')
     if version is not None:
@@ -197,7 +198,8 @@ def check_format(config: RepoConfig) -> None:
         if not re.fullmatch(rb'[0-9]{1,6}', text) or int(text) not in SUPPORTED_FORMAT_VERSIONS:
             raise CorruptRepositoryError(
                 f'{config.where(version)}: core.repositoryformatversion is not 0 or 1; this '
-                'repository format is not supported, nothing was changed'
+                'repository format is not supported, nothing was changed',
+                path=config.path,
             )
     for setting in config.settings:
         if setting.section != b'extensions':
@@ -206,13 +208,15 @@ def check_format(config: RepoConfig) -> None:
         if setting.name not in SUPPORTED_EXTENSIONS:
             raise CorruptRepositoryError(
                 f'{config.where(setting)}: {key} is set, and that repository extension is not '
-                'supported; nothing was changed'
+                'supported; nothing was changed',
+                path=config.path,
             )
         accepted = SUPPORTED_EXTENSIONS[setting.name]
         if accepted is not None and (setting.value or b'').strip().lower() not in accepted:
             raise CorruptRepositoryError(
                 f'{config.where(setting)}: {key} names a value that is not supported (only '
-                f'{", ".join(sorted(v.decode() for v in accepted))}); nothing was changed'
+                f'{", ".join(sorted(v.decode() for v in accepted))}); nothing was changed',
+                path=config.path,
             )
 
 
@@ -234,8 +238,10 @@ def _vetted_tracked(config: RepoConfig) -> tuple[str, ...] | None:
                 continue
         where = f'checkpoints.tracked in {config.path} (line {setting.line})'
         if problem is None:
-            raise CorruptRepositoryError(f'{where} has no value')
-        raise CorruptRepositoryError(f'{where} is not a usable tracked path: it has {problem}')
+            raise CorruptRepositoryError(f'{where} has no value', path=config.path)
+        raise CorruptRepositoryError(
+            f'{where} is not a usable tracked path: it has {problem}', path=config.path
+        )
     return tuple(out) or None
 
 

@@ -119,7 +119,8 @@ def full_parse(data: bytes, path: Path) -> tuple[list[Setting], list[Header]]:
         return _Parser(data).run()
     except _Syntax as error:
         raise CorruptRepositoryError(
-            f'cannot read {path}: line {error.line} is not valid git config ({error.why})'
+            f'cannot read {path}: line {error.line} is not valid git config ({error.why})',
+            path=path,
         ) from None
 
 

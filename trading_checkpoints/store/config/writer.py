@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...core.durability import write_atomically
-from ...errors import CheckpointError
+from ...errors import CheckpointError, InvalidArgumentError
 from .reader import CHECKPOINTS, NAME, TRACKED, RepoConfig, parse, read_bytes
 from .syntax import full_parse
 
@@ -20,7 +20,9 @@ from .syntax import full_parse
 def format_value(value: bytes) -> bytes:
     """A value as git reads it back exactly: plain when it can be, else quoted and escaped."""
     if any(c in value for c in (b'\n', b'\r', b'\0')):
-        raise CheckpointError('a config value cannot hold a line break or a NUL character')
+        raise InvalidArgumentError(
+            'a config value cannot hold a line break or a NUL character', name='value', value=value
+        )
     plain = (
         value
         and value.strip(b' \t') == value
@@ -41,7 +43,11 @@ def _format_header(section: bytes, subsection: bytes | None) -> bytes:
     if subsection is None:
         return b'[' + section + b']'
     if b'\n' in subsection or b'\0' in subsection:
-        raise CheckpointError('a config subsection name cannot hold a line break or NUL')
+        raise InvalidArgumentError(
+            'a config subsection name cannot hold a line break or NUL',
+            name='subsection',
+            value=subsection,
+        )
     escaped = subsection.replace(b'\\', b'\\\\').replace(b'"', b'\\"')
     return b'[' + section + b' "' + escaped + b'"]'
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dulwich.objects import Commit, Tag, Tree, parse_tree
 
-from ...errors import CheckpointError, CorruptRepositoryError
+from ...errors import CorruptRepositoryError
 from ..damage import ref_damage
 
 
@@ -32,7 +32,9 @@ def ref_heads(repo) -> list[bytes]:
                 continue
             heads.append(sha)
     except ref_damage() as error:
-        raise CorruptRepositoryError(f'cannot read the refs of {repo.path}: {error}') from error
+        raise CorruptRepositoryError(
+            f'cannot read the refs of {repo.path}: {error}', path=repo.path
+        ) from error
     return heads
 
 
@@ -60,7 +62,7 @@ def reachable(
                 commits.append(obj.object[1])
                 continue
             if not isinstance(obj, Commit):
-                raise CheckpointError(f'the ref target {sha.decode()} is not a commit')
+                raise CorruptRepositoryError(f'the ref target {sha.decode()} is not a commit')
             found[sha] = None
             _walk_tree(store, obj.tree, b'', found)
             if sha not in shallow:
@@ -83,7 +85,7 @@ def _walk_tree(store, tree_sha: bytes, path: bytes, found: dict[bytes, bytes | N
         found[sha] = prefix
         type_num, raw = store.get_raw(sha)
         if type_num != Tree.type_num:
-            raise CheckpointError(f'the object {sha.decode()} is not a tree')
+            raise CorruptRepositoryError(f'the object {sha.decode()} is not a tree')
         # parse_tree on the raw bytes: no Tree object, no sorting (much faster on big folders).
         for name, mode, child_sha in parse_tree(raw, 20):
             child = prefix + b'/' + name if prefix else name

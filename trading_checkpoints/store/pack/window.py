@@ -19,7 +19,7 @@ from pathlib import Path
 from dulwich.objects import ShaFile
 from dulwich.pack import UnpackedObject, create_delta
 
-from ...errors import CheckpointError
+from ...errors import FileAccessError
 from .plan import alike
 
 # Delta search: how many previous objects to try, and the longest delta chain.
@@ -114,7 +114,9 @@ def write_pack(
     try:
         pack = store.add_pack_data(len(objects), records)
     except OSError as error:
-        raise CheckpointError(f'cannot write a pack into {store.path}: {error}') from error
+        raise FileAccessError(
+            f'cannot write a pack into {store.path}: {error}', path=store.path, action='write'
+        ) from error
     if pack is not None:
         _fsync_pack(Path(pack._basename))
     return pack, counter[0]
