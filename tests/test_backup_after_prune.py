@@ -14,13 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, tree_of
-from test_remote import (  # noqa: F401 - fixtures
-    _session,
-    _with_credentials,
-    gate,
-    http_remote,
-)
+from helpers.builders import session_turns
+from helpers.gitcli import GIT, git
+from helpers.httpremote import with_credentials
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.store.storage import objects_size
@@ -31,10 +28,10 @@ def _history(cps: Checkpoints) -> list[str]:
 
 
 def _pruned_after_a_push(cps: Checkpoints, desk: Path, url: str) -> tuple[list[str], list[str]]:
-    pushed = _session(cps, desk, 5)
+    pushed = session_turns(cps, desk, 5)
     cps.add_remote('backup', url)
     assert cps.push('backup').new == pushed[-1]
-    later = _session(cps, desk, 6, start=5)
+    later = session_turns(cps, desk, 6, start=5)
     result = cps.prune(keep=3)  # drops the remote's checkpoint and three never pushed
     assert pushed[-1] in result.pruned and _history(cps) == later[-3:][::-1]
     return pushed, later
@@ -62,13 +59,13 @@ def test_push_after_a_prune_to_a_path_remote(
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
     cps2, _, _ = Checkpoints.clone(str(remote), repo2, desk2)
     assert _history(cps2) == later[-3:][::-1] and tree_of(desk2) == tree_of(desk)
-    more = _session(cps, desk, 2, start=11)
+    more = session_turns(cps, desk, 2, start=11)
     assert cps.push().new == more[-1]
     assert cps2.pull().new == more[-1]
 
 
 def test_pull_then_push_over_http_after_a_prune_that_kept_everything_unpushed(
-    http_remote: tuple[str, Path],  # noqa: F811
+    http_remote: tuple[str, Path],
     cps: Checkpoints,
     desk: Path,
     repo_dir: Path,
@@ -76,10 +73,10 @@ def test_pull_then_push_over_http_after_a_prune_that_kept_everything_unpushed(
 ) -> None:
     """The prune dropped the remote's checkpoint, but nothing that was not pushed."""
     url, served = http_remote
-    pushed = _session(cps, desk, 5)
-    cps.add_remote('web', _with_credentials(url))
+    pushed = session_turns(cps, desk, 5)
+    cps.add_remote('web', with_credentials(url))
     cps.push('web')
-    later = _session(cps, desk, 3, start=5)
+    later = session_turns(cps, desk, 3, start=5)
     assert pushed[-1] in cps.prune(keep=3).pruned  # the remote's is the oldest kept's parent
     size = objects_size(repo_dir)
     pulled = cps.pull('web')
@@ -92,18 +89,18 @@ def test_pull_then_push_over_http_after_a_prune_that_kept_everything_unpushed(
         on_main = git(served, 'log', '--format=%h', '--abbrev=7', 'main').split()
         assert on_main == (pushed + later)[::-1]
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
-    cps2, _, _ = Checkpoints.clone(_with_credentials(url), repo2, desk2)
+    cps2, _, _ = Checkpoints.clone(with_credentials(url), repo2, desk2)
     assert _history(cps2) == (pushed + later)[::-1] and tree_of(desk2) == tree_of(desk)
 
 
 def test_over_http_a_gap_of_unpushed_pruned_checkpoints_is_a_clear_refusal(
-    http_remote: tuple[str, Path],  # noqa: F811
+    http_remote: tuple[str, Path],
     cps: Checkpoints,
     desk: Path,
     repo_dir: Path,
 ) -> None:
     url, served = http_remote
-    pushed, later = _pruned_after_a_push(cps, desk, _with_credentials(url))
+    pushed, later = _pruned_after_a_push(cps, desk, with_credentials(url))
     size = objects_size(repo_dir)
     pulled = cps.pull()  # the remote is behind: nothing comes back, nothing diverged
     assert pulled.up_to_date and pulled.new == later[-1]
@@ -119,14 +116,14 @@ def test_a_diverged_remote_is_still_refused_after_a_prune(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
 ) -> None:
     remote = tmp_path / 'backup.git'
-    pushed = _session(cps, desk, 3)
+    pushed = session_turns(cps, desk, 3)
     cps.add_remote('backup', str(remote))
     cps.push()
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
     cps2, _, _ = Checkpoints.clone(str(remote), repo2, desk2)
-    theirs = _session(cps2, desk2, 2, start=50)
+    theirs = session_turns(cps2, desk2, 2, start=50)
     cps2.push()  # the remote moves on to checkpoints this desk never had
-    _session(cps, desk, 5, start=3)
+    session_turns(cps, desk, 5, start=3)
     cps.prune(keep=2)
     with pytest.raises(CheckpointError, match='nothing was pushed'):
         cps.push()

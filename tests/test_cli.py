@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full_env = {'PATH': os.environ.get('PATH', ''), 'PYTHONPATH': str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+from helpers import ROOT
+from helpers.builders import write
+from helpers.cli import checkpoints
 
 
 def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
     write(desk, 'Memory.md', 'v1')
-    first = run(
+    first = checkpoints(
         'snapshot',
         '-m',
         'first',
@@ -40,21 +24,21 @@ def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
     assert 'first' in first.stdout
     write(desk, 'Memory.md', 'v2')
     write(desk, 'notes/new.md', 'n')
-    second = run('--workspace', str(workspace), 'snapshot', '-m', 'second', cwd=workspace)
+    second = checkpoints('--workspace', str(workspace), 'snapshot', '-m', 'second', cwd=workspace)
     assert second.returncode == 0
-    again = run('--workspace', str(workspace), 'snapshot', cwd=workspace)
+    again = checkpoints('--workspace', str(workspace), 'snapshot', cwd=workspace)
     assert again.returncode == 0 and 'Nothing changed' in again.stdout
-    listed = run('--workspace', str(workspace), 'list', '--json', cwd=workspace)
+    listed = checkpoints('--workspace', str(workspace), 'list', '--json', cwd=workspace)
     rows = json.loads(listed.stdout)
     assert [r['reason'] for r in rows] == ['second', 'first']
     assert set(rows[0]) >= {'id', 'created_at', 'reason'}
-    restored = run('--workspace', str(workspace), 'restore', rows[1]['id'], cwd=workspace)
+    restored = checkpoints('--workspace', str(workspace), 'restore', rows[1]['id'], cwd=workspace)
     assert restored.returncode == 0, restored.stderr
     assert 'D notes/new.md' in restored.stdout and 'W Memory.md' in restored.stdout
     undo_line = [line for line in restored.stdout.splitlines() if line.startswith('Undo with:')]
     assert undo_line and rows[0]['id'] in undo_line[0]
     assert (desk / 'Memory.md').read_text() == 'v1'
-    table = run('--workspace', str(workspace), 'list', '-n', '1', cwd=workspace)
+    table = checkpoints('--workspace', str(workspace), 'list', '-n', '1', cwd=workspace)
     lines = table.stdout.splitlines()
     assert f'restored {rows[1]["id"]}' in lines[0]
     assert lines[1] == '... and 2 older (list -n 0 shows all)'
@@ -66,13 +50,13 @@ def test_workspace_and_desk_from_environment(workspace: Path) -> None:
     other = workspace / 'desks' / 'research'
     write(other, 'notes/a.md', 'a')
     env = {'CHECKPOINTS_WORKSPACE': str(workspace), 'CHECKPOINTS_DESK': 'research'}
-    assert run('snapshot', cwd=workspace, env=env).returncode == 0
+    assert checkpoints('snapshot', cwd=workspace, env=env).returncode == 0
     assert (workspace / '.checkpoints' / 'research.git' / 'HEAD').exists()
-    assert json.loads(run('list', '--json', cwd=workspace, env=env).stdout)[0]['reason']
+    assert json.loads(checkpoints('list', '--json', cwd=workspace, env=env).stdout)[0]['reason']
 
 
 def test_list_json_is_empty_array_without_checkpoints(workspace: Path) -> None:
-    done = run('--workspace', str(workspace), 'list', '--json', cwd=workspace)
+    done = checkpoints('--workspace', str(workspace), 'list', '--json', cwd=workspace)
     assert done.returncode == 0 and json.loads(done.stdout) == []
     assert not (workspace / '.checkpoints').exists()
 
@@ -90,8 +74,8 @@ def test_errors_are_one_line_without_traceback(
     workspace: Path, desk: Path, args: list[str], message: str
 ) -> None:
     write(desk, 'Memory.md', 'v1')
-    assert run('--workspace', str(workspace), 'snapshot', cwd=workspace).returncode == 0
-    done = run('--workspace', str(workspace), *args, cwd=workspace)
+    assert checkpoints('--workspace', str(workspace), 'snapshot', cwd=workspace).returncode == 0
+    done = checkpoints('--workspace', str(workspace), *args, cwd=workspace)
     assert done.returncode != 0
     assert message in done.stderr
     assert 'Traceback' not in done.stderr
@@ -100,34 +84,34 @@ def test_errors_are_one_line_without_traceback(
 
 def test_corrupt_repository_is_a_clear_error(workspace: Path, desk: Path) -> None:
     write(desk, 'Memory.md', 'v1')
-    run('--workspace', str(workspace), 'snapshot', cwd=workspace)
+    checkpoints('--workspace', str(workspace), 'snapshot', cwd=workspace)
     head = workspace / '.checkpoints' / 'main.git' / 'refs' / 'heads' / 'main'
     head.write_text('garbage\n')
-    done = run('--workspace', str(workspace), 'list', cwd=workspace)
+    done = checkpoints('--workspace', str(workspace), 'list', cwd=workspace)
     assert done.returncode == 1
     assert 'not a commit id' in done.stderr and 'Traceback' not in done.stderr
 
 
 def test_every_verb_has_help_with_an_example(workspace: Path) -> None:
     for verb in ['list', 'snapshot', 'restore', 'demo']:
-        done = run(verb, '--help', cwd=workspace)
+        done = checkpoints(verb, '--help', cwd=workspace)
         assert done.returncode == 0
         assert 'Examples:' in done.stdout and f'checkpoints {verb}' in done.stdout
 
 
 def test_demo_runs_in_a_given_folder_and_keeps_it(tmp_path: Path) -> None:
     target = tmp_path / 'demo'
-    done = run('demo', '--dir', str(target), cwd=tmp_path)
+    done = checkpoints('demo', '--dir', str(target), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert 'Undo the restore' in done.stdout
     assert (target / '.checkpoints' / 'main.git' / 'HEAD').exists()
     assert 'SELL EVERYTHING' in (target / 'desks/main/notes/plan.md').read_text()
-    refused = run('demo', '--dir', str(target), cwd=tmp_path)
+    refused = checkpoints('demo', '--dir', str(target), cwd=tmp_path)
     assert refused.returncode == 1 and 'is not empty' in refused.stderr
 
 
 def test_demo_in_a_temporary_folder_leaves_nothing(tmp_path: Path) -> None:
-    done = run('demo', cwd=tmp_path, env={'TMPDIR': str(tmp_path)})
+    done = checkpoints('demo', cwd=tmp_path, env={'TMPDIR': str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert list(tmp_path.iterdir()) == []
 

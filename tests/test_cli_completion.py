@@ -5,16 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cli_process import checkpoints
-from conftest import write
-
-from trading_checkpoints import Checkpoints
+from helpers.builders import checkpoints_in, write
+from helpers.cli import checkpoints
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
     root = tmp_path / 'ws'
-    main = Checkpoints(root / '.checkpoints' / 'main.git', root / 'desks' / 'main')
+    main = checkpoints_in(root)
     write(main.desk_directory, 'Memory.md', 'v1')
     with main.turn('a question', message_id='msg_7'):
         with main.guard('write_file Memory.md'):
@@ -52,7 +50,7 @@ def test_desk_names_complete_before_and_after_the_verb(ws: Path, tmp_path: Path)
 
 
 def test_checkpoint_ids_and_turns_complete(ws: Path) -> None:
-    ids = Checkpoints(ws / '.checkpoints' / 'main.git', ws / 'desks' / 'main').list()
+    ids = checkpoints_in(ws).list()
     inside = ws / 'desks' / 'main'
     offered = [value for _, value in bash_complete('checkpoints diff ', inside)]
     assert offered == [c.checkpoint_id for c in ids]

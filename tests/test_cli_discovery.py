@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_process import checkpoints
-from conftest import write
-
-from trading_checkpoints import Checkpoints
+from helpers.builders import checkpoints_in, write
+from helpers.cli import checkpoints
 
 READ_VERBS = [
     ['list'],
@@ -37,12 +35,12 @@ READ_VERBS = [
 def agent(tmp_path: Path) -> Path:
     """A project folder holding a workspace with desks main (two checkpoints) and research."""
     root = tmp_path / 'project' / 'workspace'
-    main = Checkpoints(root / '.checkpoints' / 'main.git', root / 'desks' / 'main')
+    main = checkpoints_in(root)
     write(main.desk_directory, 'Memory.md', 'v1\n')
     main.snapshot('main first')
     write(main.desk_directory, 'Memory.md', 'v2\n')
     main.snapshot('main second')
-    research = Checkpoints(root / '.checkpoints' / 'research.git', root / 'desks' / 'research')
+    research = checkpoints_in(root, 'research')
     write(research.desk_directory, 'notes/a.md', 'a\n')
     research.snapshot('research first')
     return root
@@ -96,7 +94,7 @@ def test_options_go_before_or_after_the_verb_and_the_last_wins(agent: Path, tmp_
 def test_options_and_environment_win_over_discovery(agent: Path, tmp_path: Path) -> None:
     other = tmp_path / 'other'
     write(other / 'desks' / 'main', 'Memory.md', 'o')
-    Checkpoints(other / '.checkpoints' / 'main.git', other / 'desks' / 'main').snapshot('other')
+    checkpoints_in(other).snapshot('other')
     inside = agent / 'desks' / 'main'
     env = {'CHECKPOINTS_WORKSPACE': str(other)}
     assert reasons(checkpoints('list', '--json', cwd=inside, env=env)) == ['other']

@@ -5,17 +5,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write
+from helpers.builders import write
+from helpers.cli import start
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.cli import cli
 
-ROOT = Path(__file__).resolve().parents[1]
 PNG = b'\x89PNG\r\n\x1a\n\x00binary\xff'
 
 
@@ -213,24 +212,16 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
     pty = pytest.importorskip('pty')
     first, second = history
 
-    def on_tty(extra_env: dict[str, str]) -> bytes:
-        env = {key: value for key, value in os.environ.items() if key != 'NO_COLOR'}
-        env.update({'PYTHONPATH': str(ROOT), 'TERM': 'xterm'}, **extra_env)
+    def on_tty(extra_env: dict[str, str | None]) -> bytes:
         primary, secondary = pty.openpty()
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                '-m',
-                'trading_checkpoints',
-                '--workspace',
-                str(workspace),
-                'diff',
-                first,
-                second,
-            ],
+        process = start(
+            'diff',
+            first,
+            second,
+            workspace=workspace,
+            env={'NO_COLOR': None, 'TERM': 'xterm', **extra_env},
             stdout=secondary,
             stderr=subprocess.PIPE,
-            env=env,
         )
         os.close(secondary)
         chunks = []

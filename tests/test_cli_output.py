@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_process import checkpoints, shell
-from conftest import write
+from helpers.builders import checkpoints_in, write
+from helpers.cli import checkpoints, shell
 
 from trading_checkpoints import Checkpoints
 
@@ -17,7 +17,7 @@ from trading_checkpoints import Checkpoints
 def ws(tmp_path: Path) -> Path:
     """A workspace whose desk main has three checkpoints (v1, v2, v3) and holds v3."""
     root = tmp_path / 'ws'
-    cps = Checkpoints(root / '.checkpoints' / 'main.git', root / 'desks' / 'main')
+    cps = checkpoints_in(root)
     for n in (1, 2, 3):
         write(cps.desk_directory, 'Memory.md', f'v{n}\n')
         cps.snapshot(f'v{n}')
@@ -134,7 +134,7 @@ def test_list_ends_with_a_hint_and_says_how_many_more(ws: Path) -> None:
 
 
 def test_list_n_0_shows_all_and_a_long_cut_counts_to_a_bound(ws: Path) -> None:
-    cps = Checkpoints(ws / '.checkpoints' / 'main.git', ws / 'desks' / 'main')
+    cps = checkpoints_in(ws)
     for n in range(4, 46):
         write(cps.desk_directory, 'Memory.md', f'v{n}\n')
         cps.snapshot(f'v{n}')
@@ -219,7 +219,7 @@ def test_printed_commands_work_when_pasted_in_another_folder(tmp_path: Path) -> 
     """A workspace whose path needs quoting, a desk other than main, and the commands run by a
     real shell from a folder that is no workspace at all."""
     root = tmp_path / "my agent's ws"
-    cps = Checkpoints(root / '.checkpoints' / 'copy.git', root / 'desks' / 'copy')
+    cps = checkpoints_in(root, 'copy')
     write(cps.desk_directory, 'Memory.md', 'old\n')
     old = cps.snapshot('old')
     write(cps.desk_directory, 'Memory.md', 'new\n')
@@ -253,7 +253,7 @@ def test_printed_commands_work_when_pasted_in_another_folder(tmp_path: Path) -> 
 
 def test_pull_prints_a_restore_command_that_works_pasted(tmp_path: Path) -> None:
     root = tmp_path / 'ws'
-    source = Checkpoints(root / '.checkpoints' / 'main.git', root / 'desks' / 'main')
+    source = checkpoints_in(root)
     write(source.desk_directory, 'Memory.md', 'one\n')
     source.snapshot('one')
     backup = tmp_path / 'backup.git'

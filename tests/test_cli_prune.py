@@ -6,20 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_process import checkpoints, environment
-from conftest import write
-
-from trading_checkpoints import Checkpoints
+from helpers.builders import checkpoints_in, write
+from helpers.cli import checkpoints, start
 
 
 @pytest.fixture
 def desk(tmp_path: Path) -> Path:
     """A desk with ten checkpoints."""
-    cps = Checkpoints(tmp_path / '.checkpoints' / 'main.git', tmp_path / 'desks' / 'main')
+    cps = checkpoints_in(tmp_path)
     for n in range(10):
         write(cps.desk_directory, 'Memory.md', f'v{n}\n')
         cps.snapshot(f'v{n}')
@@ -82,13 +79,13 @@ def test_stored_limits_are_confirmed_too(desk: Path) -> None:
 def on_a_terminal(desk: Path, answer: bytes, *args: str) -> tuple[int, str]:
     pty = pytest.importorskip('pty')
     primary, secondary = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'trading_checkpoints', 'prune', *args],
+    process = start(
+        'prune',
+        *args,
         cwd=desk,
         stdin=secondary,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=environment(),
     )
     os.close(secondary)
     os.write(primary, answer)

@@ -4,14 +4,12 @@ else's underscore names, and no dulwich until a verb needs a repository."""
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
+from helpers.processes import python
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'trading_checkpoints' / 'cli'
 MODULES = sorted(PACKAGE.glob('*.py'))
 
@@ -83,14 +81,7 @@ def test_no_dulwich_without_a_repository(args: list[str], tmp_path: Path) -> Non
         'try:\n    main()\nexcept SystemExit as exit:\n    code = exit.code\n'
         'print("CODE", code, any(m.startswith("dulwich") for m in sys.modules), file=sys.stderr)'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', code],
-        cwd=tmp_path,
-        env={**os.environ, 'PYTHONPATH': str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = python(code, cwd=tmp_path)
     assert done.stderr.splitlines()[-1] == 'CODE 0 False', done.stderr
 
 

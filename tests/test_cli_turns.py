@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import write
+from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.cli import cli

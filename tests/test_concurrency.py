@@ -1,6 +1,6 @@
 """Concurrency stress: several processes snapshot, restore and list one desk at the same time.
 
-Four real processes (``sys.executable tests/stress_driver.py``) each run random operations.
+Four real processes (``tests/helpers/scripts/stress_driver.py``) each run random operations.
 Afterwards: zero errors, every id any process was given is in the history, the history is
 linear and holds every commit object in the repository (none was orphaned by a lost race),
 every checkpoint reads back, and ``git fsck --strict`` is clean. The default run does 4 x 25
@@ -10,18 +10,21 @@ operations; ``python -m pytest -m slow tests/test_concurrency.py -s`` does 4 x 1
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from faults import ROOT, fsck, history, put, version_of
+from helpers import SCRIPTS
+from helpers.builders import put
+from helpers.gitcli import fsck
+from helpers.processes import environment
+from helpers.reading import history, version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store.repo import ShadowRepo
 
-DRIVER = Path(__file__).with_name('stress_driver.py')
+DRIVER = SCRIPTS / 'stress_driver.py'
 
 
 def _stress(tmp_path: Path, workers: int, ops: int) -> dict:
@@ -33,11 +36,10 @@ def _stress(tmp_path: Path, workers: int, ops: int) -> dict:
     put(desk, 'scratch.txt', '-', b'untracked')
     Checkpoints(repo, desk).snapshot('start')
     log = tmp_path / 'log.jsonl'
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
     children = [
         subprocess.Popen(
             [sys.executable, str(DRIVER), str(repo), str(desk), str(w), str(ops), str(w), str(log)],
-            env=env,
+            env=environment(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )

@@ -24,22 +24,11 @@ import time
 from pathlib import Path
 
 import pytest
-from faults import (
-    ROOT,
-    Tally,
-    files_of,
-    fsck,
-    history,
-    lands_a_desk_file,
-    mutate,
-    put,
-    remove,
-    run_child,
-    seed_desk,
-    tracked,
-    untracked,
-    version_of,
-)
+from helpers.builders import mutate, put, remove, seed_desk
+from helpers.cli import checkpoints, start
+from helpers.faults import Tally, lands_a_desk_file, run_child
+from helpers.gitcli import fsck
+from helpers.reading import files_of, history, tracked, untracked, version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops import journal as journal_module
@@ -289,12 +278,11 @@ def test_cli_killed_mid_restore_then_next_command_says_so(tmp_path: Path) -> Non
     for i in range(200):
         put(desk, f'notes/f{i:03}.md', '-', b'new %d\n' % i * 50)
     cps.snapshot('new')
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    command = [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace)]
     for attempt in range(20):  # kill it once the record exists, i.e. mid-way through the desk
-        child = subprocess.Popen(
-            [*command, 'restore', old],
-            env=env,
+        child = start(
+            'restore',
+            old,
+            workspace=workspace,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -310,7 +298,7 @@ def test_cli_killed_mid_restore_then_next_command_says_so(tmp_path: Path) -> Non
         Checkpoints(repo_dir, desk).restore(cps.list()[1 if attempt else 0].checkpoint_id)
     assert journal_module.pending(repo_dir), 'never caught the restore mid-way'
     fsck(repo_dir, strict_clean=False)
-    done = subprocess.run([*command, 'list', '-n', '3'], env=env, capture_output=True, text=True)
+    done = checkpoints('list', '-n', '3', workspace=workspace)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith('note: completed an interrupted restore of'), done.stderr
     assert 'Traceback' not in done.stderr

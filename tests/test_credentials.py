@@ -12,39 +12,17 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
-from test_remote import (  # noqa: F401 - fixtures
-    USER,
-    _QuietHandler,
-    _session,
-    _ThreadedServer,
-    _with_basic_auth,
-    gate,
-    http_remote,
-)
+from helpers.builders import session_turns, write
+from helpers.cli import checkpoints
+from helpers.httpremote import USER, served
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.remote import redact
 
-ROOT = Path(__file__).resolve().parents[1]
 TOKEN = 'ghp_0123456789abcdefTOKENvalue'
-
-
-def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    env.pop('CHECKPOINTS_DESK', None)
-    return subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def _everything_in(folder: Path) -> bytes:
@@ -77,14 +55,14 @@ def test_redact_removes_all_user_info(url: str, shown: str) -> None:
 
 
 def test_no_token_in_any_output_the_repository_or_the_reflog(
-    http_remote: tuple[str, Path],  # noqa: F811
+    http_remote: tuple[str, Path],
     cps: Checkpoints,
     desk: Path,
     workspace: Path,
     repo_dir: Path,
 ) -> None:
     url, _ = http_remote
-    _session(cps, desk, 2)
+    session_turns(cps, desk, 2)
     secret_url = url.replace('http://', f'http://{TOKEN}@')
     outputs = []
     for args in (
@@ -96,26 +74,26 @@ def test_no_token_in_any_output_the_repository_or_the_reflog(
         ['clone', secret_url, '--desk', 'copy'],
         ['clone', secret_url, '--desk', 'copy2', '--json'],
     ):
-        done = _cli(workspace, *args)
+        done = checkpoints(*args, workspace=workspace)
         outputs.append(done.stdout + done.stderr)
         assert 'Traceback' not in done.stderr
     text = '\n'.join(outputs)
     assert TOKEN not in text
     assert 'refused the credentials' in text  # the push did reach the server
-    listed = json.loads(_cli(workspace, 'remote', 'list', '--json').stdout)
+    listed = json.loads(checkpoints('remote', 'list', '--json', workspace=workspace).stdout)
     assert listed == [{'name': 'web', 'url': url}]
     assert TOKEN.encode() not in _everything_in(workspace)
     assert TOKEN.encode() not in _everything_in(repo_dir)
 
 
 def test_clone_with_a_token_keeps_it_out_of_the_new_repository(
-    http_remote: tuple[str, Path],  # noqa: F811
+    http_remote: tuple[str, Path],
     cps: Checkpoints,
     desk: Path,
     workspace: Path,
 ) -> None:
     url, _ = http_remote
-    ids = _session(cps, desk, 2)
+    ids = session_turns(cps, desk, 2)
     cps.add_remote('web', url.replace('http://', f'http://{USER}:s3cret-pa55@'))
     cps.push('web')
     repo2 = workspace / '.checkpoints' / 'two.git'
@@ -146,21 +124,21 @@ def test_credentials_are_stored_outside_the_repository_for_the_owner_only(
 
 
 def test_a_token_left_in_an_old_config_is_still_used_but_never_shown(
-    http_remote: tuple[str, Path],  # noqa: F811
+    http_remote: tuple[str, Path],
     cps: Checkpoints,
     desk: Path,
     repo_dir: Path,
     workspace: Path,
 ) -> None:
     url, _ = http_remote
-    ids = _session(cps, desk, 1)
+    ids = session_turns(cps, desk, 1)
     old = url.replace('http://', f'http://{USER}:s3cret-pa55@')
     config = repo_dir / 'config'
     config.write_text(config.read_text() + f'[remote "web"]\n\turl = {old}\n')
     assert [r.display_url for r in cps.remotes()] == [url]
     assert 's3cret-pa55' not in repr(cps.remotes())
     assert cps.push('web').new == ids[-1]
-    listed = _cli(workspace, 'remote', 'list')
+    listed = checkpoints('remote', 'list', workspace=workspace)
     assert 's3cret-pa55' not in listed.stdout and USER not in listed.stdout
 
 
@@ -170,37 +148,14 @@ def test_a_token_left_in_an_old_config_is_still_used_but_never_shown(
 @pytest.fixture
 def reserved_server(tmp_path: Path):
     """A smart-HTTP server whose user name and password hold reserved characters."""
-    import threading
-    from wsgiref.simple_server import make_server
-
-    from dulwich.repo import Repo
-    from dulwich.server import DictBackend
-    from dulwich.web import make_wsgi_chain
-
-    bare = tmp_path / 'served.git'
-    bare.mkdir()
-    repo = Repo.init_bare(str(bare))
-    repo.refs.set_symbolic_ref(b'HEAD', b'refs/heads/main')
-    app = _with_basic_auth(
-        make_wsgi_chain(DictBackend({'/desk.git': repo})), 'me@corp', 'p@ss:w/rd%?'
-    )
-    server = make_server(
-        '127.0.0.1', 0, app, server_class=_ThreadedServer, handler_class=_QuietHandler
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f'127.0.0.1:{server.server_port}/desk.git'
-    finally:
-        server.shutdown()
-        server.server_close()
-        repo.close()
+    with served(tmp_path / 'served.git', 'me@corp', 'p@ss:w/rd%?') as address:
+        yield address
 
 
 def test_percent_encoded_credentials_are_decoded_before_sending(
     reserved_server: str, cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
-    ids = _session(cps, desk, 2)
+    ids = session_turns(cps, desk, 2)
     cps.add_remote('web', f'http://me%40corp:p%40ss%3Aw%2Frd%25%3F@{reserved_server}')
     assert cps.push('web').new == ids[-1]
     _, cloned, _ = Checkpoints.clone(
@@ -214,7 +169,7 @@ def test_percent_encoded_credentials_are_decoded_before_sending(
 def test_percent_encoded_credentials_from_the_environment_are_taken_as_given(
     reserved_server: str, cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = _session(cps, desk, 1)
+    ids = session_turns(cps, desk, 1)
     cps.add_remote('web', f'http://{reserved_server}')
     monkeypatch.setenv('CHECKPOINTS_REMOTE_USERNAME', 'me@corp')
     monkeypatch.setenv('CHECKPOINTS_REMOTE_PASSWORD', 'p@ss:w/rd%?')
@@ -224,7 +179,7 @@ def test_percent_encoded_credentials_from_the_environment_are_taken_as_given(
 def test_a_wrong_password_error_never_shows_user_or_password(
     reserved_server: str, cps: Checkpoints, desk: Path
 ) -> None:
-    _session(cps, desk, 1)
+    session_turns(cps, desk, 1)
     cps.add_remote('web', f'http://{TOKEN}:n0pe-n0pe@{reserved_server}')
     with pytest.raises(CheckpointError, match='refused the credentials') as caught:
         cps.push('web')

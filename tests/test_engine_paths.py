@@ -5,20 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
-from faults import files_of, version_of
+from helpers.builders import write
+from helpers.processes import python
+from helpers.reading import files_of, version_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.ops.journal import record_path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _hostile_remote(path: Path, bad_at: int = 130) -> None:
@@ -77,7 +74,7 @@ def test_an_interrupted_clone_is_resumed_by_cloning_again(tmp_path: Path) -> Non
 import os, signal, sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
-from faults import lands_a_desk_file
+from helpers.faults import lands_a_desk_file
 renames = []
 def hook(event, args):
     if lands_a_desk_file(event, args):
@@ -87,8 +84,7 @@ def hook(event, args):
 sys.addaudithook(hook)
 Checkpoints.clone({str(tmp_path / 'source.git')!r}, Path({str(repository)!r}), Path({str(desk)!r}))
 """
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join((str(ROOT), str(ROOT / 'tests')))}
-    done = subprocess.run([sys.executable, '-c', code], env=env, timeout=60)
+    done = python(code, with_helpers=True, timeout=60)
     assert done.returncode == -9, 'the clone was not killed mid-checkout'
     landed = [path for path in files_of(desk) if '.checkpoint-' not in path]
     assert 0 < len(landed) < 30
@@ -217,10 +213,7 @@ assert result.checkpoint_id and not result.skipped, result
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print((peak - base) // 1024)
 """
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=300
-    )
+    done = python(code, timeout=300)
     assert done.returncode == 0, done.stderr
     grown_mib = int(done.stdout.strip())
     assert grown_mib < 128, f'memory grew by {grown_mib} MiB for 512 MiB of files'

@@ -20,7 +20,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from faults import files_of, fsck, history, put, run_child, version_of
+from helpers.builders import put
+from helpers.faults import run_child
+from helpers.gitcli import fsck
+from helpers.reading import files_of, history, version_of
 
 from trading_checkpoints import (
     CheckpointError,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
+from helpers.processes import environment
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / 'examples').glob('*.py'))
 
 
@@ -28,7 +28,7 @@ def test_example_runs(example: Path, tmp_path: Path) -> None:
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
-        env={**os.environ, 'PYTHONPATH': str(ROOT), 'NO_COLOR': '1'},
+        env=environment(),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip(), 'an example narrates what it does'

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import tree_of, write
+from helpers.builders import write
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints, ExternalChangesError
 

@@ -6,8 +6,8 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
-from conftest import write
 from dulwich.config import ConfigFile
+from helpers.builders import write
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

@@ -62,7 +62,7 @@ import pytest
 from click.testing import CliRunner
 from dulwich.object_store import DiskObjectStore
 from dulwich.objects import Blob, Commit, Tree
-from faults import put
+from helpers.builders import put
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,11 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import git, needs_git, write
+from helpers import ROOT
+from helpers.builders import write
+from helpers.gitcli import git, needs_git
 
 from trading_checkpoints import Checkpoints
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @needs_git

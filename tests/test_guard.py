@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers.builders import write
 
 from trading_checkpoints import CheckpointError, Checkpoints, CheckpointWarning
 

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import git, needs_git, write
+from helpers.builders import write
+from helpers.gitcli import git, needs_git
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -11,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers import HOOK_EVENTS, ROOT
+from helpers.builders import write
+from helpers.cli import checkpoints
+from helpers.processes import environment, python
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.workspace import Workspace
-
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).resolve().parent / 'fixtures' / 'hooks'
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Done:
 
 def event(name: str, workspace: Path, outside: Path | None = None, **changes: object) -> bytes:
     """A recorded event with the test's folders filled in (and top-level fields changed)."""
-    text = (FIXTURES / name).read_text()
+    text = (HOOK_EVENTS / name).read_text()
     text = text.replace('${WORKSPACE}', str(workspace))
     text = text.replace('${OUTSIDE}', str(outside or workspace.parent / 'elsewhere'))
     if not changes:
@@ -41,16 +40,12 @@ def event(name: str, workspace: Path, outside: Path | None = None, **changes: ob
 
 def hook(payload: bytes, *args: str, cwd: Path | None = None, **env: str) -> Done:
     """Runs ``python -m trading_checkpoints.agent.hooks`` as a harness would: event on stdin."""
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHONPATH'))
-    }
-    environment.update(PYTHONPATH=str(ROOT), **env)
     done = subprocess.run(
         [sys.executable, '-m', 'trading_checkpoints.agent.hooks', *args],
         input=payload,
         capture_output=True,
         cwd=cwd or ROOT,
-        env=environment,
+        env=environment(env),
         timeout=60,
     )
     return Done(done.returncode, done.stdout.decode(), done.stderr.decode())
@@ -267,7 +262,7 @@ def test_failed_checkpoint_never_blocks_unless_strict(workspace: Path, desk: Pat
 @pytest.mark.parametrize(
     'payload, problem',
     [
-        ((FIXTURES / 'malformed_truncated.json').read_bytes(), 'is not valid JSON'),
+        ((HOOK_EVENTS / 'malformed_truncated.json').read_bytes(), 'is not valid JSON'),
         (b'', 'no hook event on stdin'),
         (b'[1, 2]', 'must be a JSON object, not list'),
         (b'{"tool_name": "Write"}', 'has no "hook_event_name"'),
@@ -298,13 +293,8 @@ def test_non_write_events_stay_cheap(workspace: Path) -> None:
         'print(sorted({m.split(".")[0] for m in sys.modules} & {"dulwich"}), file=sys.stderr)\n'
         'sys.exit(code)'
     )
-    environment = {k: v for k, v in os.environ.items() if not k.startswith('CHECKPOINTS_')}
-    done = subprocess.run(
-        [sys.executable, '-c', code],
-        input=event('claude_pre_tool_use_bash.json', workspace),
-        capture_output=True,
-        env={**environment, 'PYTHONPATH': str(ROOT)},
-        timeout=60,
+    done = python(
+        code, stdin=event('claude_pre_tool_use_bash.json', workspace), text=False, timeout=60
     )
     assert done.returncode == 0 and done.stdout == b'' and done.stderr == b'[]\n'
 
@@ -334,25 +324,22 @@ def test_readme_settings_match_the_adapter() -> None:
 def test_the_checkpoints_hook_verb_passes_everything_through(workspace: Path, desk: Path) -> None:
     """`checkpoints hook` is the same adapter: options after the verb reach it untouched (a
     usage error would read as a refusal), and global --workspace/--desk reach it too."""
-    environment = {
-        k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHONPATH'))
-    }
-    environment['PYTHONPATH'] = str(ROOT)
-    verb = [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), 'hook']
-    done = subprocess.run(
-        [*verb, '--harness', 'claude'],
-        input=event('claude_pre_tool_use_write.json', workspace),
-        capture_output=True,
+    done = checkpoints(
+        'hook',
+        '--harness',
+        'claude',
+        workspace=workspace,
+        stdin=event('claude_pre_tool_use_write.json', workspace),
+        text=False,
         cwd=workspace.parent,
-        env=environment,
         timeout=60,
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, b'', b''), done
     [taken] = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list()
     assert taken.tool == 'claude:Write'
-    done = subprocess.run(
-        [*verb, '--no-such-option'], input=b'{}', capture_output=True, env=environment, timeout=60
+    done = checkpoints(
+        'hook', '--no-such-option', workspace=workspace, stdin=b'{}', text=False, timeout=60
     )
     assert done.returncode == 1, 'an unknown option is a non-blocking error, never exit 2'
-    done = subprocess.run([*verb, '--help'], capture_output=True, env=environment, timeout=60)
+    done = checkpoints('hook', '--help', workspace=workspace, text=False, timeout=60)
     assert done.returncode == 0 and b'--harness' in done.stdout

@@ -10,13 +10,14 @@ its errors instead of quoting the config's contents.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, needs_git, write
+from helpers.builders import write
+from helpers.cli import checkpoints
+from helpers.gitcli import GIT, git, needs_git
+from helpers.processes import python
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,20 +25,7 @@ from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.errors import CorruptRepositoryError
 from trading_checkpoints.ops.retention import Limits, read_limits, write_limits
 
-ROOT = Path(__file__).resolve().parents[1]
 TOKEN = 'ghp_S3CRETt0kenFromTheIncludedFile'
-
-
-def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    env.pop('CHECKPOINTS_DESK', None)
-    return subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def _repository_state(repo: Path) -> dict[str, bytes]:
@@ -119,7 +107,7 @@ def test_cli_reports_an_include_on_one_line_without_its_contents(
     secret.write_text(TOKEN + '\n')
     _append(repo_dir, f'[include]\n\tpath = {secret}\n')
     for args in (['snapshot', '-m', 'x'], ['list'], ['remote', 'list'], ['log']):
-        done = _cli(workspace, *args)
+        done = checkpoints(*args, workspace=workspace)
         assert done.returncode != 0, args
         assert done.stderr.startswith('error: ') and done.stderr.count('\n') == 1, done.stderr
         assert TOKEN not in done.stdout + done.stderr
@@ -176,7 +164,7 @@ def test_cli_reports_an_unsupported_format_on_one_line(
     started: Checkpoints, repo_dir: Path, workspace: Path
 ) -> None:
     _append(repo_dir, '[core]\n\trepositoryformatversion = 99\n')
-    done = _cli(workspace, 'snapshot', '-m', 'x')
+    done = checkpoints('snapshot', '-m', 'x', workspace=workspace)
     assert done.returncode != 0
     assert done.stderr.startswith('error: ') and done.stderr.count('\n') == 1, done.stderr
     assert 'repositoryformatversion' in done.stderr and 'unexpected' not in done.stderr
@@ -234,13 +222,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_hanging(
         '    print(error)\n'
         '    sys.exit(3)\n'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, 'PYTHONPATH': str(ROOT)},
-    )
+    done = python(code, timeout=60)
     assert done.returncode == 3, done.stderr
     assert 'not a regular file' in done.stdout
 

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write
-from faults import files_of, put, run_child
-from test_hostile_repositories import BLOB, TREE, blob, commit, tree
+from helpers.builders import put, write
+from helpers.faults import run_child
+from helpers.rawobjects import BLOB, TREE, blob, commit, tree
+from helpers.reading import files_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.core.lock import DEFAULT_TIMEOUT

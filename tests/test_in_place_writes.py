@@ -16,7 +16,9 @@ from array import array
 from pathlib import Path
 
 import pytest
-from faults import files_of, put, run_child, version_of
+from helpers.builders import put
+from helpers.faults import armed, run_child
+from helpers.reading import files_of, version_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
@@ -124,26 +126,14 @@ def test_a_file_swapped_between_its_check_and_its_opening_is_not_written(
     data = b'restored bytes'
     target = {'notes/a.md': (0o100644, blob_id(data))}
     read_blob = {blob_id(data): data}.__getitem__
-    _armed.append(swap)
-    try:
-        apply(folders, Allowlist(('notes/',)), Plan(['notes/a.md'], []), target, read_blob)
-    finally:
-        _armed.remove(swap)
-        folders.close()
+    with armed(swap):
+        try:
+            apply(folders, Allowlist(('notes/',)), Plan(['notes/a.md'], []), target, read_blob)
+        finally:
+            folders.close()
     assert swapped, 'the swap never happened'
     assert outside.read_bytes() == b'precious, outside the desk'
     assert (desk / 'notes/a.md').read_bytes() == b'restored bytes'  # renamed into place
-
-
-_armed: list = []
-
-
-def _dispatch(event: str, args: tuple) -> None:
-    for action in list(_armed):
-        action(event, args)
-
-
-sys.addaudithook(_dispatch)
 
 
 def _restore_killed_at_the_cut(repo_dir: Path, desk: Path, target: str) -> None:
@@ -234,12 +224,8 @@ def test_a_device_swapped_in_during_the_restore_is_never_opened(tmp_path: Path) 
         elif args[0] == 'a.md' and isinstance(args[2], int) and args[2] & os.O_WRONLY:
             opened.append(args[0])
 
-    _armed.append(swap_and_watch)
-    try:
-        with pytest.raises(CheckpointError):
-            cps.restore(old)
-    finally:
-        _armed.remove(swap_and_watch)
+    with armed(swap_and_watch), pytest.raises(CheckpointError):
+        cps.restore(old)
     assert device.is_char_device(), 'the swap never happened, or the device was replaced'
     assert opened == []
 

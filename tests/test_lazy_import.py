@@ -3,23 +3,13 @@ unchanged desk must not load dulwich."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from helpers.processes import python
 
 
 def _modules_after(code: str) -> set[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    out = subprocess.run(
-        [sys.executable, '-c', f'{code}\nimport sys\nprint(" ".join(sys.modules))'],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = python(f'{code}\nimport sys\nprint(" ".join(sys.modules))', check=True).stdout
     return set(out.split())
 
 
@@ -79,16 +69,13 @@ def test_a_cold_list_loads_no_dulwich(tmp_path: Path) -> None:
 
 
 def _cli_in_new_process(workspace: Path, *args: str) -> tuple[set[str], str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
     code = (
         'import sys\nfrom trading_checkpoints.cli import main\n'
         f'sys.argv = ["checkpoints", "--workspace", {str(workspace)!r}, *{list(args)!r}]\n'
         'try:\n    main()\nexcept SystemExit:\n    pass\n'
         'print("MODULES", " ".join(sys.modules))'
     )
-    out = subprocess.run(
-        [sys.executable, '-c', code], env=env, capture_output=True, text=True, check=True
-    ).stdout
+    out = python(code, check=True).stdout
     text, _, modules = out.rpartition('MODULES ')
     return set(modules.split()), text
 

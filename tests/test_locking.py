@@ -8,13 +8,13 @@ import sys
 import threading
 from pathlib import Path
 
-from conftest import GIT, git, write
+from helpers import ROOT
+from helpers.builders import write
+from helpers.gitcli import GIT, git
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.lock import exclusive
 from trading_checkpoints.errors import LockTimeoutError
-
-ROOT = Path(__file__).resolve().parents[1]
 
 WORKER = """
 import json, sys

@@ -2,71 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conftest import tree_of, write
+from helpers.builders import write
+from helpers.processes import python
+from helpers.reading import tree_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.workspace import Workspace
 
 mcp = pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def field(result: Any, snake: str, camel: str) -> Any:
-    """A result attribute under its mcp 2.x (snake_case) or 1.x (camelCase) name."""
-    return getattr(result, snake) if hasattr(result, snake) else getattr(result, camel)
-
-
-class Session:
-    """A connected client session with helpers that unwrap tool results."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    async def ok(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        text = ' '.join(getattr(c, 'text', '') for c in result.content)
-        assert not field(result, 'is_error', 'isError'), f'{tool} failed: {text}'
-        structured = field(result, 'structured_content', 'structuredContent')
-        assert isinstance(structured, dict), f'{tool} returned no structured content'
-        return structured
-
-    async def error(self, tool: str, **arguments: Any) -> str:
-        result = await self.session.call_tool(tool, arguments)
-        assert field(result, 'is_error', 'isError'), f'{tool} unexpectedly succeeded'
-        return ' '.join(getattr(c, 'text', '') for c in result.content)
-
-
-def run_server(
-    workspace: Path, script: Callable[[Session], Awaitable[None]], *options: str
-) -> None:
-    """Starts the server as a subprocess over stdio and plays ``script`` against it."""
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
-    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'NO_COLOR': '1'}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=['-m', 'trading_checkpoints', '--workspace', str(workspace), *options, 'mcp'],
-        env=env,
-        cwd=str(workspace),
-    )
-
-    async def main() -> None:
-        async with stdio_client(params) as (read, write_stream):
-            async with ClientSession(read, write_stream) as session:
-                await session.initialize()
-                await script(Session(session))
-
-    asyncio.run(asyncio.wait_for(main(), timeout=120))
+from helpers.mcpclient import Session, field, run_server  # noqa: E402 - after the importorskip
 
 
 def test_tools_are_listed_with_json_schemas(workspace: Path) -> None:
@@ -218,14 +166,7 @@ def test_missing_extra_gives_a_clear_message(workspace: Path) -> None:
         f'sys.argv = ["checkpoints", "--workspace", {str(workspace)!r}, "mcp"]\n'
         'main()\n'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, 'PYTHONPATH': str(ROOT)},
-        stdin=subprocess.DEVNULL,
-    )
+    done = python(code, timeout=60)
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "error: the MCP server needs the optional 'mcp' extra: "

@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers.builders import checkpoints_in, write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops.retention import Limits, write_limits
 
 pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
 
-from test_mcp import Session, field, run_server  # noqa: E402 - after the importorskip
+from helpers.mcpclient import Session, field, run_server  # noqa: E402 - after the importorskip
 
 
 def checkpoints_of(workspace: Path) -> Checkpoints:
-    return Checkpoints(workspace / '.checkpoints' / 'main.git', workspace / 'desks' / 'main')
+    return checkpoints_in(workspace)
 
 
 def test_new_tools_have_schemas_and_typed_results(workspace: Path) -> None:

@@ -19,8 +19,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, needs_git, write
-from faults import files_of, fsck, history, put, run_child, tracked, version_of
+from helpers.builders import put, write
+from helpers.faults import run_child
+from helpers.gitcli import GIT, fsck, git, needs_git
+from helpers.reading import files_of, history, tracked, version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import storage

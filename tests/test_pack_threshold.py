@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import write
+from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store.pack import packfile

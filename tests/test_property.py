@@ -14,7 +14,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from faults import files_of, put, remove, tracked, untracked
+from helpers.builders import put, remove
+from helpers.reading import files_of, tracked, untracked
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (

@@ -5,14 +5,13 @@ times differ from run to run, so each id shown in the README is matched to the r
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_process import environment, shell
+from helpers import ROOT
+from helpers.cli import shell
+from helpers.processes import python
 
-ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / 'README.md').read_text()
 PYTHON_BLOCKS = re.findall(r'^```python\n(.*?)^```$', README, re.S | re.M)
 
@@ -29,15 +28,7 @@ def test_the_readme_has_python_blocks() -> None:
 
 @pytest.mark.parametrize('number', range(len(PYTHON_BLOCKS)))
 def test_python_block_runs_verbatim_in_a_fresh_folder(number: int, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, '-c', PYTHON_BLOCKS[number]],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    done = python(PYTHON_BLOCKS[number], cwd=tmp_path)
     assert done.returncode == 0, f'block {number}:\n{PYTHON_BLOCKS[number]}\n{done.stderr}'
 
 

@@ -2,120 +2,25 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
-from conftest import GIT, git, needs_git, tree_of, write
+from helpers.builders import session_turns, write
+from helpers.cli import checkpoints
+from helpers.gitcli import GIT, git, needs_git
+from helpers.httpremote import PASSWORD, USER, Gate, with_credentials
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.remote import redact
 
-ROOT = Path(__file__).resolve().parents[1]
-USER, PASSWORD = 'desk-bot', 's3cret-pa55'
-
-
-# -- a smart-HTTP git server on 127.0.0.1 behind basic auth ----------------------------------
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
-        pass
-
-
-class _ThreadedServer(WSGIServer):
-    daemon_threads = True
-
-
-def _with_basic_auth(app, user: str, password: str):
-    expected = 'Basic ' + base64.b64encode(f'{user}:{password}'.encode()).decode()
-
-    def guarded(environ, start_response):
-        if environ.get('HTTP_AUTHORIZATION') != expected:
-            start_response(
-                '401 Unauthorized',
-                [('WWW-Authenticate', 'Basic realm="checkpoints"'), ('Content-Type', 'text/plain')],
-            )
-            return [b'authentication required\n']
-        return app(environ, start_response)
-
-    return guarded
-
-
-class _Gate:
-    """Holds receive-pack requests until opened, to catch a push in the middle of its upload."""
-
-    def __init__(self) -> None:
-        self.reached = threading.Event()
-        self.opened = threading.Event()
-        self.opened.set()
-
-    def wrap(self, app):
-        def gated(environ, start_response):
-            if environ.get('PATH_INFO', '').endswith('/git-receive-pack'):
-                self.reached.set()
-                self.opened.wait(30)
-            return app(environ, start_response)
-
-        return gated
-
-
-@pytest.fixture
-def gate() -> _Gate:
-    return _Gate()
-
-
-@pytest.fixture
-def http_remote(tmp_path: Path, gate: _Gate) -> Iterator[tuple[str, Path]]:
-    """A bare repository served over smart HTTP; yields (base URL without credentials, path)."""
-    from dulwich.repo import Repo
-    from dulwich.server import DictBackend
-    from dulwich.web import make_wsgi_chain
-
-    bare = tmp_path / 'served.git'
-    bare.mkdir()
-    repo = Repo.init_bare(str(bare))
-    repo.refs.set_symbolic_ref(b'HEAD', b'refs/heads/main')
-    app = _with_basic_auth(
-        gate.wrap(make_wsgi_chain(DictBackend({'/desk.git': repo}))), USER, PASSWORD
-    )
-    server = make_server(
-        '127.0.0.1', 0, app, server_class=_ThreadedServer, handler_class=_QuietHandler
-    )
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f'http://127.0.0.1:{server.server_port}/desk.git', bare
-    finally:
-        server.shutdown()
-        server.server_close()
-        repo.close()
-
-
-def _with_credentials(url: str, user: str = USER, password: str = PASSWORD) -> str:
-    return url.replace('http://', f'http://{user}:{password}@')
-
 
 def _history(repo: Path, desk: Path) -> list[str]:
     return [c.checkpoint_id for c in Checkpoints(repo, desk).list(10_000)]
-
-
-def _session(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> list[str]:
-    ids = []
-    for turn in range(start, start + turns):
-        with open(desk / 'Memory.md', 'a') as handle:
-            handle.write(f'- turn {turn}: remembered something\n')
-        write(desk, f'notes/turn-{turn % 5}.md', f'note rewritten at turn {turn}\n')
-        checkpoint_id = cps.snapshot(f'turn {turn}')
-        assert checkpoint_id is not None
-        ids.append(checkpoint_id)
-    return ids
 
 
 # -- configuration ---------------------------------------------------------------------------
@@ -124,7 +29,7 @@ def _session(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> list[s
 def test_remote_add_list_remove_live_in_the_repo_config(
     cps: Checkpoints, desk: Path, repo_dir: Path, tmp_path: Path
 ) -> None:
-    _session(cps, desk, 1)
+    session_turns(cps, desk, 1)
     cps.add_remote('backup', str(tmp_path / 'backup.git'))
     cps.add_remote('web', 'https://bot:hunter2@example.invalid/desk.git')
     assert [(r.name, r.display_url) for r in cps.remotes()] == [
@@ -158,7 +63,7 @@ def test_push_clone_restore_incremental_push_over_a_local_bare_repository(
 ) -> None:
     remote = tmp_path / 'backup.git'
     url = str(remote) if scheme == 'path' else remote.as_uri()
-    ids = _session(cps, desk, 6)
+    ids = session_turns(cps, desk, 6)
     cps.add_remote('backup', url)
     result = cps.push('backup')
     assert (result.old, result.new, result.up_to_date) == (None, ids[-1], False)
@@ -177,7 +82,7 @@ def test_push_clone_restore_incremental_push_over_a_local_bare_repository(
     # incrementally; the second desk pulls it (fast-forward).
     cps2.restore(ids[2])
     assert (desk2 / 'Memory.md').read_text().count('turn') == 3
-    more = _session(cps, desk, 2, start=6)
+    more = session_turns(cps, desk, 2, start=6)
     pushed = cps.push('backup')
     assert (pushed.old, pushed.new) == (ids[-1], more[-1])
     if GIT:
@@ -191,13 +96,13 @@ def test_pull_fast_forwards_and_leaves_the_desk_alone(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
 ) -> None:
     remote = tmp_path / 'backup.git'
-    _session(cps, desk, 3)
+    session_turns(cps, desk, 3)
     cps.add_remote('backup', str(remote))
     cps.push()
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
     cps2, _, _ = Checkpoints.clone(str(remote), repo2, desk2)
     before = tree_of(desk2)
-    newer = _session(cps, desk, 2, start=3)
+    newer = session_turns(cps, desk, 2, start=3)
     cps.push()
     pulled = cps2.pull()
     assert pulled.new == newer[-1] and not pulled.up_to_date
@@ -212,14 +117,14 @@ def test_push_refuses_a_diverged_remote(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
 ) -> None:
     remote = tmp_path / 'backup.git'
-    _session(cps, desk, 2)
+    session_turns(cps, desk, 2)
     cps.add_remote('backup', str(remote))
     cps.push()
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
     cps2, _, _ = Checkpoints.clone(str(remote), repo2, desk2)
-    _session(cps2, desk2, 1, start=10)
+    session_turns(cps2, desk2, 1, start=10)
     cps2.push()
-    _session(cps, desk, 1, start=20)
+    session_turns(cps, desk, 1, start=20)
     with pytest.raises(CheckpointError, match='diverged.*nothing was pushed'):
         cps.push()
     with pytest.raises(CheckpointError, match='diverged'):
@@ -230,7 +135,7 @@ def test_clone_refuses_an_existing_repository_and_keeps_a_non_empty_desk(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path
 ) -> None:
     remote = tmp_path / 'backup.git'
-    _session(cps, desk, 2)
+    session_turns(cps, desk, 2)
     cps.add_remote('backup', str(remote))
     cps.push()
     with pytest.raises(CheckpointError, match='already has a checkpoint repository'):
@@ -253,7 +158,7 @@ def test_clone_refuses_an_existing_repository_and_keeps_a_non_empty_desk(
 def test_prune_then_push_to_an_empty_local_remote_leaves_it_readable(
     cps: Checkpoints, desk: Path, repo_dir: Path, workspace: Path, tmp_path: Path
 ) -> None:
-    ids = _session(cps, desk, 12)
+    ids = session_turns(cps, desk, 12)
     cps.prune(keep=4)
     remote = tmp_path / 'fresh.git'
     cps.add_remote('fresh', remote.as_uri())
@@ -270,7 +175,7 @@ def test_prune_then_push_to_an_empty_local_remote_leaves_it_readable(
     git(repo2, 'fsck', '--strict')
     assert _history(repo2, desk2) == ids[-4:][::-1]
     # Pushing more later is an ordinary incremental push.
-    newer = _session(cps, desk, 2, start=12)
+    newer = session_turns(cps, desk, 2, start=12)
     assert cps.push('fresh').new == newer[-1]
     git(remote, 'fsck', '--strict')
 
@@ -280,11 +185,11 @@ def test_push_after_prune_to_a_remote_holding_the_old_history(
     cps: Checkpoints, desk: Path, tmp_path: Path
 ) -> None:
     remote = tmp_path / 'backup.git'
-    ids = _session(cps, desk, 8)
+    ids = session_turns(cps, desk, 8)
     cps.add_remote('backup', str(remote))
     cps.push()
     cps.prune(keep=3)
-    newer = _session(cps, desk, 2, start=8)
+    newer = session_turns(cps, desk, 2, start=8)
     assert cps.push().new == newer[-1]
     git(remote, 'fsck', '--strict')
     assert len(git(remote, 'log', '--format=%h', 'main').split()) == len(ids) + 2
@@ -297,16 +202,16 @@ def test_http_push_clone_restore_incremental_push(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
     url, served = http_remote
-    ids = _session(cps, desk, 5)
-    cps.add_remote('web', _with_credentials(url))
+    ids = session_turns(cps, desk, 5)
+    cps.add_remote('web', with_credentials(url))
     assert cps.push('web').new == ids[-1]
     desk2, repo2 = workspace / 'desks' / 'second', workspace / '.checkpoints' / 'second.git'
-    cps2, cloned, written = Checkpoints.clone(_with_credentials(url), repo2, desk2)
+    cps2, cloned, written = Checkpoints.clone(with_credentials(url), repo2, desk2)
     assert cloned.new == ids[-1] and cloned.url == url
     assert tree_of(desk2) == tree_of(desk)
     cps2.restore(ids[1])
     assert (desk2 / 'Memory.md').read_text().count('turn') == 2
-    newer = _session(cps, desk, 3, start=5)
+    newer = session_turns(cps, desk, 3, start=5)
     pushed = cps.push('web')
     assert (pushed.old, pushed.new) == (ids[-1], newer[-1])
     if GIT:
@@ -318,7 +223,7 @@ def test_http_credentials_from_the_environment(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, _ = http_remote
-    _session(cps, desk, 1)
+    session_turns(cps, desk, 1)
     cps.add_remote('web', url)
     with pytest.raises(CheckpointError, match='refused the credentials'):
         cps.push('web')
@@ -331,14 +236,14 @@ def test_http_wrong_password_is_a_clear_error_that_never_shows_it(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
     url, _ = http_remote
-    _session(cps, desk, 1)
-    cps.add_remote('web', _with_credentials(url, password='wrong-guess'))
+    session_turns(cps, desk, 1)
+    cps.add_remote('web', with_credentials(url, password='wrong-guess'))
     with pytest.raises(CheckpointError, match='refused the credentials') as caught:
         cps.push('web')
     assert 'wrong-guess' not in str(caught.value)
     with pytest.raises(CheckpointError, match='refused the credentials') as caught:
         Checkpoints.clone(
-            _with_credentials(url, password='wrong-guess'),
+            with_credentials(url, password='wrong-guess'),
             workspace / '.checkpoints' / 'x.git',
             workspace / 'desks' / 'x',
         )
@@ -350,9 +255,9 @@ def test_http_refuses_pushing_a_pruned_history_to_an_empty_remote(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path
 ) -> None:
     url, served = http_remote
-    _session(cps, desk, 6)
+    session_turns(cps, desk, 6)
     cps.prune(keep=2)
-    cps.add_remote('web', _with_credentials(url))
+    cps.add_remote('web', with_credentials(url))
     with pytest.raises(CheckpointError, match='pruned.*empty'):
         cps.push('web')
     assert not (served / 'refs' / 'heads' / 'main').exists()
@@ -361,40 +266,31 @@ def test_http_refuses_pushing_a_pruned_history_to_an_empty_remote(
 # -- the command line --------------------------------------------------------------------------
 
 
-def _cli(workspace: Path, *args: str, env: dict[str, str] | None = None):
-    environment = {**os.environ, 'PYTHONPATH': str(ROOT), **(env or {})}
-    environment.pop('CHECKPOINTS_DESK', None)
-    return subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-    )
-
-
 def test_cli_remote_push_clone_pull(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
     url, _ = http_remote
-    ids = _session(cps, desk, 3)
-    secret_url = _with_credentials(url)
-    added = _cli(workspace, 'remote', 'add', 'web', secret_url)
+    ids = session_turns(cps, desk, 3)
+    secret_url = with_credentials(url)
+    added = checkpoints('remote', 'add', 'web', secret_url, workspace=workspace)
     assert added.returncode == 0, added.stderr
-    listed = _cli(workspace, 'remote', 'list', '--json')
+    listed = checkpoints('remote', 'list', '--json', workspace=workspace)
     assert PASSWORD not in listed.stdout and '"web"' in listed.stdout
-    pushed = _cli(workspace, 'push', 'web')
+    pushed = checkpoints('push', 'web', workspace=workspace)
     assert pushed.returncode == 0, pushed.stderr
     assert ids[-1] in pushed.stdout and PASSWORD not in pushed.stdout + pushed.stderr
-    cloned = _cli(workspace, 'clone', secret_url, '--desk', 'copy', '--json')
+    cloned = checkpoints('clone', secret_url, '--desk', 'copy', '--json', workspace=workspace)
     assert cloned.returncode == 0, cloned.stderr
     assert PASSWORD not in cloned.stdout + cloned.stderr
     assert tree_of(workspace / 'desks' / 'copy') == tree_of(desk)
-    pulled = _cli(workspace, '--desk', 'copy', 'pull')
+    pulled = checkpoints('--desk', 'copy', 'pull', workspace=workspace)
     assert pulled.returncode == 0 and 'up to date' in pulled.stdout.lower()
-    bad = _cli(workspace, 'push', 'nowhere')
+    bad = checkpoints('push', 'nowhere', workspace=workspace)
     assert bad.returncode == 1 and bad.stderr.startswith('error: ')
     assert 'Traceback' not in bad.stderr
-    wrong = _cli(workspace, 'clone', _with_credentials(url, password='nope'), '--desk', 'w')
+    wrong = checkpoints(
+        'clone', with_credentials(url, password='nope'), '--desk', 'w', workspace=workspace
+    )
     assert wrong.returncode == 1 and 'refused the credentials' in wrong.stderr
     assert 'nope' not in wrong.stderr
 
@@ -424,17 +320,17 @@ def test_ssh_push_and_clone_through_the_ssh_transport(
     monkeypatch.setenv('FAKE_SSH_GIT', GIT or 'git')
     served = tmp_path / 'served.git'
     url = f'ssh://desk-bot@backup.invalid{served}'
-    ids = _session(cps, desk, 3)
+    ids = session_turns(cps, desk, 3)
     if GIT:
         served.mkdir()
         Repo.init_bare(str(served)).close()
         cps.add_remote('nas', url)
         assert cps.push('nas').new == ids[-1]
-        more = _session(cps, desk, 1, start=3)
+        more = session_turns(cps, desk, 1, start=3)
         assert cps.push('nas').old == ids[-1]
         git(served, 'fsck', '--strict')
     else:  # no server for pushes: seed the served repository through a path remote instead
-        more = _session(cps, desk, 1, start=3)
+        more = session_turns(cps, desk, 1, start=3)
         cps.add_remote('disk', str(served))
         cps.push('disk')
     desk2, repo2 = workspace / 'desks' / 'two', workspace / '.checkpoints' / 'two.git'
@@ -446,20 +342,20 @@ def test_http_pull_into_a_pruned_desk_and_push_it_further(
     http_remote: tuple[str, Path], cps: Checkpoints, desk: Path, repo_dir: Path, workspace: Path
 ) -> None:
     url, served = http_remote
-    _session(cps, desk, 6)
-    cps.add_remote('web', _with_credentials(url))
+    session_turns(cps, desk, 6)
+    cps.add_remote('web', with_credentials(url))
     cps.push('web')
     desk2, repo2 = workspace / 'desks' / 'second', workspace / '.checkpoints' / 'second.git'
-    cps2, _, _ = Checkpoints.clone(_with_credentials(url), repo2, desk2)
+    cps2, _, _ = Checkpoints.clone(with_credentials(url), repo2, desk2)
     cps.prune(keep=2)
-    newer = _session(cps2, desk2, 2, start=6)
+    newer = session_turns(cps2, desk2, 2, start=6)
     cps2.push()
     pulled = cps.pull('web')
     assert (pulled.new, pulled.up_to_date) == (newer[-1], False)
     assert len(cps.list(100)) == 4  # the two kept, then the two pulled
     cps.restore(newer[-1])
     assert tree_of(desk) == tree_of(desk2)
-    later = _session(cps, desk, 1, start=8)
+    later = session_turns(cps, desk, 1, start=8)
     assert cps.push('web').new == later[-1]
     if GIT:
         git(repo_dir, 'fsck', '--strict')
@@ -472,30 +368,24 @@ def test_cli_shows_progress_on_a_terminal_only(
 ) -> None:
     import pty
 
-    _session(cps, desk, 2)
-    assert _cli(workspace, 'remote', 'add', 'disk', str(tmp_path / 'a.git')).returncode == 0
-    assert _cli(workspace, 'remote', 'add', 'disk2', str(tmp_path / 'b.git')).returncode == 0
-    quiet = _cli(workspace, 'push', 'disk')
+    session_turns(cps, desk, 2)
+    assert (
+        checkpoints(
+            'remote', 'add', 'disk', str(tmp_path / 'a.git'), workspace=workspace
+        ).returncode
+        == 0
+    )
+    assert (
+        checkpoints(
+            'remote', 'add', 'disk2', str(tmp_path / 'b.git'), workspace=workspace
+        ).returncode
+        == 0
+    )
+    quiet = checkpoints('push', 'disk', workspace=workspace)
     assert quiet.returncode == 0 and 'compressing' not in quiet.stderr
     leader, follower = pty.openpty()
     try:
-        environment = {**os.environ, 'PYTHONPATH': str(ROOT)}
-        environment.pop('CHECKPOINTS_DESK', None)
-        done = subprocess.run(
-            [
-                sys.executable,
-                '-m',
-                'trading_checkpoints',
-                '--workspace',
-                str(workspace),
-                'push',
-                'disk2',
-            ],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            env=environment,
-            text=True,
-        )
+        done = checkpoints('push', 'disk2', workspace=workspace, stderr=follower)
         os.close(follower)
         follower = -1
         shown = b''
@@ -535,11 +425,11 @@ def test_clone_of_a_desk_with_its_own_tracked_paths(workspace: Path, tmp_path: P
 
 
 def test_snapshots_go_on_while_a_push_uploads(
-    http_remote: tuple[str, Path], gate: _Gate, cps: Checkpoints, desk: Path
+    http_remote: tuple[str, Path], gate: Gate, cps: Checkpoints, desk: Path
 ) -> None:
     url, _ = http_remote
-    ids = _session(cps, desk, 3)
-    cps.add_remote('web', _with_credentials(url))
+    ids = session_turns(cps, desk, 3)
+    cps.add_remote('web', with_credentials(url))
     gate.opened.clear()
     outcome: list[object] = []
     pusher = threading.Thread(target=lambda: outcome.append(cps.push('web')))
@@ -547,7 +437,9 @@ def test_snapshots_go_on_while_a_push_uploads(
     try:
         assert gate.reached.wait(30), 'the push never reached the server'
         during: list[str] = []
-        writer = threading.Thread(target=lambda: during.extend(_session(cps, desk, 1, start=3)))
+        writer = threading.Thread(
+            target=lambda: during.extend(session_turns(cps, desk, 1, start=3))
+        )
         writer.start()
         writer.join(15)
         assert not writer.is_alive() and during, 'a snapshot waited for the push to finish'

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import tree_of, write
+from helpers.builders import write
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints, RestoreResult
 

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import git, needs_git, tree_of, write
+from helpers.builders import write
+from helpers.cli import checkpoints
+from helpers.gitcli import git, needs_git
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints, UnknownCheckpointError
 from trading_checkpoints.ops import retention
 from trading_checkpoints.store import storage
 from trading_checkpoints.store.repo import ShadowRepo
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _turns(cps: Checkpoints, desk: Path, count: int, start: int = 0) -> list[str]:
@@ -100,7 +99,8 @@ def test_prune_never_drops_the_newest_nor_a_kept_restores_undo_point(
 def test_prune_completes_an_interrupted_restore_first_and_keeps_its_pre_snapshot(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
-    from faults import files_of, run_child
+    from helpers.faults import run_child
+    from helpers.reading import files_of
 
     from trading_checkpoints.ops import journal as journal_module
 
@@ -214,36 +214,25 @@ def test_open_prunes_to_arguments_and_to_stored_limits(repo_dir: Path, desk: Pat
     assert Checkpoints.open(repo_dir / 'missing.git', desk).list() == []
 
 
-def _cli(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    env.pop('CHECKPOINTS_DESK', None)
-    return subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-
-
 def test_cli_prune_dry_run_json_save_and_snapshot_applies_saved_limits(
     cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
     ids = _turns(cps, desk, 8)
-    dry = _cli(workspace, 'prune', '--keep', '3', '--dry-run', '--json')
+    dry = checkpoints('prune', '--keep', '3', '--dry-run', '--json', workspace=workspace)
     assert dry.returncode == 0, dry.stderr
     figures = json.loads(dry.stdout)
     assert figures['dry_run'] and figures['checkpoints_after'] == 3
     assert figures['pruned'] == ids[:5][::-1]
     assert _ids(cps) == ids[::-1]
-    saved = _cli(workspace, 'prune', '--keep', '4', '--save')
+    saved = checkpoints('prune', '--keep', '4', '--save', workspace=workspace)
     assert saved.returncode == 0, saved.stderr
     assert 'Pruned 4 of 8 checkpoints' in saved.stdout
     write(desk, 'notes/new.md', 'new')
-    assert _cli(workspace, 'snapshot', '-m', 'after save').returncode == 0
+    assert checkpoints('snapshot', '-m', 'after save', workspace=workspace).returncode == 0
     assert len(_ids(cps)) == 4  # the saved limit holds after the write too
-    again = _cli(workspace, 'prune', '--json')
+    again = checkpoints('prune', '--json', workspace=workspace)
     assert json.loads(again.stdout)['checkpoints_after'] == 4
-    bad = _cli(workspace, 'prune', '--older-than', 'yesterday')
+    bad = checkpoints('prune', '--older-than', 'yesterday', workspace=workspace)
     assert bad.returncode == 1 and 'not a period' in bad.stderr and 'Traceback' not in bad.stderr
 
 

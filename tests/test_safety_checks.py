@@ -8,7 +8,6 @@ real repositories, real processes; no mocks.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -23,7 +22,9 @@ from pathlib import Path
 
 import pytest
 from dulwich.objects import Blob
-from faults import files_of, lands_a_desk_file, put, run_child, version_of
+from helpers.builders import mkdirs, put
+from helpers.faults import armed, lands_a_desk_file, run_child
+from helpers.reading import ALLOW, files_of, head_of, version_of
 
 from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
 from trading_checkpoints.core.paths import (
@@ -46,8 +47,6 @@ from trading_checkpoints.store import storage
 from trading_checkpoints.store.commitinfo import CommitInfo
 from trading_checkpoints.store.pack import folder as packfolder
 from trading_checkpoints.store.repo import ShadowRepo
-
-ALLOW = Allowlist(TRACKED_PATHS)
 
 # -- paths.py: the allowlist and path vetting ------------------------------------------------
 
@@ -142,17 +141,6 @@ def test_a_tree_path_is_refused_for_what_it_is() -> None:
     check_tree_path('memory/deep/a.md', ALLOW)
 
 
-def _full_head(repo_dir: Path) -> str:
-    repo = ShadowRepo.open(repo_dir)
-    assert repo is not None
-    try:
-        head = repo.head()
-        assert head is not None
-        return head.decode()
-    finally:
-        repo.close()
-
-
 def test_a_record_naming_a_tracked_folder_then_dotdot_is_never_followed(tmp_path: Path) -> None:
     """``memory/../../outside.txt`` starts inside the allowlist: only the path check stops it."""
     desk = tmp_path / 'desk'
@@ -160,7 +148,7 @@ def test_a_record_naming_a_tracked_folder_then_dotdot_is_never_followed(tmp_path
     put(desk, 'memory/a.md', '-', b'v1')
     cps = Checkpoints(repo_dir, desk)
     assert cps.snapshot('v1') is not None
-    head = _full_head(repo_dir)
+    head = head_of(repo_dir)
     blob = '0' * 40
     record = {
         'format': 2,
@@ -337,14 +325,14 @@ def test_a_folder_removed_while_held_open_is_an_error_naming_it(tmp_path: Path) 
 def test_a_symlink_planted_as_a_folder_is_being_made_is_never_followed(tmp_path: Path) -> None:
     """Another writer puts a symlink where the restore is creating a folder (a real symlink,
     timed by an audit hook at the ``mkdir``): it is refused, nothing is written through it."""
-    desk = _mkdirs(tmp_path / 'desk')
-    outside = _mkdirs(tmp_path / 'outside')
+    desk = mkdirs(tmp_path / 'desk')
+    outside = mkdirs(tmp_path / 'outside')
 
     def planter(event: str, args: tuple) -> None:
         if event == 'os.mkdir' and args[0] == 'notes' and not os.path.lexists(desk / 'notes'):
             os.symlink(outside, desk / 'notes')
 
-    with DeskFolders(desk) as folders, _armed(planter):
+    with DeskFolders(desk) as folders, armed(planter):
         with pytest.raises(NotAFolderError) as caught:
             folders.folder('notes/new', create=True)
         assert caught.value.folder == str(desk / 'notes')
@@ -355,7 +343,7 @@ def test_a_symlink_planted_as_a_folder_is_being_made_is_never_followed(tmp_path:
 def test_a_folder_made_but_not_opened_is_an_error_naming_it(tmp_path: Path) -> None:
     """The folder is made, then opening it fails (no descriptor left: RLIMIT_NOFILE lowered
     at the ``mkdir`` by an audit hook, and restored after): a clear error naming the folder."""
-    desk = _mkdirs(tmp_path / 'desk')
+    desk = mkdirs(tmp_path / 'desk')
     limits = resource.getrlimit(resource.RLIMIT_NOFILE)
 
     def exhaust(event: str, args: tuple) -> None:
@@ -366,7 +354,7 @@ def test_a_folder_made_but_not_opened_is_an_error_naming_it(tmp_path: Path) -> N
 
     with DeskFolders(desk) as folders:
         try:
-            with _armed(exhaust), pytest.raises(CheckpointError) as caught:
+            with armed(exhaust), pytest.raises(CheckpointError) as caught:
                 folders.folder('notes', create=True)
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, limits)
@@ -552,7 +540,7 @@ def test_names_and_link_targets_at_the_file_system_limits_are_restored(tmp_path:
 def test_entries_past_the_file_system_limits_are_refused_saying_why(
     tmp_path: Path, entry: tuple[bytes, bytes, bytes], message: str
 ) -> None:
-    from test_hostile_repositories import TREE, blob, commit, in_notes, tree
+    from helpers.rawobjects import TREE, blob, commit, in_notes, tree
 
     desk = tmp_path / 'desk'
     put(desk, 'notes/mine.md', '-', b'mine')
@@ -656,27 +644,6 @@ def test_the_restore_guard_refuses_only_entries_written_after_the_scan(tmp_path:
 
 # -- recovery.py: completing an interrupted restore from its record ----------------------------
 
-# Audit hooks cannot be removed, and mutation testing only sees calls made in the test's own
-# process: one hook runs the actions armed by the test that is running, if any.
-_ARMED: list = []
-
-
-def _dispatch(event: str, args: tuple) -> None:
-    for action in list(_ARMED):
-        action(event, args)
-
-
-@contextlib.contextmanager
-def _armed(action):
-    if not _ARMED and not getattr(_dispatch, 'installed', False):
-        sys.addaudithook(_dispatch)
-        _dispatch.installed = True  # type: ignore[attr-defined]
-    _ARMED.append(action)
-    try:
-        yield
-    finally:
-        _ARMED.remove(action)
-
 
 def _two_versions(tmp_path: Path, count: int = 10) -> tuple[Path, Path, Checkpoints, str, str]:
     desk = tmp_path / 'desk'
@@ -715,7 +682,7 @@ def test_a_write_landing_during_a_restore_in_process_is_saved_and_reported(
             with open(desk / 'notes' / f'{changed}.md', 'wb') as handle:
                 handle.write(b'written by another agent during the restore')
 
-    with caplog.at_level(logging.WARNING, logger='trading_checkpoints'), _armed(writer):
+    with caplog.at_level(logging.WARNING, logger='trading_checkpoints'), armed(writer):
         result = cps.restore_with_result(old)
     assert fired
     recovery = cps.last_recovery  # before another verb resets it
@@ -755,7 +722,7 @@ def test_an_undo_whose_deleted_file_changes_meanwhile_is_completed_as_an_undo(
             fired.append(True)
             put(desk, 'notes/extra.md', '-', b'edited by another agent during the undo')
 
-    with _armed(writer):
+    with armed(writer):
         result = cps.undo()
     recovery = cps.last_recovery
     assert fired and recovery is not None
@@ -781,7 +748,7 @@ def test_a_completion_racing_the_same_writer_again_keeps_its_record(tmp_path: Pa
             put(desk, 'notes/f9.md', '-', b'edit %d' % len(edits))
 
     record = journal_module.record_path(repo_dir)
-    with _armed(writer), pytest.raises(CheckpointError) as caught:
+    with armed(writer), pytest.raises(CheckpointError) as caught:
         cps.restore(old)
     assert str(caught.value) == (
         f'a restore during which notes/f9.md was changed by another writer of {old} cannot be '
@@ -834,7 +801,7 @@ def test_a_record_naming_a_missing_checkpoint_is_refused_saying_so(
     put(desk, 'notes/a.md', '-', b'v1')
     cps = Checkpoints(repo_dir, desk)
     assert cps.snapshot('v1') is not None
-    head = _full_head(repo_dir)
+    head = head_of(repo_dir)
     put(desk, 'notes/a.md', '-', b'half restored')
     missing = 'ab' * 20
     record = {
@@ -901,7 +868,7 @@ def test_a_folder_becoming_a_file_is_checked_for_untracked_entries(tmp_path: Pat
     # Something untracked in the folder (a named pipe is never snapshotted): refused.
     (desk / 'notes' / 'x').unlink()
     put(desk, 'notes/x/a.md', '-', b'tracked')
-    os.mkfifo(_mkdirs(desk / 'notes' / 'x' / 'sub') / 'pipe')
+    os.mkfifo(mkdirs(desk / 'notes' / 'x' / 'sub') / 'pipe')
     before = files_of(desk)
     with pytest.raises(CheckpointError) as caught:
         cps.restore(as_file)
@@ -910,11 +877,6 @@ def test_a_folder_becoming_a_file_is_checked_for_untracked_entries(tmp_path: Pat
         'is not tracked and would be lost'
     )
     assert files_of(desk) == before and (desk / 'notes/x/sub/pipe').exists()
-
-
-def _mkdirs(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @pytest.mark.parametrize('moment', ['open', 'os.rmdir'])
@@ -941,7 +903,7 @@ def test_a_folder_becoming_a_file_that_fills_up_meanwhile_is_not_removed(
         if name.startswith('.x.checkpoint-') or (moment == 'os.rmdir' and name == 'empty'):
             late.write_bytes(b'written meanwhile')
 
-    with _armed(intruder), pytest.raises(CheckpointError) as caught:
+    with armed(intruder), pytest.raises(CheckpointError) as caught:
         cps.restore(as_file)
     assert str(caught.value) == f'cannot write {desk / "notes/x"}: Directory not empty'
     assert late.read_bytes() == b'written meanwhile'
@@ -966,7 +928,7 @@ def test_a_failed_restore_removes_the_temporary_files_it_wrote(
     (desk / 'notes' / 'sub').rmdir()
     put(desk, 'notes/a.md', '-', b'new a')
     cps.snapshot('new')
-    outside = _mkdirs(tmp_path / 'outside')
+    outside = mkdirs(tmp_path / 'outside')
 
     def planter(event: str, args: tuple) -> None:
         temporary = event == 'open' and str(args[0]).startswith('.a.md.checkpoint-')
@@ -974,7 +936,7 @@ def test_a_failed_restore_removes_the_temporary_files_it_wrote(
             if not (desk / 'notes' / 'sub').is_symlink():
                 os.symlink(outside, desk / 'notes' / 'sub')
 
-    with _armed(planter), pytest.raises(NotAFolderError):
+    with armed(planter), pytest.raises(NotAFolderError):
         cps.restore(old)
     assert sorted(os.listdir(desk / 'notes')) == ['a.md', 'sub']
     assert os.listdir(outside) == []
@@ -1277,7 +1239,7 @@ def test_prune_results_and_what_a_prune_leaves_behind(tmp_path: Path) -> None:
     full = [c.checkpoint_id for c in cps.list()]
     assert full == ids[:4]
     # The shallow file holds the one boundary, the reflog only what moved to a kept commit.
-    head = _full_head(repo_dir)
+    head = head_of(repo_dir)
     reflog = (repo_dir / 'logs' / 'refs' / 'heads' / 'main').read_bytes().splitlines()
     assert len(reflog) == 4 and reflog[0].startswith(b'0' * 40 + b' ')
     assert reflog[-1].split(b' ')[1] == head.encode()
@@ -1382,7 +1344,7 @@ def test_the_credential_file_is_never_put_inside_the_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ('repo.git', 'repo.git '):  # a trailing space is part of the name
-        repo_dir = _mkdirs(tmp_path / name)
+        repo_dir = mkdirs(tmp_path / name)
         for store in (repo_dir / 'credentials', repo_dir / 'deep' / 'er' / 'credentials'):
             monkeypatch.setenv(credentials.STORE_ENV, str(store))
             with pytest.raises(CheckpointError) as caught:
@@ -1453,7 +1415,7 @@ def test_a_record_that_cannot_be_written_or_removed_is_an_error_naming_it(tmp_pa
 
 def _hostile_restore(tmp_path: Path, build) -> str:
     """The message of the restore of a commit whose root tree ``build(repo_dir)`` makes."""
-    from test_hostile_repositories import commit
+    from helpers.rawobjects import commit
 
     desk = tmp_path / 'desk'
     put(desk, 'notes/mine.md', '-', b'mine')
@@ -1469,7 +1431,7 @@ def _hostile_restore(tmp_path: Path, build) -> str:
 
 
 def _entries(*names: tuple[bytes, bytes]):
-    from test_hostile_repositories import BLOB, TREE, blob, in_notes, tree
+    from helpers.rawobjects import BLOB, TREE, blob, in_notes, tree
 
     def build(repo_dir: Path) -> str:
         ok = blob(repo_dir, b'payload')
@@ -1509,7 +1471,7 @@ def test_each_hostile_tree_entry_is_refused_saying_why(
 
 
 def test_hostile_names_at_the_root_are_refused_for_what_they_are(tmp_path: Path) -> None:
-    from test_hostile_repositories import BLOB, TREE, blob, tree
+    from helpers.rawobjects import BLOB, TREE, blob, tree
 
     def drive(repo_dir: Path) -> str:
         return tree(repo_dir, (BLOB, b'C:evil', blob(repo_dir, b'x')))
@@ -1618,7 +1580,7 @@ def test_an_entry_planted_where_a_symlink_is_being_made_is_replaced(tmp_path: Pa
             made.append(planted.name)
             planted.write_bytes(b'planted')
 
-    with _armed(planter):
+    with armed(planter):
         cps.restore(old)
     assert made, 'the restore made no symlink'
     assert os.readlink(desk / 'notes/link') == 'a.md'
@@ -1702,7 +1664,7 @@ def test_a_folder_moved_out_of_the_desk_mid_restore_stops_it(tmp_path: Path, ste
         if hit:
             os.rename(desk / 'notes' / 'sub' / 'deep', away)
 
-    with _armed(mover), pytest.raises(CheckpointError) as caught:
+    with armed(mover), pytest.raises(CheckpointError) as caught:
         cps.restore(first)
     assert away.exists(), 'the folder was never moved'
     assert str(caught.value) == (
@@ -1778,7 +1740,7 @@ def test_deletes_go_on_past_entries_gone_or_turned_into_folders(tmp_path: Path) 
             (desk / 'notes' / 'c.md').unlink()
             (desk / 'notes' / 'c.md').mkdir()  # a folder now: newer work, left alone
 
-    with _armed(meddler):
+    with armed(meddler):
         cps.restore(first)
     assert sorted(os.listdir(desk / 'notes')) == ['c.md', 'keep.md']
 

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import write
-from faults import files_of, history, run_child, tracked, version_of
+from helpers.builders import write
+from helpers.faults import run_child
+from helpers.reading import files_of, history, tracked, version_of
 
 from trading_checkpoints import (
     CheckpointError,

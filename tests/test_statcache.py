@@ -15,8 +15,8 @@ from array import array
 from pathlib import Path
 
 import pytest
-from conftest import write
 from dulwich.objects import Blob
+from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist

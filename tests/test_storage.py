@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, needs_git, write
 from dulwich.objects import Blob
+from helpers.builders import write
+from helpers.gitcli import GIT, git, needs_git
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import storage

@@ -16,11 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from faults import files_of
+from helpers import SCRIPTS
+from helpers.processes import python
+from helpers.reading import files_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 
-RACER = Path(__file__).resolve().parent / 'swap_racer.py'
+RACER = SCRIPTS / 'swap_racer.py'
 SECONDS = 6.0
 
 pytestmark = pytest.mark.skipif(
@@ -167,7 +169,7 @@ def test_a_folder_moved_out_of_the_desk_mid_restore_is_reported(tmp_path: Path) 
 import os, sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
-from faults import lands_a_desk_file
+from helpers.faults import lands_a_desk_file
 desk = Path({str(desk)!r})
 moved = []
 def hook(event, args):
@@ -180,11 +182,7 @@ try:
 except Exception as error:
     print(type(error).__name__, error)
 """
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, 'PYTHONPATH': os.pathsep.join((str(root), str(root / 'tests')))}
-    out = subprocess.run(
-        [sys.executable, '-c', code], env=env, capture_output=True, text=True, timeout=60
-    ).stdout
+    out = python(code, with_helpers=True, timeout=60).stdout
     assert out.startswith('CheckpointError') and 'moved away' in out, out
     # The next operation finishes the restore in the folder now at the desk's path.
     time.sleep(0.01)

@@ -7,7 +7,8 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import tree_of, write
+from helpers.builders import write
+from helpers.reading import tree_of
 
 from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
 from trading_checkpoints.core.paths import Allowlist
@@ -119,7 +120,7 @@ def test_symlinked_parent_of_a_tracked_entry_is_not_scanned(
     os.symlink(elsewhere, desk / 'skills')
     write(desk, 'Memory.md', 'm')
     cps.snapshot('skills is a link')
-    from conftest import git
+    from helpers.gitcli import git
 
     if os.environ.get('SKIP_GIT') is None:
         try:

@@ -9,21 +9,20 @@ when they are malformed.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import GIT, git, needs_git, write
-from test_hostile_repositories import commit, tree
+from helpers.builders import write
+from helpers.cli import checkpoints
+from helpers.gitcli import GIT, git, needs_git
+from helpers.rawobjects import commit, tree
 
 from trading_checkpoints import CheckpointError, Checkpoints, NothingToUndoError
 from trading_checkpoints.ops import undo
 from trading_checkpoints.store import metadata
 from trading_checkpoints.store.repo import ShadowRepo
 
-ROOT = Path(__file__).resolve().parents[1]
 FORGED = 'z' * 40
 
 
@@ -83,16 +82,7 @@ def test_cli_and_turn_labels_cannot_inject_trailers(
     cps: Checkpoints, desk: Path, workspace: Path
 ) -> None:
     write(desk, 'Memory.md', 'one')
-    env = {**os.environ, 'PYTHONPATH': str(ROOT)}
-    env.pop('CHECKPOINTS_DESK', None)
-    done = subprocess.run(
-        [sys.executable, '-m', 'trading_checkpoints', '--workspace', str(workspace)]
-        + ['snapshot', '-m', _forgeries()[0]],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    done = checkpoints('snapshot', '-m', _forgeries()[0], workspace=workspace)
     assert done.returncode == 0, done.stderr
     assert cps.list(1)[0].action is None
     write(desk, 'Memory.md', 'two')

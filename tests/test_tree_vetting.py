@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import tree_of, write
 from dulwich.objects import Blob, Tree
+from helpers.builders import write
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.core.trees import FILE_MODE, TREE_MODE

@@ -9,7 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import git, needs_git, tree_of, write
+from helpers.builders import checkpoints_in, write
+from helpers.gitcli import git, needs_git
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints, UnknownCheckpointError
 
@@ -139,7 +141,7 @@ def test_unknown_turn_changes_nothing(cps: Checkpoints, desk: Path) -> None:
 
 
 def test_turns_of_one_desk_do_not_nest(cps: Checkpoints, workspace: Path) -> None:
-    other = Checkpoints(workspace / '.checkpoints' / 'b.git', workspace / 'desks' / 'b')
+    other = checkpoints_in(workspace, 'b')
     with cps.turn('outer') as outer:
         with pytest.raises(CheckpointError, match='do not nest'):
             with Checkpoints(cps.repository_directory, cps.desk_directory).turn('inner'):

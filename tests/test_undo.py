@@ -6,7 +6,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import git, needs_git, tree_of, write
+from helpers.builders import write
+from helpers.gitcli import git, needs_git
+from helpers.reading import tree_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

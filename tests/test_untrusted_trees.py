@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import tree_of, write
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.repo import Repo
+from helpers.builders import write
+from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 

@@ -1,7 +1,8 @@
 """One worker of the concurrency stress test: random snapshot/restore/list on a shared desk.
 
-Run as ``python tests/stress_driver.py REPO DESK WORKER OPS SEED LOG``; it appends one JSON line
-per operation to LOG (what it did, the ids it got, or the error) and never stops on an error.
+Run as ``python tests/helpers/scripts/stress_driver.py REPO DESK WORKER OPS SEED LOG``; it
+appends one JSON line per operation to LOG (what it did, the ids it got, or the error) and
+never stops on an error.
 """
 
 from __future__ import annotations
