@@ -7,12 +7,10 @@ The fixtures are built from ``helpers.builders``; what tests share besides fixtu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers.builders import desk_in, new_workspace, repository_in
-from helpers.httpremote import Gate, served
 
 from trading_checkpoints import Checkpoints
 
@@ -46,16 +44,3 @@ def repo_dir(workspace: Path) -> Path:
 @pytest.fixture
 def cps(repo_dir: Path, desk: Path) -> Checkpoints:
     return Checkpoints(repo_dir, desk)
-
-
-@pytest.fixture
-def gate() -> Gate:
-    return Gate()
-
-
-@pytest.fixture
-def http_remote(tmp_path: Path, gate: Gate) -> Iterator[tuple[str, Path]]:
-    """A bare repository served over smart HTTP; yields (base URL without credentials, path)."""
-    bare = tmp_path / 'served.git'
-    with served(bare, gate=gate) as address:
-        yield f'http://{address}', bare

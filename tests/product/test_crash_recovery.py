@@ -8,8 +8,8 @@ interrupted restore), the desk holds either its state before the operation or th
 target (untracked files untouched, no temporary file left), every commit holds one of those two
 states, and every earlier checkpoint still reads back byte for byte.
 
-The default run does 30 trials; ``python -m pytest -m slow tests/test_crash_recovery.py`` runs
-600 more (the figures are printed with ``-s``).
+The default run does 30 trials; ``python -m pytest -m slow tests/product/test_crash_recovery.py``
+runs 600 more (the figures are printed with ``-s``).
 """
 
 from __future__ import annotations

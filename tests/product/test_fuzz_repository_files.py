@@ -39,7 +39,7 @@ regression tests in the files of each concern. Examples run under ``/dev/shm`` w
 one (see ``FAST_TMP``).
 
 The default run keeps to a few hundred examples; ``python -m pytest -m slow
-tests/test_fuzz_disk.py`` runs many more.
+tests/product/test_fuzz_repository_files.py`` runs many more.
 """
 
 from __future__ import annotations
@@ -1063,9 +1063,9 @@ def test_a_corrupt_file_loses_nothing_long(
 
 
 # Examples this test found, each fixed in the library (each also has a focused regression test:
-# test_hostile_repositories.py, test_statcache.py, test_fast_paths.py). A damaged ``shallow``
-# file, also found here, fails only where no packed object is read first: see
-# test_a_damaged_shallow_file_is_a_clear_error.
+# store/test_hostile_repositories.py, desk/test_statcache.py, store/test_noop_snapshot_memos.py).
+# A damaged ``shallow`` file, also found here, fails only where no packed object is read first:
+# see test_a_damaged_shallow_file_is_a_clear_error.
 FOUND = {
     # A stat cache naming the files' true blob ids, which the store lacks: the restore's
     # pre-snapshot recorded them unstored, then the restore deleted notes/new.md.

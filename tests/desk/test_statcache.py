@@ -419,11 +419,11 @@ def _point(cache: statcache.StatCache, path: str, sha: bytes) -> None:
 def test_a_lying_cache_never_makes_a_restore_lose_unsaved_work(
     desk: Path, repo_dir: Path, lie: str
 ) -> None:
-    """Found by tests/test_fuzz_disk.py: a restore's pre-snapshot trusted the cache for files
-    whose stat matched, so a cache that named a blob the store lacks (the file's own id, never
-    stored), another file's blob, or the newest checkpoint's trees (so the desk looked
-    unchanged) left the unsaved bytes out of every checkpoint, and the restore then
-    overwrote or deleted them."""
+    """Found by tests/product/test_fuzz_repository_files.py: a restore's pre-snapshot trusted the
+    cache for files whose stat matched, so a cache that named a blob the store lacks (the file's own
+    id, never stored), another file's blob, or the newest checkpoint's trees (so the desk looked
+    unchanged) left the unsaved bytes out of every checkpoint, and the restore then overwrote or
+    deleted them."""
     cps = Checkpoints(repo_dir, desk)
     write(desk, 'Memory.md', 'first')
     write(desk, 'notes/keep.md', 'kept')
@@ -460,9 +460,10 @@ def test_a_lying_cache_never_makes_a_restore_lose_unsaved_work(
 def test_a_cached_mode_out_of_range_is_only_a_stale_entry(
     desk: Path, repo_dir: Path, mode: int
 ) -> None:
-    """Found by tests/test_fuzz_disk.py (slow run): a bit flipped in a cached st_mode, with the
-    checksum fixed up, made a restore's snapshot raise OverflowError from the stat module (the
-    change counts read the cached mode). It matches no file, so the file is read again."""
+    """Found by tests/product/test_fuzz_repository_files.py (slow run): a bit flipped in a cached
+    st_mode, with the checksum fixed up, made a restore's snapshot raise OverflowError from the stat
+    module (the change counts read the cached mode). It matches no file, so the file is read
+    again."""
     cps = Checkpoints(repo_dir, desk)
     write(desk, 'Memory.md', 'first')
     first = cps.snapshot('first')

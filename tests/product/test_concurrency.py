@@ -4,7 +4,7 @@ Four real processes (``tests/helpers/scripts/stress_driver.py``) each run random
 Afterwards: zero errors, every id any process was given is in the history, the history is
 linear and holds every commit object in the repository (none was orphaned by a lost race),
 every checkpoint reads back, and ``git fsck --strict`` is clean. The default run does 4 x 25
-operations; ``python -m pytest -m slow tests/test_concurrency.py -s`` does 4 x 100.
+operations; ``python -m pytest -m slow tests/product/test_concurrency.py -s`` does 4 x 100.
 """
 
 from __future__ import annotations

@@ -129,8 +129,9 @@ def test_a_crafted_journal_never_deletes_unsaved_work(
 def test_a_journal_with_a_lone_surrogate_is_refused_not_a_crash(
     cps: Checkpoints, desk: Path, repo_dir: Path, field: str
 ) -> None:
-    """Found by tests/test_fuzz_disk.py: JSON allows a lone surrogate (``\\udc00``), which no
-    commit message can hold; the completion raised UnicodeEncodeError from every verb."""
+    """Found by tests/product/test_fuzz_repository_files.py: JSON allows a lone surrogate
+    (``\\udc00``), which no commit message can hold; the completion raised UnicodeEncodeError from
+    every verb."""
     write(desk, 'notes/a.md', 'one')
     first = cps.snapshot('first')
     write(desk, 'notes/a.md', 'two')

@@ -104,10 +104,10 @@ def test_torn_memo_is_ignored(repo_dir: Path, desk: Path) -> None:
 
 
 def test_a_forged_memo_entry_is_not_believed(repo_dir: Path, desk: Path) -> None:
-    """Found by tests/test_fuzz_disk.py: the memo lives in the repository, so anyone may write
-    it. An entry (well formed, filed under the real id) that gave the newest commit
-    itself as its parent made list() repeat it and turns(), undo() and log() loop forever; one
-    with another tree made restore() put back files the checkpoint never held."""
+    """Found by tests/product/test_fuzz_repository_files.py: the memo lives in the repository, so
+    anyone may write it. An entry (well formed, filed under the real id) that gave the newest commit
+    itself as its parent made list() repeat it and turns(), undo() and log() loop forever; one with
+    another tree made restore() put back files the checkpoint never held."""
     from dulwich.object_store import DiskObjectStore
 
     from trading_checkpoints.store import commitmemo

@@ -251,8 +251,9 @@ def test_a_name_that_is_not_utf8_is_skipped_and_reported(setup) -> None:
     'when', [b'4611686018427387904 +0000', b'1700000000 +9900', b'-99999999999999 -3000']
 )
 def test_a_commit_dated_out_of_range_lists_with_a_date(setup, when: bytes) -> None:
-    """Found by tests/test_fuzz_disk.py: a head commit dated in the year 146 billion, or with
-    a 99-hour offset, made list, log, status, turns and undo raise OSError or ValueError."""
+    """Found by tests/product/test_fuzz_repository_files.py: a head commit dated in the year 146
+    billion, or with a 99-hour offset, made list, log, status, turns and undo raise OSError or
+    ValueError."""
     from datetime import datetime
 
     tmp_path, desk, repo, cps = setup
@@ -301,9 +302,9 @@ def commit_tree_of(repo: Path, sha: str) -> str:
     ],
 )
 def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> None:
-    """Found by tests/test_fuzz_disk.py: a damaged packed-refs file (with the branch only
-    there) or a symbolic ref leaving refs/ made every verb raise dulwich's PackedRefsException,
-    RefFormatError, StopIteration or RuntimeError."""
+    """Found by tests/product/test_fuzz_repository_files.py: a damaged packed-refs file (with the
+    branch only there) or a symbolic ref leaving refs/ made every verb raise dulwich's
+    PackedRefsException, RefFormatError, StopIteration or RuntimeError."""
     tmp_path, desk, repo, cps = setup
     branch = repo / 'refs' / 'heads' / 'main'
     head = branch.read_text().strip()
@@ -341,9 +342,9 @@ def test_damaged_refs_are_a_clear_error(setup, name: str, content: bytes) -> Non
     ids=['letter', 'control', 'long-id', 'long-line', 'only-whitespace'],
 )
 def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
-    """Found by tests/test_fuzz_disk.py: dulwich parses ``shallow`` when it opens the
-    repository, and a line that is not an object id made snapshot, undo and restore raise its
-    ObjectFormatException."""
+    """Found by tests/product/test_fuzz_repository_files.py: dulwich parses ``shallow`` when it
+    opens the repository, and a line that is not an object id made snapshot, undo and restore raise
+    its ObjectFormatException."""
     tmp_path, desk, repo, cps = setup
     head = (repo / 'refs' / 'heads' / 'main').read_text().strip()
     (repo / 'shallow').write_bytes(content.replace(b'{head}', head.encode()))
@@ -365,8 +366,8 @@ def test_a_damaged_shallow_file_is_a_clear_error(setup, content: bytes) -> None:
 
 @pytest.mark.parametrize('tree_sha', ['0' * 40, 'f' * 40])
 def test_prune_of_a_commit_naming_a_missing_tree_is_a_clear_error(setup, tree_sha: str) -> None:
-    """Found by tests/test_fuzz_disk.py: prune (even a dry run) walked a commit whose tree the
-    store lacks and raised dulwich's KeyError."""
+    """Found by tests/product/test_fuzz_repository_files.py: prune (even a dry run) walked a commit
+    whose tree the store lacks and raised dulwich's KeyError."""
     tmp_path, desk, repo, cps = setup
     (desk / 'notes' / 'mine.md').write_text('saved')
     cps.snapshot('second')

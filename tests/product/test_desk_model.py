@@ -4,7 +4,8 @@ Random sequences of writes, deletes, chmods, type changes (file <-> folder, file
 folder <-> symlink), snapshots and restores. The model is a dict of the tracked files; after
 every step the desk's tracked files equal it, and after ``restore(id)`` they equal the model's
 state when ``id`` was taken. Files outside the allowlist (including a nested ``.git`` inside a
-tracked folder) never change. ``python -m pytest -m slow tests/test_property.py`` runs longer.
+tracked folder) never change. ``python -m pytest -m slow tests/product/test_desk_model.py`` runs
+longer.
 """
 
 from __future__ import annotations
