@@ -10,7 +10,7 @@ never touched: mutmut's ``mutants/`` folder lives in the scratch copy
     python benchmarks/mutation.py paths               # one module (see MODULES for the names)
     python benchmarks/mutation.py all                 # every safety module, one after another
     python benchmarks/mutation.py paths --show        # also print each survivor's diff
-    python benchmarks/mutation.py paths --baseline    # without tests/test_safety_checks.py
+    python benchmarks/mutation.py paths --baseline    # without the FOUND_BY_MUTATION tests
     python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
 
 A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
@@ -20,7 +20,7 @@ equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
 
 mutmut only learns which tests cover a function from calls made in the test process itself, so
 a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
-the tests in ``tests/test_safety_checks.py`` exercise such checks in-process for that reason.
+the tests in ``FOUND_BY_MUTATION`` exercise such checks in-process for that reason.
 """
 
 from __future__ import annotations
@@ -36,6 +36,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRATCH = Path(os.environ.get('MUTATION_SCRATCH', '/tmp/trading-checkpoints-mutation'))
 
+# The tests mutation testing found missing, each pinning one safety check (every module's run
+# takes all of them; ``--baseline`` runs without them).
+FOUND_BY_MUTATION = [
+    'tests/core/test_path_vetting.py',
+    'tests/desk/test_folders.py',
+    'tests/desk/test_folders_races.py',
+    'tests/desk/test_size_rule.py',
+    'tests/desk/test_blob_vetting.py',
+    'tests/desk/test_checkout_plan.py',
+    'tests/desk/test_checkout_writes.py',
+    'tests/desk/test_checkout_races.py',
+    'tests/ops/test_recovery_completion.py',
+    'tests/ops/test_journal_record.py',
+    'tests/ops/test_retention_limits.py',
+    'tests/ops/test_prune_results.py',
+    'tests/remote/test_credential_urls.py',
+    'tests/remote/test_credential_file.py',
+    'tests/store/test_tree_flattening.py',
+]
+
 # module -> (mutant name pattern, focused test files)
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
@@ -46,7 +66,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/store/test_untrusted_trees.py',
             'tests/store/test_hostile_repositories.py',
             'tests/store/test_hostile_config.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'deskio': (
@@ -58,7 +78,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/core/test_tracked_paths.py',
             'tests/desk/test_statcache.py',
             'tests/core/test_fs.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'safety': (
@@ -72,7 +92,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/store/test_noop_snapshot_memos.py',
             'tests/product/test_clear_errors.py',
             'tests/desk/test_in_place_writes.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'checkout': (
@@ -85,7 +105,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/product/test_crash_recovery.py',
             'tests/ops/test_restore_options.py',
             'tests/desk/test_in_place_writes.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'journal': (
@@ -94,7 +114,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/product/test_crash_recovery.py',
             'tests/ops/test_engine.py',
             'tests/ops/test_retention.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'recovery': (
@@ -103,7 +123,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/product/test_crash_recovery.py',
             'tests/ops/test_engine.py',
             'tests/ops/test_external_edits.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'retention': (
@@ -112,7 +132,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_retention.py',
             'tests/remote/test_backup_after_prune.py',
             'tests/store/test_hostile_config.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'credentials': (
@@ -120,7 +140,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         [
             'tests/remote/test_credentials.py',
             'tests/remote/test_push_pull_clone.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'snapshot': (
@@ -131,7 +151,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_snapshot_list_restore.py',
             'tests/ops/test_external_edits.py',
             'tests/product/test_crash_recovery.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'flatten_tree': (
@@ -140,13 +160,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/store/test_tree_vetting.py',
             'tests/store/test_untrusted_trees.py',
             'tests/store/test_hostile_repositories.py',
-            'tests/test_safety_checks.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
 }
-
-
-NEW_TESTS = 'tests/test_safety_checks.py'  # the tests this mutation testing found missing
 
 
 def _config(module: str, tests: list[str]) -> str:
@@ -169,7 +186,7 @@ def _config(module: str, tests: list[str]) -> str:
 def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     pattern, tests = MODULES[module]
     if baseline:
-        tests = [test for test in tests if test != NEW_TESTS]
+        tests = [test for test in tests if test not in FOUND_BY_MUTATION]
     place = SCRATCH / (f'{module}-baseline' if baseline else module)
     if fresh and place.exists():
         shutil.rmtree(place)
@@ -179,7 +196,8 @@ def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
             shutil.rmtree(place / name)
         shutil.copytree(ROOT / name, place / name, ignore=shutil.ignore_patterns('__pycache__'))
     if baseline:
-        (place / NEW_TESTS).unlink(missing_ok=True)
+        for test in FOUND_BY_MUTATION:
+            (place / test).unlink(missing_ok=True)
     text = (ROOT / 'pyproject.toml').read_text()
     text = re.sub(r'\n\[tool\.mutmut\].*?(?=\n\[|\Z)', '', text, flags=re.S)
     (place / 'pyproject.toml').write_text(text + _config(module, tests))
@@ -264,7 +282,9 @@ def main() -> None:
     parser.add_argument('--fresh', action='store_true', help='forget earlier results')
     parser.add_argument('--show', action='store_true', help="print each survivor's diff")
     parser.add_argument(
-        '--baseline', action='store_true', help=f'without {NEW_TESTS} (the figures before it)'
+        '--baseline',
+        action='store_true',
+        help='without the FOUND_BY_MUTATION tests (the figures before them)',
     )
     parser.add_argument(
         '--recheck',
