@@ -1,4 +1,4 @@
-"""The MCP tools of issue 13 end to end over stdio: redo, status, log, seal, prune, diff paths."""
+"""MCP tools end to end over stdio: status, seal, undo and redo, log and diff by path, prune."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from helpers.builders import checkpoints_in, write
 
-from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops.retention import Limits, write_limits
 
 pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
@@ -15,11 +14,7 @@ pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[
 from helpers.mcpclient import Session, field, run_server  # noqa: E402 - after the importorskip
 
 
-def checkpoints_of(workspace: Path) -> Checkpoints:
-    return checkpoints_in(workspace)
-
-
-def test_new_tools_have_schemas_and_typed_results(workspace: Path) -> None:
+def test_tools_declare_input_schemas_typed_results_and_hints(workspace: Path) -> None:
     async def script(client: Session) -> None:
         tools = {tool.name: tool for tool in (await client.session.list_tools()).tools}
         prune = field(tools['prune'], 'input_schema', 'inputSchema')['properties']
@@ -55,7 +50,7 @@ def test_new_tools_have_schemas_and_typed_results(workspace: Path) -> None:
 def test_status_seal_undo_redo(workspace: Path, desk: Path) -> None:
     write(desk, 'Memory.md', 'v0')
     write(desk, 'notes/a.md', 'a0')
-    cps = checkpoints_of(workspace)
+    cps = checkpoints_in(workspace)
     base = cps.snapshot('base')
 
     async def script(client: Session) -> None:
@@ -108,7 +103,7 @@ def test_status_seal_undo_redo(workspace: Path, desk: Path) -> None:
 
 
 def test_log_and_diff_limited_to_paths(workspace: Path, desk: Path) -> None:
-    cps = checkpoints_of(workspace)
+    cps = checkpoints_in(workspace)
     write(desk, 'Memory.md', 'm0\n')
     first = cps.snapshot('first')
     write(desk, 'notes/a.md', 'a0\n')
@@ -158,7 +153,7 @@ def test_log_and_diff_limited_to_paths(workspace: Path, desk: Path) -> None:
 
 
 def test_prune_is_a_dry_run_unless_asked(workspace: Path, desk: Path) -> None:
-    cps = checkpoints_of(workspace)
+    cps = checkpoints_in(workspace)
     ids = []
     for n in range(5):
         write(desk, 'Memory.md', f'v{n}')

@@ -37,7 +37,7 @@ def history(workspace: Path, cps: Checkpoints, desk: Path) -> tuple[str, str]:
     return first, second
 
 
-def test_every_new_verb_has_help_with_an_example(workspace: Path) -> None:
+def test_history_verbs_have_help_with_an_example(workspace: Path) -> None:
     for verb in ('diff', 'show', 'log', 'status', 'restore', 'undo', 'redo', 'seal'):
         code, out, _ = run(workspace, verb, '--help')
         assert code == 0 and 'Examples:' in out and f'checkpoints {verb}' in out

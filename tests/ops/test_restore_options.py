@@ -25,7 +25,7 @@ def three_states(cps: Checkpoints, desk: Path) -> tuple[str, str]:
     return one, two
 
 
-def test_restore_still_returns_the_pre_snapshot_id(cps: Checkpoints, desk: Path) -> None:
+def test_restore_returns_the_id_of_its_pre_snapshot(cps: Checkpoints, desk: Path) -> None:
     one, two = three_states(cps, desk)
     write(desk, 'Memory.md', 'm3')
     before = cps.restore(one)

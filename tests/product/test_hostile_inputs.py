@@ -1,4 +1,5 @@
-"""Inputs that used to end in a traceback: each is now a result or a CheckpointError."""
+"""Odd inputs (a very deep tree, lock timeouts of any type, the longest names, a restore of them
+killed midway): each gives a result or a CheckpointError, never a traceback."""
 
 from __future__ import annotations
 
