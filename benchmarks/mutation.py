@@ -167,12 +167,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 
 
 def _config(module: str, tests: list[str]) -> str:
-    source = 'treevetting.py' if module == 'flatten_tree' else f'{module}.py'
+    pattern, _ = MODULES[module]  # 'trading_checkpoints.core.paths.*' mutates core/paths.py
+    source = pattern.removesuffix('.*').replace('.', '/') + '.py'
     lines = [
         '',
         '[tool.mutmut]',
         'source_paths = ["trading_checkpoints"]',
-        f'only_mutate = ["trading_checkpoints/{source}"]',
+        f'only_mutate = ["{source}"]',
         'pytest_add_cli_args_test_selection = [',
         *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
         ']',
