@@ -10,7 +10,7 @@ never touched: mutmut's ``mutants/`` folder lives in the scratch copy
     python benchmarks/mutation.py paths               # one module (see MODULES for the names)
     python benchmarks/mutation.py all                 # every safety module, one after another
     python benchmarks/mutation.py paths --show        # also print each survivor's diff
-    python benchmarks/mutation.py paths --baseline    # without tests/test_safety_checks.py
+    python benchmarks/mutation.py paths --baseline    # without the FOUND_BY_MUTATION tests
     python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
 
 A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
@@ -20,7 +20,7 @@ equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
 
 mutmut only learns which tests cover a function from calls made in the test process itself, so
 a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
-the tests in ``tests/test_safety_checks.py`` exercise such checks in-process for that reason.
+the tests in ``FOUND_BY_MUTATION`` exercise such checks in-process for that reason.
 """
 
 from __future__ import annotations
@@ -36,126 +36,144 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SCRATCH = Path(os.environ.get('MUTATION_SCRATCH', '/tmp/trading-checkpoints-mutation'))
 
+# The tests mutation testing found missing, each pinning one safety check (every module's run
+# takes all of them; ``--baseline`` runs without them).
+FOUND_BY_MUTATION = [
+    'tests/core/test_path_vetting.py',
+    'tests/desk/test_folders.py',
+    'tests/desk/test_folders_races.py',
+    'tests/desk/test_size_rule.py',
+    'tests/desk/test_blob_vetting.py',
+    'tests/desk/test_checkout_plan.py',
+    'tests/desk/test_checkout_writes.py',
+    'tests/desk/test_checkout_races.py',
+    'tests/ops/test_recovery_completion.py',
+    'tests/ops/test_journal_record.py',
+    'tests/ops/test_retention_limits.py',
+    'tests/ops/test_prune_results.py',
+    'tests/remote/test_credential_urls.py',
+    'tests/remote/test_credential_file.py',
+    'tests/store/test_tree_flattening.py',
+]
+
 # module -> (mutant name pattern, focused test files)
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
         'trading_checkpoints.core.paths.*',
         [
-            'tests/test_tracked_paths.py',
-            'tests/test_tree_vetting.py',
-            'tests/test_untrusted_trees.py',
-            'tests/test_hostile_repositories.py',
-            'tests/test_hostile_config.py',
-            'tests/test_safety_checks.py',
+            'tests/core/test_tracked_paths.py',
+            'tests/store/test_tree_vetting.py',
+            'tests/store/test_untrusted_trees.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/store/test_hostile_config.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'deskio': (
         'trading_checkpoints.desk.folders.*',
         [
-            'tests/test_symlink_races.py',
-            'tests/test_engine_paths.py',
-            'tests/test_hostile_repositories.py',
-            'tests/test_tracked_paths.py',
-            'tests/test_statcache.py',
-            'tests/test_fs.py',
-            'tests/test_safety_checks.py',
+            'tests/desk/test_symlink_races.py',
+            'tests/ops/test_engine.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/core/test_tracked_paths.py',
+            'tests/desk/test_statcache.py',
+            'tests/core/test_fs.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'safety': (
         'trading_checkpoints.desk.safety.*',
         [
-            'tests/test_untrusted_trees.py',
-            'tests/test_hostile_repositories.py',
-            'tests/test_hostile_inputs.py',
-            'tests/test_crash_recovery.py',
-            'tests/test_external_edits.py',
-            'tests/test_fast_paths.py',
-            'tests/test_errors.py',
-            'tests/test_in_place_writes.py',
-            'tests/test_safety_checks.py',
+            'tests/store/test_untrusted_trees.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/product/test_hostile_inputs.py',
+            'tests/product/test_crash_recovery.py',
+            'tests/ops/test_external_edits.py',
+            'tests/store/test_noop_snapshot_memos.py',
+            'tests/product/test_clear_errors.py',
+            'tests/desk/test_in_place_writes.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'checkout': (
         'trading_checkpoints.desk.checkout.*',
         [
-            'tests/test_hostile_repositories.py',
-            'tests/test_symlink_races.py',
-            'tests/test_snapshot_list_restore.py',
-            'tests/test_engine_paths.py',
-            'tests/test_crash_recovery.py',
-            'tests/test_restore_options.py',
-            'tests/test_in_place_writes.py',
-            'tests/test_safety_checks.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/desk/test_symlink_races.py',
+            'tests/ops/test_snapshot_list_restore.py',
+            'tests/ops/test_engine.py',
+            'tests/product/test_crash_recovery.py',
+            'tests/ops/test_restore_options.py',
+            'tests/desk/test_in_place_writes.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'journal': (
         'trading_checkpoints.ops.journal.*',
         [
-            'tests/test_crash_recovery.py',
-            'tests/test_engine_paths.py',
-            'tests/test_retention.py',
-            'tests/test_safety_checks.py',
+            'tests/product/test_crash_recovery.py',
+            'tests/ops/test_engine.py',
+            'tests/ops/test_retention.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'recovery': (
         'trading_checkpoints.ops.recovery.*',
         [
-            'tests/test_crash_recovery.py',
-            'tests/test_engine_paths.py',
-            'tests/test_external_edits.py',
-            'tests/test_safety_checks.py',
+            'tests/product/test_crash_recovery.py',
+            'tests/ops/test_engine.py',
+            'tests/ops/test_external_edits.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'retention': (
         'trading_checkpoints.ops.retention.*',
         [
-            'tests/test_retention.py',
-            'tests/test_backup_after_prune.py',
-            'tests/test_hostile_config.py',
-            'tests/test_safety_checks.py',
+            'tests/ops/test_retention.py',
+            'tests/remote/test_backup_after_prune.py',
+            'tests/store/test_hostile_config.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'credentials': (
         'trading_checkpoints.remote.credentials.*',
         [
-            'tests/test_credentials.py',
-            'tests/test_remote.py',
-            'tests/test_safety_checks.py',
+            'tests/remote/test_credentials.py',
+            'tests/remote/test_push_pull_clone.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'snapshot': (
         'trading_checkpoints.ops.snapshot.*',
         [
-            'tests/test_snapshot_without_lock.py',
-            'tests/test_fast_paths.py',
-            'tests/test_snapshot_list_restore.py',
-            'tests/test_external_edits.py',
-            'tests/test_crash_recovery.py',
-            'tests/test_safety_checks.py',
+            'tests/ops/test_snapshot_without_lock.py',
+            'tests/store/test_noop_snapshot_memos.py',
+            'tests/ops/test_snapshot_list_restore.py',
+            'tests/ops/test_external_edits.py',
+            'tests/product/test_crash_recovery.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
     'flatten_tree': (
         'trading_checkpoints.store.treevetting.*',
         [
-            'tests/test_tree_vetting.py',
-            'tests/test_untrusted_trees.py',
-            'tests/test_hostile_repositories.py',
-            'tests/test_safety_checks.py',
+            'tests/store/test_tree_vetting.py',
+            'tests/store/test_untrusted_trees.py',
+            'tests/store/test_hostile_repositories.py',
+            *FOUND_BY_MUTATION,
         ],
     ),
 }
 
 
-NEW_TESTS = 'tests/test_safety_checks.py'  # the tests this mutation testing found missing
-
-
 def _config(module: str, tests: list[str]) -> str:
-    source = 'treevetting.py' if module == 'flatten_tree' else f'{module}.py'
+    pattern, _ = MODULES[module]  # 'trading_checkpoints.core.paths.*' mutates core/paths.py
+    source = pattern.removesuffix('.*').replace('.', '/') + '.py'
     lines = [
         '',
         '[tool.mutmut]',
         'source_paths = ["trading_checkpoints"]',
-        f'only_mutate = ["trading_checkpoints/{source}"]',
+        f'only_mutate = ["{source}"]',
         'pytest_add_cli_args_test_selection = [',
         *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
         ']',
@@ -169,7 +187,7 @@ def _config(module: str, tests: list[str]) -> str:
 def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     pattern, tests = MODULES[module]
     if baseline:
-        tests = [test for test in tests if test != NEW_TESTS]
+        tests = [test for test in tests if test not in FOUND_BY_MUTATION]
     place = SCRATCH / (f'{module}-baseline' if baseline else module)
     if fresh and place.exists():
         shutil.rmtree(place)
@@ -179,7 +197,8 @@ def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
             shutil.rmtree(place / name)
         shutil.copytree(ROOT / name, place / name, ignore=shutil.ignore_patterns('__pycache__'))
     if baseline:
-        (place / NEW_TESTS).unlink(missing_ok=True)
+        for test in FOUND_BY_MUTATION:
+            (place / test).unlink(missing_ok=True)
     text = (ROOT / 'pyproject.toml').read_text()
     text = re.sub(r'\n\[tool\.mutmut\].*?(?=\n\[|\Z)', '', text, flags=re.S)
     (place / 'pyproject.toml').write_text(text + _config(module, tests))
@@ -264,7 +283,9 @@ def main() -> None:
     parser.add_argument('--fresh', action='store_true', help='forget earlier results')
     parser.add_argument('--show', action='store_true', help="print each survivor's diff")
     parser.add_argument(
-        '--baseline', action='store_true', help=f'without {NEW_TESTS} (the figures before it)'
+        '--baseline',
+        action='store_true',
+        help='without the FOUND_BY_MUTATION tests (the figures before them)',
     )
     parser.add_argument(
         '--recheck',

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import write
+from helpers.builders import write
+from helpers.processes import python
 
 from trading_checkpoints import CheckpointError
 from trading_checkpoints.workspace import Workspace, desk_at, find_workspace, is_workspace
@@ -133,11 +131,5 @@ def test_discovery_loads_no_dulwich() -> None:
         'find_workspace(); Workspace(".").desks()\n'
         'print(any(m.startswith("dulwich") for m in sys.modules))'
     )
-    done = subprocess.run(
-        [sys.executable, '-c', code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, 'PYTHONPATH': str(Path(__file__).resolve().parents[1])},
-        check=True,
-    )
+    done = python(code, check=True)
     assert done.stdout.strip() == 'False'

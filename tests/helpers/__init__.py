@@ -1,0 +1,28 @@
+"""What the tests share, one module per job (imported as ``helpers.<module>``).
+
+- ``processes``: the environment of a child process; Python code run in a fresh interpreter.
+- ``cli``: the real ``checkpoints`` command in a subprocess, as a user's shell would run it.
+- ``builders``: a workspace with its desk and repository, a ``Checkpoints`` on them, and the
+  writers that put files, links and random edits on a desk.
+- ``reading``: what a folder, a desk or a checkpoint holds, read back to be compared.
+- ``faults``: forked children killed with SIGKILL at a chosen moment; audit-hook actions armed
+  for the duration of one test.
+- ``gitcli``: the real git binary, isolated from the user's configuration, and ``git fsck``.
+- ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
+- ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
+- ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.
+
+``scripts/`` holds the programs tests start by path as second processes (``SCRIPTS``), and
+``hook_events/`` the recorded agent-harness events the hook tests send (``HOOK_EVENTS``).
+The fixtures themselves live in the ``conftest.py`` files, which build on these modules.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HELPERS = Path(__file__).resolve().parent
+ROOT = HELPERS.parents[1]  # the project's checkout: the package, examples/, README.md
+TESTS = HELPERS.parent
+SCRIPTS = HELPERS / 'scripts'
+HOOK_EVENTS = HELPERS / 'hook_events'

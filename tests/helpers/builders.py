@@ -1,0 +1,141 @@
+"""Workspaces, desks and repositories for the tests, and the writers that fill a desk.
+
+The standard layout is the one ``Workspace`` uses: a workspace folder holding
+``desks/<name>/`` and ``.checkpoints/<name>.git``. ``checkpoints_in`` opens a ``Checkpoints``
+on a desk of that layout; the fixtures of ``tests/conftest.py`` are built from these.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+from helpers.reading import files_of, tracked
+from trading_checkpoints import Checkpoints
+
+
+def new_workspace(root: Path, desk: str = 'main') -> Path:
+    """``root`` made a workspace with one empty desk; returns ``root``."""
+    desk_in(root, desk).mkdir(parents=True)
+    return root
+
+
+def desk_in(workspace: Path, name: str = 'main') -> Path:
+    """Where the desk ``name`` of a workspace lives (``desks/<name>``)."""
+    return workspace / 'desks' / name
+
+
+def repository_in(workspace: Path, name: str = 'main') -> Path:
+    """Where the shadow repository of the desk ``name`` lives (``.checkpoints/<name>.git``)."""
+    return workspace / '.checkpoints' / f'{name}.git'
+
+
+def checkpoints_in(workspace: Path, name: str = 'main', **options: Any) -> Checkpoints:
+    """A ``Checkpoints`` on the desk ``name`` of a workspace (``options`` go to it as given)."""
+    return Checkpoints(repository_in(workspace, name), desk_in(workspace, name), **options)
+
+
+def mkdirs(folder: Path) -> Path:
+    """The folder, made with its parents if missing."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+# -- desks ---------------------------------------------------------------------------------
+
+
+def write(desk: Path, path: str, content: str | bytes = 'x') -> Path:
+    """A file at ``path`` under the desk, its folders made; text or bytes."""
+    target = desk / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        target.write_bytes(content)
+    else:
+        target.write_text(content)
+    return target
+
+
+def put(desk: Path, path: str, kind: str, data: bytes) -> None:
+    """An entry of a kind ('-' a file, 'x' an executable, 'link' a symlink to ``data``) at
+    ``path``, replacing whatever is there or in the way above it."""
+    full = desk / path
+    remove(desk, path)
+    parts = path.split('/')
+    for depth in range(1, len(parts)):  # a file or link in the way of a folder goes
+        above = desk.joinpath(*parts[:depth])
+        if above.is_symlink() or above.is_file():
+            above.unlink()
+    full.parent.mkdir(parents=True, exist_ok=True)
+    if kind == 'link':
+        os.symlink(os.fsdecode(data), full)
+    else:
+        full.write_bytes(data)
+        full.chmod(0o755 if kind == 'x' else 0o644)
+
+
+def remove(desk: Path, path: str) -> None:
+    full = desk / path
+    if full.is_symlink() or full.is_file():
+        full.unlink()
+    elif full.is_dir():
+        shutil.rmtree(full)
+
+
+def seed_desk(desk: Path, rng: random.Random, files: int = 40) -> None:
+    desk.mkdir(parents=True, exist_ok=True)
+    put(desk, 'Memory.md', '-', b'# memory\n')
+    for i in range(files):
+        folder = rng.choice(['memory', 'notes', 'notes/deep/er', 'skills/agent'])
+        put(desk, f'{folder}/f{i}.md', '-', rng.randbytes(rng.randint(0, 3000)))
+    put(desk, 'skills/agent/run.sh', 'x', b'#!/bin/sh\necho hi\n')
+    put(desk, 'notes/link', 'link', b'deep/er')
+    put(desk, 'scratch.txt', '-', b'untracked, never touched')
+    put(desk, 'memory_extra/keep.md', '-', b'outside the allowlist')
+    put(desk, 'skills/other/keep.md', '-', b'outside the allowlist too')
+
+
+def mutate(desk: Path, rng: random.Random, count: int) -> None:
+    """Random edits of tracked files: writes, deletes, chmods, type changes, symlinks."""
+    for _ in range(count):
+        current = sorted(tracked(files_of(desk)))
+        roll = rng.random()
+        folder = rng.choice(['memory', 'notes', 'notes/deep', 'skills/agent'])
+        if roll < 0.35 or not current:
+            data = rng.randbytes(rng.randint(0, 4000))
+            put(desk, f'{folder}/n{rng.randrange(1000)}.md', '-', data)
+        elif roll < 0.6:
+            path = rng.choice(current)
+            put(desk, path, '-', rng.randbytes(rng.randint(0, 4000)))
+        elif roll < 0.7:
+            remove(desk, rng.choice(current))
+        elif roll < 0.78:
+            path = rng.choice(current)
+            if not (desk / path).is_symlink():
+                (desk / path).chmod(0o755 if rng.random() < 0.5 else 0o644)
+        elif roll < 0.86:  # a file becomes a folder
+            path = rng.choice(current)
+            put(desk, f'{path}/inside.md', '-', b'was a file')
+        elif roll < 0.93:  # a folder becomes a file
+            folders = sorted({p.rsplit('/', 1)[0] for p in current if p.count('/') >= 2})
+            if folders:
+                put(desk, rng.choice(folders), '-', b'was a folder')
+        else:
+            target = rng.choice([b'../x', b'f1.md', b'/tmp'])
+            put(desk, f'{folder}/l{rng.randrange(100)}', 'link', target)
+
+
+def session_turns(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> list[str]:
+    """An agent's turns on a desk, each one appending to Memory.md, rewriting one of five
+    notes and taking a checkpoint; returns their ids, oldest first."""
+    ids = []
+    for turn in range(start, start + turns):
+        with open(desk / 'Memory.md', 'a') as handle:
+            handle.write(f'- turn {turn}: remembered something\n')
+        write(desk, f'notes/turn-{turn % 5}.md', f'note rewritten at turn {turn}\n')
+        checkpoint_id = cps.snapshot(f'turn {turn}')
+        assert checkpoint_id is not None
+        ids.append(checkpoint_id)
+    return ids
