@@ -400,6 +400,9 @@ def test_held_lock_times_out_naming_the_lock_and_its_holder(ws) -> None:
             os._exit(0)
     try:
         assert os.read(ready_r, 1) == b'1'
+        # A change, so the snapshot must take the lock (with nothing changed it may answer
+        # without it, see ops/snapshot.py:look).
+        put(desk, 'Memory.md', '-', b'changed while the lock is held')
         started = time.monotonic()
         with pytest.raises(LockTimeoutError) as caught:
             Checkpoints(repo, desk, lock_timeout=0.3).snapshot('x')
