@@ -306,6 +306,7 @@ def checkpoint_from(info: CommitInfo) -> Checkpoint:
     values = metadata.trailer_values(info.message)
     meta = metadata.parse(info.message)
     stats = changestats.parse(values.get(changestats.KEY, [''])[-1])
+    actions = values.get(metadata.ACTION)
     return Checkpoint(
         info.short_id,
         info.created_at,
@@ -313,7 +314,7 @@ def checkpoint_from(info: CommitInfo) -> Checkpoint:
         meta.tool,
         meta.paths,
         meta.turn,
-        (values.get(metadata.ACTION) or [None])[-1],
+        actions[-1] if actions else None,
         stats.files if stats else None,
         stats.added if stats else None,
         stats.removed if stats else None,

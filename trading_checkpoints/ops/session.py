@@ -27,6 +27,7 @@ from ..store import changestats, metadata
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.objectio import StoreSink, as_objects
 from ..store.repo import PRIVATE_DIR, ShadowRepo
+from .results import Recovery
 from .retention import Limits
 
 STAT_CACHE = 'statcache'
@@ -88,7 +89,7 @@ class Session:
             durable=config.durable,
             atomic=atomic_writes(config, repo),
         )
-        self.recovery = None
+        self.recovery: Recovery | None = None
 
     def close(self) -> None:
         self.desk.close()

@@ -14,8 +14,9 @@ from ..ops import engine, journal
 from ..ops.session import DeskConfig, Session
 from ..store.commitinfo import SHORT_ID_LENGTH
 from ..store.repo import PRIVATE_DIR, is_initialized
+from ..store.transport import repair_shallow
 from .config import Remote, add_remote, check_name, list_remotes
-from .heads import remember_head, repair_shallow
+from .heads import remember_head
 from .pull import fetch_head
 from .transfer import Progress, TransferResult, short_id
 from .urls import client_for
@@ -57,7 +58,7 @@ def clone(
                 raise CheckpointError(
                     f'the remote {remote.display_url} has no checkpoints (no branch main)'
                 )
-            marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
+            marked = repair_shallow(repo, remote_head)
             if repo.head() is None:
                 repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
             remember_head(repo, remote_head)

@@ -1,0 +1,72 @@
+"""The package type-checks: ``mypy trading_checkpoints`` with the project's config
+(``[tool.mypy]`` in ``pyproject.toml``) finds no error outside the files listed in ``PENDING``.
+
+mypy runs in a subprocess with an empty cache, exactly as a person would run it, against the
+dulwich, click and mcp that are installed (the versions the rest of the suite runs on).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Errors tolerated, by file: a file listed here may report errors (those whose message holds
+# the given text; '' for any), every other file none. They are the facade's: AgentVerbs is not
+# the Protocol that guards and turns take, storageverbs mixes a remote's name and the Remote,
+# and in checkpoints.py ``list[LogEntry]`` names the method ``list`` (which makes agent/mcp.py's
+# loop over ``log()`` an error too). An entry whose errors are gone fails the test: remove it,
+# until the list is empty.
+PENDING: dict[str, str] = {
+    'trading_checkpoints/checkpoints.py': '',
+    'trading_checkpoints/agentverbs.py': '',
+    'trading_checkpoints/storageverbs.py': '',
+    'trading_checkpoints/agent/mcp.py': '"list?[trading_checkpoints.ops.results.LogEntry]"',
+}
+
+_ERROR = re.compile(r'^(?P<path>[^:\n]+):(?P<line>\d+): error: (?P<message>.*)$', re.MULTILINE)
+
+
+def _mypy(tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, str]]]:
+    if importlib.util.find_spec('mypy') is None:
+        pytest.fail("mypy is missing: install the test extra (pip install '.[test]')")
+    done = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'mypy',
+            '--cache-dir',
+            str(tmp_path / 'cache'),
+            'trading_checkpoints',
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    # 0: no error, 1: errors found; anything else is mypy failing to run (a config error).
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    errors = [
+        (match['path'].replace('\\', '/'), f'{match["line"]}: {match["message"]}')
+        for match in _ERROR.finditer(done.stdout)
+    ]
+    return done, errors
+
+
+def _tolerated(path: str, message: str) -> bool:
+    return path in PENDING and PENDING[path] in message
+
+
+def test_mypy_finds_no_errors(tmp_path: Path) -> None:
+    done, errors = _mypy(tmp_path)
+    assert done.returncode == 0 or errors, done.stdout + done.stderr
+    unexpected = [f'{path}:{error}' for path, error in errors if not _tolerated(path, error)]
+    assert not unexpected, '\n'.join(unexpected)
+    stale = sorted(set(PENDING) - {path for path, error in errors if _tolerated(path, error)})
+    assert not stale, f'no errors left in {stale}: remove them from PENDING'
