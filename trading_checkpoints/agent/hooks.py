@@ -324,10 +324,9 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     except HookError:
         raise
     except (CheckpointError, OSError) as error:
-        if isinstance(error, OSError):
-            detail = f'{error.strerror or error}: {error.filename}' if error.filename else error
-        else:
-            detail = error
+        detail: str | BaseException = error
+        if isinstance(error, OSError) and error.filename:
+            detail = f'{error.strerror or error}: {error.filename}'
         verb = 'checkpoint' if kind == BEFORE_TOOL else 'seal'
         raise HookError(
             f'could not {verb} desk {name!r} for {what}: {detail}', blocks=kind == BEFORE_TOOL

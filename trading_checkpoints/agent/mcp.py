@@ -20,6 +20,7 @@ Failures (an unknown id, a missing desk, a bad argument) come back as tool error
 names the problem; the server itself keeps running.
 """
 
+import importlib
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -75,20 +76,25 @@ F = TypeVar('F', bound=Callable[..., Any])
 # -- the server ----------------------------------------------------------------------------
 
 
+# Where each line of the SDK keeps its server class: mcp 2.x, else 1.x. Imported by name, as
+# only one of the two exists in any installed SDK.
+_SERVERS = (('mcp.server.mcpserver', 'MCPServer'), ('mcp.server.fastmcp', 'FastMCP'))
+
+
 def _sdk() -> tuple[Any, type[Exception], Any]:
     """The SDK's server class, its ToolError and ToolAnnotations (mcp 2.x, else 1.x)."""
-    try:
-        from mcp.server.mcpserver import MCPServer as Server
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:
+    missing: ImportError | None = None
+    for package, server_name in _SERVERS:
         try:
-            from mcp.server.fastmcp import FastMCP as Server
-            from mcp.server.fastmcp.exceptions import ToolError
+            server = importlib.import_module(package)
+            exceptions = importlib.import_module(f'{package}.exceptions')
         except ImportError as error:
-            raise CheckpointError(INSTALL_HINT) from error
-    from mcp.types import ToolAnnotations
+            missing = error
+            continue
+        from mcp.types import ToolAnnotations
 
-    return Server, ToolError, ToolAnnotations
+        return getattr(server, server_name), exceptions.ToolError, ToolAnnotations
+    raise CheckpointError(INSTALL_HINT) from missing
 
 
 def prune_limits(

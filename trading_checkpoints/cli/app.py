@@ -51,7 +51,7 @@ class CheckpointsGroup(click.Group):
                 ) from error
             raise
 
-    def main(  # type: ignore[override]
+    def main(  # type: ignore[override, unused-ignore]  # click 8.1 overloads main; 8.2 does not
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,

@@ -163,7 +163,7 @@ def snapshot(
         check_turn_id(turn)
     checkpoints = target.opened()
     taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=paths or None, turn=turn)
-    checkpoint_id = taken.checkpoint_id
+    checkpoint_id: str | None = taken.checkpoint_id
     if checkpoint_id is None and turn is not None:
         # Nothing changed, yet a turn's first snapshot must leave a checkpoint carrying its id.
         checkpoint_id = snapshot_in_turn(checkpoints, turn, reason, tool=tool, paths=paths or None)
@@ -325,6 +325,7 @@ def desks_command(target: Target, as_json: bool) -> None:
     from ..workspace import Workspace
 
     workspace = Workspace(target.workspace)
+    names = workspace.desks()
     rows = [
         {
             'name': name,
@@ -332,7 +333,7 @@ def desks_command(target: Target, as_json: bool) -> None:
             'checkpoints': workspace.repository_directory(name).is_dir(),
             'current': name == target.desk,
         }
-        for name in workspace.desks()
+        for name in names
     ]
     if as_json:
         render.echo_json(rows)
@@ -343,15 +344,15 @@ def desks_command(target: Target, as_json: bool) -> None:
             f'(a desk is a folder in {target.workspace / "desks"}).'
         )
         return
-    width = max(len(row['name']) for row in rows)
-    for row in rows:
+    width = max(len(name) for name in names)
+    for name, row in zip(names, rows, strict=True):
         notes = []
         if not row['folder']:
             notes.append('no folder: checkpoints only')
         elif not row['checkpoints']:
             notes.append('no checkpoints yet')
         mark = '*' if row['current'] else ' '
-        text = f'{mark} {row["name"].ljust(width)}'
+        text = f'{mark} {name.ljust(width)}'
         click.echo(f'{text}  ({", ".join(notes)})' if notes else text.rstrip())
     if len(rows) > 1:
         click.echo(style('hint: checkpoints --desk NAME VERB acts on another desk', dim=True))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,20 +23,7 @@ from pathlib import Path
 
 from ..errors import InvalidArgumentError, LockTimeoutError
 
-try:  # POSIX
-    import fcntl
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-except ImportError:  # pragma: no cover - Windows
+if sys.platform == 'win32':  # pragma: no cover - Windows
     import msvcrt
 
     def _try_lock(fd: int) -> bool:
@@ -47,6 +35,19 @@ except ImportError:  # pragma: no cover - Windows
 
     def _unlock(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:  # POSIX
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 DEFAULT_TIMEOUT = 60.0

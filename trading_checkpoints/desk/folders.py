@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Sequence
 
 from ..errors import FileAccessError, MissingDeskError, NotAFolderError
 
@@ -323,6 +324,6 @@ class DeskFolders:
         return out
 
 
-def same_file(st: os.stat_result, key: tuple[int, ...]) -> bool:
+def same_file(st: os.stat_result, key: Sequence[int]) -> bool:
     """Whether an open file's ``fstat`` is the file a walk saw (inode and file type)."""
     return st.st_ino == key[3] and stat.S_IFMT(st.st_mode) == stat.S_IFMT(key[4])

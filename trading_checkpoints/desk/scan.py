@@ -445,7 +445,7 @@ def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
 
 
 def _hash(
-    folders: DeskFolders, path: str, key: array, result: Scan, sink: BlobSink | None
+    folders: DeskFolders, path: str, key: array[int], result: Scan, sink: BlobSink | None
 ) -> tuple[bytes | None, bool]:
     """Reads and hashes one file: its hex blob id and whether its stat held still.
 
@@ -456,10 +456,10 @@ def _hash(
         target = folders.read_link(path)
         if target is None:
             return None, False
-        sha = blob_id(target)
-        result.keep_blob(sha, target, sink)
+        link_sha = blob_id(target)
+        result.keep_blob(link_sha, target, sink)
         result.hashed.add(path)
-        return sha, True
+        return link_sha, True
     fd = folders.open_file(path)
     if fd is None:
         return None, False

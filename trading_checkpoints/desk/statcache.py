@@ -117,7 +117,7 @@ class StatCache:
 
     def key(self, position: int) -> StatKey:
         start = position * FIELDS
-        return tuple(self.numbers[start : start + FIELDS])  # type: ignore[return-value]
+        return tuple(self.numbers[start : start + FIELDS])
 
     def sha(self, position: int) -> bytes:
         """The hex blob id of the entry at ``position``."""

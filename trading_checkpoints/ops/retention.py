@@ -148,7 +148,7 @@ def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) ->
     kept_heads = [info.sha.encode() for info in history[:count]]
     boundary = {history[count - 1].sha.encode()}
     objects = storage.reachable(store, kept_heads[:1], boundary | storage.read_shallow(repo.path))
-    sizes = _packed_sizes(store)
+    sizes = storage.packed_sizes(store)
     total = 0
     for sha in objects:
         total += sizes.get(sha, 0) or _loose_size(repo.path, sha)
@@ -159,16 +159,6 @@ def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) ->
 
 def _blocks(size: int, block: int = 4096) -> int:
     return -(-size // block) * block
-
-
-def _packed_sizes(store) -> dict[bytes, int]:
-    sizes: dict[bytes, int] = {}
-    for pack in store.packs:
-        entries = sorted((offset, sha) for sha, offset, _ in pack.index.iterentries())
-        end = os.path.getsize(pack._data_path) - 20
-        for (offset, sha), following in zip(entries, entries[1:] + [(end, b'')], strict=True):
-            sizes[sha.hex().encode()] = following[0] - offset
-    return sizes
 
 
 def _loose_size(repository: Path, sha: bytes) -> int:

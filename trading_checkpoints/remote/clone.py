@@ -15,8 +15,9 @@ from ..ops import engine, journal
 from ..ops.deskconfig import DeskConfig
 from ..ops.session import LockedSession
 from ..store.repo import PRIVATE_DIR, is_initialized
+from ..store.transport import repair_shallow
 from .config import Remote, add_remote, check_name, list_remotes
-from .heads import remember_head, repair_shallow
+from .heads import remember_head
 from .pull import fetch_head
 from .transfer import Progress, TransferResult
 from .urls import client_for
@@ -60,7 +61,7 @@ def clone(
                     f'the remote {remote.display_url} has no checkpoints (no branch main)',
                     remote=remote.name,
                 )
-            marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
+            marked = repair_shallow(repo, remote_head)
             if repo.head() is None:
                 repo.update_branch(None, remote_head, f'clone: from {remote.display_url}')
             remember_head(repo, remote_head)

@@ -3,7 +3,8 @@
 Every head this desk pushed, pulled or cloned is remembered (``checkpoints/remote-heads``):
 such a head was on this desk's branch, so it is an ancestor of the kept history even after a
 prune dropped it. After a fetch, any commit whose parent did not arrive (the remote was itself
-pruned) is recorded as a shallow boundary, so the repository stays readable.
+pruned) is recorded as a shallow boundary (``store.transport.repair_shallow``), so the
+repository stays readable.
 """
 
 from __future__ import annotations
@@ -64,34 +65,3 @@ def shallow_parents(repo: ShadowRepo) -> set[bytes]:
         if repo.contains(sha):
             parents.update(repo.commit_info(sha).parents)
     return parents
-
-
-def repair_shallow(dulwich_repo, path: Path, head: bytes) -> list[bytes]:
-    """Marks as shallow every commit (from ``head`` down) whose parents are missing."""
-    from dulwich.objects import Commit
-
-    from ..store.storage import read_shallow
-
-    store = dulwich_repo.object_store
-    shallow = read_shallow(path)
-    marked: list[bytes] = []
-    sha: bytes | None = head
-    seen: set[bytes] = set()
-    pending = [head]
-    while pending:
-        sha = pending.pop()
-        if sha in seen or sha in shallow:
-            continue
-        seen.add(sha)
-        commit = store[sha]
-        if not isinstance(commit, Commit):
-            break
-        missing = [parent for parent in commit.parents if parent not in store]
-        if missing:
-            marked.append(sha)
-            continue
-        pending.extend(commit.parents)
-    if marked:
-        data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
-        write_atomically(Path(path) / 'shallow', data)
-    return marked

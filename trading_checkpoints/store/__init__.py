@@ -7,8 +7,10 @@ Owns the repository object (``repo``: ``ShadowRepo``), its folder before it open
 the config file (``config/``) and the object storage (``storage``, ``pack/``). Everything in
 the repository is untrusted input: it is vetted here before any layer above sees it.
 
-The store is where dulwich lives: ``dulwichrepo`` opens its repository object, ``damage``
-names what it raises when it meets a damaged file.
+The store is the only place dulwich is imported: ``dulwichrepo`` opens its repository object,
+``dulwichadapter`` holds every use of its private names (and gives ids dulwich's types),
+``transport`` its clients and the repositories on a path that backups reach, ``damage`` names
+what it raises when it meets a damaged file.
 
 May import: ``core`` and ``errors``. Never the desk.
 """

@@ -9,16 +9,19 @@ the repository's folder given as its control and common directory, so no ``.git`
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import CorruptRepositoryError
 from .config.reader import RepoConfig, load
 
 if TYPE_CHECKING:
+    from dulwich.config import ConfigFile
     from dulwich.repo import Repo
 
 
-_DULWICH_REPO: type | None = None
+# dulwich's Repo, opened with a vetted config (a subclass made on first use, with dulwich)
+_DULWICH_REPO: Callable[[str, ConfigFile], Repo] | None = None
 
 
 def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None) -> Repo:
@@ -42,10 +45,7 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
 
             def __init__(self, root: str, vetted: ConfigFile) -> None:
                 self._vetted_config = vetted
-                try:
-                    super().__init__(controldir=root, commondir=root, bare=True)
-                except TypeError:  # pragma: no cover - dulwich before controldir=
-                    super().__init__(root, bare=True)
+                super().__init__(controldir=root, commondir=root, bare=True)
 
             def get_config(self) -> ConfigFile:
                 return self._vetted_config

@@ -12,12 +12,13 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ..core.durability import fsync_folder
 from ..core.fs import read_file
 from ..errors import ConcurrentChangeError, CorruptRepositoryError, FileAccessError
 from .damage import object_damage, ref_damage
+from .dulwichadapter import object_id, ref_name
 from .repofolder import BRANCH
 
 if TYPE_CHECKING:
@@ -26,6 +27,15 @@ if TYPE_CHECKING:
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _PLAIN_NAME = re.compile(rb'refs/[a-z0-9/_-]+')
 _UNREAD = object()  # the branch not read yet
+
+
+class Reflog(TypedDict):
+    """A reflog entry's fields, as dulwich's ref updates take them."""
+
+    committer: bytes
+    timestamp: int
+    timezone: int
+    message: bytes
 
 
 class RefStore:
@@ -69,8 +79,9 @@ class RefStore:
         except OSError:
             pass
         refs = self._dulwich().refs
+        branch = ref_name(BRANCH)
         try:
-            sha = refs.read_ref(BRANCH)
+            sha = refs.read_ref(branch)
         except ref_damage() as error:
             raise CorruptRepositoryError(
                 f'cannot read {BRANCH.decode()}: {error}', path=self.path
@@ -78,7 +89,7 @@ class RefStore:
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
-                sha = refs.get_packed_refs().get(BRANCH)
+                sha = refs.get_packed_refs().get(branch)
             except object_damage() + ref_damage() as error:
                 raise CorruptRepositoryError(
                     f'cannot read {self.path / "packed-refs"}: {error}',
@@ -96,18 +107,18 @@ class RefStore:
             )
         return sha
 
-    def move_branch(
-        self, old: bytes | None, new: bytes, reflog: dict[str, object], *, durable: bool
-    ) -> None:
+    def move_branch(self, old: bytes | None, new: bytes, reflog: Reflog, *, durable: bool) -> None:
         """Moves ``main`` from ``old`` to ``new`` with a reflog entry (``reflog``: dulwich's
         committer, timestamp, timezone and message), failing if someone else moved it
         meanwhile; with ``durable``, its folder is flushed after."""
         refs = self._dulwich().refs
         try:
             if old is None:
-                done = refs.add_if_new(BRANCH, new, **reflog)
+                done = refs.add_if_new(ref_name(BRANCH), object_id(new), **reflog)
             else:
-                done = refs.set_if_equals(BRANCH, old, new, **reflog)
+                done = refs.set_if_equals(
+                    ref_name(BRANCH), object_id(old), object_id(new), **reflog
+                )
         except ref_damage() as error:
             raise FileAccessError(
                 f'cannot update the branch in {self.path}: {error}', path=self.path, action='update'
@@ -150,7 +161,7 @@ class RefStore:
                 if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
                     return data[:40]
         try:
-            sha = self._dulwich().refs.read_ref(name)
+            sha = self._dulwich().refs.read_ref(ref_name(name))
         except ref_damage() as error:
             raise CorruptRepositoryError(
                 f'cannot read {name.decode()}: {error}', path=self.path
@@ -169,9 +180,10 @@ class RefStore:
         self._read.pop(name, None)
         refs = self._dulwich().refs
         try:
-            if self._read_ref(name) is None and refs.read_loose_ref(name) is not None:
-                refs.remove_if_equals(name, None)
-            refs.set_if_equals(name, None, sha)
+            ref = ref_name(name)
+            if self._read_ref(name) is None and refs.read_loose_ref(ref) is not None:
+                refs.remove_if_equals(ref, None)
+            refs.set_if_equals(ref, None, object_id(sha))
         except ref_damage() as error:
             raise FileAccessError(
                 f'cannot update {name.decode()} in {self.path}: {error}',

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..core.durability import fsync_folders, write_atomically
 from ..core.paths import Allowlist
@@ -31,13 +31,16 @@ from . import commitmemo, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
 from .damage import object_damage
+from .dulwichadapter import object_id
 from .pack.packfile import listed_in_packs
-from .refs import RefStore
+from .refs import Reflog, RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit, ShaFile, Tree
     from dulwich.repo import Repo
+
+_Object = TypeVar('_Object', bound='ShaFile')
 
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
@@ -248,7 +251,7 @@ class ShadowRepo:
         """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
         self._before_writing()
         now = int(time.time())
-        reflog = {
+        reflog: Reflog = {
             'committer': IDENTITY,
             'timestamp': now,
             'timezone': _local_offset_seconds(now),
@@ -353,7 +356,7 @@ class ShadowRepo:
         return commits[0]
 
     def _type_of(self, sha: bytes) -> int:
-        type_num, _ = self._repo.object_store.get_raw(sha)
+        type_num, _ = self._repo.object_store.get_raw(object_id(sha))
         return type_num
 
     # -- objects ---------------------------------------------------------------------------
@@ -372,11 +375,11 @@ class ShadowRepo:
                 f'the object {sha.decode()} in {self.path} is unreadable: {error}', path=self.path
             ) from error
 
-    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+    def _read(self, sha: bytes, kind: type[_Object]) -> _Object:
         with self._object_errors(sha):
             obj = self._read_loose(sha) if self._dulwich is None else None
             if obj is None:
-                obj = self._repo.object_store[sha]
+                obj = self._repo.object_store[object_id(sha)]
         if not isinstance(obj, kind):
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
@@ -405,7 +408,7 @@ class ShadowRepo:
         if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
             return True
         try:
-            return sha in self._repo.object_store
+            return object_id(sha) in self._repo.object_store
         except object_damage():
             return True  # there, but damaged: reading it says so
 
@@ -422,7 +425,7 @@ class ShadowRepo:
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(sha)
+            type_num, raw = self._repo.object_store.get_raw(object_id(sha))
         if type_num != _BLOB:
             from dulwich.objects import Blob
 
@@ -457,7 +460,7 @@ class ShadowRepo:
 
     def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(sha)
+            type_num, raw = self._repo.object_store.get_raw(object_id(sha))
         if type_num != _TREE:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is not a tree', path=self.path
@@ -466,7 +469,9 @@ class ShadowRepo:
         from dulwich.objects import parse_tree
 
         try:
-            return parse_tree(bytes(raw), 20)
+            # A list: the entries are kept (see tree_entries), and dulwich's pure-Python
+            # parse_tree returns a generator.
+            return list(parse_tree(bytes(raw), 20))
         except (ObjectFormatException, ValueError) as error:
             raise CorruptRepositoryError(
                 f'the tree {sha.decode()} in {self.path} is malformed: {error}', path=self.path
@@ -503,8 +508,8 @@ class ShadowRepo:
         now = int(time.time())
         offset = _local_offset_seconds(now)
         commit = Commit()
-        commit.tree = tree
-        commit.parents = [parent] if parent is not None else []
+        commit.tree = object_id(tree)
+        commit.parents = [object_id(parent)] if parent is not None else []
         commit.author = commit.committer = IDENTITY
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset

@@ -8,13 +8,28 @@ from __future__ import annotations
 
 import os
 
-from .objects import StorageStats, drop_empty_fanout, object_store, objects_size, pack_count
+from ..dulwichadapter import (
+    delete_loose_object,
+    loose_object_ids,
+    object_id,
+    pack_basename,
+    refresh_packs,
+    remove_pack,
+)
+from .objects import (
+    Repository,
+    StorageStats,
+    drop_empty_fanout,
+    object_store,
+    objects_size,
+    pack_count,
+)
 from .reachability import reachable, read_shallow, ref_heads
 from .window import MAX_DEPTH, WINDOW, ProgressFn, write_pack
 
 
 def consolidate(
-    repo,
+    repo: Repository,
     *,
     window: int = WINDOW,
     max_depth: int = MAX_DEPTH,
@@ -28,9 +43,9 @@ def consolidate(
     store = object_store(repo)
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
-    loose_before = set(store._iter_loose_objects())
+    loose_before = loose_object_ids(store)
     keep = reachable(store, ref_heads(repo), read_shallow(repo.path))
-    objects = [(store[sha], path) for sha, path in keep.items()]
+    objects = [(store[object_id(sha)], path) for sha, path in keep.items()]
     old_packs = list(store.packs)
     new_pack, deltas = write_pack(
         store, objects, window=window, max_depth=max_depth, progress=progress
@@ -39,20 +54,20 @@ def consolidate(
     if new_pack is not None:
         for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
             try:
-                os.remove(new_pack._basename + suffix)
+                os.remove(pack_basename(new_pack) + suffix)
             except OSError:
                 pass
     for pack in old_packs:
         if pack.name() == new_name:
             continue
-        _remove_pack(store, pack)
+        remove_pack(store, pack)
     for sha in loose_before:
         try:
-            store.delete_loose_object(sha)
+            delete_loose_object(store, sha)
         except OSError:
             pass
     drop_empty_fanout(repo.path)
-    store._update_pack_cache()
+    refresh_packs(store)
     return StorageStats(
         len(objects),
         deltas,
@@ -62,16 +77,3 @@ def consolidate(
         before,
         objects_size(repo.path),
     )
-
-
-def _remove_pack(store, pack) -> None:
-    try:
-        store._remove_pack(pack)
-    except (OSError, AttributeError, NotImplementedError):
-        pack.close()
-        base = pack._basename
-        for suffix in ('.pack', '.idx', '.bitmap', '.rev', '.keep'):
-            try:
-                os.remove(base + suffix)
-            except OSError:
-                pass
