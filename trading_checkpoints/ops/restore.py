@@ -303,13 +303,14 @@ def _decide_external(
     current: dict[str, FileEntry],
     attribution: external.Attribution,
 ) -> _Decision:
-    """Applies the request's policy to the paths changed outside the agent (see ``Request``).
+    """Applies the request's policy to the paths changed outside the agent, and to the ones
+    the request says someone else changed (see ``Request``).
 
     Paths it keeps get their current entry in ``desired`` (whose trees are rebuilt).
     """
     decision = _Decision()
     policy = request.on_external
-    for path in attribution.external:
+    for path in sorted(request.others.union(attribution.external)):
         if not desired.decides(path) or current.get(path) == desired.files.get(path):
             continue  # the restore does not touch it
         if policy == OVERWRITE:
