@@ -257,25 +257,27 @@ def test_non_write_events_stay_cheap(workspace: Path) -> None:
     assert done.returncode == 0 and done.stdout == b'' and done.stderr == b'[]\n'
 
 
-def test_readme_settings_match_the_adapter() -> None:
-    """The settings the manual tells people to paste are valid JSON and cover every write tool."""
-    from trading_checkpoints.agent.hooks import EVENTS, WRITE_TOOLS
+def test_the_manual_shows_what_install_writes() -> None:
+    """The settings the manual shows are valid JSON and are what `hook install` merges into an
+    empty file (the absolute command aside), and they cover every write and shell tool."""
+    from trading_checkpoints.agent.hooks import EVENTS, SHELL_TOOLS, WRITE_TOOLS
+    from trading_checkpoints.agent.hooks.install import merged
 
     manual = (ROOT / 'docs' / 'agents.md').read_text()
     section = manual.split('## Hooks for Claude Code and Gemini CLI', 1)[1].split('\n## ', 1)[0]
     blocks = [json.loads(b) for b in re.findall(r'```json\n(.*?)```', section, re.S)]
     assert len(blocks) == 2
     for settings, harness in zip(blocks, ('claude', 'gemini'), strict=True):
+        command = f'/opt/venv/bin/checkpoints hook --harness {harness}'
+        assert settings == merged({}, harness, command)
         hooks = settings['hooks']
         assert {EVENTS[name][0] for name in hooks} == {harness}
         assert sorted(EVENTS[name][1] for name in hooks) == ['after-tool', 'before-tool', 'prompt']
-        for name, groups in hooks.items():
-            [group] = groups
-            [command] = group['hooks']
-            assert command['command'] == f'checkpoints hook --harness {harness}'
+        for name, [group] in hooks.items():
             if EVENTS[name][1] != 'prompt':
                 matched = set(group['matcher'].split('|'))
-                ours = {t for t in WRITE_TOOLS if (t[0].isupper()) == (harness == 'claude')}
+                tools = {*WRITE_TOOLS, *SHELL_TOOLS}
+                ours = {t for t in tools if (t[0].isupper()) == (harness == 'claude')}
                 assert matched == ours, (name, matched, ours)
 
 
