@@ -37,6 +37,38 @@ def mcp_command(target: Target) -> None:
     serve(target.workspace, target.desk)
 
 
+@click.command('watch')
+@click.option(
+    '--debounce',
+    type=click.FloatRange(min=0.01, max=3600),
+    default=1.0,
+    show_default=True,
+    metavar='SECONDS',
+    help='How long writes must pause before a checkpoint is taken.',
+)
+@target_options
+@verb('folder')
+def watch_command(target: Target, debounce: float) -> None:
+    """Record every change to the desk as it happens, whoever makes it (Ctrl-C stops).
+
+    Waits on the kernel's file events (never polling) and, once writes to the tracked files
+    pause, takes a checkpoint of what changed (tool "watch", the changed paths), under the
+    same lock as every writer. Run it beside an agent and the changes of scripts, cron jobs
+    and editors are recorded as they happen. SIGINT and SIGTERM stop it (exit 0). Needs the
+    optional extra: pip install 'trading-checkpoints[watch]'.
+
+    \b
+    Examples:
+      checkpoints watch
+      checkpoints --workspace ~/agent --desk research watch --debounce 2
+    """
+    from ..agent.watch import watch
+
+    checkpoints = target.opened()
+    ready = f'Watching desk {target.desk!r} ({target.desk_directory}); Ctrl-C stops.'
+    watch(checkpoints, quiet=debounce, echo=click.echo, ready=lambda: click.echo(ready))
+
+
 @click.command()
 @click.option(
     '--dir',
