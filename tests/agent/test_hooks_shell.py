@@ -16,7 +16,7 @@ from helpers.builders import write
 from helpers.cli import checkpoints
 from helpers.hookrun import event, hook, ok
 
-from trading_checkpoints import Checkpoint
+from trading_checkpoints import Checkpoint, Checkpoints
 from trading_checkpoints.agent.hooks import programs
 from trading_checkpoints.store.repo import ShadowRepo
 from trading_checkpoints.workspace import Workspace
@@ -40,6 +40,15 @@ def messages(repository: Path) -> list[str]:
         repo.close()
 
 
+def started(workspace: Path, files: dict[str, str]) -> Checkpoints:
+    """Desk main holding ``files``, and one checkpoint of them."""
+    cps = Workspace(workspace).desk('main')
+    for path, text in files.items():
+        write(cps.desk_directory, path, text)
+    cps.snapshot('start')
+    return cps
+
+
 def newest(workspace: Path) -> Checkpoint:
     return Workspace(workspace).desk('main').list(1)[0]
 
@@ -51,10 +60,7 @@ def json_of(*args: str, workspace: Path) -> dict:
 
 
 def test_a_claude_bash_command_is_captured_and_rewound(workspace: Path, desk: Path) -> None:
-    write(desk, 'Memory.md', 'v0\n')
-    write(desk, 'notes/keep.md', 'k0\n')
-    cps = Workspace(workspace).desk('main')
-    cps.snapshot('start')
+    cps = started(workspace, {'Memory.md': 'v0\n', 'notes/keep.md': 'k0\n'})
     ok(hook(event('claude_user_prompt_submit.json', workspace)))
     before = event('claude_pre_tool_use_bash.json', workspace)
     ok(hook(before))
@@ -93,10 +99,7 @@ def test_a_claude_bash_command_is_captured_and_rewound(workspace: Path, desk: Pa
 
 
 def test_a_gemini_shell_command_in_a_desk_folder(workspace: Path, desk: Path) -> None:
-    write(desk, 'Memory.md', 'v0\n')
-    write(desk, 'notes/old.md', 'old\n')
-    cps = Workspace(workspace).desk('main')
-    cps.snapshot('start')
+    cps = started(workspace, {'Memory.md': 'v0\n', 'notes/old.md': 'old\n'})
     ok(hook(event('gemini_before_agent.json', workspace)), stdout='{}\n')
     before = event('gemini_before_tool_shell_write.json', workspace)
     ok(hook(before), stdout='{}\n')
@@ -115,10 +118,7 @@ def test_a_gemini_shell_command_in_a_desk_folder(workspace: Path, desk: Path) ->
 
 
 def test_a_command_that_changes_nothing_leaves_no_checkpoint(workspace: Path, desk: Path) -> None:
-    write(desk, 'Memory.md', 'v0\n')
-    write(desk, 'notes/a.md', 'a\n')
-    cps = Workspace(workspace).desk('main')
-    cps.snapshot('start')
+    cps = started(workspace, {'Memory.md': 'v0\n', 'notes/a.md': 'a\n'})
     before = event('gemini_before_tool_shell.json', workspace)  # ls notes
     ok(hook(before), stdout='{}\n')  # the turn's start is marked
     listed = cps.list(None)

@@ -23,14 +23,23 @@ def agent_write(cps: Checkpoints, session: str, turn: str, path: str, text: str)
     cps.seal()
 
 
-def test_two_sessions_interleaving_each_rewind_their_own(cps: Checkpoints, desk: Path) -> None:
-    write(desk, 'Memory.md', 'v0')
+def writes(cps: Checkpoints, *steps: tuple[str, str, str, str]) -> None:
+    """Memory.md at v0 and a checkpoint of it, then each session's write in turn."""
+    write(cps.desk_directory, 'Memory.md', 'v0')
     cps.snapshot('start')
-    agent_write(cps, 'A', 'a-1', 'notes/a.md', 'a1')
-    agent_write(cps, 'B', 'b-1', 'notes/b.md', 'b1')
-    agent_write(cps, 'A', 'a-1', 'Memory.md', 'v1 by A')
-    agent_write(cps, 'B', 'b-1', 'notes/b.md', 'b2')
-    agent_write(cps, 'A', 'a-1', 'notes/a.md', 'a2')
+    for session, turn, path, text in steps:
+        agent_write(cps, session, turn, path, text)
+
+
+def test_two_sessions_interleaving_each_rewind_their_own(cps: Checkpoints, desk: Path) -> None:
+    writes(
+        cps,
+        ('A', 'a-1', 'notes/a.md', 'a1'),
+        ('B', 'b-1', 'notes/b.md', 'b1'),
+        ('A', 'a-1', 'Memory.md', 'v1 by A'),
+        ('B', 'b-1', 'notes/b.md', 'b2'),
+        ('A', 'a-1', 'notes/a.md', 'a2'),
+    )
 
     result = cps.restore_turn('a-1')
     assert sorted(result.written) == ['Memory.md'] and result.deleted == ('notes/a.md',)
@@ -48,11 +57,12 @@ def test_two_sessions_interleaving_each_rewind_their_own(cps: Checkpoints, desk:
 
 
 def test_a_file_another_session_changed_since_is_a_conflict(cps: Checkpoints, desk: Path) -> None:
-    write(desk, 'Memory.md', 'v0')
-    cps.snapshot('start')
-    agent_write(cps, 'A', 'a-1', 'Memory.md', 'by A')
-    agent_write(cps, 'A', 'a-1', 'notes/a.md', 'a')
-    agent_write(cps, 'B', 'b-1', 'Memory.md', 'by A, then B')
+    writes(
+        cps,
+        ('A', 'a-1', 'Memory.md', 'by A'),
+        ('A', 'a-1', 'notes/a.md', 'a'),
+        ('B', 'b-1', 'Memory.md', 'by A, then B'),
+    )
     before, history = tree_of(desk), cps.list(None)
 
     preview = cps.restore_turn('a-1', dry_run=True)
@@ -86,6 +96,39 @@ def test_a_persons_edit_after_the_turn_is_kept_or_refused(cps: Checkpoints, desk
     assert result.written == ('Memory.md',) and (desk / 'Memory.md').read_text() == 'v0'
     assert (desk / 'notes/plan.md').read_text() == 'plan by A, edited by a person'
     assert (desk / 'notes/mine.md').exists(), 'what the turn never wrote is never touched'
+
+
+def test_a_restores_pre_snapshot_records_who_wrote_what(cps: Checkpoints, desk: Path) -> None:
+    """A person's edit saved by a restore's pre-snapshot is not the turn's."""
+    writes(cps, ('A', 'a-1', 'notes/a.md', 'a'), ('A', 'a-1', 'Memory.md', 'by A'))
+    start = cps.list(None)[-1].checkpoint_id
+    write(desk, 'Memory.md', 'by A, then a person')
+    write(desk, 'notes/other.md', 'other')
+    cps.restore(start, paths=['notes/other.md'])  # its pre-snapshot holds the person's edit
+    with pytest.raises(TurnConflictError) as refused:
+        cps.restore_turn('a-1')
+    assert refused.value.paths == ('Memory.md',)
+
+
+def test_a_snapshot_records_a_persons_edit_over_the_turns_write(
+    cps: Checkpoints, desk: Path
+) -> None:
+    writes(cps, ('A', 'a-1', 'Memory.md', 'by A'))
+    write(desk, 'Memory.md', 'by A, then a person')  # after A's seal
+    snapshot_in_turn(cps, 'b-1', 'before write notes/b.md', paths=['notes/b.md'], session='B')
+    from trading_checkpoints.store.repo import ShadowRepo
+
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    record = metadata.written(repo.commit_info(repo.head()).message)
+    repo.close()
+    assert record is not None and record.writer.turn == 'a-1'
+    assert record.paths == {'Memory.md'} and record.changed_after == {'Memory.md'}
+    with pytest.raises(TurnConflictError) as refused:
+        cps.restore_turn('a-1')
+    assert refused.value.paths == ('Memory.md',)
+    forced = cps.restore_turn('a-1', force=True)
+    assert (desk / 'Memory.md').read_text() == 'v0' and forced.external == ('Memory.md',)
 
 
 def test_a_rewind_of_a_rewind_is_not_a_conflict(cps: Checkpoints, desk: Path) -> None:

@@ -122,8 +122,8 @@ def hook_command(ctx: click.Context, args: tuple[str, ...]) -> None:
     """
     if args and args[0] in HOOK_VERBS:
         command = HOOK_VERBS[args[0]]
-        name = f'checkpoints hook {args[0]}'
-        with command.make_context(name, list(args[1:]), parent=ctx) as sub:
+        name = f'{ctx.info_name} {args[0]}'  # under the group: `checkpoints hook install`
+        with command.make_context(name, list(args[1:]), parent=ctx.parent or ctx) as sub:
             command.invoke(sub)
         return
     from ..agent.hooks import main

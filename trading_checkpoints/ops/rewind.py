@@ -9,14 +9,15 @@ overwritten when forced (the pre-snapshot keeps what was there), or kept as it i
 Who wrote what is read from the branch, oldest first from the checkpoint before the turn's
 first one, then the desk (:func:`plan`). Each checkpoint says who made the changes it holds:
 
-- ``Checkpoint-Wrote-By`` (and ``-Wrote``): that turn wrote the listed paths; the checkpoint's
-  other changes were made by no turn (see ``snapshot.writes`` for how a snapshot tells).
+- ``Checkpoint-Wrote-By`` (and ``-Wrote``): that turn wrote the listed paths, then someone
+  else those also named by ``Checkpoint-Changed-After``; the checkpoint's other changes were
+  made by no turn (see ``snapshot.writes`` for how a snapshot tells).
 - a restore, undo or redo: each path it changed is credited to whoever wrote the entry it put
   back (the entry the turn's first write replaced counts as the turn's own: a rewind of the
   turn's work is not someone else's change).
-- a checkpoint without that record (made by an older version, or a restore's pre-snapshot):
-  the changes are credited to the turn of the checkpoint before it, when that one was taken
-  before a turn's write, for the paths it declared (all when it declared none).
+- a checkpoint without that record (made by an older version): the changes are credited to
+  the turn of the checkpoint before it, when that one was taken before a turn's write, for the
+  paths it declared (all when it declared none).
 
 The desk's changes since the newest checkpoint are credited as a snapshot would credit them
 (``external.writer``, minus the paths changed outside the agent): those up to the seal to the
@@ -42,6 +43,16 @@ from .session import LockedSession, ReadSession
 
 _RESTORING = frozenset({RESTORE, UNDO, REDO})
 _TURN_BEFORE = 'the entry before the turn wrote it'  # a seen-entry marker, not a writer
+
+
+@dataclass(frozen=True)
+class _Then:
+    """A change ``writer`` made that someone else changed again before the checkpoint."""
+
+    writer: Writer
+
+
+Credit = Writer | _Then | str | None  # who made a change (None: no turn)
 
 
 @dataclass(frozen=True)
@@ -165,22 +176,22 @@ class _Walk:
         self.tracked = tracked
         self.before: dict[str, FileEntry | None] = {}
         self.others: set[str] = set()
-        self.seen: dict[tuple[str, FileEntry | None], Writer | str | None] = {}
+        self.seen: dict[tuple[str, FileEntry | None], Credit] = {}
 
-    def ours(self, writer: Writer | str | None) -> bool:
+    def ours(self, writer: Credit) -> bool:
         if writer == _TURN_BEFORE:
             return True
         return isinstance(writer, Writer) and writer.turn == self.turn_id
 
     def change(
-        self,
-        path: str,
-        old: FileEntry | None,
-        new: FileEntry | None,
-        writer: Writer | str | None,
+        self, path: str, old: FileEntry | None, new: FileEntry | None, writer: Credit
     ) -> None:
         if not self.tracked(path):
             return
+        if isinstance(writer, _Then):
+            if self.ours(writer.writer) and path not in self.before:
+                self.before[path] = old
+            writer = None  # the last change was someone else's
         if self.ours(writer):
             if path not in self.before:
                 self.before[path] = old
@@ -190,16 +201,20 @@ class _Walk:
         self.seen[(path, new)] = writer
 
 
-def _credit(
-    message: str, previous: str, walk: _Walk
-) -> Callable[[str, FileEntry | None], Writer | str | None]:
+def _credit(message: str, previous: str, walk: _Walk) -> Callable[[str, FileEntry | None], Credit]:
     """Who wrote a path (to a new entry) in the checkpoint with ``message``, the one before it
     having ``previous`` (see the module notes); None: no turn."""
     if metadata.action_of(message) in _RESTORING:
         return lambda path, new: walk.seen.get((path, new))
     record = metadata.written(message)
     if record is not None:
-        return lambda path, new: record.writer if path in record.paths else None
+
+        def credit(path: str, new: FileEntry | None) -> Credit:
+            if path in record.changed_after:
+                return _Then(record.writer)
+            return record.writer if path in record.paths else None
+
+        return credit
     writer = metadata.writer_of(previous)
     if writer is None or metadata.action_of(previous) is not None:
         return lambda path, new: None

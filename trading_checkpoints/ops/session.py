@@ -129,6 +129,10 @@ class ReadSession:
         return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
 
 
+Change = tuple[str, FileEntry | None, FileEntry | None]
+"""A file a commit changes: its path, its entry before (None: new) and after (None: gone)."""
+
+
 class LockedSession(ReadSession):
     """A session under the repository's lock: it reads as a :class:`ReadSession` does, and
     alone commits, moves the branch, saves the stat cache and writes the desk's files.
@@ -154,11 +158,11 @@ class LockedSession(ReadSession):
         result: Scan,
         cache: StatCache,
         message: str,
-        trailers: Callable[[list[str]], Iterable[tuple[str, str]]] | None = None,
+        trailers: Callable[[list[Change]], Iterable[tuple[str, str]]] | None = None,
     ) -> bytes | None:
         """Commits a scan on the branch if it differs from the newest checkpoint.
 
-        ``trailers``, given the paths the commit changes, returns trailers to add to the
+        ``trailers``, given the files the commit changes, returns trailers to add to the
         message (who wrote them). Saves the stat cache either way; returns the new commit's id
         or None.
         """
@@ -185,8 +189,8 @@ class LockedSession(ReadSession):
             stats = changestats.count(pairs, self._reader(result, len(pairs)))
             message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
             if trailers is not None:
-                paths = [path for path, old, new in changes if old != new]
-                message = metadata.with_trailers(message, trailers(paths))
+                changed = [change for change in changes if change[1] != change[2]]
+                message = metadata.with_trailers(message, trailers(changed))
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
@@ -206,9 +210,7 @@ class LockedSession(ReadSession):
             self.save_cache(cache)
         return new_sha
 
-    def _changes(
-        self, result: Scan, cache: StatCache, head: bytes | None
-    ) -> list[tuple[str, FileEntry | None, FileEntry | None]]:
+    def _changes(self, result: Scan, cache: StatCache, head: bytes | None) -> list[Change]:
         """``(path, old, new)`` of the files a commit of this scan changes."""
         files = result.files
         if head is None:

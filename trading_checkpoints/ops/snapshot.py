@@ -19,7 +19,7 @@ an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.ids import ShortId, short_id
@@ -33,7 +33,7 @@ from ..store.repofolder import head_is_sound
 from . import external, journal
 from .deskconfig import DeskConfig
 from .results import SnapshotResult
-from .session import LockedSession, ReadSession, open_reading
+from .session import Change, LockedSession, ReadSession, open_reading
 
 
 @dataclass
@@ -117,7 +117,7 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     else:
         result, cache = session.scan(record=True)
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
-    sha = session.commit(result, cache, message, writes(session, attribution.external, message))
+    sha = session.commit(result, cache, message, writes(session, attribution, message))
     if sha is None:
         external.announce(session, message)
     recovery = session.recovery
@@ -131,10 +131,12 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
 
 
 def writes(
-    session: ReadSession, outside: Sequence[str], message: str
-) -> Callable[[list[str]], list[tuple[str, str]]]:
-    """The trailers recording which of a commit's changed paths the agent's turn wrote (see
-    ``external.writer`` for the turn): the ones not changed outside the agent (``outside``).
+    session: ReadSession, attribution: external.Attribution, message: str
+) -> Callable[[list[Change]], list[tuple[str, str]]]:
+    """The trailers recording which of a commit's changed files the agent's turn wrote (see
+    ``external.writer`` for the turn): the ones not changed outside the agent, and those it
+    wrote that someone else changed afterwards (the state the agent left differs from both
+    the newest checkpoint and the desk there).
 
     A commit taken in the same turn, when the turn names no session (the library's and the
     MCP server's turns, whose tool calls may run in parallel, each sealing when it is done),
@@ -142,14 +144,19 @@ def writes(
     when no turn is known.
     """
 
-    def pairs(changed: list[str]) -> list[tuple[str, str]]:
+    def pairs(changes: list[Change]) -> list[tuple[str, str]]:
         writer = external.writer(session.repo)  # read before the branch moves
         if writer is None:
             return []
+        paths = [path for path, _, _ in changes]
         if writer.session is None and metadata.writer_of(message) == writer:
-            return metadata.written_pairs(writer, changed)
-        skip = set(outside)
-        return metadata.written_pairs(writer, [p for p in changed if p not in skip])
+            return metadata.written_pairs(writer, paths)
+        outside, left = set(attribution.external), attribution.left
+        ours = [path for path in paths if path not in outside]
+        # Changed outside the agent after the agent had changed it: the state the agent left
+        # differs from the newest checkpoint there too.
+        then = [path for path, old, _ in changes if path in outside and left.get(path) != old]
+        return metadata.written_pairs(writer, [*ours, *then], then)
 
     return pairs
 
@@ -159,8 +166,8 @@ def commit_desk(session: LockedSession, message: str) -> bytes | None:
     of its changes the agent's turn wrote, as :func:`take` does."""
     result, cache = session.scan(record=True)
     known = session.known_tree(result, cache)
-    outside = external.attribute(session, LazyFiles(result), known).external
-    return session.commit(result, cache, message, writes(session, outside, message))
+    attribution = external.attribute(session, LazyFiles(result), known)
+    return session.commit(result, cache, message, writes(session, attribution, message))
 
 
 def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
@@ -220,15 +227,15 @@ def capture(
     repo = session.repo
     result, cache = session.scan(record=True)
     known = session.known_tree(result, cache)
-    outside = external.attribute(session, LazyFiles(result), known).external
+    attribution = external.attribute(session, LazyFiles(result), known)
     pending = None if writer is not None else external.in_flight(repo)
-    credit = writes(session, outside, '')
+    credit = writes(session, attribution, '')
     changed: list[str] = []
 
-    def pairs(paths: list[str]) -> list[tuple[str, str]]:
-        changed.extend(paths)
-        found = [(metadata.PATH, path) for path in paths]
-        found += metadata.written_pairs(writer, paths) if writer is not None else credit(paths)
+    def pairs(changes: list[Change]) -> list[tuple[str, str]]:
+        changed.extend(path for path, _, _ in changes)
+        found = [(metadata.PATH, path) for path in changed]
+        found += metadata.written_pairs(writer, changed) if writer else credit(changes)
         return [*found, (metadata.ACTION, metadata.CAPTURED)]
 
     turn, by = (writer.turn, writer.session) if writer is not None else (None, None)

@@ -9,9 +9,10 @@ Two groups of trailers describe two moments. ``Checkpoint-Tool``, ``-Path``, ``-
 turn of which session). ``Checkpoint-Wrote-By``, ``-Wrote-Session`` and ``-Wrote`` name who made
 the changes a checkpoint *holds*, relative to its parent: the turn (and its session) that wrote
 each listed path, as far as the product could tell when it took the checkpoint; the other paths
-it changed were written by no turn (a person, a script, another tool). A checkpoint recording a
-change that already happened (a shell command seen through the hooks, ``checkpoints watch``)
-carries ``Checkpoint-Action: captured``.
+it changed were written by no turn (a person, a script, another tool), and so were the listed
+paths also named by ``Checkpoint-Changed-After``, after the turn had written them. A checkpoint
+recording a change that already happened (a shell command seen through the hooks,
+``checkpoints watch``) carries ``Checkpoint-Action: captured``.
 
 Only the library writes trailers. A reason (from code, the command line or an agent over MCP)
 is text: any line of it that could be read as one of our trailers (``Checkpoint-...:``) or as
@@ -38,6 +39,7 @@ ACTION = 'Checkpoint-Action'  # what made the commit: restore, undo, before-undo
 WROTE_BY = 'Checkpoint-Wrote-By'
 WROTE_SESSION = 'Checkpoint-Wrote-Session'
 WROTE = 'Checkpoint-Wrote'
+CHANGED_AFTER = 'Checkpoint-Changed-After'  # a path someone else changed after the writer
 CAPTURED = 'captured'  # the action of a checkpoint recording a change already made
 
 _TRAILER = re.compile(r'([A-Za-z0-9][A-Za-z0-9-]*): ?(.*)')
@@ -69,11 +71,13 @@ class Writer:
 
 @dataclass(frozen=True)
 class Written:
-    """Who made the changes a checkpoint holds: ``writer`` wrote ``paths``; the checkpoint's
-    other changes were made by no turn."""
+    """Who made the changes a checkpoint holds: ``writer`` wrote ``paths`` (and of those,
+    someone else changed ``changed_after`` again before the checkpoint was taken); the
+    checkpoint's other changes were made by no turn."""
 
     writer: Writer
     paths: frozenset[str]
+    changed_after: frozenset[str] = frozenset()
 
 
 def one_line(value: str) -> str:
@@ -206,12 +210,17 @@ def written(text: str) -> Written | None:
         return None
     sessions = values.get(WROTE_SESSION)
     writer = Writer(turns[-1], sessions[-1] if sessions else None)
-    return Written(writer, frozenset(values.get(WROTE, ())))
+    after = frozenset(values.get(CHANGED_AFTER, ()))
+    return Written(writer, frozenset(values.get(WROTE, ())), after)
 
 
-def written_pairs(writer: Writer, paths: Iterable[str]) -> list[tuple[str, str]]:
-    """The trailers recording that ``writer`` wrote ``paths`` (sorted) of a checkpoint."""
-    return writer.pairs() + [(WROTE, path) for path in sorted(paths)]
+def written_pairs(
+    writer: Writer, paths: Iterable[str], changed_after: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """The trailers recording that ``writer`` wrote ``paths`` of a checkpoint (and someone
+    else changed ``changed_after`` of them afterwards), sorted."""
+    pairs = writer.pairs() + [(WROTE, path) for path in sorted(set(paths))]
+    return pairs + [(CHANGED_AFTER, path) for path in sorted(set(changed_after))]
 
 
 def trailer_values(text: str) -> dict[str, list[str]]:
