@@ -455,8 +455,8 @@ class Checkpoints:
         *,
         on_external: str | None = None,
     ) -> RestoreResult:
-        """Puts back the files turn ``turn_id`` and the later turns of its session wrote, as
-        they were before the turn began; what other sessions and other writers changed stays.
+        """Puts back the files turn ``turn_id`` wrote, as they were before the turn began; what
+        later turns, other sessions and other writers changed elsewhere stays.
 
         Where someone else changed such a file after the turn did, it refuses and changes
         nothing (``TurnConflictError`` naming the files) unless ``force`` (put it back anyway;

@@ -94,7 +94,7 @@ class Turn:
         label: What the turn is about (such as the user's message), one line.
         checkpoint_ids: The checkpoints taken in this turn so far, oldest first.
         session: The agent session the turn belongs to, when a harness names one (kept as
-            the ``Checkpoint-Session`` trailer); turns without one count as one session.
+            the ``Checkpoint-Session`` trailer).
     """
 
     checkpoints: CheckpointsLike
