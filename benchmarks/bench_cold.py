@@ -17,6 +17,9 @@ reference, against ``git status`` on a git repository holding the same files).
 
 The MCP row is a client's first exchange: spawn ``checkpoints mcp``, send ``initialize``, the
 ``initialized`` notification and ``tools/list``, and stop the clock at the ``tools/list`` answer.
+The Bash row is the two processes a shell command costs a Claude Code session (``PreToolUse``
+then ``PostToolUse`` on ``Bash``, in a turn already started, a command that changed nothing):
+their sum, against two ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -35,10 +38,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GIT = shutil.which('git')
-HOOK_FIXTURES = ROOT / 'tests' / 'fixtures' / 'hooks'
+HOOK_FIXTURES = ROOT / 'tests' / 'helpers' / 'hook_events'
 
+BASH_PAIR = 'hook Bash pair: Pre + PostToolUse (unchanged)'
 TARGETS = {  # row -> upper bound of its ratio to `python -c pass`
     'hook PreToolUse Write (unchanged desk)': 3.0,
+    BASH_PAIR: 6.0,  # two processes
     'snapshot (no-op)': 3.0,
     'status (clean)': 3.0,
     'list': 3.0,
@@ -175,6 +180,9 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHON'))}
         env['NO_COLOR'] = '1'
         write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
+        bash_before = hook_event('claude_pre_tool_use_bash.json', workspace, base)
+        bash_after = hook_event('claude_post_tool_use_bash.json', workspace, base)
+        hook = [command, 'hook', '--harness', 'claude']
         # The written file exists and is unchanged: the hook's snapshot finds nothing to record.
         (desk / 'notes').mkdir()
         (desk / 'notes' / 'plan.md').write_text('# Plan\n')
@@ -187,7 +195,11 @@ def main() -> None:
             'status (clean)': lambda: timed_process([command, 'status'], desk, None, env),
             'snapshot (no-op)': lambda: timed_process([command, 'snapshot'], desk, None, env),
             'hook PreToolUse Write (unchanged desk)': lambda: timed_process(
-                [command, 'hook', '--harness', 'claude'], workspace, write_event, env
+                hook, workspace, write_event, env
+            ),
+            BASH_PAIR: lambda: (
+                timed_process(hook, workspace, bash_before, env)
+                + timed_process(hook, workspace, bash_after, env)
             ),
             'mcp: spawn, initialize, tools/list': lambda: timed_mcp(
                 [command, '--workspace', str(workspace), 'mcp'], workspace, env
@@ -220,6 +232,9 @@ def main() -> None:
             continue
         verdict = '' if target is None else ('met' if value / floor <= target else 'MISSED')
         print(f'{name:44} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
+    pair, single = medians[BASH_PAIR], medians['hook PreToolUse Write (unchanged desk)']
+    print(f'Bash pair beyond two bare Python starts: {pair - 2 * floor:.1f} ms; ', end='')
+    print(f'beyond two Write hooks: {pair - 2 * single:.1f} ms')
     if args.json:
         args.json.write_text(json.dumps({'files': args.files, 'medians_ms': medians}, indent=2))
 

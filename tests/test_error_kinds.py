@@ -135,6 +135,12 @@ def _external_change(w: World) -> None:
     (w.desk / 'notes' / 'a.md').write_text('a2 by a person\n')
 
 
+def _two_turns_wrote_one_file(w: World) -> None:
+    for turn, text in (('msg_1', 'v2\n'), ('msg_2', 'v3\n')):
+        with w.cps.turn(turn, message_id=turn), w.cps.guard('write_file Memory.md'):
+            (w.desk / 'Memory.md').write_text(text)
+
+
 def _fifo_in_the_way(w: World) -> None:
     (w.desk / 'notes' / 'a.md').unlink()
     os.mkfifo(w.desk / 'notes' / 'a.md')
@@ -333,6 +339,13 @@ CASES: dict[str, Case] = {
         setup=_external_change,
         library=lambda w: w.cps.restore(w.first, on_external='refuse'),
         verb=lambda w: ['restore', w.first, '--refuse-external'],
+    ),
+    "a rewind of a turn over a later turn's write": Case(
+        errors.TurnConflictError,
+        lambda w: {'paths': ('Memory.md',), 'turn': 'msg_1'},
+        setup=_two_turns_wrote_one_file,
+        library=lambda w: w.cps.restore_turn('msg_1'),
+        verb=lambda w: ['restore-turn', 'msg_1'],
     ),
     'a turn inside a turn': Case(
         errors.TurnStillOpenError,

@@ -19,7 +19,7 @@ from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError, NoCheckpointsError
-from .ops import deskconfig, engine, external, history, listing, request, restore, undo
+from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
 from .ops.guard import Guard, before_write
@@ -34,7 +34,7 @@ from .ops.results import (
     TurnInfo,
 )
 from .ops.session import open_reading
-from .ops.turns import Turn, first_checkpoint, open_turn
+from .ops.turns import Turn, first_checkpoint, first_of_turn, open_turn
 from .ops.turns import turns as recorded_turns
 from .store import metadata
 from .store.repofolder import is_initialized
@@ -128,6 +128,7 @@ class Checkpoints:
         tool: str | None = None,
         paths: Sequence[str] | None = None,
         turn: str | None = None,
+        session: str | None = None,
     ) -> str | None:
         """Records the tracked files as they are now, if they changed since the newest checkpoint.
 
@@ -137,7 +138,9 @@ class Checkpoints:
             reason: What is about to happen, kept as the checkpoint's message.
             tool: Optional name of the tool about to write (kept as a git trailer).
             paths: Optional paths it is about to write (kept as trailers).
-            turn: Optional id of the agent turn (kept as a trailer).
+            turn: Optional id of the agent turn (kept as a trailer); its first snapshot always
+                leaves a checkpoint, even when nothing changed (the turn's start).
+            session: Optional id of the agent session the turn belongs to (kept as a trailer).
 
         Returns:
             The new checkpoint's short id, or None when nothing had changed.
@@ -145,7 +148,8 @@ class Checkpoints:
         Raises:
             CheckpointError: The desk or repository cannot be read or written.
         """
-        return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
+        result = self.snapshot_with_result
+        return result(reason, tool=tool, paths=paths, turn=turn, session=session).checkpoint_id
 
     def snapshot_with_result(
         self,
@@ -154,6 +158,7 @@ class Checkpoints:
         tool: str | None = None,
         paths: Sequence[str] | None = None,
         turn: str | None = None,
+        session: str | None = None,
     ) -> SnapshotResult:
         """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
         if not isinstance(reason, str):
@@ -162,14 +167,16 @@ class Checkpoints:
             )
         if isinstance(paths, str):
             paths = (paths,)
-        message = metadata.compose(reason, tool, paths, turn)
+        message = metadata.compose(reason, tool, paths, turn, session)
         deskconfig.check_desk(self.desk_config, must_exist=True)
         self.last_recovery = None
         earlier = snapshots.look(self.desk_config, message)
         if earlier is not None and earlier.answer is not None:
-            return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        with engine.locked(self.desk_config, light=True, report_to=self) as session:
-            return snapshots.take(session, message, earlier)
+            taken = earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
+        else:
+            with engine.locked(self.desk_config, light=True, report_to=self) as locked:
+                taken = snapshots.take(locked, message, earlier)
+        return first_of_turn(self.desk_config, turn, message, taken)
 
     def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:
         """The most recent checkpoints, newest first (``limit=None``: all of them); ``[]`` when
@@ -444,19 +451,23 @@ class Checkpoints:
         self,
         turn_id: str,
         dry_run: bool = False,
-        force: bool = True,
+        force: bool = False,
         *,
         on_external: str | None = None,
     ) -> RestoreResult:
-        """Puts the tracked files back as they were before turn ``turn_id`` began.
+        """Puts back the files turn ``turn_id`` wrote, as they were before the turn began; what
+        later turns, other sessions and other writers changed elsewhere stays.
 
-        ``force`` and ``on_external`` work as for :meth:`Checkpoints.restore`: with
-        ``force=False`` only the agent's changes are reverted.
+        Where someone else changed such a file after the turn did, it refuses and changes
+        nothing (``TurnConflictError`` naming the files) unless ``force`` (put it back anyway;
+        the pre-snapshot keeps it) or ``on_external='keep'`` (leave it as it is). See
+        ``ops/rewind.py`` for how the writer of each file is told.
         """
-        target = first_checkpoint(self, turn_id)
-        return self.restore_with_result(
-            target, dry_run=dry_run, force=force, on_external=on_external
-        )
+        policy = request.policy(on_external, request.OVERWRITE if force else request.REFUSE)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
+        first_checkpoint(self, turn_id)  # the turn exists
+        with engine.locked(self.desk_config, report_to=self) as session:
+            return rewind.restore_turn(session, turn_id.strip(), policy, dry_run)
 
     def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
         """The recorded turns, newest first, each with its checkpoints (newest first)."""

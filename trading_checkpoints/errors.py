@@ -361,6 +361,21 @@ class ExternalChangesError(CheckpointError):
         self.paths = tuple(paths)
 
 
+class TurnConflictError(ExternalChangesError):
+    """A rewind of an agent turn would overwrite files another session or writer changed after
+    the turn did (use force to overwrite them, or keep them as they are).
+
+    Attributes:
+        turn: The turn that was to be rewound.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'turn')
+
+    def __init__(self, message: str, paths: Iterable[str], *, turn: str) -> None:
+        super().__init__(message, paths)
+        self.turn = turn
+
+
 class ConcurrentChangeError(CheckpointError):
     """Another writer changed what this operation was using while it ran (a file that kept
     changing, the desk folder replaced or moved, the branch moved); nothing was recorded.

@@ -279,11 +279,29 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
         desk: DeskArg = None,
         dry_run: DryRun = False,
-        on_external: OnExternal = 'overwrite',
+        force: Annotated[
+            bool,
+            Field(
+                description='Put back files another turn or writer changed after this turn '
+                'did (they are kept in a snapshot); else such a conflict is refused.'
+            ),
+        ] = False,
+        on_external: Annotated[
+            Literal['overwrite', 'keep', 'refuse'] | None,
+            Field(
+                description='Instead of force: overwrite such files, keep them as they are, '
+                'or refuse (the default).'
+            ),
+        ] = None,
     ) -> RestoreOutcome:
-        """Rewind the desk to the state before an agent turn began (later turns too)."""
+        """Put back the files an agent turn wrote as they were before it began.
+
+        Only that turn's files are rewound: what later turns, other sessions or a person
+        changed elsewhere stays. Where someone else changed one of its files afterwards, it
+        refuses and names them, unless `force` or on_external='keep'.
+        """
         name, cps = named(desk)
-        result = cps.restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
+        result = cps.restore_turn(turn_id, dry_run=dry_run, force=force, on_external=on_external)
         return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)

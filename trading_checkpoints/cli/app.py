@@ -183,6 +183,7 @@ for command in (
     remote.clone,
     agent.mcp_command,
     agent.hook_command,
+    agent.watch_command,
     agent.demo,
     complete.completion,
 ):

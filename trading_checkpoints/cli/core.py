@@ -157,28 +157,24 @@ def snapshot(
       checkpoints snapshot -m "before rewriting notes/plan.md"
       checkpoints snapshot --turn msg_17 --tool write_file --path notes/plan.md
     """
-    from ..ops.turns import check_turn_id, snapshot_in_turn
+    from ..ops.turns import check_turn_id
 
     if turn is not None:
         check_turn_id(turn)
     checkpoints = target.opened()
+    # Nothing changed, yet a turn's first snapshot leaves a checkpoint carrying its id.
     taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=paths or None, turn=turn)
-    checkpoint_id: str | None = taken.checkpoint_id
-    if checkpoint_id is None and turn is not None:
-        # Nothing changed, yet a turn's first snapshot must leave a checkpoint carrying its id.
-        checkpoint_id = snapshot_in_turn(checkpoints, turn, reason, tool=tool, paths=paths or None)
+    checkpoint_id = taken.checkpoint_id
     if taken.recovered:
         click.echo(f'note: {taken.recovered}', err=True)
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        form = taken.to_dict()
-        form['id'] = checkpoint_id  # the turn's mark when nothing changed
-        render.echo_json(form)
+        render.echo_json(taken.to_dict())
         return
     if checkpoint_id is None:
         click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
-    elif taken.checkpoint_id is None:
+    elif taken.turn_start:
         click.echo(f'Snapshot {ident(checkpoint_id)} marks the start of turn {turn}: {reason}')
     else:
         click.echo(f'Snapshot {ident(checkpoint_id)} taken: {reason}')

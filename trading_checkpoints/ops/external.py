@@ -20,6 +20,11 @@ lost (and an older seal would wrongly still hold): it moves the seal to an *anno
 commit with the newest checkpoint's tree and the declared paths (``Checkpoint-Action:
 announce``) — so the write that follows is attributed to the agent.
 
+Who the agent is: the turn (and session) named by the announcement, else by the seal, else by
+the newest checkpoint when it was taken before an agent's write (:func:`writer`). A seal made
+over an announcement keeps the announcement's turn, so the write between the two stays the
+turn's. Snapshots record, with the changes they hold, which of them that turn wrote.
+
 Seal and announcement commits are reachable only from ``refs/checkpoints/sealed`` (one at a
 time, no reflog); superseded ones become unreachable objects that ``git gc``/prune may drop.
 """
@@ -127,7 +132,9 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
 
 
 def seal(session: LockedSession) -> bytes:
-    """Records the desk as it is now as the state the agent left; returns the seal's commit."""
+    """Records the desk as it is now as the state the agent left; returns the seal's commit.
+
+    Over an announcement, the seal keeps the announcement's turn and session (the writer)."""
     repo = session.repo
     result, cache = session.scan(record=True)
     head = repo.head()
@@ -137,9 +144,50 @@ def seal(session: LockedSession) -> bytes:
         return head
     _, built = session.desk.trees(result, cache)
     repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
-    sha = session.commit_tree(tree, built, 'sealed: the state the agent left\n', move_branch=False)
+    text = 'sealed: the state the agent left\n'
+    announced = current_seal(repo, head)
+    if announced is not None and metadata.action_of(announced.message) == ANNOUNCE:
+        found = metadata.writer_of(announced.message)
+        if found is not None:
+            pairs = [(metadata.TURN, found.turn), (metadata.SESSION, found.session or '')]
+            text = metadata.message(text.rstrip('\n'), pairs)
+    sha = session.commit_tree(tree, built, text, move_branch=False)
     repo.set_ref(SEAL_REF, sha)
     return sha
+
+
+def writer(repo: ShadowRepo) -> metadata.Writer | None:
+    """The turn whose changes the desk holds beyond the newest checkpoint, as far as is known:
+    the one the current announcement or seal names, else the one the newest checkpoint was
+    taken in when it was taken before an agent's write (not a restore, nor a capture)."""
+    head = repo.head()
+    if head is None:
+        return None
+    seal = current_seal(repo, head)
+    if seal is not None:
+        found = metadata.writer_of(seal.message)
+        if found is not None or metadata.action_of(seal.message) == ANNOUNCE:
+            return found
+    info = repo.commit_info(head)
+    if metadata.action_of(info.message) is not None:
+        return None
+    return metadata.writer_of(info.message)
+
+
+def in_flight(repo: ShadowRepo) -> str | None:
+    """The message of an agent's write that was announced and not yet sealed: the current
+    announcement, or the newest checkpoint taken before a turn's write when nothing sealed it
+    since; None otherwise."""
+    head = repo.head()
+    if head is None:
+        return None
+    seal = current_seal(repo, head)
+    if seal is not None:
+        return seal.message if metadata.action_of(seal.message) == ANNOUNCE else None
+    info = repo.commit_info(head)
+    if metadata.action_of(info.message) is None and metadata.writer_of(info.message):
+        return info.message
+    return None
 
 
 def mark_sealed(session: LockedSession) -> None:
@@ -216,22 +264,41 @@ def announce(session: LockedSession, message: str) -> None:
     repo.set_ref(SEAL_REF, commit.id)
 
 
+def reannounce(session: LockedSession, message: str) -> None:
+    """Announces again, on the newest checkpoint, the write ``message`` announced (its tool,
+    paths, turn and session): a checkpoint taken while an agent writes keeps it announced."""
+    kept = (metadata.TOOL, metadata.PATH, metadata.TURN, metadata.SESSION)
+    pairs = [(key, value) for key, value in metadata.trailers(message) if key in kept]
+    subject = message.split('\n', 1)[0].strip() or 'announced'
+    announce(session, metadata.message(subject, pairs))
+
+
 def announcement(repo: ShadowRepo, message: str) -> str | None:
     """The message of the announcement :func:`announce` would write (reads only), or None
     when there is no checkpoint or the effective declaration is already the same."""
     head = repo.head()
     if head is None:
         return None
-    declared = metadata.parse(message).paths
+    declared = _declaration(message)
     seal = current_seal(repo, head)
     if seal is None:
-        if metadata.parse(repo.commit_info(head).message).paths == declared:
+        if _declaration(repo.commit_info(head).message, declared) == declared:
             return None
     elif (
         metadata.action_of(seal.message) == ANNOUNCE
-        and metadata.parse(seal.message).paths == declared
+        and _declaration(seal.message, declared) == declared
     ):
         return None
     existing = metadata.trailers(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
     return text + f'{metadata.ACTION}: {ANNOUNCE}\n'
+
+
+def _declaration(message: str, like: tuple[object, ...] | None = None) -> tuple[object, ...]:
+    """What a message declares about the write that follows: its paths and, for a turn's
+    write, its turn and session (compared only when ``like``, the new declaration, names a
+    turn: a snapshot outside any turn keeps the writer it found)."""
+    meta = metadata.parse(message)
+    if like is not None and like[1] is None:
+        return (meta.paths, None, None)
+    return (meta.paths, meta.turn, meta.session)

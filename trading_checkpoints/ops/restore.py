@@ -58,7 +58,7 @@ from ..errors import (
 from ..store import changestats, metadata
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import external, history, journal, recovery
+from . import external, history, journal, recovery, snapshot
 from .request import (
     CONFLICTS,
     OVERWRITE,
@@ -204,7 +204,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     decision.raise_if_refused(request)
     saved = None
     if _worth_saving(session, request, scan):
-        saved = session.commit(scan, cache, _before_message(request))
+        credit = snapshot.writes(session, attribution, '')  # who wrote what it saves
+        saved = session.commit(scan, cache, _before_message(request), credit)
     head = repo.head()
     assert head is not None
     repo.require_commit(head)  # the restored state is committed on it: it must be readable
@@ -303,13 +304,14 @@ def _decide_external(
     current: dict[str, FileEntry],
     attribution: external.Attribution,
 ) -> _Decision:
-    """Applies the request's policy to the paths changed outside the agent (see ``Request``).
+    """Applies the request's policy to the paths changed outside the agent, and to the ones
+    the request says someone else changed (see ``Request``).
 
     Paths it keeps get their current entry in ``desired`` (whose trees are rebuilt).
     """
     decision = _Decision()
     policy = request.on_external
-    for path in attribution.external:
+    for path in sorted(request.others.union(attribution.external)):
         if not desired.decides(path) or current.get(path) == desired.files.get(path):
             continue  # the restore does not touch it
         if policy == OVERWRITE:

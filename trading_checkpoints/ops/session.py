@@ -129,6 +129,10 @@ class ReadSession:
         return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
 
 
+Change = tuple[str, FileEntry | None, FileEntry | None]
+"""A file a commit changes: its path, its entry before (None: new) and after (None: gone)."""
+
+
 class LockedSession(ReadSession):
     """A session under the repository's lock: it reads as a :class:`ReadSession` does, and
     alone commits, moves the branch, saves the stat cache and writes the desk's files.
@@ -149,10 +153,18 @@ class LockedSession(ReadSession):
 
     # -- commits -------------------------------------------------------------------------
 
-    def commit(self, result: Scan, cache: StatCache, message: str) -> bytes | None:
+    def commit(
+        self,
+        result: Scan,
+        cache: StatCache,
+        message: str,
+        trailers: Callable[[list[Change]], Iterable[tuple[str, str]]] | None = None,
+    ) -> bytes | None:
         """Commits a scan on the branch if it differs from the newest checkpoint.
 
-        Saves the stat cache either way; returns the new commit's id or None.
+        ``trailers``, given the files the commit changes, returns trailers to add to the
+        message (who wrote them). Saves the stat cache either way; returns the new commit's id
+        or None.
         """
         repo = self.repo
         head = repo.head()
@@ -172,9 +184,13 @@ class LockedSession(ReadSession):
         if head_tree != root:
             if head is not None:
                 repo.require_commit(head)  # never build on a parent the store cannot read
-            pairs = self._changed_pairs(result, cache, head)
+            changes = self._changes(result, cache, head)
+            pairs = [(old, new) for _, old, new in changes]
             stats = changestats.count(pairs, self._reader(result, len(pairs)))
             message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
+            if trailers is not None:
+                changed = [change for change in changes if change[1] != change[2]]
+                message = metadata.with_trailers(message, trailers(changed))
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
@@ -194,13 +210,11 @@ class LockedSession(ReadSession):
             self.save_cache(cache)
         return new_sha
 
-    def _changed_pairs(
-        self, result: Scan, cache: StatCache, head: bytes | None
-    ) -> list[tuple[FileEntry | None, FileEntry | None]]:
-        """``(old, new)`` entries of the files a commit of this scan changes."""
+    def _changes(self, result: Scan, cache: StatCache, head: bytes | None) -> list[Change]:
+        """``(path, old, new)`` of the files a commit of this scan changes."""
         files = result.files
         if head is None:
-            return [(None, entry) for entry in files.values()]
+            return [(path, None, entry) for path, entry in files.items()]
         if cache.commit == head:
             index = cache.index
 
@@ -210,12 +224,12 @@ class LockedSession(ReadSession):
                     return None
                 return (git_mode(cache.numbers[position * 5 + 4]), cache.sha(position))
 
-            pairs = [(old(path), files[path]) for path in result.changed if path in files]
-            return pairs + [(old(path), None) for path in result.removed]
+            changes = [(path, old(path), files[path]) for path in result.changed if path in files]
+            return changes + [(path, old(path), None) for path in result.removed]
         held, _ = self.flatten(self.repo.commit_info(head).tree)
         return [
-            (held.get(p), files.get(p))
-            for p in set(held) | set(files)
+            (p, held.get(p), files.get(p))
+            for p in sorted(set(held) | set(files))
             if held.get(p) != files.get(p)
         ]
 
