@@ -21,6 +21,7 @@ Example::
 # from typing (itself a few milliseconds); type checkers read the block below all the same.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from .checkpoints import Checkpoints
     from .core.paths import TRACKED_PATHS
     from .errors import (
         CheckpointError,
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
         NothingToUndoError,
         UnknownCheckpointError,
     )
-    from .checkpoints import Checkpoints
     from .ops.results import (
         Checkpoint,
         Diff,
