@@ -40,8 +40,8 @@ from . import address, wire
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
 DEFAULT_IDLE = 300.0
-# The modules never preloaded: the MCP SDK is heavy and its verb runs in-process.
-NOT_PRELOADED = ('trading_checkpoints.agent.mcp', 'trading_checkpoints.__main__')
+# Never preloaded: the MCP SDK is heavy and its verb runs in-process.
+NOT_PRELOADED = ('trading_checkpoints.agent.mcp',)
 REQUEST_TIMEOUT = 10.0
 STREAMS = 3
 
@@ -74,8 +74,8 @@ def preload() -> None:
     import trading_checkpoints
 
     for module in pkgutil.walk_packages(trading_checkpoints.__path__, 'trading_checkpoints.'):
-        if module.name.startswith(NOT_PRELOADED):
-            continue
+        if module.name.startswith(NOT_PRELOADED) or module.name.endswith('.__main__'):
+            continue  # the MCP SDK, and the modules that run a command when imported
         try:
             import_module(module.name)
         except ImportError:
