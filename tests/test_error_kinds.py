@@ -371,6 +371,13 @@ CASES: dict[str, Case] = {
         setup=_backup,
         library=lambda w: w.cps.add_remote('backup', str(w.root / 'other.git')),
     ),
+    'a path remote whose folder is missing': Case(
+        errors.MissingRemoteFolderError,
+        lambda w: {'remote': 'usb', 'folder': str(w.root / 'mnt' / 'usb')},
+        setup=lambda w: w.cps.add_remote('usb', str(w.root / 'mnt' / 'usb' / 'desk.git')),
+        library=lambda w: w.cps.push('usb'),
+        verb=lambda w: ['push', 'usb'],
+    ),
     'a remote without checkpoints': Case(
         errors.EmptyRemoteError,
         lambda w: {'remote': 'empty'},

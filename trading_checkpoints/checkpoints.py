@@ -543,12 +543,19 @@ class Checkpoints:
             return []
         return _remote.list_remotes(self.repository_directory)
 
-    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
-        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
+    def push(
+        self, remote: str | None = None, *, progress=None, create_parents: bool = False
+    ):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only).
+
+        A path remote is created on its first push, inside a folder that must exist
+        (``MissingRemoteFolderError`` otherwise: a backup drive may not be mounted);
+        ``create_parents`` creates the missing folders too.
+        """
         from . import remote as _remote
 
         engine.require_repository(self.desk_config)
-        return _remote.push(self.desk_config, remote, progress)
+        return _remote.push(self.desk_config, remote, progress, create_parents=create_parents)
 
     def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
         """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""

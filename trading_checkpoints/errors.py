@@ -20,8 +20,8 @@ The kinds, by what went wrong:
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
   (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
   :class:`LockTimeoutError`;
-- remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
-  a password.
+- remotes: :class:`RemoteError` and its kinds (a path remote's missing folder is
+  :class:`MissingRemoteFolderError`). No remote kind carries a URL: a URL may hold a password.
 """
 
 from __future__ import annotations
@@ -460,6 +460,22 @@ class RemoteError(CheckpointError):
     def __init__(self, message: str, *, remote: str | None) -> None:
         super().__init__(message)
         self.remote = remote
+
+
+class MissingRemoteFolderError(RemoteError):
+    """A push to a path remote whose folder does not exist (a drive not mounted, a typo):
+    nothing was created and nothing pushed, unless the folders may be created
+    (``create_parents``, ``push --create-parents``).
+
+    Attributes:
+        folder: The missing folder that would hold the remote's repository.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'folder')
+
+    def __init__(self, message: str, *, remote: str, folder: object) -> None:
+        super().__init__(message, remote=remote)
+        self.folder = str(folder)
 
 
 class RemoteNotFoundError(RemoteError):
