@@ -25,8 +25,6 @@ changed a planned file during the writes, completes the restore through its jour
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -42,8 +40,7 @@ from ..core.trees import (
 )
 from ..desk import safety
 from ..desk.checkout import Plan, midway, plan
-from ..desk.folders import DeskFolders
-from ..desk.scan import Scan, git_mode, hash_stream
+from ..desk.scan import Scan, entry_now
 from ..errors import (
     ConcurrentChangeError,
     DeskChangedError,
@@ -405,7 +402,7 @@ def _check_held(
             continue  # nothing there, or changed while read (the checkout's guard stops it)
         # A file this scan read itself is known as it was then; a later change fails the
         # checkout's guard. One whose id the cache gave is read again.
-        found = current[path] if path in scan.hashed else _entry_now(session.desk.folders, path)
+        found = current[path] if path in scan.hashed else entry_now(session.desk.folders, path)
         if found is None:
             continue  # gone: nothing to lose
         held = {_entry_at(repo, root, path, trees)}
@@ -419,26 +416,6 @@ def _check_held(
             if data is None:
                 raise _Unheld(path)  # taken from the cache: read afresh on the next try
             repo.write_objects(as_objects([(found[1], b'blob', data)]))
-
-
-def _entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
-    """A desk file's entry as it is now (read in chunks), or None when it is not a file."""
-    st = folders.lstat(path)
-    if st is None:
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        target = folders.read_link(path)
-        return None if target is None else (SYMLINK_MODE, blob_id(target))
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    fd = folders.open_file(path)
-    if fd is None:
-        return None
-    try:
-        sha = hash_stream(fd, 0)
-    finally:
-        os.close(fd)
-    return (git_mode(st.st_mode), sha or b'changed while read')
 
 
 def _entry_at(
