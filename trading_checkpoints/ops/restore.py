@@ -69,7 +69,7 @@ from .request import (
     compose,
 )
 from .results import RestoreResult
-from .session import LockedSession, ReadSession
+from .session import OUTSIDE, LockedSession, ReadSession
 
 TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
 CHANGED_OUTSIDE = 'changed outside the agent'
@@ -171,15 +171,17 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     target_info = repo.commit_info(request.target)
     tree_skipped: list[tuple[str, str]] = []
     target_files, target_trees = session.flatten(target_info.tree, tree_skipped)
+    whole = not any(why == OUTSIDE for _, why in tree_skipped)
+    target_tree = target_info.tree if whole else None  # else built from the files it keeps
     if not request.dry_run:
         _make_desk(session)
     scan, cache = session.scan(record=not request.dry_run)
-    desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    desired = _compose(request, scan, target_files, target_trees, target_tree)
     revert = {path for path in scan.oversize if path in desired.files and desired.decides(path)}
     if revert and not request.dry_run:
         # Reverted although over the size limit: the pre-snapshot keeps their bytes.
         scan, cache = session.scan(record=True, exempt=revert)
-        desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+        desired = _compose(request, scan, target_files, target_trees, target_tree)
     kept = list(tree_skipped)
     held_back = {path for path in scan.oversize - revert if desired.decides(path)}
     kept += [(path, TOO_LARGE_UNHELD) for path in sorted(held_back)]
@@ -455,11 +457,18 @@ def _compose(
     scan: Scan,
     target_files: dict[str, FileEntry],
     target_trees: dict[str, bytes],
-    target_tree: bytes,
+    target_tree: bytes | None,
 ) -> _Desired:
-    """The tracked state the restore makes: the target's, or the desk with some paths put back."""
+    """The tracked state the restore makes: the target's, or the desk with some paths put back.
+
+    ``target_tree`` is None when the target holds paths outside the tracked paths: the state
+    is then built from the files it keeps, so the commit recording it holds what the desk does.
+    """
     if request.overlay is None and not request.selection:
-        return _Desired(target_files, target_trees, target_tree, [], None)
+        if target_tree is not None:
+            return _Desired(target_files, target_trees, target_tree, [], None)
+        trees, built = build_trees(dict(target_files), set(), {})
+        return _Desired(dict(target_files), trees, trees[''], built, None)
     files = dict(scan.files)
     if request.overlay is not None:
         governed = set(request.overlay)

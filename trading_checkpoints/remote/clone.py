@@ -13,7 +13,7 @@ from ..core.ids import short_id
 from ..errors import CorruptRepositoryError, EmptyRemoteError, RepositoryExistsError
 from ..ops import engine, journal
 from ..ops.deskconfig import DeskConfig
-from ..ops.session import LockedSession
+from ..ops.session import OUTSIDE, LockedSession
 from ..store.repo import PRIVATE_DIR, is_initialized
 from ..store.transport import repair_shallow
 from .config import Remote, add_remote, check_name, list_remotes
@@ -102,13 +102,22 @@ def _first_checkout(session: LockedSession) -> tuple[str, ...] | None:
     result, _ = session.scan()
     if result.files:
         return None
+    hint = (
+        'if the desk was created with other tracked paths, clone with them '
+        '(`clone --track PATH ...` or tracked_paths=...)'
+    )
+    skipped: list[tuple[str, str]] = []
+    session.flatten(session.repo.commit_info(head).tree, skipped)
+    outside = [path for path, why in skipped if why == OUTSIDE]
+    if outside:  # a restore would leave them out: a new desk would miss them unnoticed
+        raise CorruptRepositoryError(
+            f'the checkpoint holds {outside[0]!r}, which is outside the tracked paths '
+            f'{", ".join(session.allowlist.entries)}; {hint}',
+            path=session.repo.path,
+        )
     request = Request(head, short_id(head), record_before=False)
     try:
         outcome = run(session, request)
     except CorruptRepositoryError as error:
-        raise CorruptRepositoryError(
-            f'{error}; if the desk was created with other tracked paths, clone '
-            'with them (`clone --track PATH ...` or tracked_paths=...)',
-            path=error.path,
-        ) from error
+        raise CorruptRepositoryError(f'{error}; {hint}', path=error.path) from error
     return outcome.result.written
