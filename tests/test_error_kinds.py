@@ -286,6 +286,13 @@ CASES: dict[str, Case] = {
         library=lambda w: Checkpoints.clone(str(w.root / 'backup.git'), w.repo, w.desk),
         verb=lambda w: ['--desk', 'main', 'clone', str(w.root / 'backup.git')],
     ),
+    'a clone that was interrupted': Case(
+        errors.UnfinishedCloneError,
+        lambda w: {'repository': str(w.repo)},
+        setup=lambda w: (w.repo / PRIVATE_DIR / 'cloning').write_bytes(b''),
+        library=lambda w: w.cps.list(),
+        verb=lambda w: ['list'],
+    ),
     'a size setting that is not a size': Case(
         errors.InvalidSettingError,
         lambda w: {'setting': 'checkpoints.maxFileSize', 'source': str(w.repo / 'config')},

@@ -12,7 +12,7 @@ The kinds, by what went wrong:
   :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
   :class:`NotInCheckpointError`, :class:`NothingToUndoError`;
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
-  :class:`NoCheckpointsError`, :class:`RepositoryExistsError`,
+  :class:`NoCheckpointsError`, :class:`RepositoryExistsError`, :class:`UnfinishedCloneError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
   (:class:`UnsafeCheckpointError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
@@ -217,6 +217,21 @@ class RepositoryExistsError(CheckpointError):
 
     Attributes:
         repository: Its path.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('repository',)
+
+    def __init__(self, message: str, *, repository: object) -> None:
+        super().__init__(message)
+        self.repository = str(repository)
+
+
+class UnfinishedCloneError(CheckpointError):
+    """A clone into this repository was interrupted: it holds part of a remote's checkpoints,
+    or none yet. Running the same clone again completes it; nothing else may use it meanwhile.
+
+    Attributes:
+        repository: The repository's path.
     """
 
     FIELDS: ClassVar[tuple[str, ...]] = ('repository',)

@@ -39,6 +39,7 @@ from .deskconfig import (
     effective_allowlist,
     size_limit,
 )
+from .listing import refuse_unfinished_clone
 from .results import Recovery
 
 STAT_CACHE = 'statcache'
@@ -377,7 +378,11 @@ def _outermost_outside(path: str, allowlist: Allowlist) -> str:
 
 @contextmanager
 def open_reading(config: DeskConfig) -> Iterator[ReadSession | None]:
-    """A session without the lock, for verbs that only read; None when there is no repository."""
+    """A session without the lock, for verbs that only read; None when there is no repository.
+
+    An unfinished clone is refused (``UnfinishedCloneError``): it is not a desk's history yet.
+    """
+    refuse_unfinished_clone(config.repository)
     repo = ShadowRepo.open(config.repository)
     if repo is None:
         yield None

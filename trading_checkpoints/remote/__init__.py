@@ -18,8 +18,9 @@ May import: ``ops``, ``store``, ``core`` and ``errors``; never dulwich.
 
 from __future__ import annotations
 
+from ..ops.listing import CLONING
 from ..store.transport import ZERO, repair_shallow
-from .clone import CLONING, clone
+from .clone import clone
 from .config import Remote, add_remote, check_name, get_remote, list_remotes, remove_remote
 from .heads import KNOWN_HEADS
 from .pull import fetch_head, pull
