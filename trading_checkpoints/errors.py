@@ -16,7 +16,7 @@ The kinds, by what went wrong:
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
   (:class:`UnsafeCheckpointError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
-  :class:`UntrackedInTheWayError`, :class:`OverSizeLimitError`;
+  :class:`UntrackedInTheWayError`, :class:`MountPointError`, :class:`OverSizeLimitError`;
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
   (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
   :class:`LockTimeoutError`;
@@ -340,6 +340,24 @@ class UntrackedInTheWayError(CheckpointError):
         super().__init__(message)
         self.path = path
         self.blocker = str(blocker)
+
+
+class MountPointError(CheckpointError):
+    """A restore would write or delete at a mount point inside the desk, or below one: what is
+    mounted there (a bind-mounted file or folder, another file system) lies outside the desk,
+    so nothing is written or deleted there; the restore changes nothing.
+
+    Attributes:
+        path: The desk-relative path the restore writes or deletes.
+        mount: The full path of the mount point.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'mount')
+
+    def __init__(self, message: str, *, path: str, mount: object) -> None:
+        super().__init__(message)
+        self.path = path
+        self.mount = str(mount)
 
 
 class OverSizeLimitError(CheckpointError):
