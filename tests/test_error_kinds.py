@@ -288,7 +288,7 @@ CASES: dict[str, Case] = {
     ),
     'a clone that was interrupted': Case(
         errors.UnfinishedCloneError,
-        lambda w: {'repository': str(w.repo)},
+        lambda w: {'repository': str(w.repo), 'desk': None},
         setup=lambda w: (w.repo / PRIVATE_DIR / 'cloning').write_bytes(b''),
         library=lambda w: w.cps.list(),
         verb=lambda w: ['list'],

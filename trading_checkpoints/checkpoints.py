@@ -311,12 +311,15 @@ class Checkpoints:
         changed; ``[]`` when none did (also for a path that never existed).
         """
         listing.check_limit(limit)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             return [] if session is None else history.log(session, path, limit)
 
     def status(self) -> Status:
-        """What changed in the desk since the newest checkpoint, and which of it was external."""
+        """What changed in the desk since the newest checkpoint, and which of it was external
+        (an interrupted restore is completed first, ``last_recovery`` saying so)."""
         deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             if session is not None:
                 return history.status(session)
@@ -546,12 +549,8 @@ class Checkpoints:
     def push(
         self, remote: str | None = None, *, progress=None, create_parents: bool = False
     ):  # -> remote.TransferResult
-        """Pushes the checkpoints to a remote's branch main (fast-forward only).
-
-        A path remote is created on its first push, inside a folder that must exist
-        (``MissingRemoteFolderError`` otherwise: a backup drive may not be mounted);
-        ``create_parents`` creates the missing folders too.
-        """
+        """Pushes the checkpoints to a remote's branch main (fast-forward only); a path
+        remote's folder must exist (``MissingRemoteFolderError``) unless ``create_parents``."""
         from . import remote as _remote
 
         engine.require_repository(self.desk_config)

@@ -12,7 +12,7 @@ The kinds, by what went wrong:
   :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
   :class:`NotInCheckpointError`, :class:`NothingToUndoError`;
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
-  :class:`NoCheckpointsError`, :class:`RepositoryExistsError`, :class:`UnfinishedCloneError`,
+  :class:`NoCheckpointsError` (:class:`UnfinishedCloneError`), :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
   (:class:`UnsafeCheckpointError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
@@ -20,8 +20,8 @@ The kinds, by what went wrong:
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
   (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
   :class:`LockTimeoutError`;
-- remotes: :class:`RemoteError` and its kinds (a path remote's missing folder is
-  :class:`MissingRemoteFolderError`). No remote kind carries a URL: a URL may hold a password.
+- remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
+  a password.
 """
 
 from __future__ import annotations
@@ -226,19 +226,9 @@ class RepositoryExistsError(CheckpointError):
         self.repository = str(repository)
 
 
-class UnfinishedCloneError(CheckpointError):
-    """A clone into this repository was interrupted: it holds part of a remote's checkpoints,
-    or none yet. Running the same clone again completes it; nothing else may use it meanwhile.
-
-    Attributes:
-        repository: The repository's path.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('repository',)
-
-    def __init__(self, message: str, *, repository: object) -> None:
-        super().__init__(message)
-        self.repository = str(repository)
+class UnfinishedCloneError(NoCheckpointsError):
+    """The repository is a clone that was interrupted: it holds none or part of the remote's
+    checkpoints, and only running the same clone again may finish it."""
 
 
 class InvalidSettingError(CheckpointError):
@@ -343,9 +333,7 @@ class UntrackedInTheWayError(CheckpointError):
 
 
 class MountPointError(CheckpointError):
-    """A restore would write or delete at a mount point inside the desk, or below one: what is
-    mounted there (a bind-mounted file or folder, another file system) lies outside the desk,
-    so nothing is written or deleted there; the restore changes nothing.
+    """A restore would write or delete at or below a mount point; nothing was changed.
 
     Attributes:
         path: The desk-relative path the restore writes or deletes.
@@ -356,8 +344,7 @@ class MountPointError(CheckpointError):
 
     def __init__(self, message: str, *, path: str, mount: object) -> None:
         super().__init__(message)
-        self.path = path
-        self.mount = str(mount)
+        self.path, self.mount = path, str(mount)
 
 
 class OverSizeLimitError(CheckpointError):
@@ -496,9 +483,7 @@ class RemoteError(CheckpointError):
 
 
 class MissingRemoteFolderError(RemoteError):
-    """A push to a path remote whose folder does not exist (a drive not mounted, a typo):
-    nothing was created and nothing pushed, unless the folders may be created
-    (``create_parents``, ``push --create-parents``).
+    """A path remote's folder is missing (a drive not mounted?); nothing was pushed.
 
     Attributes:
         folder: The missing folder that would hold the remote's repository.

@@ -25,6 +25,7 @@ changed a planned file during the writes, completes the restore through its jour
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -217,23 +218,36 @@ def _run(session: LockedSession, request: Request) -> Outcome:
         at_hand = {**scan.new_blobs}
         stats = changestats.count(pairs, lambda sha: at_hand.get(sha) or read_blob.held(sha))
         message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
-    journal.begin(
-        repo.path,
-        request.label,
-        request.target,
-        head,
-        the_plan,
-        current,
-        wanted,
-        message,
-        request.pids,
-    )
-    written = session.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
-    restored: bytes | None = None
-    if head_tree != desired.tree:
-        restored = session.commit_tree(desired.tree, desired.built, message)
-    session.remember_checkout(cache, scan, desired.files, desired.trees, written, restored or head)
-    journal.finish(repo.path)
+    unchanged = safety.unchanged_since(scan)
+    changed: set[str] = set()  # paths whose write or delete has begun
+
+    def guard(path: str, st: os.stat_result | None) -> None:
+        unchanged(path, st)  # called just before each change: it is one
+        changed.add(path)
+
+    try:
+        journal.begin(
+            repo.path,
+            request.label,
+            request.target,
+            head,
+            the_plan,
+            current,
+            wanted,
+            message,
+            request.pids,
+        )
+        written = session.checkout(the_plan, wanted, read_blob, guard)
+        restored: bytes | None = None
+        if head_tree != desired.tree:
+            restored = session.commit_tree(desired.tree, desired.built, message)
+        session.remember_checkout(
+            cache, scan, desired.files, desired.trees, written, restored or head
+        )
+        journal.finish(repo.path)
+    except KeyboardInterrupt as interrupt:
+        recovery.interrupted(session, request, the_plan, changed, head, interrupt)
+        raise
     _seal(session, request, the_plan, desired.files, attribution)
     return Outcome(result.make(saved or head, restored, False), saved, the_plan)
 
