@@ -104,27 +104,20 @@ def _check_kill_and_rerun(url: str, ids: list[str], newest: dict, workspace: Pat
     )
 
 
+@pytest.mark.parametrize('every', [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_a_clone_killed_after_head_exists_is_completed_by_cloning_again(
-    remote: tuple[str, list[str], dict], workspace: Path
+    remote: tuple[str, list[str], dict], workspace: Path, every: bool
 ) -> None:
+    """Killed right after HEAD and at points spread to its end (every point with -m slow)."""
     url, ids, newest = remote
-    for n in _kill_points(url, workspace, every=False):
-        _check_kill_and_rerun(url, ids, newest, workspace, n)
-
-
-@pytest.mark.slow
-def test_a_clone_killed_at_every_point_after_head_is_completed_by_cloning_again(
-    remote: tuple[str, list[str], dict], workspace: Path
-) -> None:
-    url, ids, newest = remote
-    for n in _kill_points(url, workspace, every=True):
+    for n in _kill_points(url, workspace, every=every):
         _check_kill_and_rerun(url, ids, newest, workspace, n)
 
 
 def test_a_repository_without_checkpoints_is_cloned_into(
     remote: tuple[str, list[str], dict], workspace: Path
 ) -> None:
-    """What an older version killed right after HEAD left: a repository with no branch."""
+    """A repository with no checkpoint yet (``track`` made it) holds nothing to lose."""
     url, ids, newest = remote
     (workspace / 'desks' / 'old').mkdir(parents=True)
     tracked = checkpoints('--desk', 'old', 'track', 'research', workspace=workspace)

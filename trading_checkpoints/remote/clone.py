@@ -5,7 +5,7 @@ before the repository's ``HEAD`` exists, and removes the mark last; so a clone k
 point leaves either no repository or a marked one. Every other verb refuses a marked
 repository (``UnfinishedCloneError``: it may hold none or part of the remote's checkpoints),
 and a new clone over it resumes rather than refuses. A repository that holds no checkpoint
-(left by a version that marked clones later) is cloned into as well: there is nothing to lose.
+at all is cloned into as well: there is nothing to lose.
 """
 
 from __future__ import annotations
