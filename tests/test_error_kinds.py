@@ -292,6 +292,13 @@ CASES: dict[str, Case] = {
         library=lambda w: Checkpoints.clone(str(w.root / 'backup.git'), w.repo, w.desk),
         verb=lambda w: ['--desk', 'main', 'clone', str(w.root / 'backup.git')],
     ),
+    'a clone that was interrupted': Case(
+        errors.UnfinishedCloneError,
+        lambda w: {'repository': str(w.repo), 'desk': None},
+        setup=lambda w: (w.repo / PRIVATE_DIR / 'cloning').write_bytes(b''),
+        library=lambda w: w.cps.list(),
+        verb=lambda w: ['list'],
+    ),
     'a size setting that is not a size': Case(
         errors.InvalidSettingError,
         lambda w: {'setting': 'checkpoints.maxFileSize', 'source': str(w.repo / 'config')},
@@ -384,6 +391,13 @@ CASES: dict[str, Case] = {
         setup=_backup,
         library=lambda w: w.cps.add_remote('backup', str(w.root / 'other.git')),
     ),
+    'a path remote whose folder is missing': Case(
+        errors.MissingRemoteFolderError,
+        lambda w: {'remote': 'usb', 'folder': str(w.root / 'mnt' / 'usb')},
+        setup=lambda w: w.cps.add_remote('usb', str(w.root / 'mnt' / 'usb' / 'desk.git')),
+        library=lambda w: w.cps.push('usb'),
+        verb=lambda w: ['push', 'usb'],
+    ),
     'a remote without checkpoints': Case(
         errors.EmptyRemoteError,
         lambda w: {'remote': 'empty'},
@@ -426,6 +440,7 @@ NOT_IN_THE_TABLE = {
     errors.DeskChangedError: 'a writer racing a restore: test_safety_checks.py',
     errors.NotAFolderError: 'a symlink swapped in mid-walk: test_safety_checks.py',
     errors.OverSizeLimitError: 'a file growing past the limit between two scans of a restore',
+    errors.MountPointError: 'a bind mount in the desk needs root: tests/desk/test_mount_points.py',
     errors.RemoteAuthError: 'an HTTP server refusing credentials',
     errors.RemoteMovedError: 'another push landing during this one',
     errors.PrunedHistoryError: 'a push of pruned history to an HTTP or ssh server',

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
-from .errors import InvalidArgumentError, NoCheckpointsError
+from .errors import InvalidArgumentError
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
@@ -318,12 +318,15 @@ class Checkpoints:
         changed; ``[]`` when none did (also for a path that never existed).
         """
         listing.check_limit(limit)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             return [] if session is None else history.log(session, path, limit)
 
     def status(self) -> Status:
-        """What changed in the desk since the newest checkpoint, and which of it was external."""
+        """What changed in the desk since the newest checkpoint, and which of it was external
+        (an interrupted restore is completed first, ``last_recovery`` saying so)."""
         deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             if session is not None:
                 return history.status(session)
@@ -554,25 +557,21 @@ class Checkpoints:
             return []
         return _remote.list_remotes(self.repository_directory)
 
-    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
-        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
+    def push(
+        self, remote: str | None = None, *, progress=None, create_parents: bool = False
+    ):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only); a path
+        remote's folder must exist (``MissingRemoteFolderError``) unless ``create_parents``."""
         from . import remote as _remote
 
         engine.require_repository(self.desk_config)
-        return _remote.push(self.desk_config, remote, progress)
+        return _remote.push(self.desk_config, remote, progress, create_parents=create_parents)
 
     def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
         """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
         from . import remote as _remote
 
-        if not engine.repository_exists(self.desk_config):
-            raise NoCheckpointsError(
-                f'no checkpoint repository at {self.repository_directory}; use clone instead',
-                repository=self.repository_directory,
-            )
-        with engine.locked(self.desk_config, report_to=self) as session:
-            chosen = _remote.get_remote(session.repo.path, remote)
-            return _remote.pull(session.repo, chosen, progress)
+        return _remote.pull_desk(self.desk_config, remote, progress, report_to=self)
 
     @classmethod
     def clone(

@@ -57,11 +57,9 @@ def gather(checkpoints: Any, limit: int, agent_only: bool) -> tuple[list[Any], i
     return kept[:limit], max(0, min(more, MORE_COUNTED)), len(kept) < goal
 
 
-def note_recovery(checkpoints: Any) -> None:
+def note_recovery(checkpoints: Any, target: Target) -> None:
     """One stderr line when the verb first completed a restore a crash had interrupted."""
-    recovery = getattr(checkpoints, 'last_recovery', None)
-    if recovery is not None:
-        click.echo(f'note: {recovery}', err=True)
+    render.recovery_note(getattr(checkpoints, 'last_recovery', None), target)
 
 
 @click.command('list')
@@ -88,7 +86,7 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
     """
     checkpoints = target.lister()
     items, more, exact = gather(checkpoints, limit, agent_only)
-    note_recovery(checkpoints)
+    note_recovery(checkpoints, target)
     if as_json:
         render.echo_json([item.to_dict() for item in items])
         return
@@ -165,8 +163,7 @@ def snapshot(
     # Nothing changed, yet a turn's first snapshot leaves a checkpoint carrying its id.
     taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=paths or None, turn=turn)
     checkpoint_id = taken.checkpoint_id
-    if taken.recovered:
-        click.echo(f'note: {taken.recovered}', err=True)
+    note_recovery(checkpoints, target)
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
@@ -227,8 +224,9 @@ def restore(
       checkpoints restore 3f2a9c1 --json
     """
     checkpoint_id, paths = split_restore_args(args)
+    checkpoints = target.checkpoints()
     try:
-        result = target.checkpoints().restore_with_result(
+        result = checkpoints.restore_with_result(
             checkpoint_id, paths=paths or None, dry_run=dry_run, on_external=on_external
         )
     except BadPathError as error:
@@ -239,8 +237,7 @@ def restore(
                 error.path,
             ) from error
         raise
-    if result.recovered:
-        click.echo(f'note: {result.recovered}', err=True)
+    note_recovery(checkpoints, target)
     if as_json:
         render.echo_json(result.to_dict())
     else:

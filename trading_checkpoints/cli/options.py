@@ -186,14 +186,35 @@ def reports_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def complete_interrupted_restore(target: Target) -> None:
+    """Completes a restore that a crash or Ctrl-C interrupted on the desk, before a verb
+    runs, and says so in one line with the command that undoes it: every verb then finds the
+    desk whole (``status`` never shows the half-done restore as someone's changes)."""
+    from ..ops.listing import journal_pending
+
+    if not journal_pending(target.repository_directory):
+        return
+    from ..ops import engine
+
+    checkpoints = target.checkpoints()
+    engine.complete_pending(checkpoints.desk_config, checkpoints)
+    render.recovery_note(checkpoints.last_recovery, target)
+
+
 def verb(require: str | None = 'desk') -> Callable[[F], F]:
     """Runs a verb's body with its :class:`Target` as first argument, after checking that
     what it needs exists: ``workspace``, ``desk`` (its folder or its repository), ``folder``
-    (the desk's folder), or None; failures are reported as :func:`reports_errors` does."""
+    (the desk's folder), or None; failures are reported as :func:`reports_errors` does.
+
+    A verb on a desk first completes a restore that was interrupted there. Ctrl-C during a
+    restore that already changed the desk says how far it got (exit status 130).
+    """
 
     def decorate(function: F) -> F:
         @wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from ..ops.recovery import RestoreInterrupted
+
             target = current_target()
             if require == 'workspace':
                 target.require_workspace()
@@ -201,7 +222,13 @@ def verb(require: str | None = 'desk') -> Callable[[F], F]:
                 target.require_desk()
             elif require == 'folder':
                 target.require_desk_folder()
-            return function(target, *args, **kwargs)
+            try:
+                if require in ('desk', 'folder'):
+                    complete_interrupted_restore(target)
+                return function(target, *args, **kwargs)
+            except RestoreInterrupted as stop:
+                render.interrupted(stop, target, as_json=wants_json())
+                sys.exit(130)
 
         return reports_errors(wrapper)  # type: ignore[return-value]
 

@@ -102,22 +102,31 @@ def remote_remove(target: Target, name: str) -> None:
 
 @click.command()
 @click.argument('name', required=False, shell_complete=complete.remotes)
+@click.option(
+    '--create-parents',
+    is_flag=True,
+    help="Create the folders above a path remote's repository if they are missing (without "
+    'it, a missing folder is an error: a backup drive may not be mounted).',
+)
 @json_option('Print what was pushed as JSON.')
 @target_options
 @verb('desk')
-def push(target: Target, name: str | None, as_json: bool) -> None:
+def push(target: Target, name: str | None, create_parents: bool, as_json: bool) -> None:
     """Back the checkpoints up to remote NAME (fast-forward only).
 
-    NAME may be left out when there is one remote, or one named origin.
+    NAME may be left out when there is one remote, or one named origin. A path remote is
+    created on the first push, inside a folder that must already exist (or --create-parents).
 
     \b
     Examples:
       checkpoints push
       checkpoints --desk research push backup --json
+      checkpoints push backup --create-parents   # also makes the missing folders above it
     """
     checkpoints = target.checkpoints()
     result = render.run_with_progress(
-        lambda progress: checkpoints.push(name, progress=progress), as_json
+        lambda progress: checkpoints.push(name, progress=progress, create_parents=create_parents),
+        as_json,
     )
     if as_json:
         render.echo_json(transfer_dict(result))

@@ -157,6 +157,49 @@ def restore(
         click.echo(f'Undo with: {target.command("restore", result.before_id)}')
 
 
+def recovery_note(recovery: Any, target: Target) -> None:
+    """One stderr line when a restore that a crash or Ctrl-C interrupted was completed first:
+    what it did, and the command that undoes it."""
+    if recovery is None:
+        return
+    if not recovery.target_id:  # a record that was refused: nothing was restored
+        click.echo(f'note: {recovery}', err=True)
+        return
+    line = (
+        f'note: completed {recovery.what} of {recovery.target_id} '
+        f'({len(recovery.written)} written, {len(recovery.deleted)} deleted); '
+        f'undo with: {target.command("restore", recovery.before_id)}'
+    )
+    if recovery.saved_id:
+        line += f'; the desk as found was saved first as {recovery.saved_id}'
+    click.echo(line, err=True)
+
+
+def interrupted(stop: Any, target: Target, *, as_json: bool) -> None:
+    """Ctrl-C stopped a restore part way: how far it got, and that the next command (any of
+    them) completes it, with the command that undoes it then."""
+    what = 'the completion of an interrupted restore' if stop.completing else 'the restore'
+    message = (
+        f'interrupted: {what} of {stop.label} stopped after changing {stop.changed} of '
+        f'{stop.planned} files in the desk; the next checkpoints command on this desk '
+        f'completes it first (or run now: {target.command("status")})'
+    )
+    hint = f'once it is completed, undo it with: {target.command("restore", stop.before_id)}'
+    fields = {
+        name: getattr(stop, name)
+        for name in (
+            'label',
+            'target_id',
+            'before_id',
+            'changed',
+            'planned',
+            'completing',
+            'record',
+        )
+    }
+    error(message, as_json=as_json, kind=type(stop).__name__, hint=hint, fields=fields)
+
+
 # -- diffs ------------------------------------------------------------------------------------
 
 

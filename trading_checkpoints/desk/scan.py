@@ -531,3 +531,37 @@ def hash_stream(fd: int, limit: int) -> bytes | None:
     if os.read(fd, 1):
         return None  # grew while read
     return digest.hexdigest().encode()
+
+
+def entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
+    """A desk file's entry as it is now, read in chunks whatever its size (see
+    :func:`read_entry`), or None when it is neither a regular file nor a symlink."""
+    found = read_entry(folders, path)
+    return None if found is None else found[0]
+
+
+def read_entry(folders: DeskFolders, path: str) -> tuple[FileEntry, StatKey | None] | None:
+    """A desk file's entry as it is now, and its stat when it held still while read (None when
+    it did not); None when it is neither a regular file nor a symlink.
+
+    A file that changed length while read gets an id no blob has (it matches nothing).
+    """
+    st = folders.lstat(path)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        target = folders.read_link(path)
+        return None if target is None else ((SYMLINK_MODE, blob_id(target)), _key(st))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    fd = folders.open_file(path)
+    if fd is None:
+        return None
+    try:
+        before = os.fstat(fd)
+        sha = hash_stream(fd, 0)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    held = sha is not None and _key(before) == _key(after) and same_file(before, _key(st))
+    return (git_mode(st.st_mode), sha or b'changed while read'), _key(after) if held else None

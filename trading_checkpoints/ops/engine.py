@@ -31,6 +31,7 @@ from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import head_is_sound, is_initialized, repair_head
 from . import journal, recovery, restore, retention
 from .deskconfig import DeskConfig, check_repository_outside
+from .listing import refuse_unfinished_clone
 from .results import Recovery
 from .session import LockedSession, ReadSession, open_reading
 
@@ -47,9 +48,16 @@ class RecoveryReport(Protocol):
 
 @contextmanager
 def locked(
-    config: DeskConfig, *, light: bool = False, report_to: RecoveryReport | None = None
+    config: DeskConfig,
+    *,
+    light: bool = False,
+    report_to: RecoveryReport | None = None,
+    cloning: bool = False,
 ) -> Iterator[LockedSession]:
     """A session under the repository's lock, creating the repository on first use.
+
+    A repository whose clone was interrupted is refused (``UnfinishedCloneError``) unless
+    ``cloning``: only the clone, run again, may complete it.
 
     With ``light`` (a snapshot), when the previous holder let go normally, no restore record
     is pending and ``HEAD`` is sound, the sweep of stale lock files waits until the repository
@@ -62,6 +70,8 @@ def locked(
     if report_to is not None:
         report_to.last_recovery = None
     path = config.repository
+    if not cloning:
+        refuse_unfinished_clone(path)
     if not is_initialized(path):
         _check_new_repository(config)
     try:

@@ -10,10 +10,15 @@ The *sealed state* is the state the agent (or a restore) left the desk in:
 
 A seal holds while the newest checkpoint is the one it was made on (a later snapshot supersedes
 it). Against that state, any difference in the desk — by content, not by mtime — is an
-*external* change. Without a current seal, the newest checkpoint's declared paths
-(``snapshot(..., paths=[...])``) tell which changes the agent announced: changes elsewhere are
-external. When the newest checkpoint declared nothing and nothing was sealed, the product
-cannot tell who changed what, and reports the attribution as ``unknown`` (no external paths).
+*external* change. A file over the size limit is not stored (the seal's tree carries the
+newest checkpoint's entry for it, as a snapshot's does); the seal names its content in a
+``Checkpoint-Oversize`` trailer instead, so a file the agent grew past the limit is still the
+agent's: a restore that keeps changes made outside the agent reverts it.
+
+Without a current seal, the newest checkpoint's declared paths (``snapshot(..., paths=[...])``)
+tell which changes the agent announced: changes elsewhere are external. When the newest
+checkpoint declared nothing and nothing was sealed, the product cannot tell who changed what,
+and reports the attribution as ``unknown`` (no external paths).
 
 A snapshot that finds nothing changed makes no checkpoint, so the paths it declares would be
 lost (and an older seal would wrongly still hold): it moves the seal to an *announcement* — a
@@ -32,11 +37,17 @@ time, no reflog); superseded ones become unreachable objects that ``git gc``/pru
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote, unquote
 
-from ..core.trees import FileEntry, build_trees
+from ..core.trees import BLOB_MODES, FileEntry, build_trees
+from ..desk.scan import Scan, read_entry
+from ..desk.statcache import StatKey, is_racy, stat_key
+from ..errors import CheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.repo import ShadowRepo
@@ -50,6 +61,11 @@ SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/und
 DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
 UNKNOWN = 'unknown'  # no seal and no declared paths: cannot attribute changes
 NONE = 'none'  # no checkpoint yet
+
+# A file over the size limit as a seal found it: ``MODE SHA STAT PATH`` (the stat as
+# ``size:mtime:ctime:inode:mode`` when it may be trusted later, else ``-``; the path quoted).
+OVERSIZE = 'Checkpoint-Oversize'
+_SHA = re.compile(r'[0-9a-f]{40}')
 
 
 @dataclass(frozen=True)
@@ -86,7 +102,16 @@ def attribute(
         if desk_tree is not None and desk_tree == seal.tree:
             return Attribution(SEALED)
         left, _ = session.flatten(seal.tree)
-        return Attribution(SEALED, _differing(left, desk), left)
+        unstored = oversize_of(seal)
+        return Attribution(
+            SEALED,
+            tuple(
+                path
+                for path in _differing(left, desk)
+                if path not in unstored or unstored[path][0] != desk.get(path)
+            ),
+            left,
+        )
     head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
@@ -134,24 +159,30 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
 def seal(session: LockedSession) -> bytes:
     """Records the desk as it is now as the state the agent left; returns the seal's commit.
 
-    Over an announcement, the seal keeps the announcement's turn and session (the writer)."""
+    Over an announcement, the seal keeps the announcement's turn and session (the writer). Each
+    file over the size limit is read (in chunks) to name its content in the seal, unless the
+    previous seal named it and its stat has not changed since.
+    """
     repo = session.repo
     result, cache = session.scan(record=True)
     head = repo.head()
     tree = session.tree_of(result, cache)
-    if head is not None and repo.commit_info(head).tree == tree:
+    unstored = _oversize_values(session, result)
+    pairs = list(unstored)
+    earlier = current_seal(repo, head)
+    if earlier is not None and metadata.action_of(earlier.message) == ANNOUNCE:
+        found = metadata.writer_of(earlier.message)
+        if found is not None:
+            pairs = [(metadata.TURN, found.turn), (metadata.SESSION, found.session or ''), *pairs]
+    message = metadata.message('sealed: the state the agent left', pairs)
+    if head is not None and not unstored and repo.commit_info(head).tree == tree:
         repo.set_ref(SEAL_REF, head)
         return head
+    if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
+        return earlier.sha.encode()  # the same state sealed again
     _, built = session.desk.trees(result, cache)
     repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
-    text = 'sealed: the state the agent left\n'
-    announced = current_seal(repo, head)
-    if announced is not None and metadata.action_of(announced.message) == ANNOUNCE:
-        found = metadata.writer_of(announced.message)
-        if found is not None:
-            pairs = [(metadata.TURN, found.turn), (metadata.SESSION, found.session or '')]
-            text = metadata.message(text.rstrip('\n'), pairs)
-    sha = session.commit_tree(tree, built, text, move_branch=False)
+    sha = session.commit_tree(tree, built, message, move_branch=False)
     repo.set_ref(SEAL_REF, sha)
     return sha
 
@@ -188,6 +219,64 @@ def in_flight(repo: ShadowRepo) -> str | None:
     if metadata.action_of(info.message) is None and metadata.writer_of(info.message):
         return info.message
     return None
+
+
+def _oversize_values(session: LockedSession, result: Scan) -> list[tuple[str, str]]:
+    """``Checkpoint-Oversize`` trailers naming the desk's files over the size limit."""
+    if not result.oversize:
+        return []
+    folders = session.desk.folders
+    known = oversize_of(_last_seal(session.repo))
+    pairs = []
+    for path in sorted(result.oversize):
+        st = folders.lstat(path)
+        then = known.get(path)
+        if st is not None and then is not None and then[1] == stat_key(st):
+            entry, key = then
+        else:
+            started = time.time_ns()
+            found = read_entry(folders, path)
+            if found is None:
+                continue
+            entry, key = found
+            if key is not None and is_racy(key, started):
+                key = None  # changed just before it was read: a later change could keep it
+        stat_text = '-' if key is None else ':'.join(str(number) for number in key)
+        value = f'{entry[0]:o} {entry[1].decode()} {stat_text} {quote(path)}'
+        pairs.append((OVERSIZE, value))
+    return pairs
+
+
+def oversize_of(seal: CommitInfo | None) -> dict[str, tuple[FileEntry, StatKey | None]]:
+    """The files over the size limit a seal names: their entry, and their stat when it may be
+    trusted. A malformed value is left out (the seal lives in the repository: untrusted)."""
+    found: dict[str, tuple[FileEntry, StatKey | None]] = {}
+    if seal is None:
+        return found
+    for value in metadata.trailer_values(seal.message).get(OVERSIZE, []):
+        parts = value.split(' ')
+        if len(parts) != 4 or not _SHA.fullmatch(parts[1]):
+            continue
+        mode_text, sha, stat_text, path = parts
+        numbers = stat_text.split(':')
+        if not mode_text.isdigit() or int(mode_text, 8) not in BLOB_MODES:
+            continue
+        key: StatKey | None = None
+        if len(numbers) == 5 and all(number.isdigit() for number in numbers):
+            key = tuple(int(number) for number in numbers)  # type: ignore[assignment]
+        found[unquote(path)] = ((int(mode_text, 8), sha.encode()), key)
+    return found
+
+
+def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
+    """The newest seal, superseded or not (what it says about a file's stat still holds)."""
+    sha = repo.read_ref(SEAL_REF)
+    if sha is None or not repo.contains(sha):
+        return None
+    try:
+        return repo.commit_info(sha)
+    except CheckpointError:
+        return None
 
 
 def mark_sealed(session: LockedSession) -> None:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from ..core.fs import read_file
-from ..errors import CorruptRepositoryError, InvalidArgumentError
+from ..errors import CorruptRepositoryError, InvalidArgumentError, UnfinishedCloneError
 from ..store import config as repo_config
 from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
@@ -33,14 +33,34 @@ def check_limit(limit: object) -> None:
         )
 
 
+CLONING = 'cloning'  # in the private folder from before a clone creates ``HEAD`` until it ends
+
+
 def journal_pending(repository: Path) -> bool:
     """Whether a restore left its intent record (the full library must complete it first)."""
     return os.path.lexists(os.path.join(repository, 'checkpoints', 'restore-journal'))
 
 
+def clone_marker(repository: Path) -> Path:
+    """The file that marks a clone into ``repository`` as unfinished."""
+    return Path(repository) / 'checkpoints' / CLONING
+
+
+def refuse_unfinished_clone(repository: Path) -> None:
+    """Refuses a repository whose clone was interrupted (see ``remote/clone.py``): it may
+    hold none or only part of the remote's checkpoints, and only the clone may finish it."""
+    if os.path.lexists(clone_marker(repository)):
+        raise UnfinishedCloneError(
+            f'the checkpoint repository {repository} is an unfinished clone (it was '
+            'interrupted); run the same clone again to complete it',
+            repository=repository,
+        )
+
+
 def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     """The newest ``limit`` checkpoints (None: all), newest first; [] without a repository."""
     repository = Path(repository)
+    refuse_unfinished_clone(repository)
     if not os.path.isfile(repository / 'HEAD'):
         if repository.exists() and not repository.is_dir():
             raise CorruptRepositoryError(

@@ -444,6 +444,7 @@ class Recovery:
         written: Paths written by the completion.
         deleted: Paths deleted by the completion.
         message: One line for people.
+        what: What was completed, as the message words it (``an interrupted restore``, ...).
     """
 
     label: str
@@ -454,6 +455,7 @@ class Recovery:
     written: tuple[str, ...]
     deleted: tuple[str, ...]
     message: str
+    what: str = 'an interrupted restore'
 
     def __str__(self) -> str:
         return self.message

@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.ids import short_id
-from ..core.trees import FileEntry, RawObject
+from ..core.paths import Allowlist, path_problem
+from ..core.trees import TREE_MODE, FileEntry, RawObject
 from ..desk import checkout, statcache
 from ..desk.checkout import Plan
 from ..desk.scan import REPLACED, BlobSink, Scan, git_mode
@@ -38,9 +39,11 @@ from .deskconfig import (
     effective_allowlist,
     size_limit,
 )
+from .listing import refuse_unfinished_clone
 from .results import Recovery
 
 STAT_CACHE = 'statcache'
+OUTSIDE = 'it is outside the tracked paths'
 # A commit changing at most this many files reads their old sides back to count lines.
 READ_BACK_FOR_STATS = 16
 
@@ -114,8 +117,33 @@ class ReadSession:
     def flatten(
         self, tree: bytes, skipped: list[tuple[str, str]] | None = None
     ) -> tuple[dict[str, FileEntry], dict[str, bytes]]:
-        """Every file of a tree, vetted against the allowlist (see ``ShadowRepo.flatten_tree``)."""
-        return self.repo.flatten_tree(tree, self.allowlist, skipped)
+        """Every file of a tree, vetted (see ``ShadowRepo.flatten_tree``), and the tree id of
+        every folder.
+
+        A checkpoint may hold paths outside the tracked paths in effect: taken before
+        ``track --remove``, or by another tool. They are left out, as names a tree cannot
+        hold are, and when ``skipped`` is given each outermost such folder or file is listed
+        there with :data:`OUTSIDE`: a restore never writes them and a comparison with the desk
+        never sees them. Every entry is vetted all the same (an unsafe name is refused).
+        """
+        allowlist = self.allowlist
+        beside = _outside(self.repo, tree, allowlist)
+        if not beside:
+            return self.repo.flatten_tree(tree, allowlist, skipped)
+        vetting = Allowlist([*allowlist.entries, *beside])
+        files, folders = self.repo.flatten_tree(tree, vetting, skipped)
+        left_out: set[str] = set()
+        for path in [p for p in files if not allowlist.covers(p)]:
+            del files[path]
+            left_out.add(_outermost_outside(path, allowlist))
+        if skipped is not None:
+            skipped.extend((path, OUTSIDE) for path in sorted(left_out))
+        kept = {
+            folder: sha
+            for folder, sha in folders.items()
+            if not folder or allowlist.covers(folder) or allowlist.is_ancestor(folder)
+        }
+        return files, kept
 
     def target(self, checkpoint_id: str | None) -> tuple[bytes, str]:
         """The commit a checkpoint id names (None: the newest) and the label to show for it."""
@@ -327,9 +355,48 @@ class LockedSession(ReadSession):
                 folders.unlink(f'{parent}/{checkout.temporary_name(name, pid)}'.lstrip('/'))
 
 
+def _outside(repo: ShadowRepo, tree: bytes, allowlist: Allowlist) -> list[str]:
+    """The entries of a tree outside the tracked paths: at its root, or beside a tracked path
+    in a folder above one (``skills/other`` beside ``skills/agent``). Names that are unsafe
+    or not UTF-8 are left to the vetting, which refuses or skips them."""
+    found = []
+    pending = [('', tree)]
+    while pending:
+        prefix, sha = pending.pop()
+        for raw, mode, child in repo.tree_entries(sha):
+            try:
+                name = raw.decode('utf-8')
+            except UnicodeDecodeError:
+                continue
+            path = prefix + name
+            if '/' in name or path_problem(path) or allowlist.covers(path):
+                continue
+            if allowlist.is_ancestor(path):
+                if mode == TREE_MODE:
+                    pending.append((path + '/', child))
+            else:
+                found.append(path)
+    return found
+
+
+def _outermost_outside(path: str, allowlist: Allowlist) -> str:
+    """The outermost folder of ``path`` (or the path itself) that lies outside the tracked
+    paths: ``memory`` for ``memory/a.md`` once ``memory`` is no longer tracked."""
+    parts = path.split('/')
+    for depth in range(1, len(parts) + 1):
+        prefix = '/'.join(parts[:depth])
+        if not allowlist.is_ancestor(prefix):
+            return prefix
+    return path
+
+
 @contextmanager
 def open_reading(config: DeskConfig) -> Iterator[ReadSession | None]:
-    """A session without the lock, for verbs that only read; None when there is no repository."""
+    """A session without the lock, for verbs that only read; None when there is no repository.
+
+    An unfinished clone is refused (``UnfinishedCloneError``): it is not a desk's history yet.
+    """
+    refuse_unfinished_clone(config.repository)
     repo = ShadowRepo.open(config.repository)
     if repo is None:
         yield None

@@ -18,11 +18,12 @@ May import: ``ops``, ``store``, ``core`` and ``errors``; never dulwich.
 
 from __future__ import annotations
 
+from ..ops.listing import CLONING
 from ..store.transport import ZERO, repair_shallow
-from .clone import CLONING, clone
+from .clone import clone
 from .config import Remote, add_remote, check_name, get_remote, list_remotes, remove_remote
 from .heads import KNOWN_HEADS
-from .pull import fetch_head, pull
+from .pull import fetch_head, pull, pull_desk
 from .push import PRUNED_REF_PREFIX, push
 from .transfer import Progress, TransferResult
 from .urls import PASSWORD_ENV, SSH_COMMAND_ENV, USERNAME_ENV, redact
@@ -45,6 +46,7 @@ __all__ = [
     'get_remote',
     'list_remotes',
     'pull',
+    'pull_desk',
     'push',
     'redact',
     'remove_remote',

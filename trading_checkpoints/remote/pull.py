@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from ..core.ids import short_id
-from ..errors import CheckpointError, EmptyRemoteError, HistoriesDivergedError
+from ..errors import CheckpointError, EmptyRemoteError, HistoriesDivergedError, NoCheckpointsError
+from ..ops import engine
+from ..ops.deskconfig import DeskConfig
 from ..store.repo import BRANCH, ShadowRepo
 from ..store.transport import copy_objects, repair_shallow
-from .config import Remote
+from .config import Remote, get_remote
 from .heads import ancestors, commits_behind, remember_head
 from .transfer import (
     Progress,
@@ -56,6 +58,23 @@ def fetch_head(
         raise
     except Exception as error:  # noqa: BLE001
         raise transport_error(error, remote, 'fetch from') from error
+
+
+def pull_desk(
+    config: DeskConfig,
+    name: str | None,
+    progress: Progress | None,
+    report_to: engine.RecoveryReport | None = None,
+) -> TransferResult:
+    """Pulls into a desk's repository under its lock (``name``: the remote; None, the only
+    one); a desk without a repository is told to clone instead."""
+    if not engine.repository_exists(config):
+        raise NoCheckpointsError(
+            f'no checkpoint repository at {config.repository}; use clone instead',
+            repository=config.repository,
+        )
+    with engine.locked(config, report_to=report_to) as session:
+        return pull(session.repo, get_remote(session.repo.path, name), progress)
 
 
 def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:

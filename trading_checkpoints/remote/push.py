@@ -44,8 +44,17 @@ from .urls import client_for, scrub
 PRUNED_REF_PREFIX = b'refs/checkpoints/pruned/'
 
 
-def push(config: DeskConfig, name: str | None, progress: Progress | None = None) -> TransferResult:
+def push(
+    config: DeskConfig,
+    name: str | None,
+    progress: Progress | None = None,
+    *,
+    create_parents: bool = False,
+) -> TransferResult:
     """Pushes ``main`` to the remote's ``main``, fast-forward only.
+
+    A path remote that does not exist yet is created, inside a folder that must exist unless
+    ``create_parents`` (see ``transfer.open_local_remote``).
 
     The desk's lock is held only while reading the repository: the remote's refs are asked
     for first, then (locked) the push is checked and its pack built in memory, then
@@ -57,7 +66,7 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
     if connection is None:
         with engine.locked(config) as session:
             head = _head_to_push(session.repo)
-            return _push_local(session.repo, remote, head, progress)
+            return _push_local(session.repo, remote, head, progress, create_parents)
     try:
         remote_head = connection.refs().get(BRANCH)
     except CheckpointError:
@@ -160,10 +169,14 @@ def _check_push(
 
 
 def _push_local(
-    repo: ShadowRepo, remote: Remote, head: bytes, progress: Progress | None = None
+    repo: ShadowRepo,
+    remote: Remote,
+    head: bytes,
+    progress: Progress | None = None,
+    create_parents: bool = False,
 ) -> TransferResult:
     """Push to a repository on a path: objects copied directly, ref moved by compare-and-swap."""
-    target = open_local_remote(remote, create=True)
+    target = open_local_remote(remote, create=True, create_parents=create_parents)
     try:
         remote_head = target.read_ref(BRANCH)
         if remote_head == head:

@@ -9,7 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.ids import ShortId
-from ..errors import CorruptRepositoryError, RemoteAuthError, RemoteError, RemoteTransportError
+from ..errors import (
+    CorruptRepositoryError,
+    MissingRemoteFolderError,
+    RemoteAuthError,
+    RemoteError,
+    RemoteTransportError,
+)
 from ..store.transport import Failure, PathRepository, failure_kind
 from . import credentials
 from .config import Remote
@@ -59,14 +65,31 @@ def transport_error(error: BaseException, remote: Remote, action: str) -> Remote
     )
 
 
-def open_local_remote(remote: Remote, create: bool) -> PathRepository:
-    """The repository of a path remote, opened like our own (its config vetted, no include)."""
+def open_local_remote(
+    remote: Remote, create: bool, *, create_parents: bool = False
+) -> PathRepository:
+    """The repository of a path remote, opened like our own (its config vetted, no include).
+
+    With ``create``, a missing (or empty) folder is made a new repository; the folder that
+    holds it must exist unless ``create_parents``: a backup drive that is not mounted must
+    not turn into folders of the same name on this disk.
+    """
     path = local_path(remote.url)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
         if not create:
             raise RemoteError(f'{remote.name}: no repository at {path}', remote=remote.name)
+        parent = path.absolute().parent
+        if not create_parents and not parent.is_dir():
+            raise MissingRemoteFolderError(
+                f'{remote.name}: the folder {parent} does not exist (is the drive '
+                f'mounted?), so there is no place for the repository {path.name}; nothing '
+                'was pushed. Create the folder, or push with --create-parents '
+                '(create_parents=True) to make it',
+                remote=remote.name,
+                folder=parent,
+            )
         try:
-            path.mkdir(parents=True, exist_ok=True)
+            path.mkdir(parents=create_parents, exist_ok=True)
             return PathRepository.create(path)
         except OSError as error:
             raise RemoteError(
