@@ -5,7 +5,14 @@ from __future__ import annotations
 import click
 
 from . import render
-from .options import dry_run_option, json_option, quiet_option, target_options, verb
+from .options import (
+    dry_run_option,
+    json_option,
+    quiet_option,
+    target_options,
+    verb,
+    verbose_option,
+)
 from .render import ident
 from .target import Target
 
@@ -17,6 +24,7 @@ def _step(
     keep_external: bool,
     dry_run: bool,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     checkpoints = target.checkpoints()
@@ -25,7 +33,7 @@ def _step(
     if as_json:
         render.echo_json(result.to_dict())
     else:
-        render.restore(result, target, quiet=quiet, keeping=not force)
+        render.restore(result, target, quiet=quiet, verbose=verbose, keeping=not force)
 
 
 _KEEP = click.option(
@@ -44,11 +52,18 @@ _KEEP = click.option(
 @_KEEP
 @dry_run_option()
 @quiet_option
+@verbose_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
 def undo(
-    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
+    target: Target,
+    force: bool,
+    keep_external: bool,
+    dry_run: bool,
+    quiet: bool,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Step back one agent step; repeat to go further back (three undos, three writes).
 
@@ -64,7 +79,7 @@ def undo(
       checkpoints undo --dry-run
       checkpoints undo --force --json
     """
-    _step(target, 'undo', force, keep_external, dry_run, quiet, as_json)
+    _step(target, 'undo', force, keep_external, dry_run, quiet, verbose, as_json)
 
 
 @click.command()
@@ -76,11 +91,18 @@ def undo(
 @_KEEP
 @dry_run_option()
 @quiet_option
+@verbose_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
 def redo(
-    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
+    target: Target,
+    force: bool,
+    keep_external: bool,
+    dry_run: bool,
+    quiet: bool,
+    verbose: bool,
+    as_json: bool,
 ) -> None:
     """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
 
@@ -89,7 +111,7 @@ def redo(
       checkpoints undo && checkpoints redo
       checkpoints redo --json
     """
-    _step(target, 'redo', force, keep_external, dry_run, quiet, as_json)
+    _step(target, 'redo', force, keep_external, dry_run, quiet, verbose, as_json)
 
 
 @click.command()
@@ -111,4 +133,4 @@ def seal(target: Target, as_json: bool) -> None:
     if as_json:
         render.echo_json({'id': sealed})
     else:
-        click.echo(f'Sealed the desk as the state the agent left ({ident(sealed)}).')
+        click.echo(f'Sealed {target.where} as the state the agent left ({ident(sealed)}).')
