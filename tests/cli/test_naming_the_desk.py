@@ -122,6 +122,9 @@ def test_clone_outside_a_workspace_says_where_it_created_one(
     )
     assert f"onto desk 'main' of workspace {created} at " in done.stdout.splitlines()[1]
     assert (created / 'desks' / 'main' / 'Memory.md').read_text() == 'a main\n'
+    named = tmp_path / 'named'
+    done = run('--workspace', str(named), 'clone', str(backup), '--desk', 'main', cwd=elsewhere)
+    assert done.stdout.splitlines()[0] == f'Created workspace {named}.'
     # Into an existing workspace: nothing is created, so nothing is said about it.
     again = run('clone', str(backup), '--desk', 'copy', cwd=created)
     assert not again.stdout.startswith('Created') and "onto desk 'copy' at " in again.stdout

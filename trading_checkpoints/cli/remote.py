@@ -228,11 +228,13 @@ def clone(
             }
         )
         return
-    if created:
+    if created and target.workspace_source == 'default':
         click.echo(
             f'Created workspace {target.workspace} (no workspace at or above {target.cwd}; '
             '--workspace DIR chooses another).'
         )
+    elif created:
+        click.echo(f'Created workspace {target.workspace}.')
     click.echo(f'Cloned {result.url} onto {target.where} at {ident(result.new)}.')
     if written is not None:
         click.echo(f'Restored the newest checkpoint: {len(written)} files written.')
