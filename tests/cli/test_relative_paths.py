@@ -86,6 +86,13 @@ def test_restore_takes_paths_from_the_current_folder(fx: Path) -> None:
     assert (fx / 'notes/plan.md').read_text() == 'SELL EVERYTHING\n'  # not asked for
     assert ok('restore', first, '../notes/plan.md', cwd=memory).count('W notes/plan.md') == 1
     assert (fx / 'notes/plan.md').read_text() == 'Buy below 400.\n'
+    write(fx, 'notes/plan.md', 'changed again\n')
+    write(fx, 'memory/lessons.md', 'changed again\n')
+    dry = ok('restore', first, '.', '--dry-run', cwd=fx / 'notes').splitlines()
+    assert dry[1:2] == ['  W notes/plan.md'] and dry[-1] == 'Dry run: nothing was changed.'
+    # '.' in notes/ is notes/: nothing else would be written
+    out = ok('restore', first, '.', cwd=fx).splitlines()  # '.' at the desk's root: all of it
+    assert out[1:3] == ['  W memory/lessons.md', '  W notes/plan.md']
 
 
 def test_snapshot_path_and_track_take_paths_from_the_current_folder(fx: Path) -> None:

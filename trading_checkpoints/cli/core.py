@@ -244,9 +244,8 @@ def restore(
       checkpoints restore 3f2a9c1 --json
     """
     checkpoint_id, typed = split_restore_args(args)
-    used = desk_paths(target, typed)
-    if '.' in used:  # the desk itself: every tracked path
-        used = []
+    taken = desk_paths(target, typed)
+    used = [] if '.' in taken else taken  # the desk itself: every tracked path
     checkpoints = target.checkpoints()
     try:
         with suggesting(target, typed, used, checkpoints.effective_tracked_paths):
@@ -254,7 +253,7 @@ def restore(
                 checkpoint_id, paths=used or None, dry_run=dry_run, on_external=on_external
             )
     except BadPathError as error:
-        if checkpoint_id is None and typed and error.path in (args[0], used[0]):
+        if checkpoint_id is None and typed and error.path in (args[0], taken[0]):
             raise BadPathError(
                 f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
                 f'`checkpoints list`) nor a tracked path: {error}',
