@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from . import render
@@ -16,10 +19,13 @@ from .options import (
 from .render import ident
 from .target import Target
 
+F = TypeVar('F', bound=Callable[..., Any])
+
 
 def _step(
     target: Target,
     which: str,
+    *,
     force: bool,
     keep_external: bool,
     dry_run: bool,
@@ -27,6 +33,7 @@ def _step(
     verbose: bool,
     as_json: bool,
 ) -> None:
+    """An undo or a redo (``which``), with the options both verbs take."""
     checkpoints = target.checkpoints()
     method = checkpoints.undo if which == 'undo' else checkpoints.redo
     result = method(force=force, keep_external=keep_external, dry_run=dry_run)
@@ -43,28 +50,29 @@ _KEEP = click.option(
 )
 
 
+def _step_options(function: F) -> F:
+    """The options undo and redo share (besides --force), and the verb's wrapper."""
+    for decorate in (
+        verb('desk'),
+        target_options,
+        json_option('Print what was done as JSON.'),
+        verbose_option,
+        quiet_option,
+        dry_run_option(),
+        _KEEP,
+    ):
+        function = decorate(function)
+    return function
+
+
 @click.command()
 @click.option(
     '--force',
     is_flag=True,
     help='Overwrite files changed outside the agent too (kept in the pre-snapshot).',
 )
-@_KEEP
-@dry_run_option()
-@quiet_option
-@verbose_option
-@json_option('Print what was done as JSON.')
-@target_options
-@verb('desk')
-def undo(
-    target: Target,
-    force: bool,
-    keep_external: bool,
-    dry_run: bool,
-    quiet: bool,
-    verbose: bool,
-    as_json: bool,
-) -> None:
+@_step_options
+def undo(target: Target, **options: Any) -> None:
     """Step back one agent step; repeat to go further back (three undos, three writes).
 
     With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
@@ -79,7 +87,7 @@ def undo(
       checkpoints undo --dry-run
       checkpoints undo --force --json
     """
-    _step(target, 'undo', force, keep_external, dry_run, quiet, verbose, as_json)
+    _step(target, 'undo', **options)
 
 
 @click.command()
@@ -88,22 +96,8 @@ def undo(
     is_flag=True,
     help='Redo even over changes made since the undo (they are kept in the pre-snapshot).',
 )
-@_KEEP
-@dry_run_option()
-@quiet_option
-@verbose_option
-@json_option('Print what was done as JSON.')
-@target_options
-@verb('desk')
-def redo(
-    target: Target,
-    force: bool,
-    keep_external: bool,
-    dry_run: bool,
-    quiet: bool,
-    verbose: bool,
-    as_json: bool,
-) -> None:
+@_step_options
+def redo(target: Target, **options: Any) -> None:
     """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
 
     \b
@@ -111,7 +105,7 @@ def redo(
       checkpoints undo && checkpoints redo
       checkpoints redo --json
     """
-    _step(target, 'redo', force, keep_external, dry_run, quiet, verbose, as_json)
+    _step(target, 'redo', **options)
 
 
 @click.command()
