@@ -14,6 +14,7 @@ the same name), given as ``did you mean memory/lessons.md?``.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -82,12 +83,16 @@ def _tracked_files(target: Target, allowlist: Allowlist) -> Iterator[str]:
     seen = 0
     for entry in allowlist.entries:
         top = desk / entry
-        if top.is_file() and not top.is_symlink():
+        try:
+            kind = os.lstat(top).st_mode
+        except OSError:
+            continue
+        if stat.S_ISREG(kind):
             yield entry
             continue
-        if top.is_symlink() or not top.is_dir():
-            continue
-        for folder, subfolders, files in os.walk(top):
+        if not stat.S_ISDIR(kind):
+            continue  # a symlink is never followed
+        for folder, subfolders, files in os.walk(top):  # names only; symlinks not followed
             subfolders[:] = [name for name in subfolders if name != '.git']
             base = os.path.relpath(folder, desk).replace(os.sep, '/')
             for name in files:
