@@ -177,7 +177,7 @@ def _config(module: str, tests: list[str]) -> str:
         'pytest_add_cli_args_test_selection = [',
         *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
         ']',
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly"]',
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0"]',
         'use_setproctitle = false',
         '',
     ]

@@ -85,11 +85,36 @@ def error(
 # -- restores (restore, undo, redo, restore-turn) ---------------------------------------------
 
 
+# A restore listing longer than this many rows shows only its first SHOWN_ROWS (-v: all).
+LONG_LISTING = 20
+SHOWN_ROWS = 10
+
+
 def file_lines(written: Sequence[str], deleted: Sequence[str]) -> None:
     for path in written:
         click.echo(f'  {style("W", fg="green")} {path}')
     for path in deleted:
         click.echo(f'  {style("D", fg="red")} {path}')
+
+
+def file_summary(written: Sequence[str], deleted: Sequence[str], *, every: bool) -> None:
+    """The written and deleted files, one row each; a listing longer than
+    :data:`LONG_LISTING` rows shows its first :data:`SHOWN_ROWS` and counts the rest, unless
+    ``every``."""
+    if every or len(written) + len(deleted) <= LONG_LISTING:
+        file_lines(written, deleted)
+        return
+    shown_written = list(written[:SHOWN_ROWS])
+    shown_deleted = list(deleted[: SHOWN_ROWS - len(shown_written)])
+    file_lines(shown_written, shown_deleted)
+    more_written = len(written) - len(shown_written)
+    more_deleted = len(deleted) - len(shown_deleted)
+    counts = ', '.join(
+        f'{count:,} {what}'
+        for count, what in ((more_written, 'written'), (more_deleted, 'deleted'))
+        if count
+    )
+    click.echo(f'  ... and {more_written + more_deleted:,} more ({counts}; -v lists every file)')
 
 
 def kept_lines(kept: Sequence[tuple[str, str]]) -> None:
@@ -103,33 +128,41 @@ def restore(
     target: Target,
     *,
     quiet: bool = False,
+    verbose: bool = False,
     title: str | None = None,
     keeping: bool = False,
 ) -> None:
-    """The human view of a restore, undo or redo: what changed, and how to take it back."""
+    """The human view of a restore, undo or redo: which desk, what changed (a long listing
+    summarised unless ``verbose``), and how to take it back."""
+    where = target.where
     if not result.written and not result.deleted:
         if result.kept:
             click.echo(
-                f'Nothing to {result.action}: every difference from {result.target_id} '
-                'is left as it is.'
+                f'Nothing to {result.action} on {where}: every difference from '
+                f'{result.target_id} is left as it is.'
             )
             kept_lines(result.kept)
         else:
-            click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
+            click.echo(
+                f'The tracked files of {where} already match {result.target_id}; '
+                f'nothing to {result.action}.'
+            )
         return
+    direction = {'restore': '', 'undo': ', back to', 'redo': ', forward to'}[result.action]
     if result.dry_run:
-        verb = f'Would {result.action}' + (' to' if result.action != 'restore' else '')
+        verb = f'Would {result.action}'
     else:
-        verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: forward to'}[
-            result.action
-        ]
+        verb = {'restore': 'Restored', 'undo': 'Undid', 'redo': 'Redid'}[result.action]
+    if result.action == 'restore':
+        head = f'{verb} {ident(result.target_id)}{title or ""} on {where}'
+    else:
+        head = f'{verb} on {where}{direction} {ident(result.target_id)}{title or ""}'
     click.echo(
-        f'{verb} {ident(result.target_id)}{title or ""}: '
-        f'{len(result.written)} written ({len(result.created)} created), '
+        f'{head}: {len(result.written)} written ({len(result.created)} created), '
         f'{len(result.deleted)} deleted.'
     )
     if not quiet:
-        file_lines(result.written, result.deleted)
+        file_summary(result.written, result.deleted, every=verbose)
     if result.kept:
         kept_lines(result.kept)
     if keeping and result.attribution == 'unknown':

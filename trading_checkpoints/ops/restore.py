@@ -105,8 +105,10 @@ def to_checkpoint(
     on_external: str,
 ) -> RestoreResult:
     """Restores a checkpoint (None: the newest): the whole desk, or only ``paths`` (files or
-    folders, desk-relative)."""
-    target, label = session.target(checkpoint_id)
+    folders, desk-relative). Its commits name the target by its short id, whatever prefix
+    (or full id) the caller typed."""
+    target, _ = session.target(checkpoint_id)
+    label = short_id(target)
     selection: tuple[str, ...] = ()
     if paths is not None:
         if isinstance(paths, str):

@@ -100,8 +100,9 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
                 )
             raise HistoriesDivergedError(
                 f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)} '
-                f'and this desk at {short_id(head)}: the histories diverged; nothing was changed '
-                '(push to a new remote, or clone the remote onto another desk)',
+                f'and this desk at {short_id(head)}: the histories diverged, and nothing joins '
+                'the two; nothing was changed (clone the remote onto another desk to keep both, '
+                'and push this desk to a new remote)',
                 remote=remote.name,
                 remote_head=short_id(remote_head),
                 head=short_id(head),

@@ -160,8 +160,10 @@ def _check_push(
     raise HistoriesDivergedError(
         f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, which '
         "is not in this desk's history: the histories diverged (or the remote is older than "
-        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. Pull '
-        'first, or push to a new remote',
+        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. If the '
+        'remote is only ahead, a pull brings its checkpoints here and the push is not needed; '
+        'otherwise nothing joins the two: clone the remote onto another desk to keep both, '
+        'and push this desk to a new remote',
         remote=remote.name,
         remote_head=short_id(remote_head),
         head=short_id(head),
