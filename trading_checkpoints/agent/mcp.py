@@ -27,36 +27,14 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from ..checkpoints import Checkpoints
 from ..errors import CheckpointError, MissingDeskError, NoCheckpointsError
-from ..ops.retention import parse_duration, parse_size, read_limits
-from ..ops.turns import snapshot_in_turn
 from ..workspace import Workspace
-from .mcperrors import missing_desk, tool_error_text, unknown_arguments, validation_text
-from .mcpresults import (
-    CheckpointList,
-    DeskList,
-    DiffOutcome,
-    FileAtCheckpoint,
-    LogOutcome,
-    PruneLimits,
-    PruneOutcome,
-    RestoreOutcome,
-    SealOutcome,
-    SnapshotOutcome,
-    StatusOutcome,
-    TurnList,
-    checkpoint_row,
-    diff_outcome,
-    file_at_checkpoint,
-    log_row,
-    prune_outcome,
-    restore_outcome,
-    status_outcome,
-    turn_row,
-)
+
+if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
+    from .mcpresults import PruneLimits
 
 INSTALL_HINT = (
     "the MCP server needs the optional 'mcp' extra: pip install 'trading-checkpoints[mcp]'"
@@ -118,6 +96,8 @@ def _checked_server(Server: Any, ToolError: type[Exception]) -> Any:
     errors become one line naming the argument (see :mod:`.mcperrors`)."""
     from pydantic import ValidationError
 
+    from .mcperrors import unknown_arguments, validation_text
+
     class CheckedServer(Server):  # type: ignore[misc, valid-type, unused-ignore]  # Any in 2.x stubs, a class in 1.x
         async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any, **kw: Any):
             known = None
@@ -143,9 +123,12 @@ def _checked_server(Server: Any, ToolError: type[Exception]) -> Any:
 
 
 def prune_limits(
-    cps: Checkpoints, keep: int | None, older_than: str | None, max_size: int | str | None
-) -> PruneLimits:
+    cps: 'Checkpoints', keep: int | None, older_than: str | None, max_size: int | str | None
+) -> 'PruneLimits':
     """The limits a prune applies: those given, else those stored with ``prune --save``."""
+    from ..ops.retention import parse_duration, parse_size, read_limits
+    from .mcpresults import PruneLimits
+
     if older_than is not None:
         parse_duration(older_than)
     if max_size is not None:
@@ -162,6 +145,31 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     """The MCP server for one workspace; ``.run()`` serves it over stdio."""
     Server, ToolError, ToolAnnotations = _sdk()
     from pydantic import Field
+
+    from ..checkpoints import Checkpoints
+    from ..ops.turns import snapshot_in_turn
+    from .mcperrors import missing_desk, tool_error_text
+    from .mcpresults import (
+        CheckpointList,
+        DeskList,
+        DiffOutcome,
+        FileAtCheckpoint,
+        LogOutcome,
+        PruneOutcome,
+        RestoreOutcome,
+        SealOutcome,
+        SnapshotOutcome,
+        StatusOutcome,
+        TurnList,
+        checkpoint_row,
+        diff_outcome,
+        file_at_checkpoint,
+        log_row,
+        prune_outcome,
+        restore_outcome,
+        status_outcome,
+        turn_row,
+    )
 
     root = Workspace(workspace)
     root.desk(default_desk)  # refuses a bad default desk name early
@@ -485,12 +493,22 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
 
 
 def serve(workspace: Path, default_desk: str = 'main') -> None:
-    """Runs the server over stdio until the client closes the connection."""
+    """Runs the server over stdio until the client closes the connection.
+
+    A client's handshake is answered before the SDK is imported when the SDK has answered the
+    same one before (see :mod:`.mcpstart`); at a terminal the SDK starts at once.
+    """
+    Workspace(workspace).desk_directory(default_desk)  # refuses a bad default desk name early
+    if not sys.stdin.isatty():
+        from .mcpstart import serve as serve_stdio
+
+        context = f'{package_version()}\0{default_desk}'
+        serve_stdio(lambda: build_server(workspace, default_desk), context)
+        return
     server = build_server(workspace, default_desk)
-    if sys.stdin.isatty():
-        print(
-            f'checkpoints MCP server for {workspace} (desk {default_desk!r}): waiting for an MCP '
-            'client on stdin; register it in your agent instead of running it here (Ctrl-C stops)',
-            file=sys.stderr,
-        )
+    print(
+        f'checkpoints MCP server for {workspace} (desk {default_desk!r}): waiting for an MCP '
+        'client on stdin; register it in your agent instead of running it here (Ctrl-C stops)',
+        file=sys.stderr,
+    )
     server.run()
