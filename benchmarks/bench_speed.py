@@ -44,12 +44,12 @@ from trading_checkpoints import TRACKED_PATHS, Checkpoints  # noqa: E402
 
 # The process's memos, per module; the same script also measures older versions (run it from
 # their checkout), which kept some of them elsewhere, so missing ones are skipped.
-MEMOS = {
-    'repo': ['_COMMITS', '_TREES', '_TRACKED_BY_CONFIG', '_CONFIG_VALUES', '_PARSED_CONFIGS'],
-    'paths': ['_component_problem'],  # an lru_cache: cleared with cache_clear
-    'session': ['_ALLOWLISTS', '_REMEMBERED'],
-    'deskhandle': ['_HOMES'],
-    'checkpoints': ['_ALLOWLISTS', '_HOMES'],
+MEMOS = {  # module -> the memos a new process finds empty after its imports
+    'store.repo': ['_COMMITS', '_TREES'],
+    'store.config.reader': ['_LOADED'],
+    'store.pack.plan': ['_RECENT'],
+    'core.paths': ['_component_problem'],  # an lru_cache: cleared with cache_clear
+    'ops.deskconfig': ['_ALLOWLISTS', '_REMEMBERED'],
 }
 
 GIT = shutil.which('git')
@@ -77,21 +77,16 @@ TARGETS = {  # (ratio name, size) -> upper bound
 
 def forget_memos() -> None:
     """Empties the process's memos (parsed configs, commits and trees read, allowlists), as a
-    new process would find them after its imports."""
+    new process would find them after its imports. A memo this table names that the package
+    no longer has is an error: a renamed module must not leave a memo full unseen."""
     for module_name, names in MEMOS.items():
-        try:
-            module = importlib.import_module(f'trading_checkpoints.{module_name}')
-        except ImportError:
-            continue
+        module = importlib.import_module(f'trading_checkpoints.{module_name}')
         for name in names:
             memo = getattr(module, name, None)
             empty = getattr(memo, 'cache_clear', None) or getattr(memo, 'clear', None)
-            if empty is not None:
-                empty()
-    try:
-        importlib.import_module('trading_checkpoints.store.config').forget()
-    except (ImportError, AttributeError):
-        pass  # older versions kept their parsed configs in the memos above
+            if empty is None:
+                raise SystemExit(f'trading_checkpoints.{module_name}.{name} is no memo')
+            empty()
 
 
 def fresh(repo: Path, desk: Path, *, durable: bool = True) -> Checkpoints:
