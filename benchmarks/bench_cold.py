@@ -19,8 +19,17 @@ Each verb is timed twice: as the console script runs it (on the warm command ser
 by the first run; see ``trading_checkpoints/warm/``) and with ``CHECKPOINTS_SERVER=off`` (the
 command imported and run in the new process itself).
 
-The MCP row is a client's first exchange: spawn ``checkpoints mcp``, send ``initialize``, the
+The MCP rows are a client's first exchange: spawn ``checkpoints mcp``, send ``initialize``, the
 ``initialized`` notification and ``tools/list``, and stop the clock at the ``tools/list`` answer.
+The server answers that exchange from the SDK's own answers kept by an earlier server of the same
+installation (``trading_checkpoints/agent/mcpstart.py``): one row gives every run an empty cache
+folder (the first start of an installation, the SDK imported first), the other keeps one folder
+(every later start). Both folders are private ones in the scratch folder (``XDG_CACHE_HOME``).
+
+``--before DIR`` also installs another checkout (e.g. ``git archive main | tar -x -C DIR``) into a
+virtualenv of its own and times the same rows for it in the same rounds (``before:`` rows), so a
+change's before/after ratios come from one run; ``--only TEXT`` keeps the rows whose name holds
+TEXT (``python -c pass`` is always timed).
 The Bash row is the two processes a shell command costs a Claude Code session (``PreToolUse``
 then ``PostToolUse`` on ``Bash``, in a turn already started, a command that changed nothing):
 their sum, against two ``python -c pass``.
@@ -54,15 +63,16 @@ TARGETS = {  # row -> upper bound of its ratio to `python -c pass`
     'list': 3.0,
 }
 MCP_TARGET_MS = 800.0
+MCP_ROW = 'mcp: spawn, initialize, tools/list'
 
 
-def make_venv(folder: Path) -> Path:
-    """The virtualenv's bin folder, with this checkout installed into it (once)."""
+def make_venv(folder: Path, source: Path = ROOT) -> Path:
+    """The virtualenv's bin folder, with the checkout ``source`` installed into it (once)."""
     bin_dir = folder / 'bin'
     if not (bin_dir / 'checkpoints').exists():
         subprocess.run([sys.executable, '-m', 'venv', str(folder)], check=True)
         subprocess.run(
-            [str(bin_dir / 'python'), '-m', 'pip', 'install', '-q', f'{ROOT}[mcp]'],
+            [str(bin_dir / 'python'), '-m', 'pip', 'install', '-q', f'{source}[mcp]'],
             check=True,
         )
     return bin_dir
@@ -175,9 +185,57 @@ def bash_pair(
     return timed_process(hook, workspace, before, env) + timed_process(hook, workspace, after, env)
 
 
+def fresh_cache(base: Path) -> Path:
+    """An empty private folder for the MCP server's kept answers."""
+    return Path(tempfile.mkdtemp(prefix='cache-', dir=base))
+
+
+def command_rows(
+    label: str,
+    bin_dir: Path,
+    base: Path,
+    workspace: Path,
+    desk: Path,
+    env: dict[str, str],
+) -> dict[str, Callable[[], float]]:
+    """The timed commands of one installation (their names prefixed with ``label``)."""
+    command = str(bin_dir / 'checkpoints')
+    write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
+    bash_before = hook_event('claude_pre_tool_use_bash.json', workspace, base)
+    bash_after = hook_event('claude_post_tool_use_bash.json', workspace, base)
+    hook = [command, 'hook', '--harness', 'claude']
+    off = {**env, 'CHECKPOINTS_SERVER': 'off'}
+    verbs: dict[str, tuple[list[str], Path, Path | None]] = {
+        'checkpoints --help': (['--help'], desk, None),
+        'list': (['list'], desk, None),
+        'status (clean)': (['status'], desk, None),
+        'snapshot (no-op)': (['snapshot'], desk, None),
+        'hook PreToolUse Write (unchanged desk)': (
+            ['hook', '--harness', 'claude'],
+            workspace,
+            write_event,
+        ),
+    }
+    rows: dict[str, Callable[[], float]] = {}
+    for name, (argv, cwd, stdin) in verbs.items():
+        rows[name] = partial(timed_process, [command, *argv], cwd, stdin, env)
+        rows[f'{name}, no server'] = partial(timed_process, [command, *argv], cwd, stdin, off)
+    for row, environment in ((BASH_PAIR, env), (f'{BASH_PAIR}, no server', off)):
+        rows[row] = partial(bash_pair, hook, workspace, bash_before, bash_after, environment)
+    mcp = [command, '--workspace', str(workspace), 'mcp']
+    kept = {**env, 'XDG_CACHE_HOME': str(fresh_cache(base))}
+    rows[f'{MCP_ROW} (first start: nothing kept)'] = lambda: timed_mcp(
+        mcp, workspace, {**env, 'XDG_CACHE_HOME': str(fresh_cache(base))}
+    )
+    rows[f'{MCP_ROW} (answers kept)'] = partial(timed_mcp, mcp, workspace, kept)
+    return {f'{label}{name}': run for name, run in rows.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--venv', type=Path, help='virtualenv to use (created if missing)')
+    parser.add_argument('--before', type=Path, help='another checkout to time alongside')
+    parser.add_argument('--only', help='time only the rows whose name holds this text')
     parser.add_argument('--rounds', type=int, default=21)
     parser.add_argument('--files', type=int, default=200)
     parser.add_argument('--json', type=Path, help='also write the medians here')
@@ -191,38 +249,19 @@ def main() -> None:
         desk = build_workspace(workspace, args.files, bin_dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHON'))}
         env['NO_COLOR'] = '1'
-        write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
-        bash_before = hook_event('claude_pre_tool_use_bash.json', workspace, base)
-        bash_after = hook_event('claude_post_tool_use_bash.json', workspace, base)
-        hook = [command, 'hook', '--harness', 'claude']
+        env['XDG_CACHE_HOME'] = str(fresh_cache(base))
         # The written file exists and is unchanged: the hook's snapshot finds nothing to record.
         (desk / 'notes').mkdir()
         (desk / 'notes' / 'plan.md').write_text('# Plan\n')
         subprocess.run([command, '--workspace', str(workspace), 'snapshot'], check=True, env=env)
 
-        off = {**env, 'CHECKPOINTS_SERVER': 'off'}
-        verbs: dict[str, tuple[list[str], Path, Path | None]] = {
-            'checkpoints --help': (['--help'], desk, None),
-            'list': (['list'], desk, None),
-            'status (clean)': (['status'], desk, None),
-            'snapshot (no-op)': (['snapshot'], desk, None),
-            'hook PreToolUse Write (unchanged desk)': (
-                ['hook', '--harness', 'claude'],
-                workspace,
-                write_event,
-            ),
-        }
         rows: dict[str, Callable[[], float]] = {
             'python -c pass': lambda: timed_process([python, '-c', 'pass'], desk, None, env),
         }
-        for name, (argv, cwd, stdin) in verbs.items():
-            rows[name] = partial(timed_process, [command, *argv], cwd, stdin, env)
-            rows[f'{name}, no server'] = partial(timed_process, [command, *argv], cwd, stdin, off)
-        for label, environment in ((BASH_PAIR, env), (f'{BASH_PAIR}, no server', off)):
-            rows[label] = partial(bash_pair, hook, workspace, bash_before, bash_after, environment)
-        rows['mcp: spawn, initialize, tools/list'] = lambda: timed_mcp(
-            [command, '--workspace', str(workspace), 'mcp'], workspace, env
-        )
+        rows.update(command_rows('', bin_dir, base, workspace, desk, env))
+        if args.before is not None:
+            before = make_venv(base / 'venv-before', args.before.resolve())
+            rows.update(command_rows('before: ', before, base, workspace, desk, env))
         if GIT is not None:
             tree = git_repository(desk, base / 'git')
             genv = git_env(base)
@@ -230,6 +269,8 @@ def main() -> None:
                 [GIT, 'status', '--porcelain'], tree, None, genv
             )
 
+        if args.only:
+            rows = {k: v for k, v in rows.items() if k == 'python -c pass' or args.only in k}
         samples: dict[str, list[float]] = {name: [] for name in rows}
         for run in rows.values():
             run()  # warm the page cache once
@@ -241,18 +282,20 @@ def main() -> None:
     floor = medians['python -c pass']
     version = sys.version.split()[0]
     print(f'{args.files} tracked files, {args.rounds} rounds, medians (ms); python {version}')
-    print(f'{"command":56} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
+    print(f'load average at the end: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores')
+    print(f'{"command":76} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
     for name, value in medians.items():
-        target = TARGETS.get(name)
-        if name.startswith('mcp'):
+        target = TARGETS.get(name.removeprefix('before: '))
+        if MCP_ROW in name:
             mark = f'<= {MCP_TARGET_MS:.0f} ms' if value <= MCP_TARGET_MS else 'MISSED'
-            print(f'{name:56} {value:8.1f} {value / floor:17.2f} {mark:>8}')
+            print(f'{name:76} {value:8.1f} {value / floor:17.2f} {mark:>8}')
             continue
         verdict = '' if target is None else ('met' if value / floor <= target else 'MISSED')
-        print(f'{name:56} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
-    pair, single = medians[BASH_PAIR], medians['hook PreToolUse Write (unchanged desk)']
-    print(f'Bash pair beyond two bare Python starts: {pair - 2 * floor:.1f} ms; ', end='')
-    print(f'beyond two Write hooks: {pair - 2 * single:.1f} ms')
+        print(f'{name:76} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
+    pair, single = medians.get(BASH_PAIR), medians.get('hook PreToolUse Write (unchanged desk)')
+    if pair is not None and single is not None:
+        print(f'Bash pair beyond two bare Python starts: {pair - 2 * floor:.1f} ms; ', end='')
+        print(f'beyond two Write hooks: {pair - 2 * single:.1f} ms')
     if args.json:
         args.json.write_text(json.dumps({'files': args.files, 'medians_ms': medians}, indent=2))
 

@@ -395,7 +395,7 @@ class Relay:
                 self.expected[token] = (key, None, True)
         elif self.phase == 'initialize' and method == 'notifications/initialized' and not key:
             self.phase = 'ready'
-            return b""
+            return self._checks()
         elif self.phase == 'ready' and key is not None and token and method in LISTINGS:
             self.expected[token] = (key, self.answers.answer(self.client, key), True)
         else:
