@@ -60,7 +60,18 @@ TARGETS = {  # ratio -> upper bound
 
 
 class Git(GitDesk):
-    """The git CLI on the other desk."""
+    """The git CLI on the other desk, its automatic maintenance off (a ``gc --auto`` left
+    running in the background would load the machine for the measurements after it)."""
+
+    def __init__(self, repo: Path, desk: Path, home: Path) -> None:
+        super().__init__(repo, desk, home)
+        self.env.update(
+            GIT_CONFIG_COUNT='2',
+            GIT_CONFIG_KEY_0='gc.auto',
+            GIT_CONFIG_VALUE_0='0',
+            GIT_CONFIG_KEY_1='maintenance.auto',
+            GIT_CONFIG_VALUE_1='false',
+        )
 
     def commit_all(self, message: str) -> None:
         """``git add -A && git commit`` (the first and one-change snapshot reference)."""
@@ -189,14 +200,18 @@ def main() -> None:
     args = parser.parse_args()
     if GIT is None:
         raise SystemExit('bench_scale needs the git binary')
-    with tempfile.TemporaryDirectory(prefix='bench-scale-') as scratch:
+    with tempfile.TemporaryDirectory(prefix='bench-scale-', ignore_cleanup_errors=True) as scratch:
         scene = Scene(Path(scratch), args.files)
         if args.profile:
             profile(scene, args.profile)
             return
         medians = measure(scene, args.reps)
+        report(args.files, args.reps, medians, args.json)
+
+
+def report(files: int, reps: int, medians: dict[str, float], to: Path | None) -> None:
     found = ratios(medians)
-    print(f'{args.files} tracked files, {args.reps} repetitions, medians (ms); python', end=' ')
+    print(f'{files} tracked files, {reps} repetitions, medians (ms); python', end=' ')
     print(f'{sys.version.split()[0]}; load average {os.getloadavg()[0]:.2f} (1 min)')
     for name, value in medians.items():
         print(f'{name:40} {value:10.1f}')
@@ -204,8 +219,8 @@ def main() -> None:
         target = TARGETS.get(name)
         verdict = '' if target is None else ('met' if value <= target else f'MISSED (<= {target})')
         print(f'{name:40} {value:10.2f} {verdict}')
-    if args.json:
-        args.json.write_text(json.dumps({'medians_ms': medians, 'ratios': found}, indent=2))
+    if to is not None:
+        to.write_text(json.dumps({'medians_ms': medians, 'ratios': found}, indent=2))
 
 
 if __name__ == '__main__':
