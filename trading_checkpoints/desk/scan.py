@@ -27,10 +27,11 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
-from ..core.paths import Allowlist, path_problem
+from ..core.paths import Allowlist
 from ..core.trees import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, FileEntry, blob_id
 from .folders import DeskFolders, same_file
 from .statcache import FIELDS, SHA_SIZE, UNSTABLE, StatCache, StatKey
+from .walk import PARALLEL_FILES, REPLACED, walk
 
 UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 STREAM_THRESHOLD = 8 * 1024 * 1024
@@ -38,10 +39,7 @@ MEMORY_BUDGET = 64 * 1024 * 1024
 _CHUNK = 1 << 20
 
 _FORMAT_MASK = 0o170000
-_S_IFDIR, _S_IFREG, _S_IFLNK = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
-NOT_A_FILE = 'it is not a regular file or a symlink'
-REPLACED = 'it was replaced or changed while it was being read'
-BAD_NAME = 'its name is not valid UTF-8'
+_S_IFREG, _S_IFLNK = stat.S_IFREG, stat.S_IFLNK
 
 
 class BlobSink(Protocol):
@@ -195,7 +193,8 @@ def scan(
     result = Scan(started_ns=time.time_ns())
     result.max_file_size = max_file_size
     result.exempt = frozenset(exempt)
-    names, numbers = _walk(folders, allowlist, result.skipped)
+    listed, walked = walk(folders, allowlist, result.skipped, len(cache) >= PARALLEL_FILES)
+    names, numbers = listed, array('q', walked)
     if max_file_size and names and max(numbers[0::FIELDS]) > max_file_size:
         names, numbers = _without_large(names, numbers, max_file_size, result, result.exempt)
     if names == cache.names:
@@ -212,91 +211,6 @@ def scan(
 
 def _git_mode_of_cached(cache: StatCache, position: int) -> int:
     return git_mode(cache.numbers[position * FIELDS + 4])
-
-
-def _walk(
-    folders: DeskFolders, allowlist: Allowlist, skipped: list[tuple[str, str]]
-) -> tuple[list[str], array]:
-    """Names and stat numbers of every regular file and symlink under the tracked paths."""
-    names: list[str] = []
-    numbers: list[int] = []  # made an array at the end: list.extend is the cheaper per file
-    for entry in allowlist.entries:
-        st = folders.lstat(entry)
-        if st is None:
-            continue  # absent, or a folder above it is not a real folder
-        kind = st.st_mode & _FORMAT_MASK
-        if kind == _S_IFREG or kind == _S_IFLNK:
-            names.append(entry)
-            numbers.extend((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode))
-        elif kind == _S_IFDIR:
-            _walk_folder(folders, entry, (st.st_dev, st.st_ino), names, numbers, skipped)
-        else:
-            skipped.append((entry, NOT_A_FILE))
-    return names, array('q', numbers)
-
-
-def _walk_folder(
-    folders: DeskFolders,
-    top: str,
-    identity: tuple[int, int],
-    names: list[str],
-    numbers: list[int],
-    skipped: list[tuple[str, str]],
-) -> None:
-    add_name, add_numbers = names.append, numbers.extend
-    pending = [(top, identity)]
-    while pending:
-        folder, seen = pending.pop()
-        fd = folders.folder(folder)
-        if fd is None:
-            continue  # vanished, or became a symlink: never walked into
-        held = os.fstat(fd)
-        if (held.st_dev, held.st_ino) != seen:
-            skipped.append((folder, REPLACED))  # swapped since its parent was listed
-            continue
-        prefix = folder + '/'
-        subfolders = []
-        with os.scandir(fd) as listing:
-            for child in listing:
-                name = child.name
-                if (
-                    not name.isascii()
-                    or name[0] == '.'
-                    or '\\' in name
-                    or '\n' in name
-                    or '\r' in name
-                ):
-                    problem = _name_problem(prefix + name, name)
-                    if problem:
-                        if problem != '.git':
-                            skipped.append((prefix + name, problem))
-                        continue  # nested repositories are never snapshotted
-                try:
-                    st = child.stat(follow_symlinks=False)
-                except FileNotFoundError:
-                    continue
-                kind = st.st_mode & _FORMAT_MASK
-                if kind == _S_IFREG or kind == _S_IFLNK:
-                    add_name(prefix + name)
-                    add_numbers((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode))
-                elif kind == _S_IFDIR:
-                    subfolders.append((prefix + name, (st.st_dev, st.st_ino)))
-                else:
-                    skipped.append((prefix + name, NOT_A_FILE))
-        # Walked last-in first-out: reversed keeps the listing order.
-        pending.extend(reversed(subfolders))
-
-
-def _name_problem(path: str, name: str) -> str | None:
-    """Why a listed name cannot be snapshotted ('.git' for a nested repository), or None."""
-    if name.rstrip('. ').lower() == '.git':
-        return '.git'
-    try:
-        name.encode('utf-8')
-    except UnicodeEncodeError:
-        return BAD_NAME
-    problem = path_problem(path)
-    return f'its name has {problem}' if problem else None
 
 
 def _without_large(

@@ -1,0 +1,219 @@
+"""The scan's walk (``desk/walk.py``): the threaded walk of a large desk lists exactly what the
+serial one lists, in the stat cache's order, and a scan through it finds the same changes, a
+racy same-size rewrite included; a folder swapped for a symlink is never walked into."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+from array import array
+from pathlib import Path
+
+import pytest
+from helpers import SCRIPTS
+from helpers.builders import write
+
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.desk import scan as scan_module
+from trading_checkpoints.desk import statcache, walk
+from trading_checkpoints.desk.folders import DeskFolders
+from trading_checkpoints.desk.scan import Scan, scan
+
+ALLOWLIST = Allowlist(TRACKED_PATHS)
+
+
+def walked(desk: Path, parallel: bool) -> tuple[list[str], list[int], list[tuple[str, str]]]:
+    skipped: list[tuple[str, str]] = []
+    with DeskFolders(desk) as folders:
+        names, numbers = walk.walk(folders, ALLOWLIST, skipped, parallel)
+    return names, numbers, skipped
+
+
+def listing_order(desk: Path) -> list[str]:
+    """The files of ``memory/`` as an independent reference walks them: a folder's files in
+    listing order, then its subfolders in listing order, depth first."""
+    out: list[str] = []
+
+    def visit(relative: str) -> None:
+        subfolders = []
+        with os.scandir(desk / relative) as listing:
+            for child in listing:
+                if child.name == '.git' or '\\' in child.name:
+                    continue
+                if child.is_dir(follow_symlinks=False):
+                    subfolders.append(f'{relative}/{child.name}')
+                elif child.is_file(follow_symlinks=False) or child.is_symlink():
+                    out.append(f'{relative}/{child.name}')
+        for folder in subfolders:
+            visit(folder)
+
+    visit('memory')
+    return out
+
+
+def many_folders(desk: Path, folders: int, files: int) -> None:
+    """``folders`` folders (nested two deep in places) of ``files`` files each under memory/."""
+    for f in range(folders):
+        folder = f'memory/g{f % 7}/f{f:03d}' if f % 3 else f'memory/f{f:03d}'
+        for i in range(files):
+            write(desk, f'{folder}/n{i:02d}.md', f'{f} {i}\n')
+
+
+def test_the_threaded_walk_lists_what_the_serial_walk_lists(desk: Path, tmp_path: Path) -> None:
+    many_folders(desk, walk.IN_FLIGHT * 3, 5)  # more folders than are ever handed out at once
+    write(desk, 'Memory.md', 'top')
+    write(desk, 'memory/f000/.git/config', 'a nested repository')
+    write(desk, 'memory/f003/back\\slash.md', 'a name git cannot store')
+    write(desk, 'memory/f003/.hidden.md', 'a dot file')
+    outside = tmp_path / 'outside'
+    write(outside, 'secret.md', 'never walked')
+    os.symlink(outside, desk / 'memory' / 'f006' / 'link-to-folder')
+    os.symlink('n00.md', desk / 'memory' / 'f006' / 'link-to-file')
+    os.mkfifo(desk / 'memory' / 'f009' / 'fifo')
+
+    serial, threaded = walked(desk, parallel=False), walked(desk, parallel=True)
+    assert threaded == serial
+    names, numbers, skipped = threaded
+    assert names[0] == 'Memory.md' and names[1:] == listing_order(desk)
+    assert len(numbers) == len(names) * statcache.FIELDS
+    assert 'memory/f006/link-to-folder' in names and 'memory/f006/link-to-file' in names
+    assert 'memory/f003/.hidden.md' in names
+    assert not [name for name in names if 'secret' in name or '/.git/' in name]
+    assert ('memory/f009/fifo', walk.NOT_A_FILE) in skipped
+    assert [path for path, _ in skipped if 'slash' in path] == ['memory/f003/back\\slash.md']
+    for i, name in enumerate(names):
+        st = os.lstat(desk / name)
+        assert numbers[i * 5 : i * 5 + 5] == list(statcache.stat_key(st))
+
+
+def test_files_vanishing_during_a_listing_are_left_out_the_rest_kept(desk: Path) -> None:
+    """A real second process deletes half of a folder's files while it is listed: every file
+    it never touches is always listed, with its own stat."""
+    folder = desk / 'memory' / 'a'
+    deleter = (
+        'import os, sys\n'
+        'for name in sys.argv[2:]:\n'
+        '    os.unlink(os.path.join(sys.argv[1], name))\n'
+    )
+    for _ in range(3):
+        victims = [f'v{i:04}' for i in range(1500)]
+        for i in range(1500):
+            write(folder, victims[i], '')
+            write(folder, f'k{i:04}', 'kept')
+        keepers = {f'memory/a/k{i:04}' for i in range(1500)}
+        process = subprocess.Popen([sys.executable, '-c', deleter, str(folder), *victims])
+        with DeskFolders(desk) as folders:
+            fd = folders.folder('memory/a')
+            assert fd is not None
+            held = os.fstat(fd)
+            while process.poll() is None:
+                listing = walk.list_folder(fd, 'memory/a', (held.st_dev, held.st_ino))
+                listed = dict(zip(listing.names, listing.numbers[::5], strict=True))
+                assert keepers <= set(listed), f'{len(keepers - set(listed))} files left out'
+                assert {listed[name] for name in keepers} == {4}
+        assert process.wait() == 0
+
+
+def cache_of(result: Scan, written_at_ns: int) -> statcache.StatCache:
+    cache = statcache.StatCache(written_at_ns=written_at_ns)
+    cache.set_columns(list(result.names), array('q', result.numbers), result.shas)
+    cache.racy = statcache.racy_indices(cache.numbers, written_at_ns)
+    return cache
+
+
+def scanned(desk: Path, cache: statcache.StatCache) -> Scan:
+    with DeskFolders(desk) as folders:
+        return scan(folders, ALLOWLIST, cache)
+
+
+def test_a_scan_walked_in_threads_finds_the_changes_a_serial_one_finds(
+    desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    many_folders(desk, 120, walk.PARALLEL_FILES // 120 + 1)
+    first = scanned(desk, statcache.StatCache())
+    assert len(first.names) >= walk.PARALLEL_FILES
+
+    # A same-size rewrite in the same timestamp tick as the cache was written: the cache holds
+    # the file's exact stat with the old blob id, and only its racy mark says to read it again.
+    rewritten = 'memory/f000/n00.md'
+    position = first.names.index(rewritten)
+    stale = bytearray(first.shas)
+    stale[position * 20 : position * 20 + 20] = bytes(20)
+    first.shas = bytes(stale)
+    mtime = first.numbers[position * statcache.FIELDS + 1]
+    # Changed, added and removed files, and a folder replaced by a file.
+    write(desk, 'memory/f003/n00.md', 'grown to another size\n')
+    write(desk, 'memory/f006/new.md', 'added\n')
+    os.unlink(desk / 'memory' / 'f009' / 'n01.md')
+    for path in (desk / 'memory' / 'f012').iterdir():
+        path.unlink()
+    (desk / 'memory' / 'f012').rmdir()
+    write(desk, 'memory/f012', 'a file where a folder was')
+
+    threads = []
+    real = walk._walk_threaded
+    monkeypatch.setattr(walk, '_walk_threaded', lambda *a: threads.append(1) or real(*a))
+    threaded = scanned(desk, cache_of(first, mtime))
+    assert threads, 'the large desk was walked in threads'
+    monkeypatch.setattr(scan_module, 'PARALLEL_FILES', sys.maxsize)
+    serial = scanned(desk, cache_of(first, mtime))
+    assert len(threads) == 1, 'the serial scan walked without threads'
+
+    assert threaded.files == serial.files
+    assert threaded.changed == serial.changed
+    assert threaded.removed == serial.removed
+    assert {rewritten, 'memory/f003/n00.md', 'memory/f006/new.md', 'memory/f012'} <= set(
+        threaded.changed
+    )
+    assert {'memory/f009/n01.md', 'memory/f012/n00.md'} <= threaded.removed
+    assert threaded.files[rewritten][1] != b'0' * 40
+
+    # Once the cache is older than the racy window, the same stale entry is trusted: the racy
+    # mark, not the walk, is what caught it above.
+    settled = cache_of(first, mtime + 10 * statcache.COARSE_RACY_WINDOW_NS)
+    assert rewritten not in scanned(desk, settled).changed
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith('linux') or not hasattr(ctypes.CDLL(None), 'renameat2'),
+    reason='renameat2(RENAME_EXCHANGE) is needed to race a symlink swap',
+)
+def test_a_threaded_walk_racing_a_folder_swap_never_lists_outside(
+    desk: Path, tmp_path: Path
+) -> None:
+    many_folders(desk, walk.IN_FLIGHT * 2, 3)
+    swapped = desk / 'memory' / 'f000'
+    secret = tmp_path / 'secret'
+    for i in range(20):
+        write(swapped, f'inside{i}.md', 'inside')
+        write(secret, f'SECRET{i}.md', 'outside')
+        spare = desk / 'memory' / '.swap'
+    os.symlink(secret, spare)
+    racer = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / 'swap_racer.py'), str(swapped), str(spare), '3'],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    walks = 0
+    try:
+        while racer.poll() is None:
+            names, _, _ = walked(desk, parallel=True)
+            assert not [name for name in names if 'SECRET' in name]
+            walks += 1
+    finally:
+        racer.communicate(timeout=60)
+    assert racer.returncode == 0 and walks >= 2
+
+
+def test_a_folder_that_is_not_the_one_its_parent_listed_is_not_listed(desk: Path) -> None:
+    write(desk, 'memory/a/inside.md', 'inside')
+    listed = os.lstat(desk / 'memory' / 'a')
+    os.rename(desk / 'memory' / 'a', desk / 'memory' / 'b')
+    write(desk, 'memory/a/moved-in.md', 'another folder moved into its place')
+    with DeskFolders(desk) as folders:
+        fd = folders.folder('memory/a')
+        assert fd is not None
+        listing = walk.list_folder(fd, 'memory/a', (listed.st_dev, listed.st_ino))
+    assert listing.replaced and listing.names == []

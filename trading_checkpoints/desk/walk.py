@@ -1,0 +1,266 @@
+"""The walk of a scan: the name and stat numbers of every tracked file and symlink.
+
+Folders are entered only through :meth:`DeskFolders.folder` (``O_NOFOLLOW | O_DIRECTORY``,
+each component relative to its parent's descriptor), and a folder whose descriptor is not the
+folder its parent listed (``st_dev``, ``st_ino``) was swapped meanwhile: it is reported as
+replaced and not walked. Each file is ``lstat``-ed relative to its folder's descriptor, never
+followed. Folders named ``.git`` are never walked; names git cannot store and things that are
+neither files nor symlinks are reported in ``skipped``.
+
+The order is the stat cache's: a folder's files in listing order, then each of its subfolders in
+listing order, depth first. A folder is listed in bulk (its names at once, then one ``lstat``
+each, then the numbers taken out of all the stats at once), so that a folder of ordinary names
+and files costs no Python statement per file. On a large desk (:data:`PARALLEL_FILES` files or
+more in the stat cache) the folders are listed by :data:`WORKERS` threads: the ``lstat`` calls
+release the GIL, so they overlap with each other and with the Python work. The descriptors are
+still opened by the calling thread through ``DeskFolders``; each listing thread works on a
+duplicate of its folder's descriptor, which it closes itself, so the cache of open folders may
+close its own copy at any time. About :data:`IN_FLIGHT` folders are handed out at once.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from itertools import chain
+from operator import attrgetter
+from typing import Any
+
+from ..core.paths import Allowlist, path_problem
+from .folders import DeskFolders
+
+_FORMAT_MASK = 0o170000
+_S_IFDIR, _S_IFREG, _S_IFLNK = stat.S_IFDIR, stat.S_IFREG, stat.S_IFLNK
+_FILE_KINDS = frozenset({_S_IFREG, _S_IFLNK})
+_KEY = attrgetter('st_size', 'st_mtime_ns', 'st_ctime_ns', 'st_ino', 'st_mode')
+_MODE = attrgetter('st_mode')
+_KIND = _FORMAT_MASK.__and__
+
+NOT_A_FILE = 'it is not a regular file or a symlink'
+REPLACED = 'it was replaced or changed while it was being read'
+BAD_NAME = 'its name is not valid UTF-8'
+
+PARALLEL_FILES = 4096
+WORKERS = 4
+IN_FLIGHT = 64
+
+Identity = tuple[int, int]
+
+
+class Listing:
+    """One folder's files (names with the folder's prefix, five stat numbers each), its
+    subfolders with their identity, and what it leaves out; ``replaced`` when the descriptor
+    was not the folder its parent listed."""
+
+    __slots__ = ('names', 'numbers', 'subfolders', 'skipped', 'replaced')
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.numbers: list[int] = []
+        self.subfolders: list[tuple[str, Identity]] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.replaced = False
+
+
+def walk(
+    folders: DeskFolders,
+    allowlist: Allowlist,
+    skipped: list[tuple[str, str]],
+    parallel: bool = False,
+) -> tuple[list[str], list[int]]:
+    """Names and stat numbers (five per file) of every regular file and symlink under the
+    tracked paths; ``parallel`` lists the folders in threads (see the module notes)."""
+    names: list[str] = []
+    numbers: list[int] = []
+    for entry in allowlist.entries:
+        st = folders.lstat(entry)
+        if st is None:
+            continue  # absent, or a folder above it is not a real folder
+        kind = st.st_mode & _FORMAT_MASK
+        if kind == _S_IFREG or kind == _S_IFLNK:
+            names.append(entry)
+            numbers.extend(_KEY(st))
+        elif kind == _S_IFDIR:
+            top = (entry, (st.st_dev, st.st_ino))
+            if parallel:
+                _walk_threaded(folders, top, names, numbers, skipped)
+            else:
+                _walk_serial(folders, top, names, numbers, skipped)
+        else:
+            skipped.append((entry, NOT_A_FILE))
+    return names, numbers
+
+
+def _gather(
+    listing: Listing | None,
+    folder: str,
+    names: list[str],
+    numbers: list[int],
+    skipped: list[tuple[str, str]],
+) -> list[tuple[str, Identity]]:
+    """Adds a folder's listing to the walk; its subfolders, to be walked next."""
+    if listing is None:
+        return []  # vanished, or became a symlink: never walked into
+    if listing.replaced:
+        skipped.append((folder, REPLACED))  # swapped since its parent was listed
+        return []
+    names.extend(listing.names)
+    numbers.extend(listing.numbers)
+    skipped.extend(listing.skipped)
+    return listing.subfolders
+
+
+def _walk_serial(
+    folders: DeskFolders,
+    top: tuple[str, Identity],
+    names: list[str],
+    numbers: list[int],
+    skipped: list[tuple[str, str]],
+) -> None:
+    pending = [top]
+    while pending:
+        folder, seen = pending.pop()
+        fd = folders.folder(folder)
+        listing = None if fd is None else list_folder(fd, folder, seen)
+        # Walked last-in first-out: reversed keeps the listing order.
+        pending.extend(reversed(_gather(listing, folder, names, numbers, skipped)))
+
+
+def _walk_threaded(
+    folders: DeskFolders,
+    top: tuple[str, Identity],
+    names: list[str],
+    numbers: list[int],
+    skipped: list[tuple[str, str]],
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The folders still to gather, the next one last: [path, identity, Handed or None].
+    pending: list[list[Any]] = [[*top, None]]
+    in_flight = 0
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix='checkpoints-walk') as pool:
+        try:
+            while pending:
+                # The next folder, then those gathered soonest after it, up to IN_FLIGHT.
+                for depth, item in enumerate(reversed(pending)):
+                    if depth and in_flight >= IN_FLIGHT:
+                        break
+                    if item[2] is None:
+                        item[2] = Handed(pool.submit, folders, item[0], item[1])
+                        in_flight += 1
+                folder, _, handed = pending.pop()
+                in_flight -= 1
+                subfolders = _gather(handed.listing(), folder, names, numbers, skipped)
+                pending.extend([path, seen, None] for path, seen in reversed(subfolders))
+        finally:
+            for item in pending:  # an error stopped the walk: no listing outlives it
+                if item[2] is not None:
+                    item[2].cancel()
+
+
+class Handed:
+    """A folder handed to a listing thread, on a duplicate of its descriptor that the thread
+    closes (or :meth:`cancel`, when the thread never started on it)."""
+
+    def __init__(
+        self, submit: Callable[..., Any], folders: DeskFolders, folder: str, seen: Identity
+    ) -> None:
+        fd = folders.folder(folder)
+        self.fd = -1 if fd is None else os.dup(fd)
+        try:
+            self.future = None if fd is None else submit(_list_and_close, self.fd, folder, seen)
+        except BaseException:
+            os.close(self.fd)
+            raise
+
+    def listing(self) -> Listing | None:
+        """The folder's listing; None when it could not be entered."""
+        return None if self.future is None else self.future.result()
+
+    def cancel(self) -> None:
+        if self.future is not None and self.future.cancel():
+            os.close(self.fd)
+
+
+def _list_and_close(fd: int, folder: str, seen: Identity) -> Listing:
+    try:
+        return list_folder(fd, folder, seen)
+    finally:
+        os.close(fd)
+
+
+def list_folder(fd: int, folder: str, seen: Identity) -> Listing:
+    """The listing of the folder open as ``fd`` (see :class:`Listing`)."""
+    listing = Listing()
+    held = os.fstat(fd)
+    if (held.st_dev, held.st_ino) != seen:
+        listing.replaced = True
+        return listing
+    prefix = folder + '/'
+    found = os.listdir(fd)
+    joined = '/'.join(found)  # no name holds '/': one test of all the names at once
+    if (
+        not joined.isascii()
+        or joined[:1] == '.'
+        or '/.' in joined
+        or '\\' in joined
+        or '\n' in joined
+        or '\r' in joined
+    ):
+        found = [name for name in found if _storable(prefix, name, listing.skipped)]
+    try:
+        stats = [os.lstat(name, dir_fd=fd) for name in found]
+    except FileNotFoundError:  # something vanished meanwhile: the rest, one at a time
+        found, stats = _still_there(fd, found)
+    modes = list(map(_MODE, stats))
+    if _FILE_KINDS.issuperset(map(_KIND, modes)):
+        listing.names = list(map(prefix.__add__, found))
+        listing.numbers = list(chain.from_iterable(map(_KEY, stats)))
+        return listing
+    for name, st, mode in zip(found, stats, modes, strict=True):
+        kind = mode & _FORMAT_MASK
+        if kind == _S_IFREG or kind == _S_IFLNK:
+            listing.names.append(prefix + name)
+            listing.numbers.extend(_KEY(st))
+        elif kind == _S_IFDIR:
+            listing.subfolders.append((prefix + name, (st.st_dev, st.st_ino)))
+        else:
+            listing.skipped.append((prefix + name, NOT_A_FILE))
+    return listing
+
+
+def _still_there(fd: int, found: list[str]) -> tuple[list[str], list[os.stat_result]]:
+    names, stats = [], []
+    for name in found:
+        try:
+            stats.append(os.lstat(name, dir_fd=fd))
+        except FileNotFoundError:
+            continue
+        names.append(name)
+    return names, stats
+
+
+def _storable(prefix: str, name: str, skipped: list[tuple[str, str]]) -> bool:
+    """Whether a listed name can be walked; reports the ones git cannot store (a nested
+    repository's ``.git`` is left out silently)."""
+    if name.isascii() and name[0] != '.' and not any(c in name for c in '\\\n\r'):
+        return True
+    problem = name_problem(prefix + name, name)
+    if problem is None:
+        return True
+    if problem != '.git':
+        skipped.append((prefix + name, problem))
+    return False
+
+
+def name_problem(path: str, name: str) -> str | None:
+    """Why a listed name cannot be snapshotted ('.git' for a nested repository), or None."""
+    if name.rstrip('. ').lower() == '.git':
+        return '.git'
+    try:
+        name.encode('utf-8')
+    except UnicodeEncodeError:
+        return BAD_NAME
+    problem = path_problem(path)
+    return f'its name has {problem}' if problem else None
