@@ -14,7 +14,7 @@ The kinds, by what went wrong:
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
   :class:`NoCheckpointsError`, :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
-  (:class:`UnsafeCheckpointError`);
+  (:class:`UnsafeCheckpointError`, :class:`RepositoryFileError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
   :class:`UntrackedInTheWayError`, :class:`OverSizeLimitError`;
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
@@ -270,6 +270,24 @@ class UnsafeCheckpointError(CorruptRepositoryError):
     def __init__(self, message: str, *, entry: str) -> None:
         super().__init__(message)
         self.entry = entry
+
+
+class RepositoryFileError(CorruptRepositoryError):
+    """A file of the shadow repository the library refuses to open: a symbolic link (at its
+    name, or a folder on its way), not a regular file (a FIFO, a device, a folder), or larger
+    than that file ever is. The message names the file, never a byte of it (a planted link
+    may point at a credentials file).
+
+    Attributes:
+        path: The file, or the folder on its way that is a link.
+        problem: ``link``, ``not-regular`` or ``too-large``.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'problem')
+
+    def __init__(self, message: str, *, path: object, problem: str) -> None:
+        super().__init__(message, path=path)
+        self.problem = problem
 
 
 # -- the file system ----------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 The cross-process lock is an advisory ``flock`` on ``<repo>/checkpoints/lock``. The kernel
 releases it when its holder dies, so a crash never leaves a lock behind that blocks later writes.
+The file is opened through :mod:`.repofiles` (never through a link, only when it is a regular
+file), as every file of the repository.
 
 The holder writes who it is (pid, host, since when) into the lock file and empties it when it
 lets go normally. A new holder that finds the file non-empty therefore knows its predecessor
@@ -21,7 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import InvalidArgumentError, LockTimeoutError
+from ..errors import CheckpointError, InvalidArgumentError, LockTimeoutError
+from .repofiles import RepoFile, open_in_place, read
 
 if sys.platform == 'win32':  # pragma: no cover - Windows
     import msvcrt
@@ -87,10 +90,18 @@ def _thread_lock_for(path: Path) -> threading.Lock:
         return found
 
 
+def _as_file(lock: Path | RepoFile) -> RepoFile:
+    if isinstance(lock, RepoFile):
+        return lock
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    return RepoFile.of(lock)
+
+
 @contextmanager
-def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[bool]:
+def exclusive(lock: Path | RepoFile, timeout: float = DEFAULT_TIMEOUT) -> Iterator[bool]:
     """Holds the repository's lock, waiting up to ``timeout`` seconds for another holder.
 
+    ``lock`` is the lock file (a path: its folder is taken as it is).
     Yields whether the previous holder died while holding the lock (it left its name in it).
 
     Raises:
@@ -98,6 +109,8 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
             names the lock file and the holder.
     """
     deadline = time.monotonic() + timeout
+    lock_file = _as_file(lock)
+    lock_path = lock_file.path
     thread_lock = _thread_lock_for(lock_path)
     if not thread_lock.acquire(timeout=max(timeout, 0.0)):
         raise LockTimeoutError(
@@ -107,16 +120,12 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
             holder='another thread',
         )
     try:
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:
-            lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_in_place(lock_file)
         try:
             delay = 0.002
             while not _try_lock(fd):
                 if time.monotonic() >= deadline:
-                    holder = _holder(lock_path)
+                    holder = _holder(lock_file)
                     raise LockTimeoutError(
                         f'another process ({holder}) held the checkpoint lock '
                         f'{lock_path} for more than {timeout:g} s',
@@ -143,10 +152,10 @@ def exclusive(lock_path: Path, timeout: float = DEFAULT_TIMEOUT) -> Iterator[boo
         thread_lock.release()
 
 
-def _holder(lock_path: Path) -> str:
+def _holder(lock_file: RepoFile) -> str:
     try:
-        fields = lock_path.read_text().split()
-    except OSError:
+        fields = (read(lock_file, 4096) or b'').decode('utf-8', 'replace').split()
+    except CheckpointError:
         fields = []
     if not fields or not fields[0].isdigit():
         return 'holder unknown'

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Protocol
 
 from ..core import lock
+from ..core.repofiles import RepoFile
 from ..errors import (
     CheckpointError,
     CheckpointWarning,
@@ -71,7 +72,8 @@ def locked(
         raise FileAccessError(
             f'cannot create the checkpoint repository {path}: {error}', path=path, action='create'
         ) from error
-    with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
+    lock_file = RepoFile(path, f'{PRIVATE_DIR}/{LOCK}')
+    with lock.exclusive(lock_file, config.lock_timeout) as previous_died:
         repo = None
         if light and not previous_died and not journal.pending(path) and head_is_sound(path):
             repo = ShadowRepo.open(path)

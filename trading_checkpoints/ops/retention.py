@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ..core.durability import write_atomically
+from ..core import repofiles
 from ..core.ids import short_id
+from ..desk import statcache
 from ..errors import (
     CheckpointError,
     InvalidArgumentError,
@@ -35,7 +36,7 @@ from ..errors import (
     UnfinishedRestoreError,
 )
 from ..store import config as repo_config
-from ..store import metadata, prunedlog, storage
+from ..store import gitfiles, metadata, prunedlog, storage
 from ..store.commitinfo import CommitInfo
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import is_initialized
@@ -278,50 +279,16 @@ def _cut(repo: ShadowRepo, kept: list[CommitInfo]) -> None:
     shallow = {sha for sha in storage.read_shallow(repo.path) if sha in kept_shas}
     if boundary.parents:
         shallow.add(boundary.sha.encode())
-    shallow_path = repo.path / 'shallow'
-    if shallow:
-        write_atomically(shallow_path, b''.join(sha + b'\n' for sha in sorted(shallow)))
-    else:
-        try:
-            shallow_path.unlink()
-        except FileNotFoundError:
-            pass
-    logs = repo.path / 'logs'
-    if logs.is_dir():
-        for folder, _, names in os.walk(logs):
-            for name in names:
-                _rewrite_reflog(Path(folder) / name, kept_shas)
-
-
-def _rewrite_reflog(path: Path, kept: set[bytes]) -> None:
-    """Keeps the entries that moved a ref to a kept commit; the first one starts from zero."""
-    try:
-        lines = path.read_bytes().splitlines(keepends=True)
-    except OSError:
-        return
-    out = []
-    for line in lines:
-        parts = line.split(b' ', 2)
-        if len(parts) < 3 or len(parts[0]) != 40 or len(parts[1]) != 40:
-            continue
-        old, new, rest = parts
-        if new not in kept and new != ZERO:
-            continue
-        if old not in kept:
-            old = ZERO
-        out.append(b' '.join((old, new, rest)))
-    if out != lines:
-        write_atomically(path, b''.join(out))
+    gitfiles.write_shallow(repo.path, shallow)
+    gitfiles.rewrite_reflogs(repo.path, kept_shas)
 
 
 def _forget_stat_cache(repo: ShadowRepo) -> None:
     """The stat cache may name trees that are gone now; the next snapshot rebuilds it."""
-    private = repo.path / PRIVATE_DIR
-    for candidate in private.glob('statcache*'):
-        try:
-            candidate.unlink()
-        except OSError:
-            pass
+    try:
+        repofiles.remove(statcache.file_in(repo.path))
+    except CheckpointError:
+        pass
 
 
 # -- configured limits ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -19,15 +20,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ..core.durability import fsync_folders, write_atomically
+from ..core import repofiles
+from ..core.durability import fsync_folders
 from ..core.paths import Allowlist
+from ..core.repofiles import RepoFile
 from ..errors import (
     CorruptRepositoryError,
     FileAccessError,
     PrunedCheckpointError,
     UnknownCheckpointError,
 )
-from . import commitmemo, prunedlog, treevetting
+from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
 from .damage import object_damage
@@ -130,9 +133,10 @@ class ShadowRepo:
             # following any .git or commondir file; dulwich is imported when first needed.
             try:
                 self._dulwich = repo_config.open_dulwich(self.path, self.config)
-            except (OSError, ValueError, KeyError) as error:  # NotGitRepository is an OSError
+            except (OSError, ValueError, KeyError) as error:
+                reason = getattr(error, 'strerror', None) or type(error).__name__
                 raise CorruptRepositoryError(
-                    f'cannot open the checkpoint repository {self.path}: {error}',
+                    f'cannot open the checkpoint repository {self.path}: {reason}',
                     path=self.path,
                 ) from error
         return self._dulwich
@@ -186,9 +190,12 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
-        write_atomically(path / 'config', repo_config.initial(tracked))
-        write_atomically(path / 'description', b'trading_checkpoints: snapshots of one desk\n')
-        write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        for name, data in (
+            ('config', repo_config.initial(tracked)),
+            ('description', b'trading_checkpoints: snapshots of one desk\n'),
+            ('HEAD', b'ref: ' + BRANCH + b'\n'),  # last: a repository without it is unfinished
+        ):
+            repofiles.replace(RepoFile(path, name), data)
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         config = repo_config.load(path)
         return cls(path, repo_config.open_dulwich(path, config), config)
@@ -311,10 +318,7 @@ class ShadowRepo:
             sha = info.parents[0]
 
     def _shallow(self) -> set[bytes]:
-        try:
-            return set((self.path / 'shallow').read_bytes().split())
-        except FileNotFoundError:
-            return set()
+        return gitfiles.read_shallow(self.path)
 
     def resolve(self, checkpoint_id: str) -> bytes:
         """The full sha of the checkpoint a short or full id names."""
@@ -396,13 +400,12 @@ class ShadowRepo:
         """
         if not _HEX_SHA.fullmatch(sha):
             return None
+        data = gitfiles.read_loose_object(self.path, sha.decode())
+        if data is None:
+            return None
         from dulwich.objects import ShaFile
 
-        hex_id = sha.decode()
-        try:
-            return ShaFile.from_path(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
-        except FileNotFoundError:
-            return None
+        return ShaFile.from_file(io.BytesIO(data))
 
     def contains(self, sha: bytes) -> bool:
         if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
