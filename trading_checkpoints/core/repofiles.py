@@ -22,11 +22,11 @@ elsewhere. A file is named by the repository and its ``/``-separated name inside
 The files and who opens them: ``checkpoints/lock`` (``core/lock.py``), ``checkpoints/statcache``
 (``desk/statcache.py``), ``checkpoints/restore-journal`` (``ops/journal.py``),
 ``checkpoints/commits`` (``store/commitmemo.py``), ``checkpoints/pruned``
-(``store/prunedlog.py``), ``config`` (``store/config/``), ``HEAD`` and ``description``
-(``store/repofolder.py``, ``store/repo.py``), ``refs/heads/main`` and the other loose refs,
-``packed-refs``, ``shallow``, ``info/grafts``, ``objects/info/alternates`` and
-``logs/refs/heads/main`` (``store/repofiles.py`` of the store, which wraps this module for
-the files dulwich reads too).
+(``store/prunedlog.py``), ``checkpoints/remote-heads`` (``remote/heads.py``), ``config``
+(``store/config/``), ``HEAD`` and ``description`` (``store/repofolder.py``, ``store/repo.py``);
+git's files that dulwich reads too, the loose refs, ``packed-refs``, ``shallow``,
+``info/grafts``, ``objects/info/alternates``, loose objects and the reflog, go through
+``store/gitfiles.py``, which says what dulwich still opens by name.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ keep the old history.
 What is never pruned:
 
 - the newest checkpoint (at least one is always kept);
-- the snapshot a restore, undo or redo took just before, when that commit is kept (it keeps
-  its parent, so the restore stays undoable and an undo redoable);
+- the chain of a kept restore, undo or redo: the snapshot it took just before, and every
+  commit a completion from its journal put between (the desk as found), so the restore stays
+  undoable and an undo redoable (see ``_chain_end``);
 - anything at all while a restore journal (``checkpoints/restore-journal*``) exists: an
   interrupted restore may still need any checkpoint, so prune refuses until it is finished.
 """
@@ -43,7 +44,7 @@ from ..store.repofolder import is_initialized
 from .results import PruneResult
 
 ZERO = b'0' * 40
-# Commits that record a restored state; each keeps the snapshot taken just before it.
+# Commits that record a restored state; each keeps its chain down to its pre-snapshot.
 RESTORING_ACTIONS = frozenset({'restore', 'undo', 'redo'})
 JOURNAL_GLOB = 'restore-journal*'
 # Limits enforced after each write drop a checkpoint or two at a time: the storage is rewritten
@@ -135,12 +136,37 @@ def choose_kept(
 
 
 def _protect_restores(history: list[CommitInfo], count: int) -> int:
-    """Extends the kept range so a kept restore keeps the snapshot taken just before it."""
-    while (
-        count < len(history) and metadata.action_of(history[count - 1].message) in RESTORING_ACTIONS
-    ):
-        count += 1
-    return count
+    """Extends the kept range so every kept restore keeps its whole chain (see
+    :func:`_chain_end`), and the restores that extension keeps, theirs."""
+    index = 0
+    while index < count and count < len(history):
+        if metadata.action_of(history[index].message) in RESTORING_ACTIONS:
+            count = max(count, _chain_end(history, index) + 1)
+        index += 1
+    return min(count, len(history))
+
+
+def _chain_end(history: list[CommitInfo], index: int) -> int:
+    """The position of the oldest commit of the chain of the restore at ``index``.
+
+    The chain is what the restore must keep to stay undoable: the commit just below it (its
+    pre-snapshot, or the newest checkpoint when the desk needed none), and below that every
+    pre-snapshot (a ``before-...`` commit) lying on another one. A restore completed from its
+    journal commits the desk as found (``before-...``) on top of its pre-snapshot, once per
+    completion, so its undo point is the lowest of them; an aborted restore may leave a
+    pre-snapshot under the next one's, which is kept too (never one commit too few).
+    """
+    end = index + 1
+    while end + 1 < len(history) and _is_pre_snapshot(history[end]):
+        if not _is_pre_snapshot(history[end + 1]):
+            break
+        end += 1
+    return end
+
+
+def _is_pre_snapshot(info: CommitInfo) -> bool:
+    action = metadata.action_of(info.message)
+    return action is not None and action.startswith('before-')
 
 
 def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) -> int:
