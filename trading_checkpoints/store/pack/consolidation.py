@@ -1,7 +1,8 @@
 """Consolidation: everything reachable rewritten into a single pack, all the rest removed.
 
 What a prune does after cutting the history: the old packs and loose objects go, and with them
-whatever nothing references any more.
+whatever nothing references any more. A pack marked with a ``.keep`` file is never removed and
+its objects are not copied (as git's ``repack`` honours it): someone asked for it to stay.
 """
 
 from __future__ import annotations
@@ -45,8 +46,13 @@ def consolidate(
     packs_before = pack_count(repo.path)
     loose_before = loose_object_ids(store)
     keep = reachable(store, ref_heads(repo), read_shallow(repo.path))
-    objects = [(store[object_id(sha)], path) for sha, path in keep.items()]
     old_packs = list(store.packs)
+    marked = [pack for pack in old_packs if os.path.lexists(pack_basename(pack) + '.keep')]
+    objects = [
+        (store[object_id(sha)], path)
+        for sha, path in keep.items()
+        if not any(object_id(sha) in pack for pack in marked)
+    ]
     new_pack, deltas = write_pack(
         store, objects, window=window, max_depth=max_depth, progress=progress
     )
@@ -58,7 +64,7 @@ def consolidate(
             except OSError:
                 pass
     for pack in old_packs:
-        if pack.name() == new_name:
+        if pack.name() == new_name or pack in marked:
             continue
         remove_pack(store, pack)
     for sha in loose_before:
