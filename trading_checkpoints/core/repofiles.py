@@ -44,6 +44,7 @@ __all__ = [
     'append',
     'check',
     'open_in_place',
+    'open_to_read',
     'read',
     'reason',
     'remove',
@@ -284,6 +285,20 @@ def read(file: RepoFile, limit: int) -> bytes | None:
         raise _access_error(file, error, 'read') from error
     finally:
         os.close(fd)
+
+
+def open_to_read(file: RepoFile) -> int | None:
+    """A read-only descriptor of the regular file (for reading it in pieces), or None when it
+    is missing; the caller closes it.
+
+    Raises:
+        RepositoryFileError: A link, or not a regular file.
+        FileAccessError: The system refused.
+    """
+    try:
+        return _open(file, os.O_RDONLY)
+    except OSError as error:
+        raise _access_error(file, error, 'read') from error
 
 
 def check(file: RepoFile, limit: int) -> None:

@@ -39,6 +39,7 @@ from ..errors import (
 from ..store import config as repo_config
 from ..store import gitfiles, metadata, prunedlog, storage
 from ..store.commitinfo import CommitInfo
+from ..store.damage import naming_damage
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import is_initialized
 from .results import PruneResult
@@ -245,6 +246,19 @@ def prune(
             record=journal,
         )
     now = time.time() if now is None else now
+    with naming_damage(repo.path, 'prune', 'update'):
+        return _prune(repo, keep, age, budget, dry_run, now, compact)
+
+
+def _prune(
+    repo: ShadowRepo,
+    keep: int | None,
+    age: float | None,
+    budget: int | None,
+    dry_run: bool,
+    now: float,
+    compact: bool,
+) -> PruneResult:
     history = list(repo.history())
     bytes_before = storage.objects_size(repo.path)
     count = _protect_restores(history, choose_kept(history, keep, age, now))

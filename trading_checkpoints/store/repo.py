@@ -33,7 +33,7 @@ from ..errors import (
 from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
-from .damage import object_damage
+from .damage import blame, object_damage
 from .dulwichadapter import object_id
 from .pack.packfile import listed_in_packs
 from .refs import Reflog, RefStore
@@ -333,9 +333,11 @@ class ShadowRepo:
             candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
             commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
         except object_damage() as error:
+            path, problem = blame(self.path, error)
             raise CorruptRepositoryError(
-                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}',
-                path=self.path,
+                f'cannot search {self.path} for {checkpoint_id!r}: '
+                + (f'{path} is damaged ({problem})' if path is not None else problem),
+                path=path or self.path,
             ) from error
         pruned = prunedlog.find(self.path, checkpoint_id)
         if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
@@ -375,8 +377,11 @@ class ShadowRepo:
                 f'the object {sha.decode()} is missing from {self.path}', path=self.path
             ) from error
         except object_damage() as error:
+            path, problem = blame(self.path, error)
+            where = f'{path} is damaged ({problem})' if path is not None else problem
             raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {error}', path=self.path
+                f'the object {sha.decode()} in {self.path} is unreadable: {where}',
+                path=path or self.path,
             ) from error
 
     def _read(self, sha: bytes, kind: type[_Object]) -> _Object:

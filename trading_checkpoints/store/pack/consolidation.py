@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..damage import naming_damage
 from ..dulwichadapter import (
     delete_loose_object,
     loose_object_ids,
@@ -41,6 +42,13 @@ def consolidate(
     Unreachable objects (the history a prune cut off, objects a crash orphaned) are dropped.
     Must run under the repository's lock.
     """
+    with naming_damage(repo.path, 'compact the storage', 'update'):
+        return _consolidate(repo, window, max_depth, progress)
+
+
+def _consolidate(
+    repo: Repository, window: int, max_depth: int, progress: ProgressFn | None
+) -> StorageStats:
     store = object_store(repo)
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
