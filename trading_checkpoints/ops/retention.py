@@ -1,12 +1,13 @@
 """Retention: drop old checkpoints without changing the id of any checkpoint that is kept.
 
-History is never rewritten. The oldest kept checkpoint becomes a *shallow boundary* (listed in
-the repository's ``shallow`` file, exactly as ``git clone --depth`` records one), so git and
-this library stop walking there; then the reflog is rewritten to mention only kept
-checkpoints, and everything no longer reachable is dropped by repacking what is (see
-:mod:`trading_checkpoints.store.storage`). dulwich's own ``gc``/``prune`` are not used for
-this: they follow neither the shallow boundary nor the reflog the way git does, so they would
-keep the old history.
+History is never rewritten. The reflog is rewritten to mention only kept checkpoints, then
+the oldest kept checkpoint becomes a *shallow boundary* (listed in the repository's ``shallow``
+file, exactly as ``git clone --depth`` records one), so git and this library stop walking
+there; everything no longer reachable is dropped by repacking what is (see
+:mod:`trading_checkpoints.store.storage`), which first drops the reflog entries naming what it
+drops. A prune killed between any two of these steps leaves a repository ``git fsck``
+accepts. dulwich's own ``gc``/``prune`` are not used for this: they follow neither the
+shallow boundary nor the reflog the way git does, so they would keep the old history.
 
 What is never pruned:
 
@@ -313,14 +314,21 @@ def _fit_budget(repo: ShadowRepo, history: list[CommitInfo], count: int, budget:
 
 
 def _cut(repo: ShadowRepo, kept: list[CommitInfo]) -> None:
-    """Makes the oldest kept checkpoint a shallow boundary and rewrites the reflogs to match."""
+    """Rewrites the reflogs to name only kept checkpoints, then makes the oldest kept one a
+    shallow boundary.
+
+    In this order a kill between any two steps leaves a repository ``git fsck`` accepts: a
+    reflog naming fewer commits than the history holds is fine, one naming commits beyond the
+    boundary is not once they are dropped (and every compaction reconciles the reflogs with
+    what it keeps, ``consolidation.py``, should one have been written otherwise).
+    """
     kept_shas = {info.sha.encode() for info in kept}
     boundary = kept[-1]
     shallow = {sha for sha in storage.read_shallow(repo.path) if sha in kept_shas}
     if boundary.parents:
         shallow.add(boundary.sha.encode())
-    gitfiles.write_shallow(repo.path, shallow)
     gitfiles.rewrite_reflogs(repo.path, kept_shas)
+    gitfiles.write_shallow(repo.path, shallow)
 
 
 def _forget_stat_cache(repo: ShadowRepo) -> None:

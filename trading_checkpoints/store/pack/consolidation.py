@@ -1,14 +1,18 @@
 """Consolidation: everything reachable rewritten into a single pack, all the rest removed.
 
 What a prune does after cutting the history: the old packs and loose objects go, and with them
-whatever nothing references any more. A pack marked with a ``.keep`` file is never removed and
-its objects are not copied (as git's ``repack`` honours it): someone asked for it to stay.
+whatever nothing references any more. The reflogs are reconciled first with what is kept (an
+entry naming a commit that goes is dropped, as a prune's cut does), so no kill, here or in an
+earlier prune, leaves a reflog naming a missing commit. A pack marked with a ``.keep`` file
+is never removed and its objects are not copied (as git's ``repack`` honours it): someone asked
+for it to stay.
 """
 
 from __future__ import annotations
 
 import os
 
+from .. import gitfiles
 from ..damage import naming_damage
 from ..dulwichadapter import (
     delete_loose_object,
@@ -65,6 +69,7 @@ def _consolidate(
         store, objects, window=window, max_depth=max_depth, progress=progress
     )
     new_name = new_pack.name() if new_pack is not None else None
+    gitfiles.rewrite_reflogs(repo.path, set(keep))  # before anything they name is removed
     if new_pack is not None:
         for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
             try:
