@@ -55,6 +55,16 @@ def ref_damage() -> tuple[type[BaseException], ...]:
     return (OSError, ValueError, FileFormatException, RefFormatError, StopIteration)
 
 
+@functools.cache
+def pack_replaced() -> tuple[type[BaseException], ...]:
+    """Errors of a read that found a pack it had listed gone (another process replaced it:
+    a snapshot rewrote the tail pack, a prune consolidated): dulwich's PackFileDisappeared,
+    or the file itself missing, or the object not found in the packs left."""
+    from dulwich.pack import PackFileDisappeared
+
+    return (PackFileDisappeared, FileNotFoundError, KeyError)
+
+
 def blame(repository: Path, error: BaseException) -> tuple[Path | None, str]:
     """The damaged pack or index behind a read error (found by checksum, ``pack/verify.py``)
     and what is wrong with it; ``(None, <the error's kind>)`` when every one holds together.

@@ -25,6 +25,7 @@ from ..core.durability import fsync_folders
 from ..core.paths import Allowlist
 from ..core.repofiles import RepoFile
 from ..errors import (
+    ConcurrentChangeError,
     CorruptRepositoryError,
     FileAccessError,
     PrunedCheckpointError,
@@ -33,8 +34,8 @@ from ..errors import (
 from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
-from .damage import blame, object_damage
-from .dulwichadapter import object_id
+from .damage import blame, object_damage, pack_replaced
+from .dulwichadapter import object_id, refresh_packs
 from .pack.packfile import listed_in_packs
 from .refs import Reflog, RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from dulwich.repo import Repo
 
 _Object = TypeVar('_Object', bound='ShaFile')
+_T = TypeVar('_T')
 
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
@@ -330,15 +332,11 @@ class ShadowRepo:
             )
         prefix = checkpoint_id.strip().lower().encode()
         try:
-            candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
-            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+            commits = self._from_store(lambda: self._commits_with_prefix(prefix))
+        except KeyError as error:  # listed by an index, yet not found in its pack
+            raise self._search_failed(checkpoint_id, error) from error
         except object_damage() as error:
-            path, problem = blame(self.path, error)
-            raise CorruptRepositoryError(
-                f'cannot search {self.path} for {checkpoint_id!r}: '
-                + (f'{path} is damaged ({problem})' if path is not None else problem),
-                path=path or self.path,
-            ) from error
+            raise self._search_failed(checkpoint_id, error) from error
         pruned = prunedlog.find(self.path, checkpoint_id)
         if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
             raise PrunedCheckpointError(
@@ -361,11 +359,43 @@ class ShadowRepo:
             )
         return commits[0]
 
+    def _search_failed(self, checkpoint_id: str, error: BaseException) -> CorruptRepositoryError:
+        path, problem = blame(self.path, error)
+        return CorruptRepositoryError(
+            f'cannot search {self.path} for {checkpoint_id!r}: '
+            + (f'{path} is damaged ({problem})' if path is not None else problem),
+            path=path or self.path,
+        )
+
+    def _commits_with_prefix(self, prefix: bytes) -> list[bytes]:
+        candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
+        return [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+
     def _type_of(self, sha: bytes) -> int:
         type_num, _ = self._repo.object_store.get_raw(object_id(sha))
         return type_num
 
     # -- objects ---------------------------------------------------------------------------
+
+    def _from_store(self, read: Callable[[], _T]) -> _T:
+        """Runs a read of dulwich's object store, once more when a pack it had listed was
+        replaced meanwhile (see ``damage.pack_replaced``; another process writes packs without
+        waiting for readers): the list of packs is read again first. Replaced again during the
+        second read: a ``ConcurrentChangeError``. An object still not found raises KeyError."""
+        try:
+            return read()
+        except pack_replaced():
+            refresh_packs(self._repo.object_store)
+        try:
+            return read()
+        except KeyError:
+            raise
+        except pack_replaced() as error:
+            raise ConcurrentChangeError(
+                f'the packs of {self.path} were replaced twice while being read (another '
+                'process is writing checkpoints); run it again',
+                path=self.path,
+            ) from error
 
     @contextmanager
     def _object_errors(self, sha: bytes) -> Iterator[None]:
@@ -388,7 +418,7 @@ class ShadowRepo:
         with self._object_errors(sha):
             obj = self._read_loose(sha) if self._dulwich is None else None
             if obj is None:
-                obj = self._repo.object_store[object_id(sha)]
+                obj = self._from_store(lambda: self._repo.object_store[object_id(sha)])
         if not isinstance(obj, kind):
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
@@ -416,9 +446,16 @@ class ShadowRepo:
         if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
             return True
         try:
-            return object_id(sha) in self._repo.object_store
+            return self._from_store(lambda: self._has(sha))
+        except KeyError:
+            return False
         except object_damage():
             return True  # there, but damaged: reading it says so
+
+    def _has(self, sha: bytes) -> bool:
+        if object_id(sha) in self._repo.object_store:
+            return True
+        raise KeyError(sha)  # perhaps in a pack that replaced one listed: looked for again
 
     def _found_without_dulwich(self, sha: bytes) -> bool:
         """A loose file or a pack index entry for the object (the seal check of a snapshot of an
@@ -433,7 +470,9 @@ class ShadowRepo:
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(object_id(sha))
+            type_num, raw = self._from_store(
+                lambda: self._repo.object_store.get_raw(object_id(sha))
+            )
         if type_num != _BLOB:
             from dulwich.objects import Blob
 
@@ -468,7 +507,9 @@ class ShadowRepo:
 
     def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(object_id(sha))
+            type_num, raw = self._from_store(
+                lambda: self._repo.object_store.get_raw(object_id(sha))
+            )
         if type_num != _TREE:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is not a tree', path=self.path
