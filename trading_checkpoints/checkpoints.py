@@ -168,7 +168,9 @@ class Checkpoints:
         earlier = snapshots.look(self.desk_config, message)
         if earlier is not None and earlier.answer is not None:
             return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        with engine.locked(self.desk_config, light=True, report_to=self) as session:
+        with engine.locked(
+            self.desk_config, light=True, report_to=self, verb='snapshot'
+        ) as session:
             return snapshots.take(session, message, earlier)
 
     def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:
@@ -268,7 +270,7 @@ class Checkpoints:
         policy = request.policy(on_external, request.OVERWRITE if force else request.KEEP)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='restore') as session:
             return restore.to_checkpoint(
                 session, checkpoint_id, paths, dry_run=dry_run, on_external=policy
             )
@@ -339,7 +341,7 @@ class Checkpoints:
         deskconfig.check_desk(config, must_exist=False)
         self.tracked_paths = config.requested.entries
         self.desk_config = config
-        with engine.locked(config, report_to=self):
+        with engine.locked(config, report_to=self, verb='track'):
             pass  # the lock records an explicit list in the repository's config
         return config.requested.entries
 
@@ -356,7 +358,7 @@ class Checkpoints:
             The short id of the seal (the newest checkpoint when the desk matches it).
         """
         deskconfig.check_desk(self.desk_config, must_exist=True)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
             return short_id(external.seal(session))
 
     def undo(
@@ -378,7 +380,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='undo') as session:
             return undo.undo(session, policy, dry_run)
 
     def redo(
@@ -391,7 +393,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='redo') as session:
             return undo.redo(session, policy, dry_run)
 
     # -- agent integration: guards, decorators and turns (guard.py, turns.py) --------------
@@ -518,7 +520,7 @@ class Checkpoints:
         """
         if not engine.repository_exists(self.desk_config):
             return PruneResult(0, 0, 0, 0)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='prune') as session:
             return pruning.prune_or_compact(
                 session.repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
             )
@@ -527,13 +529,13 @@ class Checkpoints:
         """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
         from . import remote as _remote
 
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
             return _remote.add_remote(session.repo.path, name, url)
 
     def remove_remote(self, name: str) -> None:
         from . import remote as _remote
 
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
             _remote.remove_remote(session.repo.path, name)
 
     def remotes(self) -> builtins.list:  # -> list[remote.Remote]
@@ -559,7 +561,7 @@ class Checkpoints:
                 f'no checkpoint repository at {self.repository_directory}; use clone instead',
                 repository=self.repository_directory,
             )
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='pull') as session:
             chosen = _remote.get_remote(session.repo.path, remote)
             return _remote.pull(session.repo, chosen, progress)
 

@@ -574,3 +574,18 @@ class PrunedHistoryError(RemoteError):
 
 class CheckpointWarning(RuntimeWarning):
     """A best-effort checkpoint (a guard's) failed; the write went ahead without one."""
+
+
+class LockWaitWarning(UserWarning):
+    """A writer has waited more than a second for the desk's lock (issued once per wait).
+
+    Attributes:
+        lock: The lock file.
+        holder: Who holds it, as the lock file tells (``pid 4242 on host (restore), holding
+            it for 3 s``).
+    """
+
+    def __init__(self, message: str, *, lock: object, holder: str) -> None:
+        super().__init__(message)
+        self.lock = str(lock)
+        self.holder = holder
