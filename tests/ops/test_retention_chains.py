@@ -14,6 +14,8 @@ whose id the restore had handed out ("undo with ...").
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -21,10 +23,10 @@ import pytest
 from helpers.builders import checkpoints_in, desk_in, new_workspace, repository_in, write
 from helpers.faults import lands_a_desk_file, run_child
 from helpers.gitcli import fsck
-from helpers.reading import version_of
+from helpers.reading import ALLOW, version_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import retention
+from trading_checkpoints.ops import journal, retention
 
 NAMES = [f'notes/f{i}.md' for i in range(10)]
 UNSAVED = b'unsaved work, in no checkpoint'
@@ -156,3 +158,35 @@ def test_the_chain_is_kept_by_an_explicit_prune_too(tmp_path: Path) -> None:
     assert result.checkpoints_after == 3
     assert [c.checkpoint_id for c in cps.list()][-1] == before
     assert not any(kept.startswith(before) for kept in result.pruned)
+
+
+def test_a_restore_killed_after_its_commit_keeps_its_chain(tmp_path: Path) -> None:
+    """Found by the kill-point sweep: a restore killed after committing the restored state and
+    before removing its record, then a file edited by another writer, then any operation:
+    the completion commits the desk as found and the restored state again, on top of the
+    first restored commit. A prune to one checkpoint kept the new restored commit and the desk
+    as found, and dropped the pre-snapshot the completion named as the undo point."""
+    workspace = new_workspace(tmp_path / 'ws')
+    desk, repository = desk_in(workspace), repository_in(workspace)
+    cps = checkpoints_in(workspace)
+    ids = _history_for('restore', cps, desk)
+
+    def restore_killed_before_removing_its_record() -> None:
+        def hook(event: str, args: tuple) -> None:
+            if event == 'os.remove' and 'restore-journal' in str(args[0]):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        sys.addaudithook(hook)
+        Checkpoints(repository, desk).restore(ids['old'])
+
+    assert run_child(restore_killed_before_removing_its_record).killed
+    record = journal.read(repository, ALLOW)
+    assert record is not None
+    write(desk, record.changes[0].path, OTHER.decode())
+    result = Checkpoints(repository, desk).snapshot_with_result('the next operation')
+    assert result.recovered and 'saved first' in result.recovered
+    cps.prune(keep=1)
+    kept = [c.checkpoint_id for c in cps.list()]
+    assert any(record.before.startswith(sha) for sha in kept), kept
+    assert all(version_of(repository, record.before)[n][1] == UNSAVED for n in NAMES)
+    fsck(repository)

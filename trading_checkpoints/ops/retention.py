@@ -13,8 +13,9 @@ What is never pruned:
 
 - the newest checkpoint (at least one is always kept);
 - the chain of a kept restore, undo or redo: the snapshot it took just before, and every
-  commit a completion from its journal put between (the desk as found), so the restore stays
-  undoable and an undo redoable (see ``_chain_end``);
+  commit between (the desk as found, saved by a completion from its journal, and the restored
+  commit of a run killed before it removed its journal), so the restore stays undoable and an
+  undo redoable (see ``_chain_end``);
 - anything at all while a restore journal (``checkpoints/restore-journal*``) exists: an
   interrupted restore may still need any checkpoint, so prune refuses until it is finished.
 """
@@ -152,20 +153,26 @@ def _chain_end(history: list[CommitInfo], index: int) -> int:
     """The position of the oldest commit of the chain of the restore at ``index``.
 
     The chain is what the restore must keep to stay undoable: the commit just below it (its
-    pre-snapshot, or the newest checkpoint when the desk needed none), and below that every
-    pre-snapshot (a ``before-...`` commit) lying on another one. A restore completed from its
-    journal commits the desk as found (``before-...``) on top of its pre-snapshot, once per
-    completion, so its undo point is the lowest of them; an aborted restore may leave a
-    pre-snapshot under the next one's, which is kept too (never one commit too few).
+    pre-snapshot, or the newest checkpoint when the desk needed none), and every commit below
+    that down to the lowest pre-snapshot (a ``before-...`` commit) of an unbroken run of
+    pre-snapshots and commits of this same restore (its very message). A restore completed
+    from its journal commits the desk as found (``before-...``) on top of what the
+    interrupted run left, which may already hold the restored commit (killed after committing
+    it, before removing its record); its undo point is the lowest pre-snapshot. An aborted
+    restore may leave a pre-snapshot under the next one's, which is kept too (never one commit
+    too few).
     """
+    restore = history[index].message
     end = index + 1
-    while end + 1 < len(history) and _is_pre_snapshot(history[end]):
-        if not _is_pre_snapshot(history[end + 1]):
+    below = index + 1
+    while below < len(history):
+        info = history[below]
+        if _is_pre_snapshot(info):
+            end = below
+        elif info.message != restore:
             break
-        end += 1
-    return end
-
-
+        below += 1
+    return min(end, len(history) - 1)
 def _is_pre_snapshot(info: CommitInfo) -> bool:
     action = metadata.action_of(info.message)
     return action is not None and action.startswith('before-')
