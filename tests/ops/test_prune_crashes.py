@@ -20,6 +20,7 @@ from helpers.faults import run_child
 from helpers.gitcli import fsck, needs_git
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.store.pack.folder import wait_for_removals
 
 
 @needs_git
@@ -38,6 +39,7 @@ def test_a_prune_killed_at_every_step_leaves_git_fsck_clean(tmp_path: Path) -> N
     assert steps > 5, 'the prune made its writes'
     killed = 0
     for step in range(1, steps + 1):
+        wait_for_removals()  # the packs this process's last prune removed are gone
         shutil.rmtree(repository)
         shutil.copytree(pristine, repository)
         outcome = run_child(prune, kill_at=step)

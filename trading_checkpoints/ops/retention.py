@@ -173,6 +173,8 @@ def _chain_end(history: list[CommitInfo], index: int) -> int:
             break
         below += 1
     return min(end, len(history) - 1)
+
+
 def _is_pre_snapshot(info: CommitInfo) -> bool:
     action = metadata.action_of(info.message)
     return action is not None and action.startswith('before-')
