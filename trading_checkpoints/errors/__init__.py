@@ -14,12 +14,12 @@ The kinds, by what went wrong:
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
   :class:`NoCheckpointsError` (:class:`UnfinishedCloneError`), :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
-  (:class:`UnsafeCheckpointError`);
+  (:class:`UnsafeCheckpointError`, :class:`RepositoryFileError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
   :class:`UntrackedInTheWayError`, :class:`MountPointError`, :class:`OverSizeLimitError`;
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
   (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
-  :class:`LockTimeoutError`;
+  :class:`LockTimeoutError` (and the warning :class:`LockWaitWarning` while waiting);
 - remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
   a password.
 """
@@ -36,6 +36,7 @@ from .kinds import (
     InvalidArgumentError,
     InvalidSettingError,
     LockTimeoutError,
+    LockWaitWarning,
     MissingDeskError,
     MountPointError,
     NoCheckpointsError,
@@ -46,6 +47,7 @@ from .kinds import (
     OverSizeLimitError,
     PrunedCheckpointError,
     RepositoryExistsError,
+    RepositoryFileError,
     TurnConflictError,
     TurnStillOpenError,
     UnfinishedCloneError,
@@ -84,6 +86,7 @@ __all__ = [
     'InvalidArgumentError',
     'InvalidSettingError',
     'LockTimeoutError',
+    'LockWaitWarning',
     'MissingDeskError',
     'MissingRemoteFolderError',
     'MountPointError',
@@ -102,6 +105,7 @@ __all__ = [
     'RemoteTransportError',
     'RemoteURLError',
     'RepositoryExistsError',
+    'RepositoryFileError',
     'TurnConflictError',
     'TurnStillOpenError',
     'UnfinishedCloneError',
