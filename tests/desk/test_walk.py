@@ -1,6 +1,7 @@
-"""The scan's walk (``desk/walk.py``): the threaded walk of a large desk lists exactly what the
-serial one lists, in the stat cache's order, and a scan through it finds the same changes, a
-racy same-size rewrite included; a folder swapped for a symlink is never walked into."""
+"""The scan's walk (``desk/walk.py``), which lists each folder in bulk: every file in the stat
+cache's order with its own stat, the names git cannot store and what is not a file left out, a
+scan through it finding every change (a racy same-size rewrite included), and a folder swapped
+for another or for a symlink never walked into."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from helpers import SCRIPTS
 from helpers.builders import write
 
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.desk import scan as scan_module
 from trading_checkpoints.desk import statcache, walk
 from trading_checkpoints.desk.folders import DeskFolders
 from trading_checkpoints.desk.scan import Scan, scan
@@ -24,10 +24,10 @@ from trading_checkpoints.desk.scan import Scan, scan
 ALLOWLIST = Allowlist(TRACKED_PATHS)
 
 
-def walked(desk: Path, parallel: bool) -> tuple[list[str], list[int], list[tuple[str, str]]]:
+def walked(desk: Path) -> tuple[list[str], list[int], list[tuple[str, str]]]:
     skipped: list[tuple[str, str]] = []
     with DeskFolders(desk) as folders:
-        names, numbers = walk.walk(folders, ALLOWLIST, skipped, parallel)
+        names, numbers = walk.walk(folders, ALLOWLIST, skipped)
     return names, numbers, skipped
 
 
@@ -61,8 +61,10 @@ def many_folders(desk: Path, folders: int, files: int) -> None:
             write(desk, f'{folder}/n{i:02d}.md', f'{f} {i}\n')
 
 
-def test_the_threaded_walk_lists_what_the_serial_walk_lists(desk: Path, tmp_path: Path) -> None:
-    many_folders(desk, walk.IN_FLIGHT * 3, 5)  # more folders than are ever handed out at once
+def test_the_walk_lists_every_file_in_listing_order_with_its_stat(
+    desk: Path, tmp_path: Path
+) -> None:
+    many_folders(desk, 60, 5)
     write(desk, 'Memory.md', 'top')
     write(desk, 'memory/f000/.git/config', 'a nested repository')
     write(desk, 'memory/f003/back\\slash.md', 'a name git cannot store')
@@ -73,9 +75,7 @@ def test_the_threaded_walk_lists_what_the_serial_walk_lists(desk: Path, tmp_path
     os.symlink('n00.md', desk / 'memory' / 'f006' / 'link-to-file')
     os.mkfifo(desk / 'memory' / 'f009' / 'fifo')
 
-    serial, threaded = walked(desk, parallel=False), walked(desk, parallel=True)
-    assert threaded == serial
-    names, numbers, skipped = threaded
+    names, numbers, skipped = walked(desk)
     assert names[0] == 'Memory.md' and names[1:] == listing_order(desk)
     assert len(numbers) == len(names) * statcache.FIELDS
     assert 'memory/f006/link-to-folder' in names and 'memory/f006/link-to-file' in names
@@ -128,12 +128,9 @@ def scanned(desk: Path, cache: statcache.StatCache) -> Scan:
         return scan(folders, ALLOWLIST, cache)
 
 
-def test_a_scan_walked_in_threads_finds_the_changes_a_serial_one_finds(
-    desk: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    many_folders(desk, 120, walk.PARALLEL_FILES // 120 + 1)
+def test_a_scan_through_the_walk_finds_every_change(desk: Path) -> None:
+    many_folders(desk, 60, 10)
     first = scanned(desk, statcache.StatCache())
-    assert len(first.names) >= walk.PARALLEL_FILES
 
     # A same-size rewrite in the same timestamp tick as the cache was written: the cache holds
     # the file's exact stat with the old blob id, and only its racy mark says to read it again.
@@ -152,23 +149,11 @@ def test_a_scan_walked_in_threads_finds_the_changes_a_serial_one_finds(
     (desk / 'memory' / 'f012').rmdir()
     write(desk, 'memory/f012', 'a file where a folder was')
 
-    threads = []
-    real = walk._walk_threaded
-    monkeypatch.setattr(walk, '_walk_threaded', lambda *a: threads.append(1) or real(*a))
-    threaded = scanned(desk, cache_of(first, mtime))
-    assert threads, 'the large desk was walked in threads'
-    monkeypatch.setattr(scan_module, 'PARALLEL_FILES', sys.maxsize)
-    serial = scanned(desk, cache_of(first, mtime))
-    assert len(threads) == 1, 'the serial scan walked without threads'
-
-    assert threaded.files == serial.files
-    assert threaded.changed == serial.changed
-    assert threaded.removed == serial.removed
-    assert {rewritten, 'memory/f003/n00.md', 'memory/f006/new.md', 'memory/f012'} <= set(
-        threaded.changed
-    )
-    assert {'memory/f009/n01.md', 'memory/f012/n00.md'} <= threaded.removed
-    assert threaded.files[rewritten][1] != b'0' * 40
+    found = scanned(desk, cache_of(first, mtime))
+    assert found.files == scanned(desk, statcache.StatCache()).files  # everything read again
+    assert found.changed == {rewritten, 'memory/f003/n00.md', 'memory/f006/new.md', 'memory/f012'}
+    assert found.removed == {'memory/f009/n01.md'} | {f'memory/f012/n{i:02d}.md' for i in range(10)}
+    assert found.files[rewritten][1] != b'0' * 40
 
     # Once the cache is older than the racy window, the same stale entry is trusted: the racy
     # mark, not the walk, is what caught it above.
@@ -180,10 +165,8 @@ def test_a_scan_walked_in_threads_finds_the_changes_a_serial_one_finds(
     not sys.platform.startswith('linux') or not hasattr(ctypes.CDLL(None), 'renameat2'),
     reason='renameat2(RENAME_EXCHANGE) is needed to race a symlink swap',
 )
-def test_a_threaded_walk_racing_a_folder_swap_never_lists_outside(
-    desk: Path, tmp_path: Path
-) -> None:
-    many_folders(desk, walk.IN_FLIGHT * 2, 3)
+def test_a_walk_racing_a_folder_swap_never_lists_outside(desk: Path, tmp_path: Path) -> None:
+    many_folders(desk, 30, 3)
     swapped = desk / 'memory' / 'f000'
     secret = tmp_path / 'secret'
     for i in range(20):
@@ -199,7 +182,7 @@ def test_a_threaded_walk_racing_a_folder_swap_never_lists_outside(
     walks = 0
     try:
         while racer.poll() is None:
-            names, _, _ = walked(desk, parallel=True)
+            names, _, _ = walked(desk)
             assert not [name for name in names if 'SECRET' in name]
             walks += 1
     finally:

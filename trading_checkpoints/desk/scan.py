@@ -31,7 +31,7 @@ from ..core.paths import Allowlist
 from ..core.trees import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, FileEntry, blob_id
 from .folders import DeskFolders, same_file
 from .statcache import FIELDS, SHA_SIZE, UNSTABLE, StatCache, StatKey
-from .walk import PARALLEL_FILES, REPLACED, walk
+from .walk import REPLACED, walk
 
 UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 STREAM_THRESHOLD = 8 * 1024 * 1024
@@ -193,7 +193,7 @@ def scan(
     result = Scan(started_ns=time.time_ns())
     result.max_file_size = max_file_size
     result.exempt = frozenset(exempt)
-    listed, walked = walk(folders, allowlist, result.skipped, len(cache) >= PARALLEL_FILES)
+    listed, walked = walk(folders, allowlist, result.skipped)
     names, numbers = listed, array('q', walked)
     if max_file_size and names and max(numbers[0::FIELDS]) > max_file_size:
         names, numbers = _without_large(names, numbers, max_file_size, result, result.exempt)
