@@ -96,12 +96,14 @@ class Scan:
     def files(self) -> dict[str, FileEntry]:
         """``path -> (git mode, hex blob id)``."""
         if self._files is None:
+            # Built from the columns without a Python statement per file: a desk has a few
+            # distinct modes, each turned into a git mode once.
             modes = self.numbers[4::FIELDS]
+            git_modes = {mode: git_mode(mode) for mode in set(modes)}
             hexes = self.shas.hex().encode()
-            self._files = {
-                name: (git_mode(modes[i]), hexes[i * 40 : i * 40 + 40])
-                for i, name in enumerate(self.names)
-            }
+            ids = [hexes[start : start + 40] for start in range(0, len(hexes), 40)]
+            entries = zip(map(git_modes.__getitem__, modes), ids, strict=True)
+            self._files = dict(zip(self.names, entries, strict=True))
         return self._files
 
     @property
