@@ -130,7 +130,7 @@ class StatCache:
     def index(self) -> dict[str, int]:
         """``path -> position`` in the columns."""
         if self._index is None:
-            self._index = {name: i for i, name in enumerate(self.names)}
+            self._index = dict(zip(self.names, range(len(self.names)), strict=True))
         return self._index
 
     def key(self, position: int) -> StatKey:
