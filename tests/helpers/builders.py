@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from helpers.reading import files_of, tracked
-from trading_checkpoints import Checkpoints
+from trading_checkpoints import Checkpoint, Checkpoints
 
 
 def new_workspace(root: Path, desk: str = 'main') -> Path:
@@ -139,3 +140,16 @@ def session_turns(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> l
         assert checkpoint_id is not None
         ids.append(checkpoint_id)
     return ids
+
+
+def seconds_apart(cps: Checkpoints, desk: Path, count: int = 3) -> list[Checkpoint]:
+    """``count`` checkpoints of Memory.md (``v0``, ``v1``, ...), taken more than a second
+    apart (commit times count whole seconds), so each has a time of its own; oldest first."""
+    taken = []
+    for number in range(count):
+        if number:
+            time.sleep(1.1)
+        write(desk, 'Memory.md', f'v{number}\n')
+        assert cps.snapshot(f'version {number}') is not None
+        taken.append(cps.list(1)[0])
+    return taken
