@@ -183,6 +183,19 @@ class Checkpoints:
         engine.complete_pending(self.desk_config, report_to=self)
         return checkpoint_held_at(self.repository_directory, at)
 
+    def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
+        """``limit`` checkpoints from the one whose full id is ``start`` (default: the newest)
+        back, with their full ids and where the next page starts: a long history a page at a
+        time, each page reading only its own commits."""
+        engine.complete_pending(self.desk_config, report_to=self)
+        return listing.page(self.repository_directory, limit, start)
+
+    def introduced(self, checkpoint_id: str, *, patches: bool = True) -> Diff:
+        """What a checkpoint changed: the diff from the one before it (for the oldest kept,
+        from nothing: every file it holds is added)."""
+        with engine.reading(self.desk_config, report_to=self) as session:
+            return history.introduced(session, checkpoint_id, patches=patches)
+
     @overload
     def restore(
         self,
@@ -412,13 +425,8 @@ class Checkpoints:
         path_arg: str | Sequence[str] | None = 'path',
         strict: bool = False,
     ) -> Callable[[_F], _F]:
-        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
-
-        Example::
-
-            @checkpoints.before_write('write_file', path_arg='path')
-            def write_file(path: str, content: str) -> None: ...
-        """
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``);
+        e.g. ``@checkpoints.before_write('write_file', path_arg='path')``."""
         return before_write(self, tool, path_arg=path_arg, strict=strict)
 
     def guard(
@@ -430,13 +438,8 @@ class Checkpoints:
         strict: bool = False,
         turn: Turn | None = None,
     ) -> Guard:
-        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
-
-        Example::
-
-            with checkpoints.guard('write_file Memory.md'):
-                (desk / 'Memory.md').write_text(text)
-        """
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``); e.g.
+        ``with checkpoints.guard('write_file Memory.md'): (desk / 'Memory.md').write_text(t)``."""
         return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
 
     def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from helpers.builders import seconds_apart, write
+from helpers.builders import checkpoints_in, seconds_apart, write
 from helpers.cli import checkpoints
 
 from trading_checkpoints import Checkpoint, Checkpoints
@@ -128,3 +128,10 @@ def test_a_time_without_an_offset_is_refused_with_the_forms_it_takes(
     done = checkpoints('log', '--at', '2025-03-14T14:30:00', workspace=workspace)
     assert done.returncode == 1
     assert 'has no offset; add one (+00:00 or Z for UTC' in done.stderr
+
+
+def test_a_period_before_now_is_counted_back_from_now(workspace: Path, desk: Path) -> None:
+    first, middle, newest = seconds_apart(checkpoints_in(workspace), desk, 3, step=600)
+    done = checkpoints('show', '--at', '15m', 'Memory.md', workspace=workspace)
+    assert (done.returncode, done.stdout) == (0, 'v1\n'), done.stderr
+    assert f'held checkpoint {middle.checkpoint_id}' in done.stderr

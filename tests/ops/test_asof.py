@@ -64,6 +64,16 @@ def test_a_period_counts_back_from_now() -> None:
     assert asof.moment('1w', now) == datetime(2025, 3, 7, 14, 30, tzinfo=timezone.utc)
 
 
+def test_a_period_before_now_finds_the_checkpoint_held_then(cps: Checkpoints, desk: Path) -> None:
+    first, middle, newest = seconds_apart(cps, desk, 3, step=600)  # 30, 20, 10 minutes ago
+    assert cps.checkpoint_at('5m') == newest
+    assert cps.checkpoint_at('15m') == middle
+    assert cps.checkpoint_at('0.4h') == first
+    with pytest.raises(BeforeFirstCheckpointError) as caught:
+        cps.checkpoint_at('1h')
+    assert caught.value.first == first.checkpoint_id
+
+
 @pytest.mark.parametrize(
     'given',
     ['2025-03-14T14:30:00', datetime(2025, 3, 14, 14, 30), 'yesterday', '3', '', '2h ago', 5],

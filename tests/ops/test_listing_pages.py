@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.builders import session_turns
+from helpers.builders import session_turns, write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.errors import InvalidArgumentError
@@ -69,3 +69,31 @@ def test_a_page_starts_at_a_full_id_only(cps: Checkpoints, history: list[str], s
     with pytest.raises(InvalidArgumentError) as caught:
         listing.page(cps.repository_directory, 5, start)
     assert caught.value.name == 'start'
+
+
+def test_the_library_pages_the_same_way(cps: Checkpoints, history: list[str]) -> None:
+    first = cps.page(10)
+    assert first == listing.page(cps.repository_directory, 10)
+    assert cps.page(10, first.next).checkpoints == tuple(cps.list(20)[10:])
+
+
+def test_what_a_checkpoint_introduced_is_its_diff_from_the_one_before(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'Memory.md', 'one\n')
+    write(desk, 'notes/a.md', 'a\n')
+    oldest = cps.snapshot('first')
+    write(desk, 'Memory.md', 'two\n')
+    newest = cps.snapshot('second')
+    assert oldest is not None and newest is not None
+    changed = cps.introduced(newest)
+    assert (changed.from_id, changed.to_id) == (oldest, newest)
+    assert [(c.path, c.kind) for c in changed.changes] == [('Memory.md', 'modified')]
+    assert '-one\n+two\n' in (changed.changes[0].patch or '')
+    root = cps.introduced(oldest, patches=False)
+    assert root.from_id is None and root.to_id == oldest
+    assert [(c.path, c.kind, c.patch) for c in root.changes] == [
+        ('Memory.md', 'added', None),
+        ('notes/a.md', 'added', None),
+    ]
+    assert cps.introduced(newest) == cps.diff(oldest, newest)
