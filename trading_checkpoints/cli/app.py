@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from . import agent, complete, core, history, remote, render, retention, turns, undo
+from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
 from .options import JSON_KEY, target_options
 from .target import DEFAULT_WORKSPACE, DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
@@ -229,6 +229,7 @@ for command in (
     agent.hook_command,
     agent.watch_command,
     agent.demo,
+    browse.browse_command,
     complete.completion,
 ):
     cli.add_command(command)
