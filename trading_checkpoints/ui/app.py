@@ -39,7 +39,7 @@ class Browser(App[None]):
     TITLE = 'checkpoints browse'
     CSS = """
     #main { height: 1fr; }
-    #timeline { width: 55%; border-right: solid $primary-darken-2; }
+    #timeline { width: 55%; border-right: solid $primary-darken-2; overflow-x: hidden; }
     #side { width: 45%; }
     #summary { height: auto; padding: 0 1; border-bottom: solid $primary-darken-2; }
     #files { height: auto; max-height: 8; border: none; }
