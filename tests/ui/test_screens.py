@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
@@ -42,3 +43,11 @@ def test_a_diff_against_the_desk_now(
 ) -> None:
     write(desk, 'notes/plan.md', 'SELL EVERYTHING\n')
     assert snap_compare(browser(cps), press=['j', 'j', 'd'], terminal_size=SIZE)
+
+
+def test_the_docs_picture_is_the_current_screen() -> None:
+    """docs/images/browse.svg is the picture of a turn's checkpoint selected, as checked in here
+    (copy it again after ``--snapshot-update``)."""
+    picture = Path(__file__).parent / '__snapshots__' / 'test_screens'
+    shown = picture / 'test_a_checkpoint_of_a_turn_selected.svg'
+    assert (ROOT / 'docs' / 'images' / 'browse.svg').read_bytes() == shown.read_bytes()

@@ -467,9 +467,10 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """The content of one file as it was at a checkpoint, or at a time (`at`); base64 when
         not UTF-8 text."""
         name, cps = existing(desk)
+        if checkpoint_id is None and at is not None:  # one lookup: the id named is the one read
+            checkpoint_id, at = cps.checkpoint_at(at).checkpoint_id, None
         data = cps.show(checkpoint_id, path, at=at)
-        shown = checkpoint_id or cps.checkpoint_at(at or '').checkpoint_id
-        return file_at_checkpoint(name, shown, path, data)
+        return file_at_checkpoint(name, checkpoint_id or '', path, data)
 
     @server.tool(annotations=rewinds)
     @tool_errors
