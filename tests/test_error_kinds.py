@@ -98,6 +98,13 @@ def _repositories_folder_is_a_file(w: World) -> None:
     (other / '.checkpoints').write_text('not a folder')
 
 
+def _shallow_linked_outside(w: World) -> None:
+    """``shallow`` a link to a file outside the repository (never followed)."""
+    outside = w.root / 'outside.txt'
+    outside.write_text('https://user:token@example.invalid\n')
+    os.symlink(outside, w.repo / 'shallow')
+
+
 def _prune_all_but_newest(w: World) -> None:
     w.snapshot('v2')
     w.snapshot('v3')
@@ -316,6 +323,13 @@ CASES: dict[str, Case] = {
         errors.CorruptRepositoryError,
         lambda w: {'path': str(w.repo)},
         setup=lambda w: (w.repo / 'refs' / 'heads' / 'main').write_text('garbage\n'),
+        library=lambda w: Checkpoints(w.repo, w.desk).log(),
+        verb=lambda w: ['log'],
+    ),
+    'a repository file that is a link': Case(
+        errors.RepositoryFileError,
+        lambda w: {'path': str(w.repo / 'shallow'), 'problem': 'link'},
+        setup=_shallow_linked_outside,
         library=lambda w: Checkpoints(w.repo, w.desk).log(),
         verb=lambda w: ['log'],
     ),

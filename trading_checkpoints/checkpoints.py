@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal, TypeVar, overload
 
 from .core import lock
@@ -46,6 +47,12 @@ __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Stat
 
 _F = TypeVar('_F', bound=Callable[..., Any])
 _Self = TypeVar('_Self', bound='Checkpoints')
+
+
+def _remote() -> ModuleType:  # imported by the verbs that use it: it loads dulwich's clients
+    from . import remote
+
+    return remote
 
 
 class Checkpoints:
@@ -166,7 +173,9 @@ class Checkpoints:
         if earlier is not None and earlier.answer is not None:
             taken = earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
         else:
-            with engine.locked(self.desk_config, light=True, report_to=self) as locked:
+            with engine.locked(
+                self.desk_config, light=True, report_to=self, verb='snapshot'
+            ) as locked:
                 taken = snapshots.take(locked, message, earlier)
         return first_of_turn(self.desk_config, turn, message, taken)
 
@@ -287,7 +296,7 @@ class Checkpoints:
         policy = request.policy(on_external, request.OVERWRITE if force else request.KEEP)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='restore') as session:
             checkpoint_id = chosen(session, checkpoint_id, at)
             return restore.to_checkpoint(
                 session, checkpoint_id, paths, dry_run=dry_run, on_external=policy
@@ -366,7 +375,7 @@ class Checkpoints:
         deskconfig.check_desk(config, must_exist=False)
         self.tracked_paths = config.requested.entries
         self.desk_config = config
-        with engine.locked(config, report_to=self):
+        with engine.locked(config, report_to=self, verb='track'):
             pass  # the lock records an explicit list in the repository's config
         return config.requested.entries
 
@@ -380,7 +389,7 @@ class Checkpoints:
         checkpoint; restores, undo and redo seal the state they write by themselves. Returns
         the short id of the seal (the newest checkpoint when the desk matches it)."""
         deskconfig.check_desk(self.desk_config, must_exist=True)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
             return short_id(external.seal(session))
 
     def undo(
@@ -402,7 +411,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='undo') as session:
             return undo.undo(session, policy, dry_run)
 
     def redo(
@@ -413,7 +422,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='redo') as session:
             return undo.redo(session, policy, dry_run)
 
     # -- agent integration: guards, decorators and turns (guard.py, turns.py) --------------
@@ -471,7 +480,7 @@ class Checkpoints:
         policy = request.policy(on_external, request.OVERWRITE if force else request.REFUSE)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         first_checkpoint(self, turn_id)  # the turn exists
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='restore-turn') as session:
             return rewind.restore_turn(session, turn_id.strip(), policy, dry_run)
 
     def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
@@ -528,46 +537,37 @@ class Checkpoints:
         """
         if not engine.repository_exists(self.desk_config):
             return PruneResult(0, 0, 0, 0)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='prune') as session:
             return pruning.prune_or_compact(
                 session.repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
             )
 
     def add_remote(self, name: str, url: str):  # -> remote.Remote
         """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
-        from . import remote as _remote
-
-        with engine.locked(self.desk_config, report_to=self) as session:
-            return _remote.add_remote(session.repo.path, name, url)
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
+            return _remote().add_remote(session.repo.path, name, url)
 
     def remove_remote(self, name: str) -> None:
-        from . import remote as _remote
-
-        with engine.locked(self.desk_config, report_to=self) as session:
-            _remote.remove_remote(session.repo.path, name)
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
+            _remote().remove_remote(session.repo.path, name)
 
     def remotes(self) -> builtins.list:  # -> list[remote.Remote]
-        from . import remote as _remote
-
         if not is_initialized(self.repository_directory):
             return []
-        return _remote.list_remotes(self.repository_directory)
+        remotes: builtins.list = _remote().list_remotes(self.repository_directory)
+        return remotes
 
     def push(
         self, remote: str | None = None, *, progress=None, create_parents: bool = False
     ):  # -> remote.TransferResult
         """Pushes the checkpoints to a remote's branch main (fast-forward only); a path
         remote's folder must exist (``MissingRemoteFolderError``) unless ``create_parents``."""
-        from . import remote as _remote
-
         engine.require_repository(self.desk_config)
-        return _remote.push(self.desk_config, remote, progress, create_parents=create_parents)
+        return _remote().push(self.desk_config, remote, progress, create_parents=create_parents)
 
     def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
         """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
-        from . import remote as _remote
-
-        return _remote.pull_desk(self.desk_config, remote, progress, report_to=self)
+        return _remote().pull_desk(self.desk_config, remote, progress, report_to=self)
 
     @classmethod
     def clone(
@@ -586,10 +586,8 @@ class Checkpoints:
         holds no tracked files yet; the remote is remembered as ``origin``. A clone that was
         interrupted is resumed by cloning again.
         """
-        from . import remote as _remote
-
         checkpoints = cls(repository_directory, desk_directory, tracked_paths)
-        result, written = _remote.clone(
+        result, written = _remote().clone(
             checkpoints.desk_config, url, restore=restore, progress=progress
         )
         return checkpoints, result, written

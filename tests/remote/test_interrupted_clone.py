@@ -36,7 +36,8 @@ def hook(event, args):
     seen['mutations'] += 1
     if seen['mutations'] == kill_at:
         os.kill(os.getpid(), signal.SIGKILL)
-    if event == 'os.rename' and os.fsdecode(args[1]) == os.path.join(repository, 'HEAD'):
+    # HEAD renamed into place: by its path, or by its name in the repository's folder
+    if event == 'os.rename' and os.fsdecode(args[1]) in (os.path.join(repository, 'HEAD'), 'HEAD'):
         seen['head'] = seen['mutations']
     if event == 'os.remove' and os.fsdecode(args[0]).endswith('/checkpoints/cloning'):
         seen['finished'] = seen['mutations']

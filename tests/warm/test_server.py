@@ -342,6 +342,43 @@ def test_changed_code_is_served_by_a_server_of_its_own(tmp_path: Path) -> None:
     assert address.fingerprint(str(package)) != before
 
 
+def test_hook_events_served_record_what_they_record_in_process(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A harness's hook events (JSON on stdin) handled by the server and in-process, on two
+    identical workspaces: the same replies and the same checkpoints."""
+    events = Path(__file__).resolve().parents[1] / 'helpers' / 'hook_events'
+    sides = {}
+    for name, extra in (('served', {}), ('here', {'CHECKPOINTS_SERVER': 'off'})):
+        desk = workspace_with_history(tmp_path / name)
+        workspace = desk.parent.parent
+        if name == 'served':
+            run(runtime, 'list', cwd=desk)
+            server_pid(runtime)
+        replies = []
+        for event in (
+            'claude_user_prompt_submit.json',
+            'claude_pre_tool_use_write.json',
+            None,  # the tool writes
+            'claude_post_tool_use_write.json',
+        ):
+            if event is None:
+                write(desk, 'notes/plan.md', '# Plan\n\n- merge into Memory.md\n')
+                continue
+            text = (events / event).read_text().replace('${WORKSPACE}', str(workspace))
+            done = run(
+                runtime, 'hook', '--harness', 'claude', cwd=workspace, stdin=text.encode(), **extra
+            )
+            replies.append((done.returncode, done.stdout, done.stderr))
+        checkpoints = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None)
+        sides[name] = (
+            replies,
+            [(c.reason, c.tool, c.paths, c.action) for c in checkpoints],
+        )
+    assert sides['served'] == sides['here']
+    assert any(tool == 'claude:Write' for _, tool, _, _ in sides['served'][1])
+
+
 def test_browse_runs_in_the_client_never_on_the_server(tmp_path: Path, runtime: Path) -> None:
     """An interactive verb owns the terminal: with a server running, ``browse`` still runs in
     the client's own process. The client is given a PYTHONPATH that hides Textual (the server,

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -235,6 +236,32 @@ for command in (
     cli.add_command(command)
 
 
+def _print_lock_waits() -> None:
+    """A writer waiting a second for the lock says so, once, on stderr (``note: waiting for
+    the checkpoint lock ..., held by another process (pid 4242 on host (restore), ...)``);
+    every other warning is shown as Python shows it."""
+    from ..errors import LockWaitWarning
+
+    shown_otherwise = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, LockWaitWarning):
+            click.echo(f'note: {message}', err=True)
+        else:
+            shown_otherwise(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter('always', LockWaitWarning)
+
+
 def main() -> None:
     """The console script ``checkpoints`` (and ``python -m trading_checkpoints``)."""
+    _print_lock_waits()
     cli.main(prog_name=PROGRAM)

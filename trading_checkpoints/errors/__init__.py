@@ -15,12 +15,12 @@ The kinds, by what went wrong:
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
   :class:`NoCheckpointsError` (:class:`UnfinishedCloneError`), :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
-  (:class:`UnsafeCheckpointError`);
+  (:class:`UnsafeCheckpointError`, :class:`RepositoryFileError`);
 - the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
   :class:`UntrackedInTheWayError`, :class:`MountPointError`, :class:`OverSizeLimitError`;
 - other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
   (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
-  :class:`LockTimeoutError`;
+  :class:`LockTimeoutError` (and the warning :class:`LockWaitWarning` while waiting);
 - remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
   a password.
 """
@@ -38,6 +38,7 @@ from .kinds import (
     InvalidArgumentError,
     InvalidSettingError,
     LockTimeoutError,
+    LockWaitWarning,
     MissingDeskError,
     MountPointError,
     NoCheckpointsError,
@@ -48,6 +49,7 @@ from .kinds import (
     OverSizeLimitError,
     PrunedCheckpointError,
     RepositoryExistsError,
+    RepositoryFileError,
     TurnConflictError,
     TurnStillOpenError,
     UnfinishedCloneError,
@@ -87,6 +89,7 @@ __all__ = [
     'InvalidArgumentError',
     'InvalidSettingError',
     'LockTimeoutError',
+    'LockWaitWarning',
     'MissingDeskError',
     'MissingRemoteFolderError',
     'MountPointError',
@@ -105,6 +108,7 @@ __all__ = [
     'RemoteTransportError',
     'RemoteURLError',
     'RepositoryExistsError',
+    'RepositoryFileError',
     'TurnConflictError',
     'TurnStillOpenError',
     'UnfinishedCloneError',

@@ -271,6 +271,24 @@ class UnsafeCheckpointError(CorruptRepositoryError):
         self.entry = entry
 
 
+class RepositoryFileError(CorruptRepositoryError):
+    """A file of the shadow repository the library refuses to open: a symbolic link (at its
+    name, or a folder on its way), not a regular file (a FIFO, a device, a folder), or larger
+    than that file ever is. The message names the file, never a byte of it (a planted link
+    may point at a credentials file).
+
+    Attributes:
+        path: The file, or the folder on its way that is a link.
+        problem: ``link``, ``not-regular`` or ``too-large``.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'problem')
+
+    def __init__(self, message: str, *, path: object, problem: str) -> None:
+        super().__init__(message, path=path)
+        self.problem = problem
+
+
 # -- the file system ----------------------------------------------------------------------
 
 
@@ -474,3 +492,18 @@ class LockTimeoutError(CheckpointError):
 
 class CheckpointWarning(RuntimeWarning):
     """A best-effort checkpoint (a guard's) failed; the write went ahead without one."""
+
+
+class LockWaitWarning(UserWarning):
+    """A writer has waited more than a second for the desk's lock (issued once per wait).
+
+    Attributes:
+        lock: The lock file.
+        holder: Who holds it, as the lock file tells (``pid 4242 on host (restore), holding
+            it for 3 s``).
+    """
+
+    def __init__(self, message: str, *, lock: object, holder: str) -> None:
+        super().__init__(message)
+        self.lock = str(lock)
+        self.holder = holder

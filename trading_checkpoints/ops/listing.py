@@ -4,7 +4,8 @@
 module reads the branch file, the shallow boundary and the commits (from the commit memo, or
 loose objects; see ``commitmemo``) without dulwich; only when something is not there in that
 plain form (packed refs, a packed commit the memo lacks) does it open the repository the usual
-way. The config is vetted first, as for every verb.
+way. The config is vetted first, as for every verb. Every file is read through the store's
+``gitfiles`` and ``commitmemo`` (``core.repofiles``: never through a link, only regular files).
 """
 
 from __future__ import annotations
@@ -18,12 +19,18 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.fs import read_file
 from ..core.ids import CommitId, commit_id
-from ..errors import CorruptRepositoryError, InvalidArgumentError, UnfinishedCloneError
+from ..errors import (
+    CorruptRepositoryError,
+    FileAccessError,
+    InvalidArgumentError,
+    UnfinishedCloneError,
+)
 from ..store import config as repo_config
+from ..store import gitfiles
 from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
+from ..store.repofolder import BRANCH, is_initialized
 from .results import Checkpoint, checkpoint_from
 
 if TYPE_CHECKING:
@@ -103,7 +110,7 @@ def page(repository: Path, limit: int, start: str | None = None) -> Page:
                 value=start,
             )
         first = start.encode()
-    shallow = _shallow(Path(repository))
+    shallow = gitfiles.read_shallow(Path(repository))
     with closing(walk(repository, first)) as commits:
         infos = list(islice(commits, limit))
     following = _next(infos[-1], shallow) if infos and len(infos) == limit else None
@@ -125,7 +132,7 @@ def walk(repository: Path, start: bytes | None = None) -> Commits:
     """
     repository = Path(repository)
     refuse_unfinished_clone(repository)
-    if not os.path.isfile(repository / 'HEAD'):
+    if not is_initialized(repository):
         if repository.exists() and not repository.is_dir():
             raise CorruptRepositoryError(
                 f'the checkpoint repository {repository} is not a folder', path=repository
@@ -146,7 +153,7 @@ def _commits(repository: Path, start: bytes | None) -> Commits:
         if sha is None:
             opened = _open(repository)
             sha = None if opened is None else opened.head()
-        shallow = _shallow(repository)
+        shallow = gitfiles.read_shallow(repository)
         reader = CommitReader(repository)
         while sha is not None:
             info = reader.find(sha)
@@ -175,20 +182,16 @@ def _next(info: CommitInfo, shallow: set[bytes]) -> bytes | None:
 
 
 def _plain_head(repository: Path) -> bytes | None:
+    """The branch from its file when it holds one commit id, else None (the repository's
+    reader then says what is wrong); a link or a FIFO there is refused."""
     try:
-        data = read_file(repository / 'refs' / 'heads' / 'main', 100)
-    except OSError:
+        data = gitfiles.read_ref_file(repository, BRANCH.decode())
+    except FileAccessError:
         return None
-    if len(data) == 41 and data[40:] == b'\n' and _HEX.fullmatch(data[:40]):
-        return data[:40]
+    if data is not None and len(data) == 41 and data[40:] == b'\n':
+        if _HEX.fullmatch(data[:40]):
+            return data[:40]
     return None
-
-
-def _shallow(repository: Path) -> set[bytes]:
-    try:
-        return set(read_file(repository / 'shallow', 1 << 20).split())
-    except OSError:
-        return set()
 
 
 class Lister:

@@ -15,10 +15,8 @@ and the desk's folder descriptors when done.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..core.ids import short_id
 from ..core.paths import Allowlist, path_problem
@@ -31,7 +29,7 @@ from ..desk.state import DeskState, record_checkout, record_scan
 from ..errors import CheckpointError, NoCheckpointsError
 from ..store import changestats, metadata
 from ..store.objectio import StoreSink, as_objects
-from ..store.repo import PRIVATE_DIR, ShadowRepo
+from ..store.repo import ShadowRepo
 from .deskconfig import (
     DeskConfig,
     atomic_writes,
@@ -42,7 +40,6 @@ from .deskconfig import (
 from .listing import refuse_unfinished_clone
 from .results import Recovery
 
-STAT_CACHE = 'statcache'
 OUTSIDE = 'it is outside the tracked paths'
 # A commit changing at most this many files reads their old sides back to count lines.
 READ_BACK_FOR_STATS = 16
@@ -68,7 +65,7 @@ class ReadSession:
         self.desk = DeskState(
             config.desk,
             self.allowlist,
-            Path(os.path.join(repo.path, PRIVATE_DIR, STAT_CACHE)),
+            statcache.file_in(repo.path),
             max_file_size=size_limit(config, repo),
         )
         self.atomic = atomic_writes(config, repo)

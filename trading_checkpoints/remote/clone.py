@@ -64,7 +64,7 @@ def clone(
     try:
         if not unfinished:
             _mark(marker)
-        with engine.locked(config, cloning=True) as session:
+        with engine.locked(config, cloning=True, verb='clone') as session:
             repo = session.repo
             remote_head = fetch_head(repo, remote, progress)
             if remote_head is None:

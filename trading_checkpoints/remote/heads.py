@@ -9,16 +9,20 @@ repository stays readable.
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
-from ..core.durability import write_atomically
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
+from ..errors import CheckpointError
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 KNOWN_HEADS = 'remote-heads'  # in the repository's private folder, see remember_head
+_LIMIT = 64 * 1024
+
+
+def _file(repo: ShadowRepo) -> RepoFile:
+    return RepoFile(repo.path, f'{PRIVATE_DIR}/{KNOWN_HEADS}')
 
 
 def ancestors(repo: ShadowRepo, head: bytes | None) -> list[bytes]:
@@ -33,22 +37,21 @@ def known_heads(repo: ShadowRepo) -> set[bytes]:
     prune dropped it. Malformed lines are ignored.
     """
     try:
-        data = read_file(os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS), 64 * 1024)
-    except OSError:
+        data = repofiles.read(_file(repo), _LIMIT) or b''
+    except CheckpointError:
         return set()
     return {line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line)}
 
 
 def remember_head(repo: ShadowRepo, sha: bytes) -> None:
     """Adds ``sha`` (the branch's head now) to the known heads. Call under the lock."""
-    path = os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS)
     try:
-        data = read_file(path, 64 * 1024)
-    except OSError:
-        data = b''
+        data = repofiles.read(_file(repo), _LIMIT) or b''
+    except CheckpointError:
+        data = b''  # a link or a FIFO there is replaced
     lines = [line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line) and line != sha]
     lines = [*lines[-255:], sha]
-    write_atomically(Path(path), b''.join(line + b'\n' for line in lines))
+    repofiles.replace(_file(repo), b''.join(line + b'\n' for line in lines))
 
 
 def commits_behind(repo: ShadowRepo) -> set[bytes]:

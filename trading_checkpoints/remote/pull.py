@@ -73,7 +73,7 @@ def pull_desk(
             f'no checkpoint repository at {config.repository}; use clone instead',
             repository=config.repository,
         )
-    with engine.locked(config, report_to=report_to) as session:
+    with engine.locked(config, report_to=report_to, verb='pull') as session:
         return pull(session.repo, get_remote(session.repo.path, name), progress)
 
 

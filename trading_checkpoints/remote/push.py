@@ -64,7 +64,7 @@ def push(
     remote = get_remote(config.repository, name)
     connection = client_for(remote.url)
     if connection is None:
-        with engine.locked(config) as session:
+        with engine.locked(config, verb='push') as session:
             head = _head_to_push(session.repo)
             return _push_local(session.repo, remote, head, progress, create_parents)
     try:
@@ -73,7 +73,7 @@ def push(
         raise
     except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
         raise transport_error(error, remote, 'push to') from error
-    with engine.locked(config) as session:
+    with engine.locked(config, verb='push') as session:
         repo = session.repo
         head = _head_to_push(repo)
         _check_push(repo, remote, head, remote_head, local=False)

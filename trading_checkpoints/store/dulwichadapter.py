@@ -77,13 +77,16 @@ def delete_loose_object(store: DiskObjectStore, sha: bytes) -> None:
 
 
 def remove_pack(store: DiskObjectStore, pack: Pack) -> None:
-    """Closes ``pack``, drops it from dulwich's cache and deletes its files."""
+    """Closes ``pack``, drops it from dulwich's cache and deletes its files; a pack marked
+    with a ``.keep`` file is never deleted (nothing happens)."""
+    if os.path.lexists(pack_basename(pack) + '.keep'):
+        return
     try:
         store._remove_pack(pack)
     except (OSError, AttributeError, NotImplementedError):
         pack.close()
         base = pack_basename(pack)
-        for suffix in ('.pack', '.idx', '.bitmap', '.rev', '.keep'):
+        for suffix in ('.pack', '.idx', '.bitmap', '.rev'):
             try:
                 os.remove(base + suffix)
             except OSError:

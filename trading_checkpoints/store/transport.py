@@ -20,7 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..core.durability import write_atomically
+from . import gitfiles
 from .dulwichadapter import object_id, object_ids, ref_name
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ class _QuietShallow:
         shallow = read_shallow(self._path)
         store = self._repo.object_store
         if heads is None:
+            gitfiles.check_refs(self._path, 'refs/heads/main')
             branches = self._repo.refs.as_dict(ref_name(b'refs/heads'))
             heads = [sha for sha in branches.values() if sha in store]
 
@@ -226,20 +227,24 @@ class PathRepository:
 
     def read_ref(self, name: bytes) -> bytes | None:
         """What a ref holds (an id, or ``ref: ...`` for a symbolic one), or None."""
+        gitfiles.check_refs(self.path, name.decode('utf-8', 'replace'))
         return self._repo.refs.read_ref(ref_name(name))
 
     def add_ref(self, name: bytes, sha: bytes, message: bytes | None = None) -> bool:
         """Creates a ref at ``sha``; False when it exists already."""
+        gitfiles.check_refs(self.path, name.decode('utf-8', 'replace'))
         return self._repo.refs.add_if_new(ref_name(name), object_id(sha), message=message)
 
     def move_ref(self, name: bytes, old: bytes, new: bytes, message: bytes | None = None) -> bool:
         """Moves a ref from ``old`` to ``new``; False when it was not at ``old``."""
+        gitfiles.check_refs(self.path, name.decode('utf-8', 'replace'))
         return self._repo.refs.set_if_equals(
             ref_name(name), object_id(old), object_id(new), message=message
         )
 
     def point_head_at(self, branch: bytes) -> None:
         """Makes ``HEAD`` name ``branch`` when the branch it names does not exist."""
+        gitfiles.check_refs(self.path, 'HEAD')
         refs = self._repo.refs
         value = refs.read_ref(ref_name(b'HEAD')) or b''
         if value.startswith(b'ref: ') and value[5:].strip() not in set(refs.allkeys()):
@@ -332,6 +337,5 @@ def repair_shallow(repo: ShadowRepo | PathRepository, head: bytes) -> list[bytes
             continue
         pending.extend(commit.parents)
     if marked:
-        data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
-        write_atomically(Path(path) / 'shallow', data)
+        gitfiles.write_shallow(path, shallow | set(marked))
     return marked
