@@ -167,6 +167,31 @@ def test_d_compares_the_selected_checkpoint_with_the_desk_now(
     drive(Browser(cps, poll=0, storage=False), script)
 
 
+def test_h_shows_the_history_of_the_file_highlighted_in_the_file_list(
+    cps: Checkpoints, history: list[str]
+) -> None:
+    first, written, edited, newest = history
+
+    async def script(app: Browser, pilot: Pilot) -> None:
+        await pilot.press('h')  # the newest checkpoint's first file
+        lines = [line for line in diff_text(app).splitlines() if line.strip()]
+        assert lines[0] == 'History of Memory.md, newest first'
+        assert [line.split()[0] for line in lines[1:]] == [newest, first]
+        await pilot.press('j', 'h')  # a turn: no files, a note says what to do
+        assert any('select a checkpoint first' in note for note in app.notes)
+        await pilot.press('j', 'tab')  # edit_file notes/plan.md; Tab: the file list
+        assert app.focused is app.query_one('#files')
+        await pilot.press('h')
+        lines = [line for line in diff_text(app).splitlines() if line.strip()]
+        assert lines[0] == 'History of notes/plan.md, newest first'
+        assert [line.split()[0] for line in lines[1:]] == [edited, written]
+        assert lines[1].endswith('  M  edit_file notes/plan.md')
+        assert lines[2].endswith('  A  write_file notes/plan.md')
+        await pilot.press('q')
+
+    drive(Noted(cps, poll=0, storage=False), script)
+
+
 def test_r_shows_the_plan_and_restores_only_on_yes_and_u_undoes(
     cps: Checkpoints, desk: Path, history: list[str]
 ) -> None:

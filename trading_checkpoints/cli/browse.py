@@ -20,7 +20,8 @@ def browse_command(target: Target) -> None:
     The timeline, newest first (a turn's checkpoints folded under it: Enter or space folds),
     the selected checkpoint's files and its diff. Keys: arrows or j/k move, Enter opens the
     diff (Esc goes back), / searches reasons and paths (n: the next match), d diffs with the
-    desk now, r restores the checkpoint and u undoes, each after showing its plan and asking.
+    desk now, h shows a file's history (Tab: the file list), r restores the checkpoint and u
+    undoes, each after showing its plan and asking.
     Needs the optional extra: pip install 'trading-checkpoints[ui]'.
 
     \b

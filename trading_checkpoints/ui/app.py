@@ -31,6 +31,8 @@ MORE = 'more'
 """The data of the timeline's last line while older pages are unread: reaching it reads one."""
 
 Node = TreeNode[Row | Run | str]
+HISTORY = 100
+"""How many of a file's checkpoints its history shows (``h``)."""
 
 
 class Browser(App[None]):
@@ -54,6 +56,7 @@ class Browser(App[None]):
         Binding('slash', 'search', 'Search'),
         Binding('n', 'search_next', 'Next match', show=False),
         Binding('d', 'desk_diff', 'Diff with desk'),
+        Binding('h', 'file_history', 'File history'),
         Binding('r', 'restore', 'Restore'),
         Binding('u', 'undo', 'Undo'),
         Binding('escape', 'to_timeline', 'Timeline', show=False),
@@ -231,6 +234,7 @@ class Browser(App[None]):
         files = self.query_one('#files', OptionList)
         files.clear_options()
         files.add_options([views.file_line(change) for change in diff.changes])
+        files.highlighted = 0 if diff.changes else None
         self.query_one('#diff', Static).update(
             views.diff_view(diff, title or views.diff_title(diff))
         )
@@ -307,6 +311,23 @@ class Browser(App[None]):
             return
         self.show_diff(diff)
         self.query_one('#diff-pane').focus()
+
+    def action_file_history(self) -> None:
+        """The checkpoints that changed the file highlighted in the file list (the first one
+        until Tab moves there and another is chosen)."""
+        files = self.query_one('#files', OptionList)
+        index = files.highlighted
+        if self.diff is None or index is None or index >= len(self.diff.changes):
+            self.notify('select a checkpoint first: h shows the history of one of its files')
+            return
+        path = self.diff.changes[index].path
+        try:
+            entries = self.checkpoints.log(path, HISTORY)
+        except CheckpointError as error:
+            self.report(error)
+            return
+        self.query_one('#diff', Static).update(views.file_history(path, entries, HISTORY))
+        self.query_one('#diff-pane', VerticalScroll).scroll_home(animate=False)
 
     def action_restore(self) -> None:
         row = self.selected()

@@ -14,7 +14,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from ..checkpoints import Checkpoint, RestoreResult
-from ..ops.results import Diff, FileChange
+from ..ops.results import Diff, FileChange, LogEntry
 from .timeline import Run
 
 MARKS = {'added': 'A', 'modified': 'M', 'deleted': 'D', 'type-changed': 'T', 'mode-changed': 'M'}
@@ -118,6 +118,25 @@ def diff_title(diff: Diff) -> str:
     if diff.from_id is None:
         return f'{diff.to_id}: the oldest checkpoint kept, every file added'
     return f'{diff.from_id} -> {diff.to_id}'
+
+
+def file_history(path: str, entries: list[LogEntry], limit: int) -> Text:
+    """The checkpoints that changed ``path`` (newest first): id, time, how, reason."""
+    text = Text()
+    text.append(f'History of {plain(path)}, newest first\n', style='bold')
+    if not entries:
+        text.append('no checkpoint changed it\n', style='dim')
+    for entry in entries:
+        checkpoint = entry.checkpoint
+        kinds = {change.kind for change in entry.changes if change.path == path}
+        mark = MARKS.get(next(iter(kinds)), 'M') if len(kinds) == 1 else 'M'
+        text.append(f'\n{checkpoint.checkpoint_id}', style='bold yellow')
+        text.append(f'  {when(checkpoint)}  ', style='dim')
+        text.append(f'{mark}  ', style='bold')
+        text.append(plain(checkpoint.reason.splitlines()[0] if checkpoint.reason else ''))
+    if len(entries) == limit:
+        text.append(f'\n\n(the newest {limit}; checkpoints log PATH -n 0 lists all)', 'dim')
+    return text
 
 
 def plan_text(plan: RestoreResult, what: str) -> Text:
