@@ -30,7 +30,7 @@ def test_without_textual_browse_says_how_to_install_it(
 def test_browse_is_a_verb_with_its_keys_in_the_help(workspace: Path) -> None:
     done = checkpoints('browse', '--help', workspace=workspace)
     assert done.returncode == 0
-    assert "pip install 'trading-checkpoints[ui]'" in ' '.join(done.stdout.split())  # wrapped
+    assert "\n    pip install 'trading-checkpoints[ui]'\n" in done.stdout  # on a line of its own
     assert 'browse' in checkpoints('--help').stdout
 
 

@@ -22,7 +22,10 @@ def browse_command(target: Target) -> None:
     diff (Esc goes back), / searches reasons and paths (n: the next match), d diffs with the
     desk now, h shows a file's history (Tab: the file list), r restores the checkpoint and u
     undoes, each after showing its plan and asking.
-    Needs the optional extra: pip install 'trading-checkpoints[ui]'.
+
+    \b
+    Needs the optional extra:
+      pip install 'trading-checkpoints[ui]'
 
     \b
     Examples:
