@@ -82,11 +82,14 @@ def test_browse_in_tmux_shows_the_timeline_and_a_diff_and_q_exits_0(
     status = tmp_path / 'status'
     program = shlex.join([sys.executable, '-m', 'trading_checkpoints', 'browse'])
     command = (
-        f'env PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color CHECKPOINTS_SERVER=off '
+        # COLUMNS and LINES (pytest sets them) would override the terminal's own size.
+        f'env -u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color '
+        'CHECKPOINTS_SERVER=off '
         f'{program}; echo $? > {shlex.quote(str(status))}; sleep 600'
     )
     terminal.start(command, desk)
     screen = terminal.wait(lambda s: ids[0] in s and 'q Quit' in s, 'the timeline')
+    assert max(len(line) for line in screen.splitlines()) > 100, 'the app sees 120 columns'
     lines = screen.splitlines()
     order = [next(i for i, line in enumerate(lines) if line.startswith(c)) for c in ids[::-1]]
     assert order == sorted(order), 'newest first'
