@@ -270,6 +270,12 @@ CASES: dict[str, Case] = {
         library=lambda w: w.cps.restore_turn('nope'),
         verb=lambda w: ['restore-turn', 'nope'],
     ),
+    'a time before the first checkpoint': Case(
+        errors.BeforeFirstCheckpointError,
+        lambda w: {'at': '2000-01-01T00:00:00+00:00', 'first': w.first, 'first_at': AnyText()},
+        library=lambda w: w.cps.checkpoint_at('2000-01-01T00:00:00+00:00'),
+        verb=lambda w: ['show', '--at', '2000-01-01T00:00:00+00:00', 'Memory.md'],
+    ),
     'a folder where a file was asked for': Case(
         errors.NotInCheckpointError,
         lambda w: {'path': 'notes', 'checkpoint': w.first},

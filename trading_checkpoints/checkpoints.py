@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 from .core import lock
 from .core.ids import short_id
@@ -23,12 +23,15 @@ from .errors import InvalidArgumentError
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
+from .ops.asof import Moment, chosen, named
+from .ops.asof import checkpoint_at as checkpoint_held_at
 from .ops.guard import Guard, before_write
 from .ops.results import (
     Checkpoint,
     Diff,
     LogEntry,
     PruneResult,
+    Recovery,
     RestoreResult,
     SnapshotResult,
     Status,
@@ -39,9 +42,6 @@ from .ops.turns import Turn, first_checkpoint, first_of_turn, open_turn
 from .ops.turns import turns as recorded_turns
 from .store import metadata
 from .store.repofolder import is_initialized
-
-if TYPE_CHECKING:
-    from .ops.results import Recovery
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
@@ -89,9 +89,7 @@ class Checkpoints:
         """Describes the repository without touching the disk.
 
         Args:
-            repository_directory: The bare git directory that holds the snapshots.
-            desk_directory: The desk folder.
-            tracked_paths: The allowlist.
+            repository_directory, desk_directory, tracked_paths: As the attributes.
             max_file_size: Files larger than this many bytes are left out of snapshots and
                 reported (``SnapshotResult.skipped``); 0 means no limit. None (the default)
                 uses the repository's ``checkpoints.maxFileSize`` config, else 100 MiB.
@@ -102,9 +100,6 @@ class Checkpoints:
                 default) uses the repository's ``checkpoints.atomicWrites`` config, else
                 off: files are rewritten in place (see the README, "Restores write in place").
             lock_timeout: Seconds to wait for another process holding the desk's lock.
-
-        Raises:
-            CheckpointError: A folder is not a path, or an option is not usable.
         """
         self.desk_config = deskconfig.make(
             repository_directory,
@@ -151,9 +146,6 @@ class Checkpoints:
 
         Returns:
             The new checkpoint's short id, or None when nothing had changed.
-
-        Raises:
-            CheckpointError: The desk or repository cannot be read or written.
         """
         result = self.snapshot_with_result
         return result(reason, tool=tool, paths=paths, turn=turn, session=session).checkpoint_id
@@ -194,6 +186,25 @@ class Checkpoints:
         engine.complete_pending(self.desk_config, report_to=self)
         return listing.list_checkpoints(self.repository_directory, limit)
 
+    def checkpoint_at(self, at: Moment) -> Checkpoint:
+        """The checkpoint the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
+        ``'3d'``: see ``ops/asof.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        engine.complete_pending(self.desk_config, report_to=self)
+        return checkpoint_held_at(self.repository_directory, at)
+
+    def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
+        """``limit`` checkpoints from the one whose full id is ``start`` (default: the newest)
+        back, with their full ids and where the next page starts: a long history a page at a
+        time, each page reading only its own commits."""
+        engine.complete_pending(self.desk_config, report_to=self)
+        return listing.page(self.repository_directory, limit, start)
+
+    def introduced(self, checkpoint_id: str, *, patches: bool = True) -> Diff:
+        """What a checkpoint changed: the diff from the one before it (for the oldest kept,
+        from nothing: every file it holds is added)."""
+        with engine.reading(self.desk_config, report_to=self) as session:
+            return history.introduced(session, checkpoint_id, patches=patches)
+
     @overload
     def restore(
         self,
@@ -203,6 +214,7 @@ class Checkpoints:
         force: bool = True,
         *,
         on_external: str | None = None,
+        at: Moment | None = None,
     ) -> str: ...
 
     @overload
@@ -214,6 +226,7 @@ class Checkpoints:
         force: bool = True,
         *,
         on_external: str | None = None,
+        at: Moment | None = None,
     ) -> RestoreResult: ...
 
     @overload
@@ -225,6 +238,7 @@ class Checkpoints:
         dry_run: Literal[True],
         force: bool = True,
         on_external: str | None = None,
+        at: Moment | None = None,
     ) -> RestoreResult: ...
 
     def restore(
@@ -235,16 +249,16 @@ class Checkpoints:
         force: bool = True,
         *,
         on_external: str | None = None,
+        at: Moment | None = None,
     ) -> str | RestoreResult:
-        """Puts the tracked files back as they were at a checkpoint.
-
-        The current files are snapshotted first, so a restore can itself be undone. Files
-        created after the checkpoint are removed; files outside the tracked paths are never
-        touched.
+        """Puts the tracked files back as they were at a checkpoint, snapshotting the current
+        ones first, so a restore can itself be undone. Files created after the checkpoint are
+        removed; files outside the tracked paths are never touched.
 
         Args:
             checkpoint_id: The checkpoint to return to: a short id or a full 40-digit sha.
-                None means the newest checkpoint (discard the changes made since it).
+                None means the newest checkpoint (discard the changes made since it), unless
+                ``at`` names the moment whose checkpoint to return to (see :meth:`checkpoint_at`).
             paths: Restore only these files or folders (desk-relative); the rest of the desk
                 is left as it is. The pre-snapshot still records the whole desk.
             dry_run: Change nothing (no pre-snapshot, no writes) and return the plan as a
@@ -262,12 +276,9 @@ class Checkpoints:
             The id of the snapshot taken just before restoring, or of the current state when
             nothing had changed; ``restore(that_id)`` undoes this restore. With ``dry_run``,
             the plan.
-
-        Raises:
-            CheckpointError: The checkpoint or a path does not exist, or the restore failed.
         """
         result = self.restore_with_result(
-            checkpoint_id, paths=paths, dry_run=dry_run, force=force, on_external=on_external
+            checkpoint_id, paths, dry_run, force, on_external=on_external, at=at
         )
         return result if dry_run else result.before_id
 
@@ -279,12 +290,14 @@ class Checkpoints:
         force: bool = True,
         *,
         on_external: str | None = None,
+        at: Moment | None = None,
     ) -> RestoreResult:
         """Like :meth:`restore`, but says what was (or, dry, would be) written and deleted."""
         policy = request.policy(on_external, request.OVERWRITE if force else request.KEEP)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
         with engine.locked(self.desk_config, report_to=self, verb='restore') as session:
+            checkpoint_id = chosen(session, checkpoint_id, at)
             return restore.to_checkpoint(
                 session, checkpoint_id, paths, dry_run=dry_run, on_external=policy
             )
@@ -293,18 +306,19 @@ class Checkpoints:
 
     def diff(
         self,
-        from_id: str,
+        from_id: str | None = None,
         to_id: str | None = None,
         *,
         patches: bool = True,
         paths: Sequence[str] | None = None,
+        at: Moment | None = None,
     ) -> Diff:
-        """The changes from checkpoint ``from_id`` to ``to_id``, or to the desk as it is now.
-
-        Each change names its path and kind (added, modified, deleted, type-changed,
-        mode-changed) and, for text files, carries a unified diff; binary files are flagged.
-        ``paths`` (files or folders, desk-relative) limits the diff to those. A desk file
-        that snapshots leave out (too large, ...) shows no change.
+        """The changes from checkpoint ``from_id`` (or the one the desk held at moment ``at``,
+        see :meth:`checkpoint_at`) to ``to_id``, or to the desk as it is now. Each change names
+        its path and kind (added, modified, deleted, type-changed, mode-changed) and, for text
+        files, carries a unified diff; binary files are flagged. ``paths`` (files or folders,
+        desk-relative) limits the diff to those. A desk file that snapshots leave out (too
+        large, ...) shows no change.
 
         Example::
 
@@ -312,24 +326,29 @@ class Checkpoints:
                 print(change.kind, change.path)
         """
         with engine.reading(self.desk_config, report_to=self) as session:
-            return history.diff(session, from_id, to_id, patches=patches, paths=paths)
+            start = named(session, from_id, at, 'from_id')
+            return history.diff(session, start, to_id, patches=patches, paths=paths)
 
-    def show(self, checkpoint_id: str, path: str) -> bytes:
-        """A file's bytes as they were at a checkpoint (a symlink's target for a symlink)."""
+    def show(
+        self, checkpoint_id: str | None = None, path: str = '', *, at: Moment | None = None
+    ) -> bytes:
+        """A file's bytes as they were at a checkpoint, or at moment ``at`` (a symlink's target
+        for a symlink)."""
         with engine.reading(self.desk_config, report_to=self) as session:
-            return history.show(session, checkpoint_id, path)
+            chosen = named(session, checkpoint_id, at, 'checkpoint_id')
+            return history.show(session, chosen, path)
 
-    def log(self, path: str | None = None, limit: int | None = 20) -> builtins.list[LogEntry]:
+    def log(
+        self, path: str | None = None, limit: int | None = 20, *, at: Moment | None = None
+    ) -> builtins.list[LogEntry]:
         """Checkpoints newest first, each with the files that differ from the one before it
-        (``limit=None``: all of them).
-
-        With ``path`` (a file or folder), only the checkpoints where something at or below it
-        changed; ``[]`` when none did (also for a path that never existed).
-        """
+        (``limit=None``: all of them); with ``at``, from the one the desk held then. With
+        ``path`` (a file or folder), only the checkpoints where something at or below it
+        changed; ``[]`` when none did (also for a path that never existed)."""
         listing.check_limit(limit)
         engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
-            return [] if session is None else history.log(session, path, limit)
+            return [] if session is None else history.log(session, path, limit, at)
 
     def status(self) -> Status:
         """What changed in the desk since the newest checkpoint, and which of it was external
@@ -350,10 +369,8 @@ class Checkpoints:
 
     def set_tracked_paths(self, tracked_paths: Sequence[str]) -> tuple[str, ...]:
         """Records new tracked paths in the repository (creating it if needed); returns them.
-
         Files outside the new list are no longer snapshotted or restored; checkpoints taken
-        before keep what they hold. Nothing in the desk is changed.
-        """
+        before keep what they hold. Nothing in the desk is changed."""
         config = deskconfig.tracking(self.desk_config, tracked_paths)
         deskconfig.check_desk(config, must_exist=False)
         self.tracked_paths = config.requested.entries
@@ -369,11 +386,8 @@ class Checkpoints:
 
         Later, :meth:`status`, :meth:`snapshot_with_result` and restores report files that
         differ from this state as changed outside the agent. A seal holds until the next
-        checkpoint; restores, undo and redo seal the state they write by themselves.
-
-        Returns:
-            The short id of the seal (the newest checkpoint when the desk matches it).
-        """
+        checkpoint; restores, undo and redo seal the state they write by themselves. Returns
+        the short id of the seal (the newest checkpoint when the desk matches it)."""
         deskconfig.check_desk(self.desk_config, must_exist=True)
         with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
             return short_id(external.seal(session))
@@ -403,10 +417,8 @@ class Checkpoints:
     def redo(
         self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
     ) -> RestoreResult:
-        """Reverses the newest undo not yet redone (nothing to redo after new checkpoints).
-
-        Files changed since the undo are treated as :meth:`undo` treats outside changes.
-        """
+        """Reverses the newest undo not yet redone (nothing to redo after new checkpoints);
+        files changed since the undo are treated as :meth:`undo` treats outside changes."""
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
@@ -422,13 +434,8 @@ class Checkpoints:
         path_arg: str | Sequence[str] | None = 'path',
         strict: bool = False,
     ) -> Callable[[_F], _F]:
-        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``).
-
-        Example::
-
-            @checkpoints.before_write('write_file', path_arg='path')
-            def write_file(path: str, content: str) -> None: ...
-        """
+        """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``);
+        e.g. ``@checkpoints.before_write('write_file', path_arg='path')``."""
         return before_write(self, tool, path_arg=path_arg, strict=strict)
 
     def guard(
@@ -440,13 +447,8 @@ class Checkpoints:
         strict: bool = False,
         turn: Turn | None = None,
     ) -> Guard:
-        """Context manager: snapshot before the write in its block (see ``guard.Guard``).
-
-        Example::
-
-            with checkpoints.guard('write_file Memory.md'):
-                (desk / 'Memory.md').write_text(text)
-        """
+        """Context manager: snapshot before the write in its block (see ``guard.Guard``); e.g.
+        ``with checkpoints.guard('write_file Memory.md'): (desk / 'Memory.md').write_text(t)``."""
         return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
 
     def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
@@ -499,12 +501,10 @@ class Checkpoints:
         tracked_paths: Sequence[str] = TRACKED_PATHS,
     ) -> _Self:
         """A ``Checkpoints`` held to retention limits: pruned now, and again after every write
-        it makes, so ``keep=N`` means at most N checkpoints after each snapshot.
-
-        Limits not given here are read from the repository's config (``checkpoints.keep``,
-        ``checkpoints.retention``, ``checkpoints.maxsize``, as written by
-        ``checkpoints prune --save``), so every entry point applies the same ones; writes of
-        any ``Checkpoints`` apply the configured ones.
+        it makes, so ``keep=N`` means at most N checkpoints after each snapshot. Limits not
+        given here are read from the repository's config (``checkpoints.keep``, ``.retention``,
+        ``.maxsize``, as ``checkpoints prune --save`` writes them), so every entry point
+        applies the same ones; writes of any ``Checkpoints`` apply the configured ones.
 
         Example::
 
@@ -528,16 +528,12 @@ class Checkpoints:
         *,
         dry_run: bool = False,
     ) -> PruneResult:
-        """Drops old checkpoints; the ids of the kept ones never change.
-
-        Args:
-            keep: Keep at most this many of the newest checkpoints (at least 1 is always kept).
-            older_than: Drop checkpoints older than this: seconds, or text like ``'30d'``.
-            max_bytes: Drop the oldest until the objects fit: bytes, or text like ``'500M'``.
-            dry_run: Only say what would be dropped.
-
-        With no limit at all it only compacts the storage (one pack, with deltas). Refuses
-        while a restore journal says a restore is unfinished.
+        """Drops old checkpoints beyond ``keep`` (the newest N; at least 1 is always kept),
+        ``older_than`` (seconds, or text like ``'30d'``) and ``max_bytes`` (the oldest until the
+        objects fit: bytes, or text like ``'500M'``); the ids of the kept ones never change.
+        ``dry_run`` only says what would be dropped. With no limit at all it only compacts the
+        storage (one pack, with deltas). Refuses while a restore journal says a restore is
+        unfinished.
         """
         if not engine.repository_exists(self.desk_config):
             return PruneResult(0, 0, 0, 0)

@@ -38,7 +38,8 @@ def test_tools_are_listed_with_json_schemas(workspace: Path) -> None:
             'prune',
         }
         restore = field(tools['restore'], 'input_schema', 'inputSchema')
-        assert restore['required'] == ['checkpoint_id']
+        assert 'required' not in restore  # an id, or a time: one of them (the tool checks)
+        assert {'checkpoint_id', 'at'} <= set(restore['properties'])
         assert restore['properties']['dry_run']['type'] == 'boolean'
         limit = field(tools['list_checkpoints'], 'input_schema', 'inputSchema')['properties']
         assert limit['limit']['minimum'] == 0

@@ -22,7 +22,7 @@ def test_tools_declare_input_schemas_typed_results_and_hints(workspace: Path) ->
         assert prune['keep']['anyOf'][0]['minimum'] == 1
         assert {'older_than', 'max_size', 'desk'} <= set(prune)
         log = field(tools['log'], 'input_schema', 'inputSchema')['properties']
-        assert set(log) == {'desk', 'path', 'limit'}
+        assert set(log) == {'desk', 'path', 'limit', 'at'}
         diff = field(tools['diff'], 'input_schema', 'inputSchema')['properties']
         assert diff['paths']['anyOf'][0] == {'items': {'type': 'string'}, 'type': 'array'}
         assert diff['patches']['default'] is True

@@ -12,7 +12,9 @@
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.
 
-``scripts/`` holds the programs tests start by path as second processes (``SCRIPTS``), and
+``scripts/`` holds the programs tests start by path as second processes (``SCRIPTS``; and
+``scripts/no_textual``, a folder whose ``sitecustomize`` hides Textual from a child put on its
+PYTHONPATH: ``NO_TEXTUAL``), and
 ``hook_events/`` the recorded agent-harness events the hook tests send (``HOOK_EVENTS``).
 The fixtures themselves live in the ``conftest.py`` files, which build on these modules.
 """
@@ -25,4 +27,5 @@ HELPERS = Path(__file__).resolve().parent
 ROOT = HELPERS.parents[1]  # the project's checkout: the package, examples/, README.md
 TESTS = HELPERS.parent
 SCRIPTS = HELPERS / 'scripts'
+NO_TEXTUAL = SCRIPTS / 'no_textual'
 HOOK_EVENTS = HELPERS / 'hook_events'

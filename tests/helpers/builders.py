@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
 from helpers.reading import files_of, tracked
-from trading_checkpoints import Checkpoints
+from trading_checkpoints import Checkpoint, Checkpoints
+from trading_checkpoints.store import repo as store_repo
 
 
 def new_workspace(root: Path, desk: str = 'main') -> Path:
@@ -148,3 +150,35 @@ def session_turns(cps: Checkpoints, desk: Path, turns: int, start: int = 0) -> l
         assert checkpoint_id is not None
         ids.append(checkpoint_id)
     return ids
+
+
+class StoreClock:
+    """The clock the store stamps commits and reflog entries with (``store.repo``'s ``time``),
+    set by the test while the ``with`` block runs, so checkpoints carry chosen times without
+    waiting for them: assign ``at`` (seconds since the epoch) to move it."""
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+
+    def time(self) -> float:
+        return self.at
+
+    def __enter__(self) -> StoreClock:
+        store_repo.time = self  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        store_repo.time = time
+
+
+def seconds_apart(cps: Checkpoints, desk: Path, count: int = 3, step: int = 2) -> list[Checkpoint]:
+    """``count`` checkpoints of Memory.md (``v0``, ``v1``, ...) stamped ``step`` seconds apart,
+    the newest ``step`` seconds before now (commit times count whole seconds); oldest first."""
+    taken = []
+    with StoreClock(int(time.time()) - step * count) as clock:
+        for number in range(count):
+            write(desk, 'Memory.md', f'v{number}\n')
+            assert cps.snapshot(f'version {number}') is not None
+            taken.append(cps.list(1)[0])
+            clock.at += step
+    return taken

@@ -38,6 +38,14 @@ NOT_RUN = {
         'installs the development tools and runs this very suite'
     ),
     ('docs/index.md', 'python3 -m pip install .'): 'installs the package',
+    ('README.md', "python3 -m pip install '.[ui]' && checkpoints browse"): (
+        'installs the ui extra and opens an interactive terminal program; tests/ui drives it '
+        'headless and tests/product/test_browse_terminal.py in tmux'
+    ),
+    ('docs/browse.md', "python3 -m pip install '.[ui]'"): (
+        'installs the ui extra and opens an interactive terminal program; tests/ui drives it '
+        'headless and tests/product/test_browse_terminal.py in tmux'
+    ),
     ('docs/development.md', "python3 -m pip install -e '.[dev]'"): (
         'installs the development tools and runs this very suite'
     ),

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import NO_TEXTUAL, ROOT
 from helpers.builders import write
 from helpers.processes import environment
 
@@ -376,3 +377,17 @@ def test_hook_events_served_record_what_they_record_in_process(
         )
     assert sides['served'] == sides['here']
     assert any(tool == 'claude:Write' for _, tool, _, _ in sides['served'][1])
+
+
+def test_browse_runs_in_the_client_never_on_the_server(tmp_path: Path, runtime: Path) -> None:
+    """An interactive verb owns the terminal: with a server running, ``browse`` still runs in
+    the client's own process. The client is given a PYTHONPATH that hides Textual (the server,
+    started before, has it): only a run in the client prints the install hint."""
+    desk = workspace_with_history(tmp_path)
+    assert run(runtime, 'list', cwd=desk).returncode == 0
+    server = server_pid(runtime)
+    hidden = os.pathsep.join([str(NO_TEXTUAL), str(ROOT)])
+    done = run(runtime, 'browse', cwd=desk, PYTHONPATH=hidden)
+    assert done.returncode == 1, done.stderr
+    assert b"needs the optional 'ui' extra" in done.stderr
+    assert children_of(server) == []

@@ -29,7 +29,7 @@ from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-from ..errors import CheckpointError, MissingDeskError, NoCheckpointsError
+from ..errors import CheckpointError, InvalidArgumentError, MissingDeskError, NoCheckpointsError
 from ..workspace import Workspace
 
 if TYPE_CHECKING:
@@ -209,7 +209,16 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         list[str] | None,
         Field(description='Only these desk-relative paths (files or folders).'),
     ]
-    CheckpointId = Annotated[str, Field(description='Checkpoint id (short or full).')]
+    CheckpointId = Annotated[
+        str | None, Field(description='Checkpoint id (short or full); or give `at` instead.')
+    ]
+    At = Annotated[
+        str | None,
+        Field(
+            description='Instead of an id: the checkpoint the desk held at this time, ISO 8601 '
+            'with an offset (2025-03-14T14:30:00+01:00) or a period before now (90m, 2h, 3d).'
+        ),
+    ]
     DryRun = Annotated[bool, Field(description='Only report what would be written and deleted.')]
     Force = Annotated[
         bool,
@@ -310,11 +319,12 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     @server.tool(annotations=rewinds)
     @tool_errors
     def restore(
-        checkpoint_id: CheckpointId,
+        checkpoint_id: CheckpointId = None,
         desk: DeskArg = None,
         dry_run: DryRun = False,
         paths: Paths = None,
         on_external: OnExternal = 'overwrite',
+        at: At = None,
     ) -> RestoreOutcome:
         """Put the desk's tracked files back as they were at a checkpoint.
 
@@ -322,8 +332,14 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         lists the files left as they were, with why.
         """
         name, cps = existing(desk)
+        if checkpoint_id is None and at is None:
+            raise InvalidArgumentError(
+                "missing argument 'checkpoint_id' (or 'at', a time)",
+                name='checkpoint_id',
+                value=None,
+            )
         result = cps.restore_with_result(
-            checkpoint_id, paths=paths, dry_run=dry_run, on_external=on_external
+            checkpoint_id, paths=paths, dry_run=dry_run, on_external=on_external, at=at
         )
         return restore_outcome(name, result)
 
@@ -409,10 +425,13 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
             Field(description='Only checkpoints that changed this file or folder (desk-relative).'),
         ] = None,
         limit: Limit = 20,
+        at: At = None,
     ) -> LogOutcome:
-        """Checkpoints newest first, each with the files that differ from the one before it."""
+        """Checkpoints newest first, each with the files that differ from the one before it;
+        with `at`, from the checkpoint the desk held then."""
         name, cps = existing(desk)
-        return LogOutcome(desk=name, path=path, entries=[log_row(e) for e in cps.log(path, limit)])
+        entries = cps.log(path, limit, at=at)
+        return LogOutcome(desk=name, path=path, entries=[log_row(e) for e in entries])
 
     @server.tool(annotations=read_only)
     @tool_errors
@@ -428,10 +447,12 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         patches: Annotated[
             bool, Field(description='Include unified diffs of text files (false: names only).')
         ] = True,
+        at: At = None,
     ) -> DiffOutcome:
-        """Show what changed between two checkpoints, or between one and the files now."""
+        """Show what changed between two checkpoints, or between one and the files now; `at`
+        instead of from_id starts from the checkpoint the desk held at that time."""
         name, cps = existing(desk)
-        if from_id is None:
+        if from_id is None and at is None:
             newest = cps.list(1)
             if not newest:
                 raise NoCheckpointsError(
@@ -440,19 +461,24 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
                     desk=name,
                 )
             from_id = newest[0].checkpoint_id
-        result = cps.diff(from_id, to_id, patches=patches, paths=paths)
+        result = cps.diff(from_id, to_id, patches=patches, paths=paths, at=at)
         return diff_outcome(name, result, paths)
 
     @server.tool(annotations=read_only)
     @tool_errors
     def show_file(
-        checkpoint_id: CheckpointId,
         path: Annotated[str, Field(description='Desk-relative path, e.g. "Memory.md".')],
+        checkpoint_id: CheckpointId = None,
         desk: DeskArg = None,
+        at: At = None,
     ) -> FileAtCheckpoint:
-        """The content of one file as it was at a checkpoint (base64 when not UTF-8 text)."""
+        """The content of one file as it was at a checkpoint, or at a time (`at`); base64 when
+        not UTF-8 text."""
         name, cps = existing(desk)
-        return file_at_checkpoint(name, checkpoint_id, path, cps.show(checkpoint_id, path))
+        if checkpoint_id is None and at is not None:  # one lookup: the id named is the one read
+            checkpoint_id, at = cps.checkpoint_at(at).checkpoint_id, None
+        data = cps.show(checkpoint_id, path, at=at)
+        return file_at_checkpoint(name, checkpoint_id or '', path, data)
 
     @server.tool(annotations=rewinds)
     @tool_errors

@@ -130,7 +130,7 @@ class SealOutcome(TypedDict):
 
 class DiffOutcome(TypedDict):
     desk: str
-    from_id: str
+    from_id: str | None
     to_id: str | None
     paths: list[str] | None
     files_changed: int

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 import click
 
-from . import agent, complete, core, history, remote, render, retention, turns, undo
+from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
 from .options import JSON_KEY, target_options
 from .target import DEFAULT_WORKSPACE, DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
@@ -230,6 +230,7 @@ for command in (
     agent.hook_command,
     agent.watch_command,
     agent.demo,
+    browse.browse_command,
     complete.completion,
 ):
     cli.add_command(command)

@@ -11,8 +11,10 @@ import click
 from ..errors import BadPathError, InvalidArgumentError
 from . import complete, render
 from .options import (
+    at_option,
     dry_run_option,
     external_option,
+    held_at,
     json_option,
     limit_option,
     quiet_option,
@@ -201,6 +203,7 @@ def split_restore_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
 @click.argument('args', nargs=-1, metavar='[ID] [PATH]...', shell_complete=complete.ids)
 @dry_run_option('Show what would be written and deleted; change nothing.')
 @external_option
+@at_option('Instead of ID:')
 @quiet_option
 @verbose_option
 @json_option('Print what was done as JSON.')
@@ -211,6 +214,7 @@ def restore(
     args: tuple[str, ...],
     dry_run: bool,
     on_external: str | None,
+    at: str | None,
     quiet: bool,
     verbose: bool,
     as_json: bool,
@@ -225,7 +229,8 @@ def restore(
     is a PATH. A long list of files is cut short unless -v. Files changed outside the agent
     (see `status`) are overwritten and named in a warning (they are kept in the pre-snapshot); with
     --keep-external they are left as they are and only the agent's changes are reverted;
-    with --refuse-external nothing is changed if any would be overwritten.
+    with --refuse-external nothing is changed if any would be overwritten. With --at TIME,
+    the checkpoint the desk held at TIME is restored (it is named on stderr first).
 
     \b
     Examples:
@@ -234,11 +239,14 @@ def restore(
       checkpoints restore 3f2a9c1 notes/plan.md --dry-run
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
+      checkpoints restore --at 2025-03-14T14:30:00+01:00 --dry-run
     """
     checkpoint_id, typed = split_restore_args(args)
     taken = desk_paths(target, typed)
     used = [] if '.' in taken else taken  # the desk itself: every tracked path
     checkpoints = target.checkpoints()
+    if at is not None:
+        checkpoint_id = held_at(checkpoints, at, checkpoint_id)
     try:
         with suggesting(target, typed, used, checkpoints.effective_tracked_paths):
             result = checkpoints.restore_with_result(
@@ -313,6 +321,10 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
     if not result.clean:
         click.echo(f'Keep them with:    {target.command("snapshot", "-m", "why")}')
         click.echo(f'Discard them with: {target.command("restore")}')
+    if result.storage is not None:
+        from ..ops.storageuse import describe
+
+        click.echo(f'Storage: {describe(result.storage)}.')
 
 
 @click.command('desks')

@@ -8,7 +8,7 @@ import click
 
 from ..errors import NoCheckpointsError
 from . import complete, render
-from .options import json_option, limit_option, target_options, verb
+from .options import at_option, held_at, json_option, limit_option, target_options, verb
 from .paths import desk_path, desk_paths, suggesting, suggestion
 from .render import ident, style
 from .target import Target
@@ -37,16 +37,20 @@ def split_diff_args(args: tuple[str, ...]) -> tuple[str | None, str | None, list
     flag_value='name-status',
     help='One line per file: A, M, D or T, a tab and the path (nothing when nothing changed).',
 )
+@at_option('Instead of ID:')
 @json_option('Print the changes (with patches) as JSON.')
 @target_options
 @verb('desk')
-def diff(target: Target, args: tuple[str, ...], mode: str | None, as_json: bool) -> None:
+def diff(
+    target: Target, args: tuple[str, ...], mode: str | None, at: str | None, as_json: bool
+) -> None:
     """Show what changed from checkpoint ID to ID2, or to the desk as it is now.
 
-    Without ID, from the newest checkpoint (what changed since). With PATHs, only those files
-    or folders (inside the desk, taken from the current folder, as git does). Text files get a
-    unified diff (coloured on a terminal, never with NO_COLOR); binary files are reported as
-    binary.
+    Without ID, from the newest checkpoint (what changed since). With --at TIME, from the
+    checkpoint the desk held at TIME (an ID given then is the other side, ID2). With PATHs,
+    only those files or folders (inside the desk, taken from the current folder, as git does).
+    Text files get a unified diff (coloured on a terminal, never with NO_COLOR); binary files
+    are reported as binary.
 
     \b
     Examples:
@@ -56,13 +60,18 @@ def diff(target: Target, args: tuple[str, ...], mode: str | None, as_json: bool)
       checkpoints diff 3f2a9c1 notes/plan.md
       checkpoints diff 3f2a9c1 --name-status
       checkpoints diff 3f2a9c1 --json
+      checkpoints diff --at 2h              # the desk 2 hours ago -> the desk now
     """
     from_id, to_id, typed = split_diff_args(args)
     used = desk_paths(target, typed)
     if '.' in used:  # the desk itself: every tracked path
         used = []
     checkpoints = target.checkpoints()
-    if from_id is None:
+    if at is not None:
+        if to_id is not None:
+            raise click.UsageError(f'with --at, give one ID at most ({from_id}, {to_id})')
+        from_id, to_id = held_at(checkpoints, at, None), from_id
+    elif from_id is None:
         newest = checkpoints.list(1)
         if not newest:
             raise NoCheckpointsError(
@@ -89,13 +98,14 @@ def diff(target: Target, args: tuple[str, ...], mode: str | None, as_json: bool)
 
 
 @click.command()
-@click.argument('checkpoint_id', metavar='ID', shell_complete=complete.ids)
-@click.argument('path', metavar='PATH')
+@click.argument('args', nargs=-1, required=True, metavar='[ID] PATH', shell_complete=complete.ids)
+@at_option('Instead of ID:')
 @json_option('Print {"id", "path", "size", "encoding", "content"}; binary as base64.')
 @target_options
 @verb('desk')
-def show(target: Target, checkpoint_id: str, path: str, as_json: bool) -> None:
-    """Print file PATH as it was at checkpoint ID (raw bytes, as stored).
+def show(target: Target, args: tuple[str, ...], at: str | None, as_json: bool) -> None:
+    """Print file PATH as it was at checkpoint ID, or at TIME with --at (raw bytes, as
+    stored; --at names the checkpoint on stderr).
 
     Inside the desk, PATH is taken from the current folder, as git does.
 
@@ -104,9 +114,15 @@ def show(target: Target, checkpoint_id: str, path: str, as_json: bool) -> None:
       checkpoints show 3f2a9c1 notes/plan.md
       checkpoints show 3f2a9c1 Memory.md > Memory.old.md
       checkpoints show 3f2a9c1 memory/chart.png --json
+      checkpoints show --at 2025-03-14T14:30:00+01:00 Memory.md
     """
+    if len(args) != (1 if at is not None else 2):
+        wanted = 'PATH (with --at)' if at is not None else 'ID and PATH'
+        raise click.UsageError(f'show takes {wanted}, not {len(args)} argument(s)')
+    path = args[-1]
     used = desk_path(target, path)
     checkpoints = target.checkpoints()
+    checkpoint_id = held_at(checkpoints, at, None) if at is not None else args[0]
     with suggesting(target, [path], [used], checkpoints.effective_tracked_paths):
         data = checkpoints.show(checkpoint_id, used)
     if not as_json:
@@ -129,11 +145,13 @@ def show(target: Target, checkpoint_id: str, path: str, as_json: bool) -> None:
 @click.command()
 @click.argument('path', metavar='[PATH]', required=False)
 @limit_option('checkpoints')
+@at_option('Start from')
 @json_option('Print a JSON array; each entry\'s "changes" names the kind of each path.')
 @target_options
 @verb('desk')
-def log(target: Target, path: str | None, limit: int, as_json: bool) -> None:
-    """List checkpoints newest first with the files each changed (only PATH's, if given).
+def log(target: Target, path: str | None, limit: int, at: str | None, as_json: bool) -> None:
+    """List checkpoints newest first with the files each changed (only PATH's, if given);
+    with --at TIME, from the checkpoint the desk held at TIME back.
 
     A checkpoint "changed" a file when the file differs from the checkpoint before it: A
     added, M modified, D deleted, T file <-> symlink. Inside the desk, PATH is taken from the
@@ -144,13 +162,16 @@ def log(target: Target, path: str | None, limit: int, as_json: bool) -> None:
       checkpoints log
       checkpoints log notes/plan.md -n 5
       checkpoints log memory --json
+      checkpoints log --at 3d -n 5
     """
     checkpoints = target.checkpoints()
+    if at is not None:
+        held_at(checkpoints, at, None)
     used = None if path is None else desk_path(target, path)
     if used == '.':  # the desk itself
         used = None
     with suggesting(target, [path or ''], [used or ''], checkpoints.effective_tracked_paths):
-        entries = checkpoints.log(used, limit or _ALL)
+        entries = checkpoints.log(used, limit or _ALL, at=at)
     if as_json:
         render.echo_json([entry.to_dict() for entry in entries])
         return

@@ -140,6 +140,32 @@ def limit_option(what: str) -> Callable[[F], F]:
     )
 
 
+def at_option(what: str) -> Callable[[F], F]:
+    """``--at TIME``: instead of an ID, the checkpoint the desk held at TIME."""
+    return click.option(
+        '--at',
+        metavar='TIME',
+        help=f'{what} the checkpoint the desk held at TIME (the newest taken at or before it): '
+        'ISO 8601 with an offset (2025-03-14T14:30:00+01:00, Z for UTC) or a period before '
+        'now (90m, 2h, 3d).',
+    )
+
+
+def held_at(checkpoints: Any, at: str, given: str | None) -> str:
+    """The id of the checkpoint the desk held at ``at`` (``--at``, instead of ``given``), said
+    on stderr with its time and reason, so the answer to "what was there at 14:30?" names
+    the checkpoint it comes from."""
+    if given is not None:
+        raise click.UsageError(f'give a checkpoint ID or --at TIME, not both ({given}, {at})')
+    found = checkpoints.checkpoint_at(at)
+    click.echo(
+        f'note: at {at} the desk held checkpoint {render.ident(found.checkpoint_id)}, taken '
+        f'{found.created_at}: {found.reason}',
+        err=True,
+    )
+    return str(found.checkpoint_id)
+
+
 def current_target(ctx: click.Context | None = None) -> Target:
     ctx = ctx or click.get_current_context()
     return target_of(ctx.meta)

@@ -10,7 +10,8 @@ The kinds, by what went wrong:
 
 - the caller's request: :class:`InvalidArgumentError`, :class:`BadPathError`,
   :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
-  :class:`NotInCheckpointError`, :class:`NothingToUndoError`;
+  :class:`BeforeFirstCheckpointError`, :class:`NotInCheckpointError`,
+  :class:`NothingToUndoError`;
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
   :class:`NoCheckpointsError` (:class:`UnfinishedCloneError`), :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
@@ -26,6 +27,7 @@ The kinds, by what went wrong:
 
 from .kinds import (
     BadPathError,
+    BeforeFirstCheckpointError,
     CheckpointError,
     CheckpointWarning,
     ConcurrentChangeError,
@@ -73,6 +75,7 @@ from .remote import (
 
 __all__ = [
     'BadPathError',
+    'BeforeFirstCheckpointError',
     'CheckpointError',
     'CheckpointWarning',
     'ConcurrentChangeError',

@@ -116,6 +116,24 @@ class UnknownTurnError(UnknownCheckpointError):
         self.turn = turn
 
 
+class BeforeFirstCheckpointError(CheckpointError):
+    """No checkpoint was taken at or before the moment asked for (``at=``, ``--at``).
+
+    Attributes:
+        at: The moment asked for (ISO 8601 with its offset).
+        first: The oldest checkpoint kept (short id).
+        first_at: When it was taken (ISO 8601).
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('at', 'first', 'first_at')
+
+    def __init__(self, message: str, *, at: str, first: str, first_at: str) -> None:
+        super().__init__(message)
+        self.at = at
+        self.first = first
+        self.first_at = first_at
+
+
 class NotInCheckpointError(CheckpointError):
     """A path names no file in the checkpoint (nothing there, or a folder where a file was
     asked for); for a restore of some paths, neither in the checkpoint nor in the desk.

@@ -19,6 +19,8 @@ from ..desk.state import DeskState
 from ..errors import BadPathError, NotInCheckpointError
 from ..store import metadata
 from ..store.repo import ShadowRepo
+from . import asof
+from .asof import Moment
 from .deskconfig import DeskConfig, effective_allowlist
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
 from .session import ReadSession
@@ -286,14 +288,35 @@ def show(session: ReadSession, checkpoint_id: str, path: str) -> bytes:
     return repo.read_blob(blob)
 
 
-def log(session: ReadSession, path: str | None, limit: int | None) -> list[LogEntry]:
-    """Checkpoints newest first with the files each changed (see ``Checkpoints.log``)."""
+def introduced(session: ReadSession, checkpoint_id: str, *, patches: bool = True) -> Diff:
+    """What a checkpoint changed: from the checkpoint before it (nothing, for the oldest kept)
+    to it."""
+    repo = session.repo
+    sha = repo.resolve(checkpoint_id)
+    info = repo.commit_info(sha)
+    parent = info.parents[0] if info.parents and repo.contains(info.parents[0]) else None
+    old = session.flatten(repo.commit_info(parent).tree)[0] if parent is not None else {}
+    new, _ = session.flatten(info.tree)
+    read = repo_reader(repo) if patches else None
+    return Diff(short_id(parent), short_id(sha), compare(old, new, read, read))
+
+
+def log(
+    session: ReadSession, path: str | None, limit: int | None, at: Moment | None = None
+) -> list[LogEntry]:
+    """Checkpoints newest first with the files each changed (see ``Checkpoints.log``); with
+    ``at``, from the checkpoint the desk held then."""
     repo = session.repo
     wanted = normalize_path(path, session.allowlist) if path else None
+    start = asof.find(repo.history(), at, repo.path).sha.encode() if at is not None else None
     entries: list[LogEntry] = []
     for info in repo.history():
         if limit is not None and len(entries) >= limit:
             break
+        if start is not None:
+            if info.sha.encode() != start:
+                continue
+            start = None
         parent = info.parents[0] if info.parents else None
         parent_tree = (
             repo.commit_info(parent).tree if parent is not None and repo.contains(parent) else None
@@ -316,7 +339,7 @@ def log(session: ReadSession, path: str | None, limit: int | None) -> list[LogEn
 
 def status(session: ReadSession) -> Status:
     """The desk compared with its newest checkpoint, and which changes were external."""
-    from . import external
+    from . import external, storageuse
 
     repo = session.repo
     result, cache = session.scan()
@@ -332,7 +355,14 @@ def status(session: ReadSession) -> Status:
         newest, _ = session.flatten(newest_tree)
         changes = compare(newest, result.files)
     attribution = external.attribute(session, LazyFiles(result), known)
-    return Status(short_id(head), changes, attribution.external, attribution.basis, skipped)
+    return Status(
+        short_id(head),
+        changes,
+        attribution.external,
+        attribution.basis,
+        skipped,
+        storageuse.measure(session),
+    )
 
 
 def unrecorded_status(config: DeskConfig) -> Status:

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Generator
+from contextlib import closing
+from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ..core.ids import CommitId, commit_id
 from ..errors import (
     CorruptRepositoryError,
     FileAccessError,
@@ -26,6 +32,11 @@ from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
 from ..store.repofolder import BRANCH, is_initialized
 from .results import Checkpoint, checkpoint_from
+
+if TYPE_CHECKING:
+    from ..store.repo import ShadowRepo
+
+Commits = Generator[CommitInfo, None, None]
 
 _HEX = re.compile(rb'[0-9a-f]{40}')
 
@@ -66,6 +77,59 @@ def refuse_unfinished_clone(repository: Path) -> None:
 
 def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     """The newest ``limit`` checkpoints (None: all), newest first; [] without a repository."""
+    with closing(walk(repository)) as commits:
+        return [checkpoint_from(info) for info in islice(commits, limit)]
+
+
+@dataclass(frozen=True)
+class Page:
+    """A run of checkpoints, newest first, as :func:`page` lists them.
+
+    Attributes:
+        checkpoints: The checkpoints.
+        ids: The full id of each, in the same order.
+        next: The full id of the checkpoint after the last one (where the next page starts);
+            None when the last one is the oldest.
+    """
+
+    checkpoints: tuple[Checkpoint, ...]
+    ids: tuple[CommitId, ...]
+    next: CommitId | None
+
+
+def page(repository: Path, limit: int, start: str | None = None) -> Page:
+    """At most ``limit`` checkpoints from the one whose full id is ``start`` (default: the
+    newest) back; a history of any length is listed a page at a time, each page reading only
+    its own commits."""
+    first = None
+    if start is not None:
+        if not isinstance(start, str) or not _HEX.fullmatch(start.encode()):
+            raise InvalidArgumentError(
+                f'a page starts at a full checkpoint id (40 hex digits), not {start!r}',
+                name='start',
+                value=start,
+            )
+        first = start.encode()
+    shallow = gitfiles.read_shallow(Path(repository))
+    with closing(walk(repository, first)) as commits:
+        infos = list(islice(commits, limit))
+    following = _next(infos[-1], shallow) if infos and len(infos) == limit else None
+    return Page(
+        tuple(checkpoint_from(info) for info in infos),
+        tuple(info.sha for info in infos),
+        None if following is None else commit_id(following),
+    )
+
+
+def walk(repository: Path, start: bytes | None = None) -> Commits:
+    """The branch's commits from ``start`` (default: its head) back along first parents, to the
+    root or the shallow boundary; nothing without a repository. The repository is checked (an
+    unfinished clone, a hostile config) before this returns.
+
+    The commit memo and loose objects are read first; the repository is opened (once) only for
+    a commit they lack, or for a branch whose ref is packed. Close the iterator (``closing``)
+    when stopping early, so an opened repository is closed at once.
+    """
     repository = Path(repository)
     refuse_unfinished_clone(repository)
     if not is_initialized(repository):
@@ -73,22 +137,42 @@ def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
             raise CorruptRepositoryError(
                 f'the checkpoint repository {repository} is not a folder', path=repository
             )
-        return []
+        return _none()
     repo_config.load(repository, missing_ok=True)  # refuses a hostile config, as every verb
-    head = _plain_head(repository)
-    if head is None:
-        return _through_the_repository(repository, limit)
-    shallow = gitfiles.read_shallow(repository)
-    reader = CommitReader(repository)
-    found: list[Checkpoint] = []
-    sha: bytes | None = head
-    while sha is not None and (limit is None or len(found) < limit):
-        info = reader.find(sha)
-        if info is None:
-            return _through_the_repository(repository, limit)
-        found.append(checkpoint_from(info))
-        sha = _next(info, shallow)
-    return found
+    return _commits(repository, start)
+
+
+def _none() -> Commits:
+    yield from ()
+
+
+def _commits(repository: Path, start: bytes | None) -> Commits:
+    opened: ShadowRepo | None = None
+    try:
+        sha = start if start is not None else _plain_head(repository)
+        if sha is None:
+            opened = _open(repository)
+            sha = None if opened is None else opened.head()
+        shallow = gitfiles.read_shallow(repository)
+        reader = CommitReader(repository)
+        while sha is not None:
+            info = reader.find(sha)
+            if info is None:
+                opened = opened or _open(repository)
+                if opened is None:
+                    return
+                info = opened.commit_info(sha)
+            yield info
+            sha = _next(info, shallow)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _open(repository: Path) -> ShadowRepo | None:
+    from ..store.repo import ShadowRepo  # dulwich: only when the plain files do not suffice
+
+    return ShadowRepo.open(repository)
 
 
 def _next(info: CommitInfo, shallow: set[bytes]) -> bytes | None:
@@ -108,18 +192,6 @@ def _plain_head(repository: Path) -> bytes | None:
         if _HEX.fullmatch(data[:40]):
             return data[:40]
     return None
-
-
-def _through_the_repository(repository: Path, limit: int | None) -> list[Checkpoint]:
-    from ..store.repo import ShadowRepo
-
-    repo = ShadowRepo.open(repository)
-    if repo is None:
-        return []
-    try:
-        return [checkpoint_from(info) for info in repo.history(limit)]
-    finally:
-        repo.close()
 
 
 class Lister:

@@ -78,12 +78,23 @@ class StatusChange(TypedDict):
     kind: str
 
 
+class StorageForm(TypedDict):
+    repository_bytes: int
+    objects_bytes: int
+    keep: int | None
+    older_than: str | None
+    max_size: str | None
+    would_drop: int | None
+    bytes_after: int | None
+
+
 class StatusForm(TypedDict):
     newest_id: str | None
     changes: list[StatusChange]
     external: list[str]
     basis: str
     skipped: list[KeptFile]
+    storage: StorageForm | None
 
 
 class ChangeRow(TypedDict):
@@ -99,7 +110,7 @@ class ChangeRow(TypedDict):
     removed_lines: int
 
 
-DiffForm = TypedDict('DiffForm', {'from': str, 'to': str | None, 'changes': list[ChangeRow]})
+DiffForm = TypedDict('DiffForm', {'from': str | None, 'to': str | None, 'changes': list[ChangeRow]})
 
 
 class LogEntryForm(TypedDict):
@@ -300,6 +311,8 @@ class Status:
         basis: ``sealed``, ``declared``, ``unknown`` (cannot tell) or ``none`` (see ``seal``).
         skipped: ``(path, why)`` for each tracked file a snapshot would leave out (too large,
             a name git cannot store, ...); such a file shows no change here.
+        storage: What the repository takes on disk and what retention would drop (None
+            before the first checkpoint).
     """
 
     newest_id: ShortId | None
@@ -307,6 +320,7 @@ class Status:
     external: tuple[str, ...]
     basis: str
     skipped: tuple[tuple[str, str], ...] = ()
+    storage: StorageUse | None = None
 
     @property
     def clean(self) -> bool:
@@ -319,6 +333,42 @@ class Status:
             external=list(self.external),
             basis=self.basis,
             skipped=kept_files(self.skipped),
+            storage=None if self.storage is None else self.storage.to_dict(),
+        )
+
+
+@dataclass(frozen=True)
+class StorageUse:
+    """What a desk's repository takes on disk, and what its retention limits would drop now
+    (see ``ops/storageuse.py``).
+
+    Attributes:
+        repository_bytes: The repository folder on disk (allocated blocks, as ``du`` counts).
+        objects_bytes: Of which the objects (the checkpoints' content).
+        keep, older_than, max_size: The retention limits in effect (None: not set).
+        would_drop: How many checkpoints a prune to those limits would drop now (0 without
+            limits; None while an unfinished restore forbids pruning).
+        bytes_after: The objects' estimated size after that prune (None when it would drop
+            nothing or cannot run).
+    """
+
+    repository_bytes: int
+    objects_bytes: int
+    keep: int | None = None
+    older_than: str | None = None
+    max_size: str | None = None
+    would_drop: int | None = 0
+    bytes_after: int | None = None
+
+    def to_dict(self) -> StorageForm:
+        return StorageForm(
+            repository_bytes=self.repository_bytes,
+            objects_bytes=self.objects_bytes,
+            keep=self.keep,
+            older_than=self.older_than,
+            max_size=self.max_size,
+            would_drop=self.would_drop,
+            bytes_after=self.bytes_after,
         )
 
 
@@ -374,12 +424,13 @@ class Diff:
     """The changes from one state to another, sorted by path.
 
     Attributes:
-        from_id: The older checkpoint.
+        from_id: The older checkpoint; None for nothing at all (what the oldest checkpoint
+            changed: every file it holds is added).
         to_id: The newer checkpoint, or None for the desk as it is now.
         changes: One entry per changed file.
     """
 
-    from_id: ShortId
+    from_id: ShortId | None
     to_id: ShortId | None
     changes: tuple[FileChange, ...]
 
