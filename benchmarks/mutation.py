@@ -54,6 +54,16 @@ FOUND_BY_MUTATION = [
     'tests/remote/test_credential_urls.py',
     'tests/remote/test_credential_file.py',
     'tests/store/test_tree_flattening.py',
+    'tests/ops/test_retention_budget.py',
+    'tests/desk/test_racy_entries.py',
+    'tests/remote/test_clone_checkout.py',
+    'tests/store/test_consolidation.py',
+    'tests/ops/test_oversize_carry.py',
+    'tests/ops/test_flush_order.py',
+    'tests/store/test_rollup_vetting.py',
+    'tests/ops/test_declared_paths.py',
+    'tests/desk/test_emptied_folders.py',
+    'tests/store/test_pruned_log.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
@@ -160,6 +170,72 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/store/test_tree_vetting.py',
             'tests/store/test_untrusted_trees.py',
             'tests/store/test_hostile_repositories.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'lock': (
+        'trading_checkpoints.core.lock.*',
+        [
+            'tests/core/test_locking.py',
+            'tests/product/test_clear_errors.py',  # the held lock; a holder killed holding it
+            'tests/ops/test_snapshot_without_lock.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'consolidation': (
+        'trading_checkpoints.store.pack.consolidation.*',
+        [
+            'tests/ops/test_retention.py',
+            'tests/store/test_storage.py',
+            'tests/remote/test_backup_after_prune.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'packappend': (
+        'trading_checkpoints.store.pack.append.*',
+        [
+            'tests/store/test_pack_append.py',
+            'tests/store/test_snapshots_go_into_packs.py',
+            'tests/store/test_storage.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'packrollup': (
+        'trading_checkpoints.store.pack.rollup.*',
+        [
+            'tests/store/test_pack_append.py',
+            'tests/store/test_snapshots_go_into_packs.py',
+            'tests/store/test_storage.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'remoteclone': (
+        'trading_checkpoints.remote.clone.*',
+        [
+            'tests/remote/test_push_pull_clone.py',
+            'tests/ops/test_engine.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'external': (
+        'trading_checkpoints.ops.external.*',
+        [
+            'tests/ops/test_external_edits.py',
+            'tests/ops/test_undo.py',
+            'tests/ops/test_restore_options.py',
+            'tests/ops/test_snapshot_without_lock.py',
+            'tests/store/test_noop_snapshot_memos.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'scan': (
+        'trading_checkpoints.desk.scan.*',
+        [
+            'tests/desk/test_statcache.py',
+            'tests/ops/test_engine.py',
+            'tests/product/test_clear_errors.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/ops/test_snapshot_list_restore.py',
             *FOUND_BY_MUTATION,
         ],
     ),
