@@ -182,14 +182,15 @@ def strace_works() -> str | None:
     return None
 
 
-def traced(code: str, cwd: Path, output: Path, timeout: float = 300) -> list[Event]:
-    """Runs ``python -c CODE`` (this checkout and the helpers importable) under ``strace -f
-    -y`` and returns its events; the raw trace is kept in ``output``."""
+def traced(code: str, output: Path, timeout: float = 300) -> list[Event]:
+    """Runs ``python -c CODE`` (this checkout and the helpers importable, in the current
+    folder) under ``strace -f -y`` and returns its events; the raw trace is kept in
+    ``output``."""
     assert STRACE is not None
+    cwd = Path.cwd()
     done = subprocess.run(
         [STRACE, '-f', '-qq', '-y', '-s', '0', '-o', str(output), '-e', f'trace={TRACED_CALLS}']
         + [sys.executable, '-c', code],
-        cwd=cwd,
         env=environment(with_helpers=True),
         capture_output=True,
         text=True,

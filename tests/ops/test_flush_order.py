@@ -326,6 +326,6 @@ def test_the_flush_order_under_strace(tmp_path: Path, durable: bool) -> None:
         target=target,
         durable=durable,
     )
-    events = traced(code, cwd=tmp_path, output=tmp_path / 'strace.out')
+    events = traced(code, output=tmp_path / 'strace.out')
     _outcome(repository, desk, target)
     check_orders(events, Places(repository, desk), durable)
