@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers.builders import session_turns, write
 from helpers.reading import files_of
 
 from trading_checkpoints import Checkpoints
 
 
-def test_a_size_budget_keeps_a_restores_pre_snapshot(cps: Checkpoints, desk: Path) -> None:
+@pytest.mark.parametrize('dry_run', [False, True], ids=['prune', 'dry-run'])
+def test_a_size_budget_keeps_a_restores_pre_snapshot(
+    cps: Checkpoints, desk: Path, dry_run: bool
+) -> None:
     ids = session_turns(cps, desk, 6)
     write(desk, 'Memory.md', 'an edit no checkpoint holds yet\n')
     edited = files_of(desk)
@@ -23,24 +27,16 @@ def test_a_size_budget_keeps_a_restores_pre_snapshot(cps: Checkpoints, desk: Pat
     restored = files_of(desk)
     # 1 KiB fits no checkpoint at all: the budget alone would keep only the newest (the
     # restore), and the restore's pre-snapshot is kept with it.
-    result = cps.prune(max_bytes='1k')
+    result = cps.prune(max_bytes='1k', dry_run=dry_run)
+    assert (result.checkpoints_before, result.checkpoints_after) == (8, 2)
+    assert undo_point not in result.pruned and ids[1] in result.pruned
+    if dry_run:
+        assert len(cps.list(20)) == 8  # nothing dropped
+        return
     kept = cps.list(10)
     assert [c.reason for c in kept] == [f'restored {ids[1]}', f'before restoring {ids[1]}']
     assert kept[1].checkpoint_id == undo_point
-    assert (result.checkpoints_before, result.checkpoints_after) == (8, 2)
     assert files_of(desk) == restored
     cps.restore(undo_point)  # the edit comes back from the pre-snapshot
     assert files_of(desk) == edited
     assert (desk / 'Memory.md').read_text() == 'an edit no checkpoint holds yet\n'
-
-
-def test_a_dry_run_under_a_size_budget_counts_the_pre_snapshot(
-    cps: Checkpoints, desk: Path
-) -> None:
-    ids = session_turns(cps, desk, 6)
-    write(desk, 'notes/turn-0.md', 'unsaved\n')
-    undo_point = cps.restore(ids[2])
-    dry = cps.prune(max_bytes=1, dry_run=True)
-    assert dry.dry_run and dry.checkpoints_after == 2
-    assert undo_point not in dry.pruned and ids[2] in dry.pruned
-    assert len(cps.list(20)) == 8  # nothing dropped
