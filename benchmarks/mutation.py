@@ -64,6 +64,7 @@ FOUND_BY_MUTATION = [
     'tests/ops/test_declared_paths.py',
     'tests/desk/test_emptied_folders.py',
     'tests/store/test_pruned_log.py',
+    'tests/core/test_lock_holder.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
