@@ -8,13 +8,17 @@ and it runs in this process, where mutation testing sees the calls.
 
 from __future__ import annotations
 
+from itertools import combinations
 from pathlib import Path
 
+from helpers import rawobjects
 from helpers.builders import session_turns, write
 from helpers.gitcli import fsck, git, needs_git
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.ops import engine
 from trading_checkpoints.store import storage
+from trading_checkpoints.store.pack.packfile import PackView
 
 
 def _sealed_after_a_write(cps: Checkpoints, desk: Path) -> str:
@@ -54,3 +58,58 @@ def test_compacting_alone_keeps_the_seal(cps: Checkpoints, desk: Path, repo_dir:
     write(desk, 'Memory.md', 'edited by a person after the seal\n')
     assert cps.status().external == ('Memory.md',)
     fsck(repo_dir)
+
+
+def test_compacting_a_repository_without_checkpoints(repo_dir: Path, desk: Path) -> None:
+    cps = Checkpoints(repo_dir, desk)
+    cps.set_tracked_paths(['notes'])  # the repository exists, with no checkpoint yet
+    assert (repo_dir / 'HEAD').is_file()
+    result = cps.prune()
+    assert (result.checkpoints_before, result.checkpoints_after) == (0, 0)
+    assert list((repo_dir / 'objects' / 'pack').glob('pack-*')) == []
+    write(desk, 'notes/first.md', 'the first checkpoint comes after\n')
+    assert cps.snapshot('first') is not None
+
+
+def test_rewriting_the_same_pack_removes_every_other_and_its_stale_indexes(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A compacted repository compacted again writes a pack of the same name (the same
+    objects): the packs beside it (here duplicates a crash between an append's rename and its
+    removal leaves) all go, and so do another tool's reverse index and bitmap of that name,
+    which describe the old layout."""
+    session_turns(cps, desk, 3)
+    cps.prune()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    (compacted,) = pack_dir.glob('pack-*.pack')
+    files = [desk / 'Memory.md', *sorted((desk / 'notes').iterdir())]
+    subsets = [*combinations(files, 1), *combinations(files, 2)]
+    for round_number, subset in enumerate(subsets):  # each a pack of another name
+        blobs = [path.read_bytes() for path in subset]
+        rawobjects.pack(
+            pack_dir,
+            [rawobjects.whole_record(3, data) for data in blobs],
+            [rawobjects.object_id(b'blob', data) for data in blobs],
+        )
+        for suffix in ('.bitmap', '.rev'):
+            compacted.with_suffix(suffix).write_bytes(b'the old layout\n')
+        cps.prune()
+        left = sorted(p.name for p in pack_dir.iterdir())
+        assert left == sorted([compacted.name, compacted.with_suffix('.idx').name]), (
+            f'round {round_number}: {left}'
+        )
+    fsck(repo_dir)
+
+
+def test_what_a_compaction_reports(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
+    session_turns(cps, desk, 4)
+    loose = [rawobjects.blob(repo_dir, b'loose blob %d\n' % i) for i in range(3)]
+    with engine.locked(cps.desk_config) as session:
+        stats = storage.consolidate(session.repo)
+    (pack,) = (repo_dir / 'objects' / 'pack').glob('pack-*.pack')
+    with PackView(str(pack)[: -len('.pack')]) as view:
+        assert stats.objects == view.count  # the unreachable loose blobs were dropped
+        assert all(sha.encode() not in view for sha in loose)
+    assert stats.loose_before == 3 and stats.packs_after == 1
+    assert 0 < stats.deltas < stats.objects  # the notes rewritten every turn became deltas
+    assert storage.loose_count(repo_dir) == 0
