@@ -65,6 +65,7 @@ FOUND_BY_MUTATION = [
     'tests/desk/test_emptied_folders.py',
     'tests/store/test_pruned_log.py',
     'tests/core/test_lock_holder.py',
+    'tests/store/test_append_targets.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
