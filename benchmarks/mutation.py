@@ -66,6 +66,7 @@ FOUND_BY_MUTATION = [
     'tests/store/test_pruned_log.py',
     'tests/core/test_lock_holder.py',
     'tests/store/test_append_targets.py',
+    'tests/store/test_rollup_choices.py',
 ]
 
 # module -> (mutant name pattern, focused test files)

@@ -11,6 +11,8 @@ and it runs in this process, where mutation testing sees the calls.
 
 from __future__ import annotations
 
+import os
+import random
 from pathlib import Path
 
 from helpers import rawobjects
@@ -54,19 +56,25 @@ def test_a_pack_with_a_misnamed_object_is_left_alone(
         [honest, misnamed],
     )
     handmade_bytes = Path(handmade + '.pack').read_bytes(), Path(handmade + '.idx').read_bytes()
-    # And a loose object, so the roll-up has something to fold into the largest pack.
+    # And a loose object and an honest small pack, tried after it (larger): the roll-up has
+    # something to fold into the largest pack.
     loose = rawobjects.blob(repo_dir, b'a loose blob another tool wrote\n')
-    real = _packs(repo_dir) - {handmade}
-    assert len(real) == 1
+    other_data = random.Random(7).randbytes(600)
+    other_name = rawobjects.object_id(b'blob', other_data)
+    other = rawobjects.pack(pack_dir, [rawobjects.whole_record(BLOB, other_data)], [other_name])
+    (real,) = _packs(repo_dir) - {handmade, other}
+    sizes = [os.path.getsize(name + '.pack') for name in (handmade, other, real)]
+    assert sizes == sorted(sizes), sizes
     _roll_up(cps)
     packfolder.wait_for_removals()
+    assert other not in _packs(repo_dir), 'the honest pack tried after it was not folded'
     assert handmade in _packs(repo_dir), 'the pack holding a misnamed object was removed'
     assert (Path(handmade + '.pack').read_bytes(), Path(handmade + '.idx').read_bytes()) == (
         handmade_bytes
     ), 'the pack holding a misnamed object was rewritten'
     (rolled,) = _packs(repo_dir) - {handmade}
     with PackView(rolled) as view:
-        assert loose.encode() in view  # the roll-up did run
+        assert loose.encode() in view and other_name.hex().encode() in view
         assert misnamed.hex().encode() not in view and honest.hex().encode() not in view, (
             'copied from the misnamed pack'
         )
