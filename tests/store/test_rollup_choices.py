@@ -15,6 +15,7 @@ mutation testing sees the calls.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 from helpers import rawobjects
 from helpers.builders import session_turns, write
+from helpers.faults import armed
 from helpers.gitcli import fsck
 from helpers.reading import history, version_of
 
@@ -30,7 +32,7 @@ from trading_checkpoints.ops import engine
 from trading_checkpoints.store import storage
 from trading_checkpoints.store.pack import folder as packfolder
 from trading_checkpoints.store.pack import rollup
-from trading_checkpoints.store.pack.packfile import PackView
+from trading_checkpoints.store.pack.packfile import Cache, PackView
 
 
 def _packs(repo_dir: Path) -> list[Path]:
@@ -208,3 +210,75 @@ def test_loose_objects_are_looked_at_by_the_eighth_commit(tmp_path: Path) -> Non
         assert storage.loose_count(repo_dir) == 0
         return
     pytest.skip('no run of eight commit ids without the prefixes in 60 attempts')
+
+
+def test_a_repository_of_loose_objects_only_is_packed(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """As a repository written before packs, or by other tools, may be: no pack at all."""
+    session_turns(cps, desk, 3)
+    known = {sha: version_of(repo_dir, sha) for sha in history(repo_dir)}
+    kinds = {1: b'commit', 2: b'tree', 3: b'blob'}
+    for pack in _packs(repo_dir):  # every object made loose, the packs removed
+        with PackView(str(pack)[: -len('.pack')]) as view:
+            cache = Cache()
+            for offset, _ in view.entries():
+                type_num, raw, _ = view.read(offset, cache)
+                rawobjects.write_object(repo_dir, kinds[type_num], raw)
+        pack.with_suffix('.idx').unlink()
+        pack.unlink()
+    assert _packs(repo_dir) == [] and storage.loose_count(repo_dir) > 0
+    stats = _roll_up(cps)
+    assert (stats.packs_before, stats.packs_after) == (0, 1)
+    assert storage.loose_count(repo_dir) == 0
+    for sha, content in known.items():
+        assert version_of(repo_dir, sha) == content
+    fsck(repo_dir)
+
+
+def _failing_roll_up(count: int):
+    """An audit action raising EIO when the ``count``-th temporary pack is created."""
+    seen: list[str] = []
+
+    def action(event: str, args: tuple) -> None:
+        if event != 'open' or not isinstance(args[0], (str, bytes)):
+            return
+        if 'tmp_pack_' in os.fsdecode(args[0]):
+            seen.append(os.fsdecode(args[0]))
+            if len(seen) == count:
+                raise OSError(errno.EIO, 'injected write error', os.fsdecode(args[0]))
+
+    return action, seen
+
+
+@pytest.mark.parametrize('debug', [False, True], ids=['quiet', 'debug'])
+def test_a_failing_roll_up_never_fails_its_snapshot_unless_debugging(
+    cps: Checkpoints, desk: Path, repo_dir: Path, monkeypatch: pytest.MonkeyPatch, debug: bool
+) -> None:
+    """The snapshot's own pack is written; the roll-up after it (the small pack now a large
+    enough fraction of the largest) fails writing its pack: the snapshot stands, everything
+    stays where it is, and the next check rolls up. With CHECKPOINTS_DEBUG the failure is
+    raised instead, for whoever debugs it."""
+    if debug:
+        monkeypatch.setenv('CHECKPOINTS_DEBUG', '1')
+    _largest_pack_first(cps, desk, _long_note(2))
+    write(desk, 'notes/added.bin', random.Random(5).randbytes(150_000))
+    action, seen = _failing_roll_up(2)
+    with armed(action):
+        if debug:
+            with pytest.raises(OSError, match='injected write error'):
+                cps.snapshot('a large new file')
+        else:
+            assert cps.snapshot('a large new file') is not None
+    assert len(seen) == 2, 'no roll-up was attempted'
+    packfolder.wait_for_removals()
+    assert len(_packs(repo_dir)) == 2  # as they were before the roll-up
+    newest = history(repo_dir)[0]
+    assert (
+        version_of(repo_dir, newest)['notes/added.bin'][1]
+        == (desk / 'notes/added.bin').read_bytes()
+    )
+    write(desk, 'notes/small.md', 'the next snapshot\n')
+    assert cps.snapshot('the next one') is not None
+    packfolder.wait_for_removals()
+    assert len(_packs(repo_dir)) == 1  # rolled up this time
