@@ -67,6 +67,7 @@ FOUND_BY_MUTATION = [
     'tests/core/test_lock_holder.py',
     'tests/store/test_append_targets.py',
     'tests/store/test_rollup_choices.py',
+    'tests/remote/test_clone_results.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
