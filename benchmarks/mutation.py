@@ -68,6 +68,7 @@ FOUND_BY_MUTATION = [
     'tests/store/test_append_targets.py',
     'tests/store/test_rollup_choices.py',
     'tests/remote/test_clone_results.py',
+    'tests/ops/test_attribution.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
