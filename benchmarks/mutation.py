@@ -69,6 +69,7 @@ FOUND_BY_MUTATION = [
     'tests/store/test_rollup_choices.py',
     'tests/remote/test_clone_results.py',
     'tests/ops/test_attribution.py',
+    'tests/desk/test_scan_edges.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
