@@ -18,7 +18,11 @@ from helpers.faults import armed
 from helpers.reading import files_of, tracked, version_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.desk.scan import STREAM_THRESHOLD
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.desk.folders import DeskFolders
+from trading_checkpoints.desk.scan import REPLACED, STREAM_THRESHOLD
+from trading_checkpoints.desk.scan import scan as scan_desk
+from trading_checkpoints.desk.statcache import StatCache
 
 
 def _reads_a_desk_file(event: str, args: tuple) -> bool:
@@ -98,15 +102,17 @@ def test_names_the_scan_takes_and_leaves(cps: Checkpoints, desk: Path, repo_dir:
     taken = ['notes/.hidden.md', 'notes/café.md', 'notes/.gitX', 'notes/.gitignore']
     for path in taken:
         write(desk, path, path)
-    write(desk, 'notes/back\\slash.md', 'a name git cannot store')
+    unstorable = ['notes/back\\slash.md', 'notes/new\nline.md', 'notes/carriage\rreturn.md']
+    for path in unstorable:
+        write(desk, path, 'a name git cannot store')
     for nested in ('.git', '.GIT', '.git.', '.git '):
         write(desk, f'notes/sub/{nested}/config', 'a nested repository')
     result = cps.snapshot_with_result('names')
     assert result.checkpoint_id is not None
     assert sorted(version_of(repo_dir, result.checkpoint_id)) == sorted(taken)
-    # The nested repositories are left out silently; the unstorable name is reported.
-    assert [path for path, _ in result.skipped] == ['notes/back\\slash.md']
-    assert result.skipped[0][1].startswith('its name has ')
+    # The nested repositories are left out silently; the unstorable names are reported.
+    assert sorted(path for path, _ in result.skipped) == sorted(unstorable)
+    assert all(why.startswith('its name has ') for _, why in result.skipped)
 
 
 @pytest.mark.parametrize('kind', ['-', 'x'])
@@ -134,3 +140,36 @@ def test_a_file_growing_past_the_limit_keeps_its_version_with_the_cache(
     newest = cps.list()[0]  # other.md changed, added.md added: grows.md is not counted
     assert (newest.files_changed, newest.lines_added, newest.lines_removed) == (2, 2, 1)
     assert cps.snapshot('again') is None
+
+
+@pytest.mark.parametrize('change', ['swapped', 'gone'])
+def test_a_folder_swapped_or_gone_mid_walk_leaves_the_rest_walked(
+    desk: Path, tmp_path: Path, change: str
+) -> None:
+    """The first of three sibling folders the walk opens is swapped for a new folder (reported
+    as replaced) or moved out of the desk just then; its siblings are walked all the same."""
+    for name in 'abc':
+        write(desk, f'notes/{name}/inside.md', name)
+    write(desk, 'notes/top.md', 'top')
+    write(desk, 'Memory.md', 'memory')
+    acted: list[str] = []
+
+    def swap_the_first_subfolder(event: str, args: tuple) -> None:
+        if acted or event != 'open' or args[0] not in ('a', 'b', 'c'):
+            return
+        if not isinstance(args[2], int) or not args[2] & os.O_DIRECTORY:
+            return
+        acted.append(args[0])
+        os.rename(desk / 'notes' / args[0], tmp_path / f'moved-{args[0]}')
+        if change == 'swapped':
+            write(desk, f'notes/{args[0]}/new.md', 'a new folder in its place')
+
+    with DeskFolders(desk) as folders, armed(swap_the_first_subfolder):
+        result = scan_desk(folders, Allowlist(TRACKED_PATHS), StatCache())
+    assert acted
+    others = {f'notes/{name}/inside.md' for name in 'abc' if name != acted[0]}
+    assert set(result.names) == {'Memory.md', 'notes/top.md', *others}
+    if change == 'swapped':
+        assert result.skipped == [(f'notes/{acted[0]}', REPLACED)]
+    else:
+        assert result.skipped == []
