@@ -12,6 +12,7 @@ never touched: mutmut's ``mutants/`` folder lives in the scratch copy
     python benchmarks/mutation.py paths --show        # also print each survivor's diff
     python benchmarks/mutation.py paths --baseline    # without the FOUND_BY_MUTATION tests
     python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
+    python benchmarks/mutation.py paths --again       # only what the last run left alive
 
 A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
 checkout: the symlink races run for every mutant they cover); ``--max-children 2`` halves that
@@ -310,7 +311,11 @@ def _not_killed(place: Path, prefix: str) -> list[str]:
     names = []
     for line in listing.splitlines():
         name, _, status = line.strip().rpartition(': ')
-        if name.startswith(prefix) and status not in ('killed', 'caught by type check'):
+        if name.startswith(prefix) and status not in (
+            'killed',
+            'caught by type check',
+            'not checked',
+        ):
             names.append(name)
     return names
 
@@ -322,13 +327,15 @@ def run(
     show: bool,
     baseline: bool = False,
     recheck: bool = False,
+    again: bool = False,
 ) -> dict[str, int]:
     pattern, _ = MODULES[module]
     wanted = [pattern]
-    if recheck:  # only the mutants that the baseline run left alive
-        wanted = _not_killed(SCRATCH / f'{module}-baseline', pattern.rstrip('*'))
+    if recheck or again:  # only the mutants the baseline run (or the last run) left alive
+        earlier = SCRATCH / (f'{module}-baseline' if recheck else module)
+        wanted = _not_killed(earlier, pattern.rstrip('*'))
         if not wanted:
-            print(f'== {module}: the baseline run left no mutant alive')
+            print(f'== {module}: the {"baseline" if recheck else "last"} run left no mutant alive')
             return {}
     place = _prepare(module, fresh, baseline)
     print(f'== {module}: mutmut run {pattern!r} ({len(wanted)} names) in {place}', flush=True)
@@ -343,7 +350,7 @@ def run(
     survivors = []
     for line in listing.splitlines():
         name, _, status = line.strip().rpartition(': ')
-        if not name.startswith(prefix) or (recheck and name not in wanted):
+        if not name.startswith(prefix) or ((recheck or again) and name not in wanted):
             continue
         counts[status] = counts.get(status, 0) + 1
         if status not in ('killed', 'caught by type check'):
@@ -374,9 +381,23 @@ def main() -> None:
         action='store_true',
         help='run only the mutants a --baseline run of the module left alive',
     )
+    parser.add_argument(
+        '--again',
+        action='store_true',
+        help='run only the mutants the last run of the module left alive (after new tests; '
+        'the module itself must be unchanged, or its mutants are numbered anew)',
+    )
     args = parser.parse_args()
     for module in MODULES if args.module == 'all' else [args.module]:
-        run(module, args.max_children, args.fresh, args.show, args.baseline, args.recheck)
+        run(
+            module,
+            args.max_children,
+            args.fresh,
+            args.show,
+            args.baseline,
+            args.recheck,
+            args.again,
+        )
 
 
 if __name__ == '__main__':
