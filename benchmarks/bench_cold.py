@@ -15,8 +15,15 @@ touches all of them alike; the figures are medians over the rounds, in milliseco
 ratios are against the same virtualenv's ``python -c pass`` measured in the same rounds (and, for
 reference, against ``git status`` on a git repository holding the same files).
 
+Each verb is timed twice: as the console script runs it (on the warm command server, started
+by the first run; see ``trading_checkpoints/warm/``) and with ``CHECKPOINTS_SERVER=off`` (the
+command imported and run in the new process itself).
+
 The MCP row is a client's first exchange: spawn ``checkpoints mcp``, send ``initialize``, the
 ``initialized`` notification and ``tools/list``, and stop the clock at the ``tools/list`` answer.
+The Bash row is the two processes a shell command costs a Claude Code session (``PreToolUse``
+then ``PostToolUse`` on ``Bash``, in a turn already started, a command that changed nothing):
+their sum, against two ``python -c pass``.
 """
 
 from __future__ import annotations
@@ -31,14 +38,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GIT = shutil.which('git')
-HOOK_FIXTURES = ROOT / 'tests' / 'fixtures' / 'hooks'
+HOOK_FIXTURES = ROOT / 'tests' / 'helpers' / 'hook_events'
 
+BASH_PAIR = 'hook Bash pair: Pre + PostToolUse (unchanged)'
 TARGETS = {  # row -> upper bound of its ratio to `python -c pass`
     'hook PreToolUse Write (unchanged desk)': 3.0,
+    BASH_PAIR: 6.0,  # two processes
     'snapshot (no-op)': 3.0,
     'status (clean)': 3.0,
     'list': 3.0,
@@ -158,6 +168,13 @@ def timed_mcp(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
+def bash_pair(
+    hook: list[str], workspace: Path, before: Path, after: Path, env: dict[str, str]
+) -> float:
+    """The two hook processes of one shell command, one after the other."""
+    return timed_process(hook, workspace, before, env) + timed_process(hook, workspace, after, env)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--venv', type=Path, help='virtualenv to use (created if missing)')
@@ -175,24 +192,37 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHON'))}
         env['NO_COLOR'] = '1'
         write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
+        bash_before = hook_event('claude_pre_tool_use_bash.json', workspace, base)
+        bash_after = hook_event('claude_post_tool_use_bash.json', workspace, base)
+        hook = [command, 'hook', '--harness', 'claude']
         # The written file exists and is unchanged: the hook's snapshot finds nothing to record.
         (desk / 'notes').mkdir()
         (desk / 'notes' / 'plan.md').write_text('# Plan\n')
         subprocess.run([command, '--workspace', str(workspace), 'snapshot'], check=True, env=env)
 
-        rows: dict[str, Callable[[], float]] = {
-            'python -c pass': lambda: timed_process([python, '-c', 'pass'], desk, None, env),
-            'checkpoints --help': lambda: timed_process([command, '--help'], desk, None, env),
-            'list': lambda: timed_process([command, 'list'], desk, None, env),
-            'status (clean)': lambda: timed_process([command, 'status'], desk, None, env),
-            'snapshot (no-op)': lambda: timed_process([command, 'snapshot'], desk, None, env),
-            'hook PreToolUse Write (unchanged desk)': lambda: timed_process(
-                [command, 'hook', '--harness', 'claude'], workspace, write_event, env
-            ),
-            'mcp: spawn, initialize, tools/list': lambda: timed_mcp(
-                [command, '--workspace', str(workspace), 'mcp'], workspace, env
+        off = {**env, 'CHECKPOINTS_SERVER': 'off'}
+        verbs: dict[str, tuple[list[str], Path, Path | None]] = {
+            'checkpoints --help': (['--help'], desk, None),
+            'list': (['list'], desk, None),
+            'status (clean)': (['status'], desk, None),
+            'snapshot (no-op)': (['snapshot'], desk, None),
+            'hook PreToolUse Write (unchanged desk)': (
+                ['hook', '--harness', 'claude'],
+                workspace,
+                write_event,
             ),
         }
+        rows: dict[str, Callable[[], float]] = {
+            'python -c pass': lambda: timed_process([python, '-c', 'pass'], desk, None, env),
+        }
+        for name, (argv, cwd, stdin) in verbs.items():
+            rows[name] = partial(timed_process, [command, *argv], cwd, stdin, env)
+            rows[f'{name}, no server'] = partial(timed_process, [command, *argv], cwd, stdin, off)
+        for label, environment in ((BASH_PAIR, env), (f'{BASH_PAIR}, no server', off)):
+            rows[label] = partial(bash_pair, hook, workspace, bash_before, bash_after, environment)
+        rows['mcp: spawn, initialize, tools/list'] = lambda: timed_mcp(
+            [command, '--workspace', str(workspace), 'mcp'], workspace, env
+        )
         if GIT is not None:
             tree = git_repository(desk, base / 'git')
             genv = git_env(base)
@@ -211,15 +241,18 @@ def main() -> None:
     floor = medians['python -c pass']
     version = sys.version.split()[0]
     print(f'{args.files} tracked files, {args.rounds} rounds, medians (ms); python {version}')
-    print(f'{"command":44} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
+    print(f'{"command":56} {"ms":>8} {"x python -c pass":>17} {"target":>8}')
     for name, value in medians.items():
         target = TARGETS.get(name)
         if name.startswith('mcp'):
             mark = f'<= {MCP_TARGET_MS:.0f} ms' if value <= MCP_TARGET_MS else 'MISSED'
-            print(f'{name:44} {value:8.1f} {value / floor:17.2f} {mark:>8}')
+            print(f'{name:56} {value:8.1f} {value / floor:17.2f} {mark:>8}')
             continue
         verdict = '' if target is None else ('met' if value / floor <= target else 'MISSED')
-        print(f'{name:44} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
+        print(f'{name:56} {value:8.1f} {value / floor:17.2f} {verdict:>8}')
+    pair, single = medians[BASH_PAIR], medians['hook PreToolUse Write (unchanged desk)']
+    print(f'Bash pair beyond two bare Python starts: {pair - 2 * floor:.1f} ms; ', end='')
+    print(f'beyond two Write hooks: {pair - 2 * single:.1f} ms')
     if args.json:
         args.json.write_text(json.dumps({'files': args.files, 'medians_ms': medians}, indent=2))
 

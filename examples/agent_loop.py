@@ -4,7 +4,7 @@ then a whole turn rewound.
 Each user message opens a turn (``checkpoints.turn``); the agent's write tools are wrapped with
 ``checkpoints.before_write``, so the desk is snapshotted before every write and each snapshot
 carries the turn's id. At the end the user asks to undo one answer: ``restore_turn`` puts every
-tracked file back as it was before that turn began.
+file that turn wrote back as it was before the turn began.
 
 Run it with ``python examples/agent_loop.py [WORKSPACE]``; without an argument it works in a
 temporary folder and removes it afterwards.

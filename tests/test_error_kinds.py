@@ -98,6 +98,13 @@ def _repositories_folder_is_a_file(w: World) -> None:
     (other / '.checkpoints').write_text('not a folder')
 
 
+def _shallow_linked_outside(w: World) -> None:
+    """``shallow`` a link to a file outside the repository (never followed)."""
+    outside = w.root / 'outside.txt'
+    outside.write_text('https://user:token@example.invalid\n')
+    os.symlink(outside, w.repo / 'shallow')
+
+
 def _prune_all_but_newest(w: World) -> None:
     w.snapshot('v2')
     w.snapshot('v3')
@@ -133,6 +140,12 @@ def _external_change(w: World) -> None:
     w.snapshot('v2 by the agent')
     w.cps.seal()
     (w.desk / 'notes' / 'a.md').write_text('a2 by a person\n')
+
+
+def _two_turns_wrote_one_file(w: World) -> None:
+    for turn, text in (('msg_1', 'v2\n'), ('msg_2', 'v3\n')):
+        with w.cps.turn(turn, message_id=turn), w.cps.guard('write_file Memory.md'):
+            (w.desk / 'Memory.md').write_text(text)
 
 
 def _fifo_in_the_way(w: World) -> None:
@@ -286,6 +299,13 @@ CASES: dict[str, Case] = {
         library=lambda w: Checkpoints.clone(str(w.root / 'backup.git'), w.repo, w.desk),
         verb=lambda w: ['--desk', 'main', 'clone', str(w.root / 'backup.git')],
     ),
+    'a clone that was interrupted': Case(
+        errors.UnfinishedCloneError,
+        lambda w: {'repository': str(w.repo), 'desk': None},
+        setup=lambda w: (w.repo / PRIVATE_DIR / 'cloning').write_bytes(b''),
+        library=lambda w: w.cps.list(),
+        verb=lambda w: ['list'],
+    ),
     'a size setting that is not a size': Case(
         errors.InvalidSettingError,
         lambda w: {'setting': 'checkpoints.maxFileSize', 'source': str(w.repo / 'config')},
@@ -297,6 +317,13 @@ CASES: dict[str, Case] = {
         errors.CorruptRepositoryError,
         lambda w: {'path': str(w.repo)},
         setup=lambda w: (w.repo / 'refs' / 'heads' / 'main').write_text('garbage\n'),
+        library=lambda w: Checkpoints(w.repo, w.desk).log(),
+        verb=lambda w: ['log'],
+    ),
+    'a repository file that is a link': Case(
+        errors.RepositoryFileError,
+        lambda w: {'path': str(w.repo / 'shallow'), 'problem': 'link'},
+        setup=_shallow_linked_outside,
         library=lambda w: Checkpoints(w.repo, w.desk).log(),
         verb=lambda w: ['log'],
     ),
@@ -334,6 +361,13 @@ CASES: dict[str, Case] = {
         library=lambda w: w.cps.restore(w.first, on_external='refuse'),
         verb=lambda w: ['restore', w.first, '--refuse-external'],
     ),
+    "a rewind of a turn over a later turn's write": Case(
+        errors.TurnConflictError,
+        lambda w: {'paths': ('Memory.md',), 'turn': 'msg_1'},
+        setup=_two_turns_wrote_one_file,
+        library=lambda w: w.cps.restore_turn('msg_1'),
+        verb=lambda w: ['restore-turn', 'msg_1'],
+    ),
     'a turn inside a turn': Case(
         errors.TurnStillOpenError,
         lambda w: {'turn': 'msg_1', 'desk': str(w.desk)},
@@ -370,6 +404,13 @@ CASES: dict[str, Case] = {
         lambda w: {'remote': 'backup'},
         setup=_backup,
         library=lambda w: w.cps.add_remote('backup', str(w.root / 'other.git')),
+    ),
+    'a path remote whose folder is missing': Case(
+        errors.MissingRemoteFolderError,
+        lambda w: {'remote': 'usb', 'folder': str(w.root / 'mnt' / 'usb')},
+        setup=lambda w: w.cps.add_remote('usb', str(w.root / 'mnt' / 'usb' / 'desk.git')),
+        library=lambda w: w.cps.push('usb'),
+        verb=lambda w: ['push', 'usb'],
     ),
     'a remote without checkpoints': Case(
         errors.EmptyRemoteError,
@@ -413,6 +454,7 @@ NOT_IN_THE_TABLE = {
     errors.DeskChangedError: 'a writer racing a restore: test_safety_checks.py',
     errors.NotAFolderError: 'a symlink swapped in mid-walk: test_safety_checks.py',
     errors.OverSizeLimitError: 'a file growing past the limit between two scans of a restore',
+    errors.MountPointError: 'a bind mount in the desk needs root: tests/desk/test_mount_points.py',
     errors.RemoteAuthError: 'an HTTP server refusing credentials',
     errors.RemoteMovedError: 'another push landing during this one',
     errors.PrunedHistoryError: 'a push of pruned history to an HTTP or ssh server',

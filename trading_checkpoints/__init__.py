@@ -15,21 +15,23 @@ Example::
     checkpoints.restore('3f2a9c1')
 """
 
-from typing import TYPE_CHECKING
-
-from .core.paths import TRACKED_PATHS
-from .errors import (
-    CheckpointError,
-    CheckpointWarning,
-    CorruptRepositoryError,
-    ExternalChangesError,
-    LockTimeoutError,
-    NothingToUndoError,
-    UnknownCheckpointError,
-)
-
+# Nothing is imported until it is used: the console script imports this package before it
+# knows whether the command runs here or on the warm server (see ``warm/``), and every
+# millisecond of a hook's start counts. ``TYPE_CHECKING`` is spelled out rather than imported
+# from typing (itself a few milliseconds); type checkers read the block below all the same.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .checkpoints import Checkpoints
+    from .core.paths import TRACKED_PATHS
+    from .errors import (
+        CheckpointError,
+        CheckpointWarning,
+        CorruptRepositoryError,
+        ExternalChangesError,
+        LockTimeoutError,
+        NothingToUndoError,
+        UnknownCheckpointError,
+    )
     from .ops.results import (
         Checkpoint,
         Diff,
@@ -42,9 +44,15 @@ if TYPE_CHECKING:
     )
     from .workspace import Workspace
 
-# Imported on first use, so that ``import trading_checkpoints`` (and ``checkpoints --help``)
-# does not pay for dulwich until something needs a repository.
 _LAZY = {
+    'TRACKED_PATHS': 'core.paths',
+    'CheckpointError': 'errors',
+    'CheckpointWarning': 'errors',
+    'CorruptRepositoryError': 'errors',
+    'ExternalChangesError': 'errors',
+    'LockTimeoutError': 'errors',
+    'NothingToUndoError': 'errors',
+    'UnknownCheckpointError': 'errors',
     'Checkpoints': 'checkpoints',
     'Checkpoint': 'ops.results',
     'Diff': 'ops.results',

@@ -13,13 +13,14 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
-from .errors import InvalidArgumentError, NoCheckpointsError
-from .ops import deskconfig, engine, external, history, listing, request, restore, undo
+from .errors import InvalidArgumentError
+from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
 from .ops.guard import Guard, before_write
@@ -34,7 +35,7 @@ from .ops.results import (
     TurnInfo,
 )
 from .ops.session import open_reading
-from .ops.turns import Turn, first_checkpoint, open_turn
+from .ops.turns import Turn, first_checkpoint, first_of_turn, open_turn
 from .ops.turns import turns as recorded_turns
 from .store import metadata
 from .store.repofolder import is_initialized
@@ -46,6 +47,12 @@ __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Stat
 
 _F = TypeVar('_F', bound=Callable[..., Any])
 _Self = TypeVar('_Self', bound='Checkpoints')
+
+
+def _remote() -> ModuleType:  # imported by the verbs that use it: it loads dulwich's clients
+    from . import remote
+
+    return remote
 
 
 class Checkpoints:
@@ -128,6 +135,7 @@ class Checkpoints:
         tool: str | None = None,
         paths: Sequence[str] | None = None,
         turn: str | None = None,
+        session: str | None = None,
     ) -> str | None:
         """Records the tracked files as they are now, if they changed since the newest checkpoint.
 
@@ -137,7 +145,9 @@ class Checkpoints:
             reason: What is about to happen, kept as the checkpoint's message.
             tool: Optional name of the tool about to write (kept as a git trailer).
             paths: Optional paths it is about to write (kept as trailers).
-            turn: Optional id of the agent turn (kept as a trailer).
+            turn: Optional id of the agent turn (kept as a trailer); its first snapshot always
+                leaves a checkpoint, even when nothing changed (the turn's start).
+            session: Optional id of the agent session the turn belongs to (kept as a trailer).
 
         Returns:
             The new checkpoint's short id, or None when nothing had changed.
@@ -145,7 +155,8 @@ class Checkpoints:
         Raises:
             CheckpointError: The desk or repository cannot be read or written.
         """
-        return self.snapshot_with_result(reason, tool=tool, paths=paths, turn=turn).checkpoint_id
+        result = self.snapshot_with_result
+        return result(reason, tool=tool, paths=paths, turn=turn, session=session).checkpoint_id
 
     def snapshot_with_result(
         self,
@@ -154,6 +165,7 @@ class Checkpoints:
         tool: str | None = None,
         paths: Sequence[str] | None = None,
         turn: str | None = None,
+        session: str | None = None,
     ) -> SnapshotResult:
         """Like :meth:`snapshot`, but also says which files were left out, and any recovery."""
         if not isinstance(reason, str):
@@ -162,14 +174,18 @@ class Checkpoints:
             )
         if isinstance(paths, str):
             paths = (paths,)
-        message = metadata.compose(reason, tool, paths, turn)
+        message = metadata.compose(reason, tool, paths, turn, session)
         deskconfig.check_desk(self.desk_config, must_exist=True)
         self.last_recovery = None
         earlier = snapshots.look(self.desk_config, message)
         if earlier is not None and earlier.answer is not None:
-            return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        with engine.locked(self.desk_config, light=True, report_to=self) as session:
-            return snapshots.take(session, message, earlier)
+            taken = earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
+        else:
+            with engine.locked(
+                self.desk_config, light=True, report_to=self, verb='snapshot'
+            ) as locked:
+                taken = snapshots.take(locked, message, earlier)
+        return first_of_turn(self.desk_config, turn, message, taken)
 
     def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:
         """The most recent checkpoints, newest first (``limit=None``: all of them); ``[]`` when
@@ -268,7 +284,7 @@ class Checkpoints:
         policy = request.policy(on_external, request.OVERWRITE if force else request.KEEP)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='restore') as session:
             return restore.to_checkpoint(
                 session, checkpoint_id, paths, dry_run=dry_run, on_external=policy
             )
@@ -311,12 +327,15 @@ class Checkpoints:
         changed; ``[]`` when none did (also for a path that never existed).
         """
         listing.check_limit(limit)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             return [] if session is None else history.log(session, path, limit)
 
     def status(self) -> Status:
-        """What changed in the desk since the newest checkpoint, and which of it was external."""
+        """What changed in the desk since the newest checkpoint, and which of it was external
+        (an interrupted restore is completed first, ``last_recovery`` saying so)."""
         deskconfig.check_desk(self.desk_config, must_exist=False)
+        engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:
             if session is not None:
                 return history.status(session)
@@ -339,7 +358,7 @@ class Checkpoints:
         deskconfig.check_desk(config, must_exist=False)
         self.tracked_paths = config.requested.entries
         self.desk_config = config
-        with engine.locked(config, report_to=self):
+        with engine.locked(config, report_to=self, verb='track'):
             pass  # the lock records an explicit list in the repository's config
         return config.requested.entries
 
@@ -356,7 +375,7 @@ class Checkpoints:
             The short id of the seal (the newest checkpoint when the desk matches it).
         """
         deskconfig.check_desk(self.desk_config, must_exist=True)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
             return short_id(external.seal(session))
 
     def undo(
@@ -378,7 +397,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='undo') as session:
             return undo.undo(session, policy, dry_run)
 
     def redo(
@@ -391,7 +410,7 @@ class Checkpoints:
         policy = request.undo_policy(force, keep_external)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         engine.require_repository(self.desk_config)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='redo') as session:
             return undo.redo(session, policy, dry_run)
 
     # -- agent integration: guards, decorators and turns (guard.py, turns.py) --------------
@@ -444,19 +463,23 @@ class Checkpoints:
         self,
         turn_id: str,
         dry_run: bool = False,
-        force: bool = True,
+        force: bool = False,
         *,
         on_external: str | None = None,
     ) -> RestoreResult:
-        """Puts the tracked files back as they were before turn ``turn_id`` began.
+        """Puts back the files turn ``turn_id`` wrote, as they were before the turn began; what
+        later turns, other sessions and other writers changed elsewhere stays.
 
-        ``force`` and ``on_external`` work as for :meth:`Checkpoints.restore`: with
-        ``force=False`` only the agent's changes are reverted.
+        Where someone else changed such a file after the turn did, it refuses and changes
+        nothing (``TurnConflictError`` naming the files) unless ``force`` (put it back anyway;
+        the pre-snapshot keeps it) or ``on_external='keep'`` (leave it as it is). See
+        ``ops/rewind.py`` for how the writer of each file is told.
         """
-        target = first_checkpoint(self, turn_id)
-        return self.restore_with_result(
-            target, dry_run=dry_run, force=force, on_external=on_external
-        )
+        policy = request.policy(on_external, request.OVERWRITE if force else request.REFUSE)
+        deskconfig.check_desk(self.desk_config, must_exist=False)
+        first_checkpoint(self, turn_id)  # the turn exists
+        with engine.locked(self.desk_config, report_to=self, verb='restore-turn') as session:
+            return rewind.restore_turn(session, turn_id.strip(), policy, dry_run)
 
     def turns(self, limit: int | None = 20) -> builtins.list[TurnInfo]:
         """The recorded turns, newest first, each with its checkpoints (newest first)."""
@@ -518,50 +541,37 @@ class Checkpoints:
         """
         if not engine.repository_exists(self.desk_config):
             return PruneResult(0, 0, 0, 0)
-        with engine.locked(self.desk_config, report_to=self) as session:
+        with engine.locked(self.desk_config, report_to=self, verb='prune') as session:
             return pruning.prune_or_compact(
                 session.repo, keep=keep, older_than=older_than, max_bytes=max_bytes, dry_run=dry_run
             )
 
     def add_remote(self, name: str, url: str):  # -> remote.Remote
         """Remembers a git remote (path, file://, http(s):// or ssh:// URL) for backups."""
-        from . import remote as _remote
-
-        with engine.locked(self.desk_config, report_to=self) as session:
-            return _remote.add_remote(session.repo.path, name, url)
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
+            return _remote().add_remote(session.repo.path, name, url)
 
     def remove_remote(self, name: str) -> None:
-        from . import remote as _remote
-
-        with engine.locked(self.desk_config, report_to=self) as session:
-            _remote.remove_remote(session.repo.path, name)
+        with engine.locked(self.desk_config, report_to=self, verb='remote') as session:
+            _remote().remove_remote(session.repo.path, name)
 
     def remotes(self) -> builtins.list:  # -> list[remote.Remote]
-        from . import remote as _remote
-
         if not is_initialized(self.repository_directory):
             return []
-        return _remote.list_remotes(self.repository_directory)
+        remotes: builtins.list = _remote().list_remotes(self.repository_directory)
+        return remotes
 
-    def push(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
-        """Pushes the checkpoints to a remote's branch main (fast-forward only)."""
-        from . import remote as _remote
-
+    def push(
+        self, remote: str | None = None, *, progress=None, create_parents: bool = False
+    ):  # -> remote.TransferResult
+        """Pushes the checkpoints to a remote's branch main (fast-forward only); a path
+        remote's folder must exist (``MissingRemoteFolderError``) unless ``create_parents``."""
         engine.require_repository(self.desk_config)
-        return _remote.push(self.desk_config, remote, progress)
+        return _remote().push(self.desk_config, remote, progress, create_parents=create_parents)
 
     def pull(self, remote: str | None = None, *, progress=None):  # -> remote.TransferResult
         """Fast-forwards the checkpoints to a remote's; the desk's files are not touched."""
-        from . import remote as _remote
-
-        if not engine.repository_exists(self.desk_config):
-            raise NoCheckpointsError(
-                f'no checkpoint repository at {self.repository_directory}; use clone instead',
-                repository=self.repository_directory,
-            )
-        with engine.locked(self.desk_config, report_to=self) as session:
-            chosen = _remote.get_remote(session.repo.path, remote)
-            return _remote.pull(session.repo, chosen, progress)
+        return _remote().pull_desk(self.desk_config, remote, progress, report_to=self)
 
     @classmethod
     def clone(
@@ -580,10 +590,8 @@ class Checkpoints:
         holds no tracked files yet; the remote is remembered as ``origin``. A clone that was
         interrupted is resumed by cloning again.
         """
-        from . import remote as _remote
-
         checkpoints = cls(repository_directory, desk_directory, tracked_paths)
-        result, written = _remote.clone(
+        result, written = _remote().clone(
             checkpoints.desk_config, url, restore=restore, progress=progress
         )
         return checkpoints, result, written

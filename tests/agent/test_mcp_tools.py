@@ -211,3 +211,29 @@ def test_missing_desk_and_empty_desk(workspace: Path) -> None:
         assert pruned['checkpoints_before'] == 0 and pruned['pruned'] == []
 
     run_server(workspace, script)
+
+
+def test_restore_turn_refuses_a_conflict_unless_forced_or_kept(workspace: Path, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v0')
+    cps = checkpoints_in(workspace)
+    for turn, text in (('msg_1', 'v1'), ('msg_2', 'v2')):
+        with cps.turn(turn, message_id=turn):
+            with cps.guard('write_file Memory.md'):
+                write(desk, 'Memory.md', text)
+            with cps.guard(f'write_file notes/{turn}.md'):
+                write(desk, f'notes/{turn}.md', turn)
+
+    async def script(client: Session) -> None:
+        refused = await client.error('restore_turn', turn_id='msg_1')
+        assert 'refusing to rewind turn msg_1' in refused and 'Memory.md' in refused
+        assert (desk / 'notes/msg_1.md').exists(), 'nothing was changed'
+        kept = await client.ok('restore_turn', turn_id='msg_1', on_external='keep')
+        assert kept['deleted'] == ['notes/msg_1.md'] and kept['written'] == []
+        assert kept['kept'] == [{'path': 'Memory.md', 'reason': 'changed outside the agent'}]
+        await client.ok('restore', checkpoint_id=kept['before_id'])
+        forced = await client.ok('restore_turn', turn_id='msg_1', force=True)
+        assert forced['written'] == ['Memory.md'] and forced['external'] == ['Memory.md']
+        assert forced['undo_hint'] == f'restore {forced["before_id"]}'
+
+    run_server(workspace, script)
+    assert (desk / 'Memory.md').read_text() == 'v0' and (desk / 'notes/msg_2.md').exists()

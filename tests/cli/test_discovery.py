@@ -164,7 +164,7 @@ def test_an_existing_desk_without_checkpoints_is_the_one_empty_answer(agent: Pat
     assert checkpoints('status', cwd=inside).stdout.startswith(
         "No checkpoints yet for desk 'fresh'"
     )
-    assert checkpoints('log', cwd=inside).stdout == 'No checkpoints yet.\n'
+    assert checkpoints('log', cwd=inside).stdout == "No checkpoints yet for desk 'fresh'.\n"
     assert not (agent / '.checkpoints' / 'fresh.git').exists(), 'reading creates nothing'
 
 

@@ -103,7 +103,7 @@ def test_log_filters_and_json_has_metadata(workspace: Path, history: tuple[str, 
     assert rows[1]['paths'] == ['notes/plan.md']
     assert rows[0]['changed'] == ['Memory.md', 'memory/chart.png', 'notes/plan.md']
     code, out, _ = run(workspace, 'log', 'notes/never.md')
-    assert (code, out) == (0, 'No checkpoints changed it.\n')
+    assert (code, out) == (0, 'No checkpoints changed notes/never.md.\n')
 
 
 def test_list_json_gains_metadata(workspace: Path, history: tuple[str, str]) -> None:
@@ -163,7 +163,8 @@ def test_restore_default_target_paths_and_dry_run(
 def test_undo_redo_round_trip(workspace: Path, desk: Path, history: tuple[str, str]) -> None:
     write(desk, 'notes/plan.md', 'w3\n')
     code, out, _ = run(workspace, 'undo')
-    assert code == 0 and out.startswith('Undid: back to')
+    assert code == 0 and out.startswith("Undid on desk 'main' of workspace")
+    assert ', back to ' in out.splitlines()[0]
     assert f'Redo with: checkpoints --workspace {workspace} --desk main redo' in out
     assert (desk / 'notes/plan.md').read_text() == 'plan\n'
     code, out, _ = run(workspace, 'undo', '--json')

@@ -38,7 +38,8 @@ def ids(root: Path, desk: str = 'main') -> list[str]:
     ('args', 'first', 'hint'),
     [
         (['list', '--frob'], "error: no such option '--frob'.", 'checkpoints list --help'),
-        (['diff'], "error: missing argument 'ID'.", 'checkpoints diff --help'),
+        (['show'], "error: missing argument 'ID'.", 'checkpoints show --help'),
+        (['list', '-n'], "error: option '-n' requires an argument", 'checkpoints list --help'),
         (['lst'], "error: no such verb 'lst'; did you mean 'list'?", 'checkpoints --help'),
         (['list', '-n', 'x'], "error: invalid value for '--limit' / '-n'", 'checkpoints list'),
         (['remote', 'add'], "error: missing argument 'NAME'.", 'checkpoints remote add --help'),
@@ -279,13 +280,17 @@ def test_quiet_restore_prints_only_the_summary_and_the_undo(ws: Path) -> None:
     assert checkpoints('snapshot', cwd=desk).returncode == 0
     v1 = ids(ws)[-1]
     loud = checkpoints('restore', v1, cwd=desk).stdout.splitlines()
-    assert len(loud) == 23
+    assert len(loud) == 13  # the summary, 10 rows, how many more, the undo
+    assert loud[11] == '  ... and 11 more (11 deleted; -v lists every file)'
+    assert checkpoints('undo', cwd=desk).returncode == 0
+    every = checkpoints('restore', v1, '-v', cwd=desk).stdout.splitlines()
+    assert len(every) == 23 and every[1].startswith('  W ') and every[21].startswith('  D ')
     assert checkpoints('undo', cwd=desk).returncode == 0
     quiet = checkpoints('restore', v1, '--quiet', cwd=desk).stdout.splitlines()
-    assert quiet[0].startswith(f'Restored {v1}: 1 written (0 created), 20 deleted.')
+    assert quiet[0].startswith(f"Restored {v1} on desk 'main': 1 written (0 created), 20 deleted.")
     assert len(quiet) == 2 and quiet[1].startswith('Undo with: ')
     quiet_undo = checkpoints('undo', '-q', cwd=desk).stdout.splitlines()
-    assert len(quiet_undo) == 3 and quiet_undo[0].startswith('Undid: back to')
+    assert len(quiet_undo) == 3 and quiet_undo[0].startswith("Undid on desk 'main', back to")
 
 
 # -- snapshot metadata, track ----------------------------------------------------------------

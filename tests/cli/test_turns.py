@@ -54,13 +54,30 @@ def test_restore_turn_from_the_command_line(workspace: Path, cps: Checkpoints, d
     assert (desk / 'Memory.md').read_text() == 'v1'
     code, out = run(workspace, 'restore', result['before_id'])
     assert code == 0 and (desk / 'notes/2.md').exists()
+    # msg_2 wrote Memory.md after msg_1 did: a conflict, refused unless forced or kept.
     code, out = run(workspace, 'restore-turn', 'msg_1')
+    assert code == 1 and 'refusing to rewind turn msg_1' in out and 'Memory.md' in out
+    assert (desk / 'Memory.md').read_text() == 'v2' and (desk / 'notes/1.md').exists()
+    code, out = run(workspace, 'restore-turn', 'msg_1', '--keep-external', '--json')
+    assert code == 0, out
+    kept = json.loads(out)
+    assert kept['deleted'] == ['notes/1.md'] and kept['written'] == []
+    assert kept['kept'] == [{'path': 'Memory.md', 'reason': 'changed outside the agent'}]
+    assert kept['external'] == []
+    code, out = run(workspace, 'restore', kept['before_id'])
+    assert code == 0, out
+    code, out = run(workspace, 'restore-turn', 'msg_1', '--keep-external')
+    assert code == 0, out
+    assert '  D notes/1.md' in out and 'Memory.md' in out and 'changed outside the agent' in out
+    code, out = run(workspace, 'restore', out.split()[-1])
+    code, out = run(workspace, 'restore-turn', 'msg_1', '--force')
     assert code == 0, out
     assert out.splitlines()[0].startswith('Restored ') and '(before turn msg_1)' in out
-    assert '  D notes/1.md' in out and '  D notes/2.md' in out
+    assert '  D notes/1.md' in out and 'notes/2.md' not in out, "msg_2's file stays"
+    assert 'overwrote 1 file(s) changed outside the agent: Memory.md' in out
     prefix = f'Undo with: checkpoints --workspace {workspace} --desk main restore '
     assert out.splitlines()[-1].startswith(prefix)
-    assert (desk / 'Memory.md').read_text() == 'v0'
+    assert (desk / 'Memory.md').read_text() == 'v0' and (desk / 'notes/2.md').exists()
 
 
 def test_restore_turn_errors_are_one_line(workspace: Path, cps: Checkpoints, desk: Path) -> None:

@@ -118,4 +118,4 @@ def test_demo_in_a_temporary_folder_leaves_nothing(tmp_path: Path) -> None:
 
 def test_console_script_is_declared() -> None:
     text = (ROOT / 'pyproject.toml').read_text()
-    assert 'checkpoints = "trading_checkpoints.cli:main"' in text
+    assert 'checkpoints = "trading_checkpoints.warm.client:main"' in text

@@ -82,7 +82,8 @@ def test_a_waiter_names_the_holder_as_it_wrote_itself(tmp_path: Path) -> None:
         ('4242\n', 'pid 4242'),
         ('4242 a-host\n', 'pid 4242 on a-host'),
         ('4242 a-host not-a-time\n', 'pid 4242 on a-host'),
-        ('4242 a-host 1700000000 more\n', 'pid 4242 on a-host, holding it for {old} s'),
+        ('4242 a-host 1700000000 more\n', 'pid 4242 on a-host (more), holding it for {old} s'),
+        ('4242 a-host 1700000000 two/words\n', 'pid 4242 on a-host, holding it for {old} s'),
         ('4242 a-host {future}\n', 'pid 4242 on a-host, holding it for 0 s'),
     ],
 )

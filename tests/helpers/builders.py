@@ -38,6 +38,15 @@ def checkpoints_in(workspace: Path, name: str = 'main', **options: Any) -> Check
     return Checkpoints(repository_in(workspace, name), desk_in(workspace, name), **options)
 
 
+def secret_file(root: Path, content: bytes) -> Path:
+    """A credentials-like file outside every desk and repository (``<root>/outside/...``),
+    for tests that plant links to it and check it never changes nor shows."""
+    folder = mkdirs(root / 'outside')
+    path = folder / 'git-credentials'
+    path.write_bytes(content)
+    return path
+
+
 def mkdirs(folder: Path) -> Path:
     """The folder, made with its parents if missing."""
     folder.mkdir(parents=True, exist_ok=True)

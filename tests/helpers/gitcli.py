@@ -35,11 +35,12 @@ def git(repo: Path, *args: str) -> str:
 
 
 def fsck(repo_dir: Path, strict_clean: bool = True) -> str:
-    """Runs ``git fsck --strict``; fails on any error. Returns its output ('' without git)."""
+    """Runs ``git fsck --full --strict``; fails on any error. Returns its output ('' without
+    git)."""
     if GIT is None or not (repo_dir / 'HEAD').exists():
         return ''
     done = subprocess.run(
-        [GIT, f'--git-dir={repo_dir}', 'fsck', '--strict', '--no-progress'],
+        [GIT, f'--git-dir={repo_dir}', 'fsck', '--full', '--strict', '--no-progress'],
         capture_output=True,
         text=True,
         env=_isolated(repo_dir),

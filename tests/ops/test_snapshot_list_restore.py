@@ -122,6 +122,25 @@ def test_restore_snapshots_unsaved_changes_first_and_can_be_undone(
     assert tree_of(desk) == unsaved
 
 
+@pytest.mark.parametrize('typed', ['prefix', 'full', 'upper'])
+def test_restore_commits_name_the_short_id_whatever_was_typed(
+    cps: Checkpoints, desk: Path, repo_dir: Path, typed: str
+) -> None:
+    write(desk, 'Memory.md', 'v1')
+    target = cps.snapshot('v1')
+    assert target is not None
+    full = (repo_dir / 'refs' / 'heads' / 'main').read_text().strip()
+    assert len(full) == 40 and full.startswith(target)
+    write(desk, 'Memory.md', 'v2, not saved yet')
+    given = {'prefix': target[:4], 'full': full, 'upper': target.upper()}[typed]
+    result = cps.restore_with_result(given)
+    assert result.target_id == target
+    assert [c.reason for c in cps.list()][:2] == [
+        f'restored {target}',
+        f'before restoring {target}',
+    ]
+
+
 def test_restore_to_current_state_returns_current_id_and_commits_nothing(
     cps: Checkpoints, desk: Path
 ) -> None:

@@ -14,6 +14,7 @@ from helpers.gitcli import git, needs_git
 from helpers.reading import tree_of
 
 from trading_checkpoints import CheckpointError, Checkpoints, UnknownCheckpointError
+from trading_checkpoints.errors import TurnConflictError
 
 
 def guarded_write(cps: Checkpoints, path: str, content: str) -> None:
@@ -77,15 +78,35 @@ def test_first_write_of_a_turn_on_an_unchanged_desk_still_marks_the_start(
     assert (desk / 'Memory.md').read_text() == 'v0', 'before the turn, not after its first write'
 
 
-def test_restore_turn_also_rewinds_later_turns(cps: Checkpoints, desk: Path) -> None:
+def test_restore_turn_refuses_where_a_later_turn_wrote_the_same_file(
+    cps: Checkpoints, desk: Path
+) -> None:
     write(desk, 'Memory.md', 'v0')
     ids = []
     for n in range(1, 4):
         with cps.turn(f'turn {n}') as turn:
             guarded_write(cps, 'Memory.md', f'v{n}')
+            guarded_write(cps, f'notes/{n}.md', str(n))
         ids.append(turn.turn_id)
-    cps.restore_turn(ids[1])
-    assert (desk / 'Memory.md').read_text() == 'v1'
+    before, history = tree_of(desk), cps.list(None)
+    with pytest.raises(TurnConflictError) as refused:
+        cps.restore_turn(ids[1])
+    assert (refused.value.paths, refused.value.turn) == (('Memory.md',), ids[1])
+    assert 'refusing to rewind turn' in str(refused.value) and 'Memory.md' in str(refused.value)
+    assert tree_of(desk) == before and cps.list(None) == history, 'nothing was changed'
+
+    kept = cps.restore_turn(ids[1], on_external='keep')
+    assert kept.deleted == ('notes/2.md',) and kept.written == ()
+    assert kept.kept == (('Memory.md', 'changed outside the agent'),)
+    assert (desk / 'Memory.md').read_text() == 'v3' and (desk / 'notes/3.md').exists()
+    cps.restore(kept.before_id)
+
+    forced = cps.restore_turn(ids[1], force=True)
+    assert (desk / 'Memory.md').read_text() == 'v1', 'the file as before turn 2'
+    assert sorted(forced.written + forced.deleted) == ['Memory.md', 'notes/2.md']
+    assert forced.external == ('Memory.md',)
+    assert (desk / 'notes/1.md').exists() and (desk / 'notes/3.md').exists(), 'others stay'
+    assert cps.show(forced.before_id, 'Memory.md') == b'v3', 'the pre-snapshot keeps it'
 
 
 def test_message_id_is_the_turn_id(cps: Checkpoints, desk: Path) -> None:
@@ -252,3 +273,19 @@ def test_restore_turn_dry_run_changes_nothing(cps: Checkpoints, desk: Path) -> N
         with pytest.raises(CheckpointError, match='dry run of a restore is not available'):
             cps.restore_turn('msg_1', dry_run=True)
     assert tree_of(desk) == before and cps.list() == history
+
+
+def test_a_snapshot_naming_a_turn_marks_its_start_on_an_unchanged_desk(
+    cps: Checkpoints, desk: Path
+) -> None:
+    write(desk, 'Memory.md', 'v0')
+    cps.snapshot('manual')  # the desk now equals the newest checkpoint
+    first = cps.snapshot('before write', tool='write_file', paths=['Memory.md'], turn='t-7')
+    assert first is not None, "the turn's first snapshot leaves a checkpoint"
+    [turn] = cps.turns()
+    assert (turn.turn_id, turn.first.checkpoint_id) == ('t-7', first)
+    assert cps.snapshot('again', turn='t-7') is None, 'only the first one is forced'
+    write(desk, 'Memory.md', 'v1')
+    assert cps.restore_turn('t-7').written == ('Memory.md',)
+    assert (desk / 'Memory.md').read_text() == 'v0'
+    assert cps.snapshot_with_result('untagged').checkpoint_id is None

@@ -52,7 +52,8 @@ def cli_error(workspace: Path, *args: str) -> str:
     result = CliRunner().invoke(cli, ['--workspace', str(workspace), *args])
     assert result.exit_code == 1, result.output
     lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith('error: '), result.output
+    assert lines[0].startswith('error: '), result.output
+    assert len(lines) == 1 or (len(lines) == 2 and lines[1].startswith('hint: ')), result.output
     assert 'Traceback' not in result.output and 'unexpected' not in result.output, result.output
     return lines[0]
 

@@ -401,7 +401,11 @@ def test_cli_shows_progress_on_a_terminal_only(
         if follower != -1:
             os.close(follower)
         os.close(leader)
-    assert done.returncode == 0 and 'Pushed to disk2' in done.stdout
+    assert (
+        done.returncode == 0
+        and "Pushed desk 'main' of workspace" in done.stdout
+        and 'to disk2' in done.stdout
+    )
     assert b'compressing objects' in shown and b'\r' in shown
 
 

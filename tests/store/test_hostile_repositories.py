@@ -3,7 +3,9 @@
 A shadow repository is data someone else may have written (a copied desk, a tampered folder,
 a bug in another tool). Restoring from one must never write outside the desk's tracked paths:
 each hostile tree is refused with a CheckpointError naming the problem, before anything is
-written, and the same through the command line, as one line without a traceback.
+written, and the same through the command line, as one line without a traceback. Entries
+outside the tracked paths are vetted like the rest (an unsafe one is refused), then left out
+and reported (``tests/ops/test_removed_tracked_paths.py``).
 """
 
 from __future__ import annotations
@@ -59,10 +61,12 @@ def _hostile_trees(repo: Path) -> dict[str, str]:
         'carriage-return': in_notes(repo, (BLOB, b'a\rb', ok)),
         'nul': in_notes(repo, (BLOB, b'a\0b', ok)),
         'not-utf8': in_notes(repo, (BLOB, b'\xff\xfe', ok)),
-        'outside-allowlist': tree(repo, (BLOB, b'scratch.txt', ok)),
-        'outside-allowlist-prefix': tree(repo, (TREE, b'memory_extra', sub)),
-        'outside-allowlist-sibling': tree(
-            repo, (TREE, b'skills', tree(repo, (TREE, b'other', sub)))
+        'outside-holding-dotgit': tree(
+            repo, (TREE, b'memory_extra', tree(repo, (TREE, b'.git', sub)))
+        ),
+        'outside-holding-dotdot': tree(repo, (TREE, b'elsewhere', tree(repo, (TREE, b'..', sub)))),
+        'beside-tracked-holding-gitlink': tree(
+            repo, (TREE, b'skills', tree(repo, (TREE, b'other', tree(repo, (b'160000', b's', ok)))))
         ),
         'symlink-above-allowlist': tree(repo, (LINK, b'skills', blob(repo, b'/tmp'))),
         'duplicate-names': in_notes(repo, (BLOB, b'a.md', ok), (BLOB, b'a.md', ok)),
@@ -103,9 +107,9 @@ HOSTILE = [
     'newline',
     'carriage-return',
     'nul',
-    'outside-allowlist',
-    'outside-allowlist-prefix',
-    'outside-allowlist-sibling',
+    'outside-holding-dotgit',
+    'outside-holding-dotdot',
+    'beside-tracked-holding-gitlink',
     'symlink-above-allowlist',
     'duplicate-names',
     'duplicate-link-and-folder',

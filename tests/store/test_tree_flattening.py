@@ -1,6 +1,6 @@
 """Trees read from a repository: flattened with the id of every folder, and each hostile entry
-(a duplicate name, a slash, ``.git``, a gitlink, a drive letter, a name outside the tracked
-paths) refused saying why, before the desk is touched.
+(a duplicate name, a slash, ``.git``, a gitlink, a drive letter, an unsafe name in a folder
+outside the tracked paths) refused saying why, before the desk is touched.
 
 Each test pins a safety check: it fails when ``benchmarks/mutation.py`` breaks that check,
 and it runs in this process, where mutation testing sees the calls.
@@ -83,15 +83,15 @@ def test_hostile_names_at_the_root_are_refused_for_what_they_are(tmp_path: Path)
         return tree(repo_dir, (BLOB, b'C:evil', blob(repo_dir, b'x')))
 
     def outside(repo_dir: Path) -> str:
-        deep = tree(repo_dir, (BLOB, b'x.md', blob(repo_dir, b'x')))
-        return tree(repo_dir, (TREE, b'memory_extra', tree(repo_dir, (TREE, b'deep', deep))))
+        deep = tree(repo_dir, (BLOB, b'config', blob(repo_dir, b'x')))
+        return tree(repo_dir, (TREE, b'memory_extra', tree(repo_dir, (TREE, b'.git', deep))))
 
     assert _hostile_restore(tmp_path / 'a', drive) == (
         "the checkpoint holds an unsafe path 'C:evil': an absolute path"
     )
+    # Outside the tracked paths an entry is left out, but vetted first all the same.
     assert _hostile_restore(tmp_path / 'b', outside) == (
-        "the checkpoint holds 'memory_extra', which is outside the tracked paths "
-        'Memory.md, memory, notes, skills/agent'
+        "the checkpoint holds an unsafe path 'memory_extra/.git': a .git component"
     )
 
 

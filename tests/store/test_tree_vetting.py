@@ -1,5 +1,6 @@
-"""Trees read back from a repository are untrusted: every unsafe or untracked path is refused
-before the desk is touched, at any depth (the vetting checks each name once per folder)."""
+"""Trees read back from a repository are untrusted: every unsafe path is refused before the
+desk is touched, at any depth (the vetting checks each name once per folder), also below a
+folder outside the tracked paths, which is otherwise left out of the restore."""
 
 from __future__ import annotations
 
@@ -38,15 +39,15 @@ def _commit_with(repo_dir: Path, path: list[bytes]) -> str:
 @pytest.mark.parametrize(
     'path',
     [
-        [b'evil.txt'],  # outside the tracked paths
-        [b'skills', b'other', b'x.md'],  # beside skills/agent
+        [b'evil', b'.git', b'config'],  # outside the tracked paths: left out, yet vetted
+        [b'skills', b'other', b'..', b'x.md'],  # beside skills/agent, likewise
         [b'memory', b'deep', b'..', b'x.md'],
         [b'memory', b'deep', b'.git', b'config'],
         [b'memory', b'deep', b'.GIT. ', b'config'],
         [b'notes', b'a\\b.md'],
         [b'notes', b'line\nbreak.md'],
         [b'C:evil'],
-        [b'memory_extra', b'x.md'],
+        [b'memory_extra', b'.GIT', b'x.md'],
     ],
 )
 def test_hostile_tree_is_refused_before_anything_is_written(

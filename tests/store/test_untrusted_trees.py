@@ -55,8 +55,9 @@ CASES = {
     'dotdot': lambda s: _nested(s, [b'notes', b'..', b'..'], _leaf(s, b'escaped.txt')),
     'dot-git': lambda s: _nested(s, [b'notes', b'.git', b'hooks'], _leaf(s, b'pre-commit')),
     'dot-GIT': lambda s: _nested(s, [b'notes', b'.GIT'], _leaf(s, b'config')),
-    'outside allowlist': lambda s: _nested(s, [b'elsewhere'], _leaf(s, b'x.md')),
-    'untracked top file': lambda s: _leaf(s, b'.bashrc'),
+    'outside allowlist, then a dot-git': lambda s: _nested(
+        s, [b'elsewhere', b'.git'], _leaf(s, b'config')
+    ),
     'gitlink': lambda s: _nested(s, [b'notes'], _leaf(s, b'sub', 0o160000)),
     'newline name': lambda s: _nested(s, [b'notes'], _leaf(s, b'a\nb')),
     'slash in name': lambda s: _nested(s, [b'notes'], _leaf(s, b'a/../../b')),

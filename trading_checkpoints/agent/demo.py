@@ -47,7 +47,7 @@ def run_demo(
                 value=str(directory),
             )
         directory.mkdir(parents=True, exist_ok=True)
-        _play(directory, echo, style)
+        _play(directory, echo, style, str(directory))
         desk = Path(os.path.abspath(directory)) / 'desks' / 'main'
         echo(f'\nThe workspace is kept in {directory}. Inside its desk, no options are needed:')
         echo(f'  cd {shlex.quote(str(desk))}')
@@ -55,15 +55,20 @@ def run_demo(
         return
     root = Path(tempfile.mkdtemp(prefix='checkpoints-demo-'))
     try:
-        _play(root, echo, style)
+        _play(root, echo, style, 'a temporary folder, removed at the end')
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    echo(
+        '\nThe example workspace is gone again. To keep one and try the commands on it:\n'
+        '  checkpoints demo --dir DIR'
+    )
 
 
-def _play(root: Path, echo: Echo, style: Callable[..., str]) -> None:
+def _play(root: Path, echo: Echo, style: Callable[..., str], where: str) -> None:
+    """The session on a new example workspace at ``root``, shown to be in ``where``."""
     checkpoints = build_workspace(root)
     desk = checkpoints.desk_directory
-    echo(style(f'Example workspace: {root}', bold=True))
+    echo(style(f'Example workspace: {where}', bold=True))
     echo(
         f'  desk {desk.relative_to(root)}, checkpoints in '
         f'{checkpoints.repository_directory.relative_to(root)}\n'

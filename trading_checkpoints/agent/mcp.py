@@ -16,10 +16,13 @@ Tools (arguments are JSON-schema'd from the signatures below; results are struct
   ``restore_turn``, ``undo``, ``redo``.
 - ``prune``: a dry run unless ``dry_run`` is false.
 
-Failures (an unknown id, a missing desk, a bad argument) come back as tool errors whose text
-names the problem; the server itself keeps running.
+Failures (an unknown id, a missing desk, a bad argument) come back as tool errors: one line
+naming the problem and the tool (or argument) that helps, see :mod:`.mcperrors`; one rule for a
+desk that does not exist, in every tool. The server itself keeps running, and reports the
+package's version to the client.
 """
 
+import importlib
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -31,6 +34,7 @@ from ..errors import CheckpointError, MissingDeskError, NoCheckpointsError
 from ..ops.retention import parse_duration, parse_size, read_limits
 from ..ops.turns import snapshot_in_turn
 from ..workspace import Workspace
+from .mcperrors import missing_desk, tool_error_text, unknown_arguments, validation_text
 from .mcpresults import (
     CheckpointList,
     DeskList,
@@ -59,6 +63,7 @@ INSTALL_HINT = (
 )
 
 SERVER_NAME = 'trading-checkpoints'
+DISTRIBUTION = 'trading-checkpoints'
 
 INSTRUCTIONS = """\
 Checkpoints of an agent's working files (desks in a workspace). Take a `snapshot` before risky \
@@ -75,20 +80,66 @@ F = TypeVar('F', bound=Callable[..., Any])
 # -- the server ----------------------------------------------------------------------------
 
 
+# Where each line of the SDK keeps its server class: mcp 2.x, else 1.x. Imported by name, as
+# only one of the two exists in any installed SDK.
+_SERVERS = (('mcp.server.mcpserver', 'MCPServer'), ('mcp.server.fastmcp', 'FastMCP'))
+
+
 def _sdk() -> tuple[Any, type[Exception], Any]:
     """The SDK's server class, its ToolError and ToolAnnotations (mcp 2.x, else 1.x)."""
-    try:
-        from mcp.server.mcpserver import MCPServer as Server
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:
+    missing: ImportError | None = None
+    for package, server_name in _SERVERS:
         try:
-            from mcp.server.fastmcp import FastMCP as Server
-            from mcp.server.fastmcp.exceptions import ToolError
+            server = importlib.import_module(package)
+            exceptions = importlib.import_module(f'{package}.exceptions')
         except ImportError as error:
-            raise CheckpointError(INSTALL_HINT) from error
-    from mcp.types import ToolAnnotations
+            missing = error
+            continue
+        from mcp.types import ToolAnnotations
 
-    return Server, ToolError, ToolAnnotations
+        return getattr(server, server_name), exceptions.ToolError, ToolAnnotations
+    raise CheckpointError(INSTALL_HINT) from missing
+
+
+def package_version() -> str:
+    """The installed package's version, as the server reports it to clients; ``0+unknown`` when
+    the package runs from a folder it was not installed from."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return '0+unknown'
+
+
+def _checked_server(Server: Any, ToolError: type[Exception]) -> Any:
+    """The SDK's server class, answering a call whose arguments do not fit in one line: an
+    argument the tool does not take is refused (never ignored), and pydantic's validation
+    errors become one line naming the argument (see :mod:`.mcperrors`)."""
+    from pydantic import ValidationError
+
+    class CheckedServer(Server):  # type: ignore[misc, valid-type, unused-ignore]  # Any in 2.x stubs, a class in 1.x
+        async def call_tool(self, name: str, arguments: dict[str, Any], *args: Any, **kw: Any):
+            known = None
+            for tool in await self.list_tools():
+                if tool.name == name:
+                    schema = (
+                        tool.input_schema if hasattr(tool, 'input_schema') else tool.inputSchema
+                    )
+                    known = list(schema.get('properties', {}))
+            if known is not None:
+                refused = unknown_arguments(name, arguments or {}, known)
+                if refused is not None:
+                    raise ToolError(refused)
+            try:
+                return await super().call_tool(name, arguments, *args, **kw)
+            except ToolError as error:
+                cause = error.__cause__
+                if isinstance(cause, ValidationError):
+                    raise ToolError(validation_text(name, cause.errors())) from cause
+                raise
+
+    return CheckedServer
 
 
 def prune_limits(
@@ -121,14 +172,20 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
             try:
                 return function(*args, **kwargs)
             except CheckpointError as error:
-                raise ToolError(str(error)) from error
+                desk = kwargs.get('desk') or default_desk
+                raise ToolError(tool_error_text(error, function.__name__, desk)) from error
             except OSError as error:
                 where = f': {error.filename}' if error.filename else ''
                 raise ToolError(f'{error.strerror or error}{where}') from error
 
         return wrapper  # type: ignore[return-value]
 
-    server = Server(SERVER_NAME, instructions=INSTRUCTIONS, log_level='WARNING')
+    Checked = _checked_server(Server, ToolError)
+    options: dict[str, Any] = {'instructions': INSTRUCTIONS, 'log_level': 'WARNING'}
+    try:
+        server = Checked(SERVER_NAME, version=package_version(), **options)
+    except TypeError:  # mcp 1.x: its server reports the SDK's version
+        server = Checked(SERVER_NAME, **options)
     read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
     writes = ToolAnnotations(
         readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
@@ -165,19 +222,13 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         ),
     ]
 
-    def named(desk: str | None) -> tuple[str, Checkpoints]:
-        name = default_desk if desk is None else desk
-        return name, root.desk(name)
-
     def existing(desk: str | None) -> tuple[str, Checkpoints]:
-        """Like ``named``, refusing a desk with neither a folder nor checkpoints."""
-        name, cps = named(desk)
+        """The desk a tool names (default: the server's), refused by every tool alike when it
+        has neither a folder nor checkpoints: the error lists the desks there are."""
+        name = default_desk if desk is None else desk
+        cps = root.desk(name)
         if not cps.desk_directory.is_dir() and not cps.repository_directory.is_dir():
-            raise MissingDeskError(
-                f'no desk {name!r} in {root.root} (expected the folder {cps.desk_directory})',
-                desk=cps.desk_directory,
-                name=name,
-            )
+            raise missing_desk(name, root.root, root.desks(), cps.desk_directory)
         return name, cps
 
     @server.tool(annotations=read_only)
@@ -190,14 +241,14 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     @tool_errors
     def list_checkpoints(desk: DeskArg = None, limit: Limit = 20) -> CheckpointList:
         """List a desk's checkpoints, newest first, with their reason, tool, paths and turn."""
-        name, cps = named(desk)
+        name, cps = existing(desk)
         return CheckpointList(desk=name, checkpoints=[checkpoint_row(c) for c in cps.list(limit)])
 
     @server.tool(annotations=read_only)
     @tool_errors
     def list_turns(desk: DeskArg = None, limit: Limit = 20) -> TurnList:
         """List agent turns, newest first, each with its checkpoints (newest first)."""
-        name, cps = named(desk)
+        name, cps = existing(desk)
         return TurnList(desk=name, turns=[turn_row(t) for t in cps.turns(limit)])
 
     @server.tool(annotations=writes)
@@ -221,10 +272,11 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         Without turn_id, no checkpoint is taken when nothing changed. With turn_id, the first
         snapshot of that turn always records a checkpoint, so the turn can be rewound whole.
         """
-        name, cps = named(desk)
+        name, cps = existing(desk)
         if not cps.desk_directory.is_dir():
             raise MissingDeskError(
-                f'no desk {name!r} (expected the folder {cps.desk_directory})',
+                f'desk {name!r} has checkpoints but no folder {cps.desk_directory} to snapshot '
+                '(restore one to bring the folder back)',
                 desk=cps.desk_directory,
                 name=name,
             )
@@ -261,7 +313,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         The current state is snapshotted first: restoring `before_id` undoes this. `kept`
         lists the files left as they were, with why.
         """
-        name, cps = named(desk)
+        name, cps = existing(desk)
         result = cps.restore_with_result(
             checkpoint_id, paths=paths, dry_run=dry_run, on_external=on_external
         )
@@ -273,11 +325,29 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         turn_id: Annotated[str, Field(description='Turn id, as listed by list_turns.')],
         desk: DeskArg = None,
         dry_run: DryRun = False,
-        on_external: OnExternal = 'overwrite',
+        force: Annotated[
+            bool,
+            Field(
+                description='Put back files another turn or writer changed after this turn '
+                'did (they are kept in a snapshot); else such a conflict is refused.'
+            ),
+        ] = False,
+        on_external: Annotated[
+            Literal['overwrite', 'keep', 'refuse'] | None,
+            Field(
+                description='Instead of force: overwrite such files, keep them as they are, '
+                'or refuse (the default).'
+            ),
+        ] = None,
     ) -> RestoreOutcome:
-        """Rewind the desk to the state before an agent turn began (later turns too)."""
-        name, cps = named(desk)
-        result = cps.restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
+        """Put back the files an agent turn wrote as they were before it began.
+
+        Only that turn's files are rewound: what later turns, other sessions or a person
+        changed elsewhere stays. Where someone else changed one of its files afterwards, it
+        refuses and names them, unless `force` or on_external='keep'.
+        """
+        name, cps = existing(desk)
+        result = cps.restore_turn(turn_id, dry_run=dry_run, force=force, on_external=on_external)
         return restore_outcome(name, result)
 
     @server.tool(annotations=rewinds)
@@ -373,7 +443,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         desk: DeskArg = None,
     ) -> FileAtCheckpoint:
         """The content of one file as it was at a checkpoint (base64 when not UTF-8 text)."""
-        name, cps = named(desk)
+        name, cps = existing(desk)
         return file_at_checkpoint(name, checkpoint_id, path, cps.show(checkpoint_id, path))
 
     @server.tool(annotations=rewinds)
@@ -400,7 +470,8 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     ) -> PruneOutcome:
         """Drop old checkpoints; a dry run unless dry_run is false. Kept ids never change.
 
-        Without limits, those stored with `checkpoints prune --save` apply. The newest
+        Without limits, those stored in the desk's repository (`prune --save` on the command
+        line) apply. The newest
         checkpoint, and the snapshot a kept restore took first, are always kept.
         """
         name, cps = existing(desk)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
-from .options import reports_errors, target_options, verb
+from . import render
+from .options import dry_run_option, json_option, reports_errors, target_options, verb
 from .render import style
 from .target import DESK_KEY, WORKSPACE_KEY, Target
+
+F = TypeVar('F', bound=Callable[..., Any])
 
 
 @click.command('mcp')
@@ -30,6 +35,38 @@ def mcp_command(target: Target) -> None:
     from ..agent.mcp import serve
 
     serve(target.workspace, target.desk)
+
+
+@click.command('watch')
+@click.option(
+    '--debounce',
+    type=click.FloatRange(min=0.01, max=3600),
+    default=1.0,
+    show_default=True,
+    metavar='SECONDS',
+    help='How long writes must pause before a checkpoint is taken.',
+)
+@target_options
+@verb('folder')
+def watch_command(target: Target, debounce: float) -> None:
+    """Record every change to the desk as it happens, whoever makes it (Ctrl-C stops).
+
+    Waits on the kernel's file events (never polling) and, once writes to the tracked files
+    pause, takes a checkpoint of what changed (tool "watch", the changed paths), under the
+    same lock as every writer. Run it beside an agent and the changes of scripts, cron jobs
+    and editors are recorded as they happen. SIGINT and SIGTERM stop it (exit 0). Needs the
+    optional extra: pip install 'trading-checkpoints[watch]'.
+
+    \b
+    Examples:
+      checkpoints watch
+      checkpoints --workspace ~/agent --desk research watch --debounce 2
+    """
+    from ..agent.watch import watch
+
+    checkpoints = target.opened()
+    ready = f'Watching desk {target.desk!r} ({target.desk_directory}); Ctrl-C stops.'
+    watch(checkpoints, quiet=debounce, echo=click.echo, ready=lambda: click.echo(ready))
 
 
 @click.command()
@@ -68,18 +105,27 @@ def demo(directory: Path | None) -> None:
 def hook_command(ctx: click.Context, args: tuple[str, ...]) -> None:
     """Checkpoint from an agent harness's hook event (JSON on stdin): Claude Code or Gemini CLI.
 
-    Register it as the harness's hook command (see the README for the settings to paste).
-    Before a write tool it snapshots (tool, path and the session's turn as metadata); after
-    it, it seals; a prompt opens a turn. A failed checkpoint never blocks the tool (exit 1,
+    `checkpoints hook install --harness claude` registers it in the harness's settings (and
+    `uninstall` removes it, `doctor` checks what the harness would see). Registered, it reads
+    one event: a prompt opens a turn; before a write or shell tool it snapshots (tool, path,
+    session and turn as metadata); after a write tool it seals, after a shell command it
+    checkpoints what the command changed. A failed checkpoint never blocks the tool (exit 1,
     shown to the user) unless --strict. Options: --harness claude|gemini, --strict, -v;
     `checkpoints hook --help` lists them. Arguments are passed through untouched, so a
     harness never sees a usage error as a refusal.
 
     \b
     Examples:
-      checkpoints hook --harness claude
-      checkpoints --workspace ~/agent hook --harness gemini --strict
+      checkpoints hook install --harness claude
+      checkpoints hook doctor
+      checkpoints hook --harness claude          # what the harness runs
     """
+    if args and args[0] in HOOK_VERBS:
+        command = HOOK_VERBS[args[0]]
+        name = f'{ctx.info_name} {args[0]}'  # under the group: `checkpoints hook install`
+        with command.make_context(name, list(args[1:]), parent=ctx.parent or ctx) as sub:
+            command.invoke(sub)
+        return
     from ..agent.hooks import main
 
     argv = list(args)
@@ -88,3 +134,171 @@ def hook_command(ctx: click.Context, args: tuple[str, ...]) -> None:
         if value is not None and option not in argv:
             argv[:0] = [option, str(value)]
     ctx.exit(main(argv))
+
+
+def _harness_option(required: bool) -> Callable[[F], F]:
+    return click.option(
+        '--harness',
+        type=click.Choice(['claude', 'gemini']),
+        required=required,
+        help='Claude Code or Gemini CLI.' + ('' if required else ' Default: both.'),
+    )
+
+
+def _where_options(function: F) -> F:
+    function = click.option(
+        '--global',
+        'everywhere',
+        is_flag=True,
+        help="The user's settings (~/.claude/settings.json, ~/.gemini/settings.json): every "
+        'project; events from a folder with no workspace above it are ignored.',
+    )(function)
+    return click.option(
+        '--settings',
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="This settings file. Default: the workspace's .claude/settings.local.json or "
+        '.gemini/settings.json.',
+    )(function)
+
+
+def _found(target: Target) -> Path | None:
+    """The workspace when one was named or found (not the ./workspace default)."""
+    return None if target.workspace_source == 'default' else target.workspace
+
+
+@click.command('install')
+@_harness_option(True)
+@_where_options
+@dry_run_option('Print the settings file as it would be; change nothing.')
+@target_options
+@verb(None)
+def hook_install(
+    target: Target, harness: str, settings: Path | None, everywhere: bool, dry_run: bool
+) -> None:
+    """Register the hooks in a harness's settings file, with an absolute command.
+
+    Merges three entries (a prompt; before and after Write, Edit, MultiEdit, NotebookEdit and
+    Bash, or write_file, replace and run_shell_command) and keeps every other key; an older
+    spelling of them is replaced, the old file is copied aside, and a second run changes
+    nothing.
+
+    \b
+    Examples:
+      checkpoints hook install --harness claude
+      checkpoints hook install --harness gemini --global
+      checkpoints hook install --harness claude --settings .claude/settings.json --dry-run
+    """
+    from ..agent.hooks import install
+
+    path = install.settings_file(harness, settings, everywhere, _found(target))
+    done = install.install(harness, path, dry_run)
+    _said(done, dry_run, f'Installed the {harness} hooks in', 'already has the hooks')
+    if not dry_run:
+        click.echo(f'Check with: {target.command("hook", "doctor")}')
+
+
+@click.command('uninstall')
+@_harness_option(True)
+@_where_options
+@dry_run_option('Print the settings file as it would be; change nothing.')
+@target_options
+@verb(None)
+def hook_uninstall(
+    target: Target, harness: str, settings: Path | None, everywhere: bool, dry_run: bool
+) -> None:
+    """Remove the hooks from a harness's settings file (only the entries that run them).
+
+    \b
+    Examples:
+      checkpoints hook uninstall --harness claude
+      checkpoints hook uninstall --harness gemini --global
+    """
+    from ..agent.hooks import install
+
+    path = install.settings_file(harness, settings, everywhere, _found(target))
+    done = install.uninstall(path, dry_run)
+    _said(done, dry_run, 'Removed the hooks from', 'has no hooks of checkpoints')
+
+
+def _said(done: Any, dry_run: bool, did: str, nothing: str) -> None:
+    if not done.changed:
+        click.echo(f'{done.path} {nothing}; nothing changed.')
+    elif dry_run:
+        click.echo(done.after, nl=False)
+        click.echo(f'Dry run: {done.path} was not changed.')
+    else:
+        backup = f' (the old file is {done.backup})' if done.backup else ''
+        click.echo(f'{did} {done.path}{backup}.')
+
+
+@click.command('doctor')
+@_harness_option(False)
+@click.option(
+    '--from',
+    'folder',
+    type=click.Path(file_okay=False, path_type=Path),
+    help='The folder the harness runs in. Default: the current one.',
+)
+@click.option(
+    '--settings',
+    type=click.Path(dir_okay=False, path_type=Path),
+    help='Check this settings file too.',
+)
+@json_option('Print the findings as JSON.')
+@target_options
+@verb(None)
+def hook_doctor(
+    target: Target,
+    harness: str | None,
+    folder: Path | None,
+    settings: Path | None,
+    as_json: bool,
+) -> None:
+    """Say what a harness would see: the hooks in its settings, whether their command runs,
+    the workspace and desk found from a folder, and the last event handled.
+
+    \b
+    Examples:
+      checkpoints hook doctor
+      checkpoints hook doctor --from ~/agent/desks/main --harness claude
+    """
+    from ..agent.hooks import install
+    from ..workspace import desk_at, find_workspace
+
+    start = (folder or Path.cwd()).absolute()
+    workspace = _found(target) if folder is None else find_workspace(start)
+    harnesses = [harness] if harness else ['claude', 'gemini']
+    files = []
+    for name in harnesses:
+        if workspace is not None:
+            files.append((name, install.settings_file(name, None, False, workspace)))
+        files.append((name, install.settings_file(name, None, True, None)))
+        if settings is not None:
+            files.append((name, settings.expanduser().absolute()))
+    desk = (desk_at(workspace, start) or 'main') if workspace is not None else None
+    report = install.doctor(workspace, start, desk, files)
+    if as_json:
+        render.echo_json(
+            {
+                'problems': report.problems,
+                'findings': [
+                    {'topic': f.topic, 'seen': f.seen, 'problem': f.problem}
+                    for f in report.findings
+                ],
+            }
+        )
+    else:
+        for finding in report.findings:
+            mark = style('problem', fg='red', bold=True) if finding.problem else 'ok'
+            click.echo(f'{finding.topic:<11} {mark:<7} {finding.seen}')
+        if not report.problems:
+            click.echo('No problems found.')
+    if report.problems:
+        raise click.exceptions.Exit(1)
+
+
+HOOK_VERBS: dict[str, click.Command] = {
+    'install': hook_install,
+    'uninstall': hook_uninstall,
+    'doctor': hook_doctor,
+}

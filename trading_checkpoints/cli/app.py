@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import difflib
 import sys
+import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
@@ -29,6 +30,31 @@ OVERVIEW = [
 ]
 
 
+# Words people try for a verb that is named otherwise here, and the verbs they mean.
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    'rollback': ('undo', 'restore'),
+    'revert': ('undo', 'restore'),
+    'reset': ('restore',),
+    'checkout': ('restore',),
+    'back': ('undo',),
+    'rewind': ('undo', 'restore-turn'),
+    'history': ('log', 'list'),
+    'ls': ('list',),
+    'commit': ('snapshot',),
+    'save': ('snapshot',),
+    'checkpoint': ('snapshot',),
+    'init': ('snapshot',),
+    'backup': ('push',),
+    'fetch': ('pull',),
+    'gc': ('prune',),
+    'clean': ('prune',),
+}
+# How close a typo must be to a verb for it to be suggested (difflib's ratio).
+TYPO_CUTOFF = 0.7
+# The group's options that take a value (the verb is the first word after them).
+_VALUED = ('--workspace', '--desk')
+
+
 def _lower_first(text: str) -> str:
     if len(text) > 1 and text[0].isupper() and text[1].islower():
         return text[0].lower() + text[1:]
@@ -44,14 +70,29 @@ class CheckpointsGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError as error:
             name = args[0] if args else ''
-            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
-            if close and not ctx.resilient_parsing:
+            meant = SYNONYMS.get(name.lower()) or tuple(
+                difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=TYPO_CUTOFF)
+            )
+            if meant and not ctx.resilient_parsing:
+                choices = ' or '.join(repr(verb) for verb in meant)
                 raise click.UsageError(
-                    f'no such verb {name!r}; did you mean {close[0]!r}?', ctx
+                    f'no such verb {name!r}; did you mean {choices}?', ctx
                 ) from error
             raise
 
-    def main(  # type: ignore[override]
+    def verb_in(self, argv: Sequence[str]) -> str | None:
+        """The verb a command line names (the first word that is not a group option)."""
+        skip = False
+        for word in argv:
+            if skip:
+                skip = False
+            elif word in _VALUED:
+                skip = True
+            elif not word.startswith('-'):
+                return word if word in self.commands else None
+        return None
+
+    def main(  # type: ignore[override, unused-ignore]  # click 8.1 overloads main; 8.2 does not
         self,
         args: Sequence[str] | None = None,
         prog_name: str | None = None,
@@ -66,7 +107,11 @@ class CheckpointsGroup(click.Group):
         try:
             result = super().main(argv, prog_name or PROGRAM, complete_var, False, **extra)
         except click.UsageError as error:
-            where = error.ctx.command_path if error.ctx is not None else PROGRAM
+            if error.ctx is not None:
+                where = error.ctx.command_path
+            else:  # an option's value missing: click's parser names no command
+                verb = self.verb_in(argv)
+                where = f'{PROGRAM} {verb}' if verb else PROGRAM
             render.error(
                 _lower_first(error.format_message()),
                 as_json=as_json or bool(error.ctx and error.ctx.meta.get(JSON_KEY)),
@@ -183,12 +228,39 @@ for command in (
     remote.clone,
     agent.mcp_command,
     agent.hook_command,
+    agent.watch_command,
     agent.demo,
     complete.completion,
 ):
     cli.add_command(command)
 
 
+def _print_lock_waits() -> None:
+    """A writer waiting a second for the lock says so, once, on stderr (``note: waiting for
+    the checkpoint lock ..., held by another process (pid 4242 on host (restore), ...)``);
+    every other warning is shown as Python shows it."""
+    from ..errors import LockWaitWarning
+
+    shown_otherwise = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, LockWaitWarning):
+            click.echo(f'note: {message}', err=True)
+        else:
+            shown_otherwise(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    warnings.simplefilter('always', LockWaitWarning)
+
+
 def main() -> None:
     """The console script ``checkpoints`` (and ``python -m trading_checkpoints``)."""
+    _print_lock_waits()
     cli.main(prog_name=PROGRAM)

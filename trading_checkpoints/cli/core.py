@@ -18,7 +18,9 @@ from .options import (
     quiet_option,
     target_options,
     verb,
+    verbose_option,
 )
+from .paths import desk_paths, suggesting
 from .render import ident, style
 from .target import Target
 
@@ -29,10 +31,13 @@ _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
 
 
 def change_note(item: Any) -> str:
-    """``(2 files, +10/-3)``, or nothing when the checkpoint recorded no stats."""
+    """``(2 files, +10/-3)``; ``(2 files)`` when the checkpoint recorded no line counts (its
+    commit did not have both sides of a changed text file at hand); nothing without stats."""
     if item.files_changed is None:
         return ''
     files = f'{item.files_changed} file{"" if item.files_changed == 1 else "s"}'
+    if item.lines_added is None or item.lines_removed is None:
+        return f'  ({files})'
     return f'  ({files}, +{item.lines_added}/-{item.lines_removed})'
 
 
@@ -57,11 +62,9 @@ def gather(checkpoints: Any, limit: int, agent_only: bool) -> tuple[list[Any], i
     return kept[:limit], max(0, min(more, MORE_COUNTED)), len(kept) < goal
 
 
-def note_recovery(checkpoints: Any) -> None:
+def note_recovery(checkpoints: Any, target: Target) -> None:
     """One stderr line when the verb first completed a restore a crash had interrupted."""
-    recovery = getattr(checkpoints, 'last_recovery', None)
-    if recovery is not None:
-        click.echo(f'note: {recovery}', err=True)
+    render.recovery_note(getattr(checkpoints, 'last_recovery', None), target)
 
 
 @click.command('list')
@@ -88,7 +91,7 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
     """
     checkpoints = target.lister()
     items, more, exact = gather(checkpoints, limit, agent_only)
-    note_recovery(checkpoints)
+    note_recovery(checkpoints, target)
     if as_json:
         render.echo_json([item.to_dict() for item in items])
         return
@@ -135,8 +138,8 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
     'paths',
     multiple=True,
     metavar='PATH',
-    help='A path the tool is about to write (repeat for each). Later changes elsewhere are '
-    'then reported as external by `status`.',
+    help='A path the tool is about to write (repeat for each; relative to the current folder '
+    'inside the desk). Later changes elsewhere are then reported as external by `status`.',
 )
 @json_option('Print {"id", "external", "skipped"} (id null when nothing changed).')
 @target_options
@@ -157,31 +160,30 @@ def snapshot(
       checkpoints snapshot -m "before rewriting notes/plan.md"
       checkpoints snapshot --turn msg_17 --tool write_file --path notes/plan.md
     """
-    from ..ops.turns import check_turn_id, snapshot_in_turn
+    from ..ops.turns import check_turn_id
 
     if turn is not None:
         check_turn_id(turn)
     checkpoints = target.opened()
-    taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=paths or None, turn=turn)
+    used = desk_paths(target, paths)
+    with suggesting(target, paths, used, checkpoints.effective_tracked_paths):
+        taken = checkpoints.snapshot_with_result(reason, tool=tool, paths=used or None, turn=turn)
     checkpoint_id = taken.checkpoint_id
-    if checkpoint_id is None and turn is not None:
-        # Nothing changed, yet a turn's first snapshot must leave a checkpoint carrying its id.
-        checkpoint_id = snapshot_in_turn(checkpoints, turn, reason, tool=tool, paths=paths or None)
-    if taken.recovered:
-        click.echo(f'note: {taken.recovered}', err=True)
+    note_recovery(checkpoints, target)
     for path, why in taken.skipped:
         click.echo(f'warning: left out {path}: {why}', err=True)
     if as_json:
-        form = taken.to_dict()
-        form['id'] = checkpoint_id  # the turn's mark when nothing changed
-        render.echo_json(form)
+        render.echo_json(taken.to_dict())
         return
+    where = target.where
     if checkpoint_id is None:
-        click.echo('Nothing changed since the newest checkpoint; no snapshot taken.')
-    elif taken.checkpoint_id is None:
-        click.echo(f'Snapshot {ident(checkpoint_id)} marks the start of turn {turn}: {reason}')
+        click.echo(f'Nothing changed on {where} since the newest checkpoint; no snapshot taken.')
+    elif taken.turn_start:
+        click.echo(
+            f'Snapshot {ident(checkpoint_id)} of {where} marks the start of turn {turn}: {reason}'
+        )
     else:
-        click.echo(f'Snapshot {ident(checkpoint_id)} taken: {reason}')
+        click.echo(f'Snapshot {ident(checkpoint_id)} of {where} taken: {reason}')
     if taken.external:
         click.echo(
             f'note: changed outside the agent since the state it left: {", ".join(taken.external)}'
@@ -200,6 +202,7 @@ def split_restore_args(args: tuple[str, ...]) -> tuple[str | None, list[str]]:
 @dry_run_option('Show what would be written and deleted; change nothing.')
 @external_option
 @quiet_option
+@verbose_option
 @json_option('Print what was done as JSON.')
 @target_options
 @verb('desk')
@@ -209,6 +212,7 @@ def restore(
     dry_run: bool,
     on_external: str | None,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Put the tracked files back as they were at checkpoint ID.
@@ -216,9 +220,10 @@ def restore(
     The current files are snapshotted first, so the restore itself can be undone with the
     command it prints. Files created since ID are deleted; untracked files are never touched.
     Without ID, the newest checkpoint is restored (the changes made since are discarded). With
-    PATHs, only those files or folders are restored. A first argument of 4 to 40 hex digits
-    is the ID; any other is a PATH. Files changed outside the agent (see `status`) are
-    overwritten and named in a warning (they are kept in the pre-snapshot); with
+    PATHs, only those files or folders are restored (inside the desk, a PATH is taken from the
+    current folder, as git does). A first argument of 4 to 40 hex digits is the ID; any other
+    is a PATH. A long list of files is cut short unless -v. Files changed outside the agent
+    (see `status`) are overwritten and named in a warning (they are kept in the pre-snapshot); with
     --keep-external they are left as they are and only the agent's changes are reverted;
     with --refuse-external nothing is changed if any would be overwritten.
 
@@ -230,25 +235,28 @@ def restore(
       checkpoints restore notes/            # notes/ as at the newest checkpoint
       checkpoints restore 3f2a9c1 --json
     """
-    checkpoint_id, paths = split_restore_args(args)
+    checkpoint_id, typed = split_restore_args(args)
+    taken = desk_paths(target, typed)
+    used = [] if '.' in taken else taken  # the desk itself: every tracked path
+    checkpoints = target.checkpoints()
     try:
-        result = target.checkpoints().restore_with_result(
-            checkpoint_id, paths=paths or None, dry_run=dry_run, on_external=on_external
-        )
+        with suggesting(target, typed, used, checkpoints.effective_tracked_paths):
+            result = checkpoints.restore_with_result(
+                checkpoint_id, paths=used or None, dry_run=dry_run, on_external=on_external
+            )
     except BadPathError as error:
-        if checkpoint_id is None and error.path == args[0]:
+        if checkpoint_id is None and typed and error.path in (args[0], taken[0]):
             raise BadPathError(
                 f'{args[0]!r} is not a checkpoint id (expected 4 to 40 hex digits, as shown by '
                 f'`checkpoints list`) nor a tracked path: {error}',
                 error.path,
             ) from error
         raise
-    if result.recovered:
-        click.echo(f'note: {result.recovered}', err=True)
+    note_recovery(checkpoints, target)
     if as_json:
         render.echo_json(result.to_dict())
     else:
-        render.restore(result, target, quiet=quiet, keeping=on_external == 'keep')
+        render.restore(result, target, quiet=quiet, verbose=verbose, keeping=on_external == 'keep')
 
 
 @click.command()
@@ -325,6 +333,7 @@ def desks_command(target: Target, as_json: bool) -> None:
     from ..workspace import Workspace
 
     workspace = Workspace(target.workspace)
+    names = workspace.desks()
     rows = [
         {
             'name': name,
@@ -332,7 +341,7 @@ def desks_command(target: Target, as_json: bool) -> None:
             'checkpoints': workspace.repository_directory(name).is_dir(),
             'current': name == target.desk,
         }
-        for name in workspace.desks()
+        for name in names
     ]
     if as_json:
         render.echo_json(rows)
@@ -343,15 +352,15 @@ def desks_command(target: Target, as_json: bool) -> None:
             f'(a desk is a folder in {target.workspace / "desks"}).'
         )
         return
-    width = max(len(row['name']) for row in rows)
-    for row in rows:
+    width = max(len(name) for name in names)
+    for name, row in zip(names, rows, strict=True):
         notes = []
         if not row['folder']:
             notes.append('no folder: checkpoints only')
         elif not row['checkpoints']:
             notes.append('no checkpoints yet')
         mark = '*' if row['current'] else ' '
-        text = f'{mark} {row["name"].ljust(width)}'
+        text = f'{mark} {name.ljust(width)}'
         click.echo(f'{text}  ({", ".join(notes)})' if notes else text.rstrip())
     if len(rows) > 1:
         click.echo(style('hint: checkpoints --desk NAME VERB acts on another desk', dim=True))
@@ -373,7 +382,8 @@ def desks_command(target: Target, as_json: bool) -> None:
 def track(
     target: Target, added: tuple[str, ...], remove: tuple[str, ...], reset: bool, as_json: bool
 ) -> None:
-    """Show the tracked paths, or track PATHs too (files or folders, relative to the desk).
+    """Show the tracked paths, or track PATHs too (files or folders, relative to the desk, or
+    to the current folder inside the desk).
 
     The list is recorded in the desk's repository, so the library and every command agree.
     Files outside it are never read, written or deleted; checkpoints taken before a change
@@ -391,6 +401,8 @@ def track(
     checkpoints = target.checkpoints()
     current = checkpoints.effective_tracked_paths()
     wanted = list(TRACKED_PATHS if reset else current)
+    added = tuple(desk_paths(target, added))
+    remove = tuple(desk_paths(target, remove))
     for path in Allowlist(added).entries if added else ():
         if not Allowlist(wanted).covers(path):
             wanted.append(path)
@@ -414,10 +426,8 @@ def track(
     if as_json:
         render.echo_json({'desk': target.desk, 'tracked': list(tracked), 'changed': changed})
         return
-    if changed:
-        click.echo(f'Desk {target.desk!r} now tracks:')
-    else:
-        click.echo(f'Desk {target.desk!r} tracks:')
+    where = target.where[0].upper() + target.where[1:]
+    click.echo(f'{where} now tracks:' if changed else f'{where} tracks:')
     for path in tracked:
         click.echo(f'  {path}')
     if set(tracked) - set(current):

@@ -8,6 +8,7 @@ verb); the one given last on the command line wins. Their values are kept in ``c
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -15,7 +16,14 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import CheckpointError
+from ..errors import (
+    CheckpointError,
+    ExternalChangesError,
+    HistoriesDivergedError,
+    PrunedCheckpointError,
+    UnknownCheckpointError,
+    UnknownTurnError,
+)
 from ..workspace import desk_name_problem
 from . import complete, render
 from .target import DESK_KEY, WORKSPACE_KEY, Target, target_of
@@ -111,6 +119,15 @@ def quiet_option(function: F) -> F:
     )(function)
 
 
+def verbose_option(function: F) -> F:
+    return click.option(
+        '-v',
+        '--verbose',
+        is_flag=True,
+        help='List every file, also when there are many (by default a long list is cut short).',
+    )(function)
+
+
 def limit_option(what: str) -> Callable[[F], F]:
     return click.option(
         '--limit',
@@ -138,11 +155,25 @@ def fail(message: str, kind: str = 'CheckpointError', code: int = 1) -> None:
     sys.exit(code)
 
 
-def report(error: CheckpointError) -> None:
+class Hinted(Exception):
+    """A library error with what the command line suggests doing next (a ``hint:`` line, or
+    ``"hint"`` in the JSON error); the error itself is reported as it is."""
+
+    def __init__(self, error: CheckpointError, hint: str | None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.hint = hint
+
+
+def report(error: CheckpointError, hint: str | None = None) -> None:
     """A failure of the library, exit status 1: its kind is the error's class and its fields the
     kind's (:meth:`CheckpointError.details`); the message is shown as it is, never parsed."""
     render.error(
-        str(error), as_json=wants_json(), kind=type(error).__name__, fields=error.details()
+        str(error),
+        as_json=wants_json(),
+        kind=type(error).__name__,
+        fields=error.details(),
+        hint=hint,
     )
     sys.exit(1)
 
@@ -166,6 +197,8 @@ def reports_errors(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
+        except Hinted as hinted:
+            report(hinted.error, hinted.hint)
         except CheckpointError as error:
             report(error)
         except BrokenPipeError:
@@ -186,22 +219,99 @@ def reports_errors(function: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def complete_interrupted_restore(target: Target) -> None:
+    """Completes a restore that a crash or Ctrl-C interrupted on the desk, before a verb
+    runs, and says so in one line with the command that undoes it: every verb then finds the
+    desk whole (``status`` never shows the half-done restore as someone's changes)."""
+    from ..ops.listing import journal_pending
+
+    if not journal_pending(target.repository_directory):
+        return
+    from ..ops import engine
+
+    checkpoints = target.checkpoints()
+    engine.complete_pending(checkpoints.desk_config, checkpoints)
+    render.recovery_note(checkpoints.last_recovery, target)
+
+
+def next_step(error: CheckpointError, target: Target) -> str | None:
+    """The command to run after an error of this kind on this desk, or None."""
+    if isinstance(error, UnknownTurnError):
+        return f'{target.command("turns")} lists the turns'
+    if isinstance(error, PrunedCheckpointError):
+        return None  # its message says so already
+    if isinstance(error, UnknownCheckpointError):
+        return f'{target.command("list")} shows the checkpoint ids'
+    if isinstance(error, ExternalChangesError):
+        command = click.get_current_context().info_name
+        if command in ('undo', 'redo'):
+            return (
+                f'{command} --keep-external leaves those files as they are; {command} --force '
+                'puts the older version back (what it overwrites is kept in the pre-snapshot)'
+            )
+        return (
+            f"{command} --keep-external keeps them and reverts only the agent's changes; "
+            f'without --refuse-external they are overwritten (kept in the pre-snapshot)'
+        )
+    if isinstance(error, HistoriesDivergedError):
+        url = _remote_url(target, error.remote) or 'URL'
+        copy = target.command('clone', url, '--desk', f'{target.desk}-{error.remote}')
+        copy = copy.replace(f' --desk {shlex.quote(target.desk)} clone ', ' clone ', 1)
+        return (
+            f"{copy} copies the remote's checkpoints onto a new desk; "
+            f'{target.command("remote", "add", "NEW", "URL")} then push NEW backs this desk '
+            'up apart'
+        )
+    return None
+
+
+def _remote_url(target: Target, name: str | None) -> str | None:
+    """The URL of remote ``name`` as shown to people (without user info), if it is known."""
+    try:
+        for remote in target.checkpoints().remotes():
+            if remote.name == name:
+                return str(remote.display_url)
+    except CheckpointError:
+        pass
+    return None
+
+
 def verb(require: str | None = 'desk') -> Callable[[F], F]:
     """Runs a verb's body with its :class:`Target` as first argument, after checking that
     what it needs exists: ``workspace``, ``desk`` (its folder or its repository), ``folder``
-    (the desk's folder), or None; failures are reported as :func:`reports_errors` does."""
+    (the desk's folder), or None; failures are reported as :func:`reports_errors` does, with
+    the next step to take (:func:`next_step`) as a hint. When the environment chose a workspace
+    or desk other than the one the command runs from, one line on stderr says so.
+
+    A verb on a desk first completes a restore that was interrupted there. Ctrl-C during a
+    restore that already changed the desk says how far it got (exit status 130).
+    """
 
     def decorate(function: F) -> F:
         @wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            from ..ops.recovery import RestoreInterrupted
+
             target = current_target()
+            for note in target.environment_notes():
+                click.echo(f'note: {note}', err=True)
             if require == 'workspace':
                 target.require_workspace()
             elif require == 'desk':
                 target.require_desk()
             elif require == 'folder':
                 target.require_desk_folder()
-            return function(target, *args, **kwargs)
+            try:
+                if require in ('desk', 'folder'):
+                    complete_interrupted_restore(target)
+                return function(target, *args, **kwargs)
+            except RestoreInterrupted as stop:
+                render.interrupted(stop, target, as_json=wants_json())
+                sys.exit(130)
+            except Hinted:
+                raise
+            except CheckpointError as error:
+                raise Hinted(error, next_step(error, target)) from error
 
         return reports_errors(wrapper)  # type: ignore[return-value]
 

@@ -61,7 +61,7 @@ def remote_add(target: Target, name: str, url: str) -> None:
             desk=target.desk,
         )
     remote = target.checkpoints().add_remote(name, url)
-    click.echo(f'Remote {remote.name} -> {remote.display_url}')
+    click.echo(f'Remote {remote.name} -> {remote.display_url} (for {target.where})')
 
 
 @remote_group.command('list')
@@ -80,7 +80,7 @@ def remote_list(target: Target, as_json: bool) -> None:
         render.echo_json([{'name': r.name, 'url': r.display_url} for r in remotes])
         return
     if not remotes:
-        click.echo(f'No remotes for desk {target.desk!r}.')
+        click.echo(f'No remotes for {target.where}.')
     for remote in remotes:
         click.echo(f'{remote.name}\t{remote.display_url}')
 
@@ -97,36 +97,48 @@ def remote_remove(target: Target, name: str) -> None:
       checkpoints remote remove backup
     """
     target.checkpoints().remove_remote(name)
-    click.echo(f'Removed remote {name}.')
+    click.echo(f'Removed remote {name} of {target.where}.')
 
 
 @click.command()
 @click.argument('name', required=False, shell_complete=complete.remotes)
+@click.option(
+    '--create-parents',
+    is_flag=True,
+    help="Create the folders above a path remote's repository if they are missing (without "
+    'it, a missing folder is an error: a backup drive may not be mounted).',
+)
 @json_option('Print what was pushed as JSON.')
 @target_options
 @verb('desk')
-def push(target: Target, name: str | None, as_json: bool) -> None:
+def push(target: Target, name: str | None, create_parents: bool, as_json: bool) -> None:
     """Back the checkpoints up to remote NAME (fast-forward only).
 
-    NAME may be left out when there is one remote, or one named origin.
+    NAME may be left out when there is one remote, or one named origin. A path remote is
+    created on the first push, inside a folder that must already exist (or --create-parents).
 
     \b
     Examples:
       checkpoints push
       checkpoints --desk research push backup --json
+      checkpoints push backup --create-parents   # also makes the missing folders above it
     """
     checkpoints = target.checkpoints()
     result = render.run_with_progress(
-        lambda progress: checkpoints.push(name, progress=progress), as_json
+        lambda progress: checkpoints.push(name, progress=progress, create_parents=create_parents),
+        as_json,
     )
     if as_json:
         render.echo_json(transfer_dict(result))
     elif result.up_to_date:
-        click.echo(f'{result.remote} ({result.url}) is already up to date at {result.new}.')
+        click.echo(
+            f'{result.remote} ({result.url}) is already up to date with {target.where} at '
+            f'{result.new}.'
+        )
     else:
         click.echo(
-            f'Pushed to {result.remote} ({result.url}): {result.old or "(empty)"} -> '
-            f'{ident(result.new)}'
+            f'Pushed {target.where} to {result.remote} ({result.url}): '
+            f'{result.old or "(empty)"} -> {ident(result.new)}'
         )
         if result.marked_shallow:
             click.echo(
@@ -157,11 +169,14 @@ def pull(target: Target, name: str | None, as_json: bool) -> None:
     if as_json:
         render.echo_json(transfer_dict(result))
     elif result.up_to_date:
-        click.echo(f'Already up to date with {result.remote} at {result.new}.')
+        click.echo(
+            f'{target.where[0].upper()}{target.where[1:]} is already up to date with '
+            f'{result.remote} at {result.new}.'
+        )
     else:
         click.echo(
-            f'Pulled from {result.remote} ({result.url}): {result.old or "(none)"} -> '
-            f'{ident(result.new)}'
+            f'Pulled from {result.remote} ({result.url}) into {target.where}: '
+            f'{result.old or "(none)"} -> {ident(result.new)}'
         )
         click.echo(f'Bring the desk to it with: {target.command("restore", result.new or "")}')
 
@@ -201,6 +216,7 @@ def clone(
     from ..checkpoints import Checkpoints
     from ..core.paths import TRACKED_PATHS
 
+    created = not target.workspace.exists()
     _, result, written = render.run_with_progress(
         lambda progress: Checkpoints.clone(
             url,
@@ -221,7 +237,14 @@ def clone(
             }
         )
         return
-    click.echo(f'Cloned {result.url} onto desk {target.desk!r} at {ident(result.new)}.')
+    if created and target.workspace_source == 'default':
+        click.echo(
+            f'Created workspace {target.workspace} (no workspace at or above {target.cwd}; '
+            '--workspace DIR chooses another).'
+        )
+    elif created:
+        click.echo(f'Created workspace {target.workspace}.')
+    click.echo(f'Cloned {result.url} onto {target.where} at {ident(result.new)}.')
     if written is not None:
         click.echo(f'Restored the newest checkpoint: {len(written)} files written.')
     elif not no_restore:

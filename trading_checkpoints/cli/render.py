@@ -85,11 +85,36 @@ def error(
 # -- restores (restore, undo, redo, restore-turn) ---------------------------------------------
 
 
+# A restore listing longer than this many rows shows only its first SHOWN_ROWS (-v: all).
+LONG_LISTING = 20
+SHOWN_ROWS = 10
+
+
 def file_lines(written: Sequence[str], deleted: Sequence[str]) -> None:
     for path in written:
         click.echo(f'  {style("W", fg="green")} {path}')
     for path in deleted:
         click.echo(f'  {style("D", fg="red")} {path}')
+
+
+def file_summary(written: Sequence[str], deleted: Sequence[str], *, every: bool) -> None:
+    """The written and deleted files, one row each; a listing longer than
+    :data:`LONG_LISTING` rows shows its first :data:`SHOWN_ROWS` and counts the rest, unless
+    ``every``."""
+    if every or len(written) + len(deleted) <= LONG_LISTING:
+        file_lines(written, deleted)
+        return
+    shown_written = list(written[:SHOWN_ROWS])
+    shown_deleted = list(deleted[: SHOWN_ROWS - len(shown_written)])
+    file_lines(shown_written, shown_deleted)
+    more_written = len(written) - len(shown_written)
+    more_deleted = len(deleted) - len(shown_deleted)
+    counts = ', '.join(
+        f'{count:,} {what}'
+        for count, what in ((more_written, 'written'), (more_deleted, 'deleted'))
+        if count
+    )
+    click.echo(f'  ... and {more_written + more_deleted:,} more ({counts}; -v lists every file)')
 
 
 def kept_lines(kept: Sequence[tuple[str, str]]) -> None:
@@ -103,33 +128,41 @@ def restore(
     target: Target,
     *,
     quiet: bool = False,
+    verbose: bool = False,
     title: str | None = None,
     keeping: bool = False,
 ) -> None:
-    """The human view of a restore, undo or redo: what changed, and how to take it back."""
+    """The human view of a restore, undo or redo: which desk, what changed (a long listing
+    summarised unless ``verbose``), and how to take it back."""
+    where = target.where
     if not result.written and not result.deleted:
         if result.kept:
             click.echo(
-                f'Nothing to {result.action}: every difference from {result.target_id} '
-                'is left as it is.'
+                f'Nothing to {result.action} on {where}: every difference from '
+                f'{result.target_id} is left as it is.'
             )
             kept_lines(result.kept)
         else:
-            click.echo(f'The tracked files already match {result.target_id}; nothing to restore.')
+            click.echo(
+                f'The tracked files of {where} already match {result.target_id}; '
+                f'nothing to {result.action}.'
+            )
         return
+    direction = {'restore': '', 'undo': ', back to', 'redo': ', forward to'}[result.action]
     if result.dry_run:
-        verb = f'Would {result.action}' + (' to' if result.action != 'restore' else '')
+        verb = f'Would {result.action}'
     else:
-        verb = {'restore': 'Restored', 'undo': 'Undid: back to', 'redo': 'Redid: forward to'}[
-            result.action
-        ]
+        verb = {'restore': 'Restored', 'undo': 'Undid', 'redo': 'Redid'}[result.action]
+    if result.action == 'restore':
+        head = f'{verb} {ident(result.target_id)}{title or ""} on {where}'
+    else:
+        head = f'{verb} on {where}{direction} {ident(result.target_id)}{title or ""}'
     click.echo(
-        f'{verb} {ident(result.target_id)}{title or ""}: '
-        f'{len(result.written)} written ({len(result.created)} created), '
+        f'{head}: {len(result.written)} written ({len(result.created)} created), '
         f'{len(result.deleted)} deleted.'
     )
     if not quiet:
-        file_lines(result.written, result.deleted)
+        file_summary(result.written, result.deleted, every=verbose)
     if result.kept:
         kept_lines(result.kept)
     if keeping and result.attribution == 'unknown':
@@ -155,6 +188,49 @@ def restore(
         click.echo(f'       or: {target.command("restore", result.before_id)}')
     else:
         click.echo(f'Undo with: {target.command("restore", result.before_id)}')
+
+
+def recovery_note(recovery: Any, target: Target) -> None:
+    """One stderr line when a restore that a crash or Ctrl-C interrupted was completed first:
+    what it did, and the command that undoes it."""
+    if recovery is None:
+        return
+    if not recovery.target_id:  # a record that was refused: nothing was restored
+        click.echo(f'note: {recovery}', err=True)
+        return
+    line = (
+        f'note: completed {recovery.what} of {recovery.target_id} '
+        f'({len(recovery.written)} written, {len(recovery.deleted)} deleted); '
+        f'undo with: {target.command("restore", recovery.before_id)}'
+    )
+    if recovery.saved_id:
+        line += f'; the desk as found was saved first as {recovery.saved_id}'
+    click.echo(line, err=True)
+
+
+def interrupted(stop: Any, target: Target, *, as_json: bool) -> None:
+    """Ctrl-C stopped a restore part way: how far it got, and that the next command (any of
+    them) completes it, with the command that undoes it then."""
+    what = 'the completion of an interrupted restore' if stop.completing else 'the restore'
+    message = (
+        f'interrupted: {what} of {stop.label} stopped after changing {stop.changed} of '
+        f'{stop.planned} files in the desk; the next checkpoints command on this desk '
+        f'completes it first (or run now: {target.command("status")})'
+    )
+    hint = f'once it is completed, undo it with: {target.command("restore", stop.before_id)}'
+    fields = {
+        name: getattr(stop, name)
+        for name in (
+            'label',
+            'target_id',
+            'before_id',
+            'changed',
+            'planned',
+            'completing',
+            'record',
+        )
+    }
+    error(message, as_json=as_json, kind=type(stop).__name__, hint=hint, fields=fields)
 
 
 # -- diffs ------------------------------------------------------------------------------------

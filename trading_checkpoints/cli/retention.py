@@ -146,7 +146,8 @@ def prune(
     size = 'estimated ' if result.dry_run else ''
     click.echo(
         f'{verb_text} {result.checkpoints_before - result.checkpoints_after} of '
-        f'{result.checkpoints_before} checkpoints; objects {result.bytes_before:,} -> '
+        f'{result.checkpoints_before} checkpoints of {target.where}; objects '
+        f'{result.bytes_before:,} -> '
         f'{size}{result.bytes_after:,} bytes.'
     )
     if result.oldest_kept and result.pruned:

@@ -156,6 +156,37 @@ class Target:
                 name=self.desk,
             )
 
+    # -- saying where -----------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The desk acted on, as messages name it: ``desk 'main'``, with the workspace when it
+        did not come from the current folder (an option, the environment, ``./workspace``)."""
+        if self.workspace_source == 'found':
+            return f'desk {self.desk!r}'
+        return f'desk {self.desk!r} of workspace {self.workspace}'
+
+    def environment_notes(self) -> list[str]:
+        """A line for each of $CHECKPOINTS_WORKSPACE and $CHECKPOINTS_DESK that chose another
+        workspace or desk than the one the command runs from (which it would act on else)."""
+        notes = []
+        here = find_workspace(self.cwd) if self.workspace_source == 'environment' else None
+        if here is not None and os.path.realpath(here) != os.path.realpath(self.workspace):
+            notes.append(
+                f'acting on workspace {self.workspace} from ${WORKSPACE_VARIABLE}, not on '
+                f'{here} where you are (--workspace or unsetting it chooses)'
+            )
+        if self.desk_source == 'environment':
+            inside = desk_at(self.workspace, self.cwd) or desk_at(
+                os.path.realpath(self.workspace), self.cwd
+            )
+            if inside is not None and inside != self.desk:
+                notes.append(
+                    f'acting on desk {self.desk!r} from ${DESK_VARIABLE}, not on desk '
+                    f'{inside!r} where you are (--desk or unsetting it chooses)'
+                )
+        return notes
+
     # -- follow-up commands ---------------------------------------------------------------
 
     def command(self, *words: str) -> str:

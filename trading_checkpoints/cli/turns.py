@@ -55,6 +55,12 @@ def turns(target: Target, limit: int, as_json: bool) -> None:
 @click.command('restore-turn')
 @click.argument('turn_id', metavar='TURN', shell_complete=complete.turns)
 @dry_run_option('Only say what would be written and deleted.')
+@click.option(
+    '--force',
+    is_flag=True,
+    help='Put back files another turn or writer changed after TURN did (the pre-snapshot '
+    'keeps them); by default such a conflict changes nothing.',
+)
 @quiet_option
 @external_option
 @json_option('Print what was done as JSON.')
@@ -64,44 +70,38 @@ def restore_turn(
     target: Target,
     turn_id: str,
     dry_run: bool,
+    force: bool,
     on_external: str | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Rewind the tracked files to the state before agent turn TURN began.
+    """Put back the files agent turn TURN wrote, as they were before it began.
 
-    Restores the turn's first checkpoint (taken before its first write), so later turns are
-    rewound too. Like every restore it snapshots first and prints the command that undoes it.
+    Only the turn's own files are rewound: what later turns, other sessions or a person
+    changed elsewhere stays. Where someone else changed one of its files afterwards, nothing
+    is changed and the files are named, unless --force (put them back anyway) or
+    --keep-external (leave them as they are). Like every restore it snapshots first and
+    prints the command that undoes it.
 
     \b
     Examples:
       checkpoints turns                       # find the turn
       checkpoints restore-turn msg_01H8
+      checkpoints restore-turn msg_01H8 --keep-external
       checkpoints restore-turn msg_01H8 --dry-run --json
     """
-    result = target.checkpoints().restore_turn(turn_id, dry_run=dry_run, on_external=on_external)
-    if as_json:
-        form = result.to_dict()
-        render.echo_json(
-            {
-                'turn_id': turn_id,
-                'dry_run': dry_run,
-                'before_id': None if dry_run else form['before_id'],
-                'target_id': form['target_id'],
-                'restored_id': None if dry_run else form['restored_id'],
-                'written': form['written'],
-                'deleted': form['deleted'],
-            }
-        )
-        return
-    verb_text = 'Would restore' if dry_run else 'Restored'
-    click.echo(
-        f'{verb_text} {ident(result.target_id)} (before turn {turn_id}): '
-        f'{len(result.written)} written, {len(result.deleted)} deleted.'
+    if force and on_external is not None:
+        raise click.UsageError('choose --force or --keep-external/--refuse-external, not both')
+    result = target.checkpoints().restore_turn(
+        turn_id, dry_run=dry_run, force=force, on_external=on_external
     )
-    if not quiet:
-        render.file_lines(result.written, result.deleted)
-    if dry_run:
-        click.echo('Dry run: nothing was changed.')
-    else:
-        click.echo(f'Undo with: {target.command("restore", result.before_id)}')
+    if result.recovered:
+        click.echo(f'note: {result.recovered}', err=True)
+    if as_json:
+        form: dict[str, object] = {'turn_id': turn_id, **result.to_dict()}
+        if dry_run:
+            form.update(before_id=None, restored_id=None)
+        render.echo_json(form)
+        return
+    title = f' (before turn {turn_id})'
+    render.restore(result, target, quiet=quiet, title=title, keeping=on_external == 'keep')

@@ -2,30 +2,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
 from . import render
-from .options import dry_run_option, json_option, quiet_option, target_options, verb
+from .options import (
+    dry_run_option,
+    json_option,
+    quiet_option,
+    target_options,
+    verb,
+    verbose_option,
+)
 from .render import ident
 from .target import Target
+
+F = TypeVar('F', bound=Callable[..., Any])
 
 
 def _step(
     target: Target,
     which: str,
+    *,
     force: bool,
     keep_external: bool,
     dry_run: bool,
     quiet: bool,
+    verbose: bool,
     as_json: bool,
 ) -> None:
+    """An undo or a redo (``which``), with the options both verbs take."""
     checkpoints = target.checkpoints()
     method = checkpoints.undo if which == 'undo' else checkpoints.redo
     result = method(force=force, keep_external=keep_external, dry_run=dry_run)
     if as_json:
         render.echo_json(result.to_dict())
     else:
-        render.restore(result, target, quiet=quiet, keeping=not force)
+        render.restore(result, target, quiet=quiet, verbose=verbose, keeping=not force)
 
 
 _KEEP = click.option(
@@ -35,21 +50,29 @@ _KEEP = click.option(
 )
 
 
+def _step_options(function: F) -> F:
+    """The options undo and redo share (besides --force), and the verb's wrapper."""
+    for decorate in (
+        verb('desk'),
+        target_options,
+        json_option('Print what was done as JSON.'),
+        verbose_option,
+        quiet_option,
+        dry_run_option(),
+        _KEEP,
+    ):
+        function = decorate(function)
+    return function
+
+
 @click.command()
 @click.option(
     '--force',
     is_flag=True,
     help='Overwrite files changed outside the agent too (kept in the pre-snapshot).',
 )
-@_KEEP
-@dry_run_option()
-@quiet_option
-@json_option('Print what was done as JSON.')
-@target_options
-@verb('desk')
-def undo(
-    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
-) -> None:
+@_step_options
+def undo(target: Target, **options: Any) -> None:
     """Step back one agent step; repeat to go further back (three undos, three writes).
 
     With changes since the newest checkpoint, it goes back to that checkpoint; otherwise to the
@@ -64,7 +87,7 @@ def undo(
       checkpoints undo --dry-run
       checkpoints undo --force --json
     """
-    _step(target, 'undo', force, keep_external, dry_run, quiet, as_json)
+    _step(target, 'undo', **options)
 
 
 @click.command()
@@ -73,15 +96,8 @@ def undo(
     is_flag=True,
     help='Redo even over changes made since the undo (they are kept in the pre-snapshot).',
 )
-@_KEEP
-@dry_run_option()
-@quiet_option
-@json_option('Print what was done as JSON.')
-@target_options
-@verb('desk')
-def redo(
-    target: Target, force: bool, keep_external: bool, dry_run: bool, quiet: bool, as_json: bool
-) -> None:
+@_step_options
+def redo(target: Target, **options: Any) -> None:
     """Reverse the last undo not yet redone (new checkpoints after an undo end the chain).
 
     \b
@@ -89,7 +105,7 @@ def redo(
       checkpoints undo && checkpoints redo
       checkpoints redo --json
     """
-    _step(target, 'redo', force, keep_external, dry_run, quiet, as_json)
+    _step(target, 'redo', **options)
 
 
 @click.command()
@@ -111,4 +127,4 @@ def seal(target: Target, as_json: bool) -> None:
     if as_json:
         render.echo_json({'id': sealed})
     else:
-        click.echo(f'Sealed the desk as the state the agent left ({ident(sealed)}).')
+        click.echo(f'Sealed {target.where} as the state the agent left ({ident(sealed)}).')

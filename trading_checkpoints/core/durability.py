@@ -96,10 +96,23 @@ def fsync_folders_at_once(paths: Iterable[str | os.PathLike[str]]) -> None:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replaces ``path`` with ``data`` through a flushed temporary file and a flushed folder."""
+    """Replaces ``path`` with ``data`` through a flushed temporary file and a flushed folder.
+
+    The temporary file is created anew (``O_EXCL``, never through a link planted at its
+    name); the rename replaces whatever is at ``path`` (a link there is replaced, not
+    followed). Files of a repository go through ``repofiles.replace``, which also refuses a
+    link on the way to the folder.
+    """
     temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0)
+    flags |= getattr(os, 'O_CLOEXEC', 0)
     try:
-        with open(temporary, 'wb') as handle:
+        try:
+            fd = os.open(temporary, flags, 0o644)
+        except FileExistsError:  # a killed writer's, or planted
+            os.unlink(temporary)
+            fd = os.open(temporary, flags, 0o644)
+        with open(fd, 'wb') as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -4,6 +4,13 @@ Every write and delete goes through :class:`~trading_checkpoints.desk.folders.De
 swapped for a symlink is refused, never written through, and nothing is created outside a
 folder that was opened as a real folder of the desk.
 
+A mount point inside the desk is **refused**, never written through nor replaced: a plan that
+writes or deletes at one, or below a mounted folder, fails before its first write
+(:func:`check_plan`, ``MountPointError``). What is mounted lies outside the desk: rewriting a
+bind-mounted file in place would change the outside file, and replacing it by a rename cannot
+be done (the kernel refuses to rename over or delete a mount point, ``EBUSY``); inside a
+mounted folder every write, rename and delete would change the outside folder.
+
 A file that is already a regular file with a single name is rewritten in place, through a
 descriptor opened without following links and checked to be the file the scan saw; a new file
 is created at its name. Everything else (symlinks, a folder or a hard-linked file in the way,
@@ -27,7 +34,12 @@ from typing import Any
 from ..core.durability import fsync_fds
 from ..core.paths import Allowlist
 from ..core.trees import EXECUTABLE_MODE, SYMLINK_MODE, FileEntry, folders_of
-from ..errors import ConcurrentChangeError, FileAccessError, UntrackedInTheWayError
+from ..errors import (
+    ConcurrentChangeError,
+    FileAccessError,
+    MountPointError,
+    UntrackedInTheWayError,
+)
 from .folders import CREATE_FLAGS, REWRITE_FLAGS, DeskFolders
 from .statcache import StatKey, stat_key
 
@@ -62,7 +74,18 @@ def plan(current: dict[str, FileEntry], target: dict[str, FileEntry]) -> Plan:
 
 
 def check_plan(folders: DeskFolders, the_plan: Plan, current: dict[str, FileEntry]) -> None:
-    """Refuses, before anything is written, a plan that would need to touch untracked files."""
+    """Refuses, before anything is written, a plan that would need to touch untracked files,
+    or write or delete at a mount point or below one (see the module's docstring)."""
+    for path in (*the_plan.delete, *the_plan.write):
+        mount = folders.mount_above(path)
+        if mount is not None:
+            raise MountPointError(
+                f'cannot restore {path}: {folders.full(mount)} is a mount point, and what is '
+                'mounted there lies outside the desk (a restore never writes or deletes '
+                'through one); nothing was changed. Unmount it, or restore other paths only',
+                path=path,
+                mount=folders.full(mount),
+            )
     deleting = set(the_plan.delete)
     checked: set[str] = set()
     for path in the_plan.write:
@@ -335,7 +358,10 @@ def _write_at_name(
     The descriptor written through is the one checked: opened without following a symlink,
     its own stat is what the guard compares with the scan's, so a file swapped in after the
     scan is never written to. A hard-linked file is never written in place: its other names,
-    perhaps outside the desk, would change too. Only a regular file is ever opened.
+    perhaps outside the desk, would change too. Nor is a file on another device than its
+    folder (a mount point that appeared after :func:`check_plan`): the rename that replaces it
+    instead is refused by the kernel, so the outside file never changes. Only a regular file
+    is ever opened.
     """
     where = folders.full(path)
     try:
@@ -364,9 +390,9 @@ def _write_at_name(
     pending = _Pending(path, folder_fd, name, fd, renames=False)
     try:
         now = os.fstat(fd)
-        if now.st_nlink != 1:
+        if now.st_nlink != 1 or now.st_dev != os.fstat(folder_fd).st_dev:
             pending.close_file()
-            return None  # its other names may be outside the desk: replaced, not written
+            return None  # its other names, or what it is mounted from, lie outside the desk
         if guard is not None:
             guard(path, now)  # the file opened is the one the scan saw: a swap changes the stat
         _write_all(pending, data, _new_mode(now.st_mode, mode), where, now.st_size)

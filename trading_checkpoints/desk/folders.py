@@ -7,6 +7,10 @@ of their folder (``dir_fd=``). A component another process swaps for a symlink a
 therefore refused, never followed, for reads and writes alike, and a temporary file can only
 ever be created inside a folder that was opened as a real folder of the desk.
 
+A mount point inside the desk (a bind-mounted file or folder, another file system) holds what
+lies outside it: :meth:`DeskFolders.mount_above` finds one at or above a path, from the mount
+table, so that nothing is written or deleted through it (see ``checkout.check_plan``).
+
 Descriptors are kept in a small cache while one operation runs. Callers use a descriptor right
 after :meth:`DeskFolders.folder` returns it, before asking for another folder: the cache may
 close old entries when it grows.
@@ -16,7 +20,9 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
+from collections.abc import Sequence
 
 from ..errors import FileAccessError, MissingDeskError, NotAFolderError
 
@@ -30,6 +36,8 @@ REWRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, 'O_NONBLOCK', 0) | _CL
 # A symlink (or a file) where a folder was expected: O_NOFOLLOW | O_DIRECTORY refuses it.
 _NOT_A_FOLDER = frozenset({errno.ENOTDIR, errno.ELOOP})
 _MAX_OPEN = 128  # folder descriptors kept open at once
+MOUNT_TABLE = '/proc/self/mountinfo'
+_ESCAPED = re.compile(rb'\\([0-7]{3})')  # the mount table writes space, tab, \n, \\ in octal
 
 
 class DeskFolders:
@@ -65,6 +73,8 @@ class DeskFolders:
         # folder moved out of the desk is found out even after its parent was emptied and removed.
         self._removed: set[str] = set()
         self._released: dict[str, tuple[int, int]] = {}
+        self._mounts: frozenset[str] | None = None
+        self._mounts_read = False
 
     def __enter__(self) -> DeskFolders:
         return self
@@ -201,6 +211,36 @@ class DeskFolders:
         for key in list(self._fds)[1 : len(self._fds) - _MAX_OPEN // 2]:
             os.close(self._fds.pop(key))
 
+    def mount_above(self, path: str) -> str | None:
+        """The mount point inside the desk at ``path`` or at a folder above it, or None.
+
+        The mount table (read once) is the authority: a file or folder bind-mounted from the
+        same file system has the same device number as its folder, so only the table shows it.
+        Where the table cannot be read (no ``/proc``), a folder or file on another device than
+        the desk is taken for one.
+        """
+        if not self._mounts_read:
+            self._mounts = mounts_inside(self.root_fd)
+            self._mounts_read = True
+        parts = path.split('/')
+        if self._mounts is not None:
+            if not self._mounts:
+                return None
+            for depth in range(1, len(parts) + 1):
+                prefix = '/'.join(parts[:depth])
+                if prefix in self._mounts:
+                    return prefix
+            return None
+        device = os.fstat(self.root_fd).st_dev
+        for depth in range(1, len(parts)):
+            fd = self.folder('/'.join(parts[:depth]))
+            if fd is None:
+                return None
+            if os.fstat(fd).st_dev != device:
+                return '/'.join(parts[:depth])
+        st = self.lstat(path)
+        return path if st is not None and st.st_dev != device else None
+
     # -- entries -----------------------------------------------------------------------
 
     def lstat(self, path: str) -> os.stat_result | None:
@@ -323,6 +363,27 @@ class DeskFolders:
         return out
 
 
-def same_file(st: os.stat_result, key: tuple[int, ...]) -> bool:
+def mounts_inside(folder_fd: int) -> frozenset[str] | None:
+    """The mount points below an open folder, relative to it, from the mount table; None when
+    the table or the folder's path cannot be read (no ``/proc``)."""
+    try:
+        root = os.readlink(f'/proc/self/fd/{folder_fd}')
+        with open(MOUNT_TABLE, 'rb') as table:
+            lines = table.read().split(b'\n')
+    except OSError:
+        return None
+    prefix = root.rstrip('/') + '/'
+    found = set()
+    for line in lines:
+        fields = line.split(b' ')
+        if len(fields) < 5:
+            continue
+        point = os.fsdecode(_ESCAPED.sub(lambda m: bytes([int(m.group(1), 8)]), fields[4]))
+        if point.startswith(prefix) and point != prefix:
+            found.add(point[len(prefix) :])
+    return frozenset(found)
+
+
+def same_file(st: os.stat_result, key: Sequence[int]) -> bool:
     """Whether an open file's ``fstat`` is the file a walk saw (inode and file type)."""
     return st.st_ino == key[3] and stat.S_IFMT(st.st_mode) == stat.S_IFMT(key[4])

@@ -445,7 +445,7 @@ def _differing_records(new: array, old: array, chunk: int = 64) -> list[int]:
 
 
 def _hash(
-    folders: DeskFolders, path: str, key: array, result: Scan, sink: BlobSink | None
+    folders: DeskFolders, path: str, key: array[int], result: Scan, sink: BlobSink | None
 ) -> tuple[bytes | None, bool]:
     """Reads and hashes one file: its hex blob id and whether its stat held still.
 
@@ -456,10 +456,10 @@ def _hash(
         target = folders.read_link(path)
         if target is None:
             return None, False
-        sha = blob_id(target)
-        result.keep_blob(sha, target, sink)
+        link_sha = blob_id(target)
+        result.keep_blob(link_sha, target, sink)
         result.hashed.add(path)
-        return sha, True
+        return link_sha, True
     fd = folders.open_file(path)
     if fd is None:
         return None, False
@@ -531,3 +531,37 @@ def hash_stream(fd: int, limit: int) -> bytes | None:
     if os.read(fd, 1):
         return None  # grew while read
     return digest.hexdigest().encode()
+
+
+def entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
+    """A desk file's entry as it is now, read in chunks whatever its size (see
+    :func:`read_entry`), or None when it is neither a regular file nor a symlink."""
+    found = read_entry(folders, path)
+    return None if found is None else found[0]
+
+
+def read_entry(folders: DeskFolders, path: str) -> tuple[FileEntry, StatKey | None] | None:
+    """A desk file's entry as it is now, and its stat when it held still while read (None when
+    it did not); None when it is neither a regular file nor a symlink.
+
+    A file that changed length while read gets an id no blob has (it matches nothing).
+    """
+    st = folders.lstat(path)
+    if st is None:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        target = folders.read_link(path)
+        return None if target is None else ((SYMLINK_MODE, blob_id(target)), _key(st))
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    fd = folders.open_file(path)
+    if fd is None:
+        return None
+    try:
+        before = os.fstat(fd)
+        sha = hash_stream(fd, 0)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    held = sha is not None and _key(before) == _key(after) and same_file(before, _key(st))
+    return (git_mode(st.st_mode), sha or b'changed while read'), _key(after) if held else None

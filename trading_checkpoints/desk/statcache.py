@@ -10,7 +10,9 @@ a flat ``array`` of five stat numbers per file and the concatenated 20-byte blob
 walks the same paths with the same stat numbers (one C-level comparison of two arrays) needs no
 per-file work at all. On disk the columns are stored as they are, so loading is a few bulk
 operations with no per-entry parsing in Python; the file ends in a CRC-32 and is rebuilt silently
-when missing, stale, foreign or corrupt.
+when missing, stale, foreign or corrupt. It lives in the repository and is opened through
+:mod:`..core.repofiles` (never through a link, only when it is a regular file of at most
+:data:`MAX_BYTES`); a link or a FIFO planted at its name is replaced when the cache is saved.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ import zlib
 from array import array
 from pathlib import Path
 
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
+from ..errors import CheckpointError
 
 _MAGIC = b'TCSTAT2\n'
+NAME = 'checkpoints/statcache'  # inside the repository
+# The largest cache read (about two million files); a larger file is taken as corrupt.
+MAX_BYTES = 256 << 20
 _HEADER = struct.Struct('<QQqQ')  # files, folders, written_at_ns, racy entries
 _SECTIONS = 8
 FIELDS = 5  # size, mtime_ns, ctime_ns, inode, st_mode
@@ -68,6 +75,11 @@ def racy_indices(numbers: array, hashed_at_ns: int) -> array:
             if is_racy((0, mtime, ctime, 0, 0), hashed_at_ns):
                 out.append(index)
     return out
+
+
+def file_in(repository: str | os.PathLike[str]) -> RepoFile:
+    """Where a repository keeps its desk's stat cache."""
+    return RepoFile(Path(repository), NAME)
 
 
 class StatCache:
@@ -117,7 +129,7 @@ class StatCache:
 
     def key(self, position: int) -> StatKey:
         start = position * FIELDS
-        return tuple(self.numbers[start : start + FIELDS])  # type: ignore[return-value]
+        return tuple(self.numbers[start : start + FIELDS])
 
     def sha(self, position: int) -> bytes:
         """The hex blob id of the entry at ``position``."""
@@ -144,11 +156,22 @@ class StatCache:
         self._index = None
 
 
-def load(path: Path, context: bytes) -> StatCache:
-    """Reads the cache, or returns an empty one if it is missing, corrupt or for another desk."""
+def load(file: RepoFile | Path, context: bytes) -> StatCache:
+    """Reads the cache, or returns an empty one if it is missing, corrupt, not a regular file
+    or for another desk."""
     try:
-        cache = _decode(read_file(path))
-    except (OSError, ValueError, struct.error, UnicodeDecodeError, IndexError, OverflowError):
+        data = repofiles.read(RepoFile.of(file), MAX_BYTES)
+        if data is None:
+            return StatCache(context=context)
+        cache = _decode(data)
+    except (
+        CheckpointError,
+        ValueError,
+        struct.error,
+        UnicodeDecodeError,
+        IndexError,
+        OverflowError,
+    ):
         return StatCache(context=context)
     if cache.context != context:
         # Another desk or allowlist: blob ids stay valid but only for unchanged stats.
@@ -157,7 +180,7 @@ def load(path: Path, context: bytes) -> StatCache:
     return cache
 
 
-def save(path: Path, cache: StatCache) -> None:
+def save(file: RepoFile | Path, cache: StatCache) -> None:
     """Writes the cache over the old one, in place.
 
     Callers hold the repository's lock, so no other writer changes it meanwhile; readers
@@ -171,8 +194,8 @@ def save(path: Path, cache: StatCache) -> None:
     cache.racy = racy_indices(cache.numbers, cache.written_at_ns)
     data = _encode(cache)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, 'O_CLOEXEC', 0), 0o644)
-    except OSError:
+        fd = repofiles.open_in_place(RepoFile.of(file), repair=True)  # callers hold the lock
+    except CheckpointError:
         return  # the cache is an optimisation: failing to save it must never fail a snapshot
     try:
         view = memoryview(data)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..core.fs import realpath
 from ..core.paths import Allowlist
+from ..core.repofiles import RepoFile
 from ..core.trees import FileEntry, RawObject, build_trees, dirty_folders
 from ..errors import ConcurrentChangeError, FileAccessError
 from . import checkout, scan, statcache
@@ -30,7 +31,7 @@ class DeskState:
     Attributes:
         path: The desk folder.
         allowlist: What is tracked.
-        cache_path: Where the stat cache is kept (in the repository).
+        cache_path: Where the stat cache is kept (a file of the repository).
         max_file_size: Files larger than this are left out of snapshots (0: no limit).
         context: What the stat cache is valid for (the desk folder and the tracked paths).
     """
@@ -39,7 +40,7 @@ class DeskState:
         self,
         path: Path,
         allowlist: Allowlist,
-        cache_path: Path,
+        cache_path: RepoFile | Path,
         *,
         max_file_size: int = 0,
     ) -> None:

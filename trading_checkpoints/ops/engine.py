@@ -14,16 +14,18 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
 from ..core import lock
+from ..core.repofiles import RepoFile
 from ..errors import (
     CheckpointError,
     CheckpointWarning,
     CorruptRepositoryError,
     FileAccessError,
+    LockWaitWarning,
     NoCheckpointsError,
 )
 from ..store import leftovers
@@ -31,6 +33,7 @@ from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import head_is_sound, is_initialized, repair_head
 from . import journal, recovery, restore, retention
 from .deskconfig import DeskConfig, check_repository_outside
+from .listing import refuse_unfinished_clone
 from .results import Recovery
 from .session import LockedSession, ReadSession, open_reading
 
@@ -47,9 +50,19 @@ class RecoveryReport(Protocol):
 
 @contextmanager
 def locked(
-    config: DeskConfig, *, light: bool = False, report_to: RecoveryReport | None = None
+    config: DeskConfig,
+    *,
+    light: bool = False,
+    report_to: RecoveryReport | None = None,
+    cloning: bool = False,
+    verb: str = 'write',
 ) -> Iterator[LockedSession]:
     """A session under the repository's lock, creating the repository on first use.
+
+    A repository whose clone was interrupted is refused (``UnfinishedCloneError``) unless
+    ``cloning``: only the clone, run again, may complete it. ``verb`` is written into the lock
+    file: a writer waiting for this one more than a second is told what it waits for (a
+    :class:`LockWaitWarning`, which the command line prints).
 
     With ``light`` (a snapshot), when the previous holder let go normally, no restore record
     is pending and ``HEAD`` is sound, the sweep of stale lock files waits until the repository
@@ -62,6 +75,8 @@ def locked(
     if report_to is not None:
         report_to.last_recovery = None
     path = config.repository
+    if not cloning:
+        refuse_unfinished_clone(path)
     if not is_initialized(path):
         _check_new_repository(config)
     try:
@@ -71,7 +86,10 @@ def locked(
         raise FileAccessError(
             f'cannot create the checkpoint repository {path}: {error}', path=path, action='create'
         ) from error
-    with lock.exclusive(path / PRIVATE_DIR / LOCK, config.lock_timeout) as previous_died:
+    lock_file = RepoFile(path, f'{PRIVATE_DIR}/{LOCK}')
+    with lock.exclusive(
+        lock_file, config.lock_timeout, verb=verb, on_wait=_waiting_for(lock_file)
+    ) as previous_died:
         repo = None
         if light and not previous_died and not journal.pending(path) and head_is_sound(path):
             repo = ShadowRepo.open(path)
@@ -113,12 +131,28 @@ def locked(
             session.close()
 
 
+def _waiting_for(lock_file: RepoFile) -> Callable[[str], None]:
+    """What a writer does once it has waited a second for the lock: a LockWaitWarning."""
+
+    def say(holder: str) -> None:
+        warnings.warn(
+            LockWaitWarning(
+                f'waiting for the checkpoint lock {lock_file}, held by another process ({holder})',
+                lock=lock_file.path,
+                holder=holder,
+            ),
+            stacklevel=2,
+        )
+
+    return say
+
+
 def complete_pending(config: DeskConfig, report_to: RecoveryReport) -> None:
     """Completes a restore a crash interrupted, under the lock, before a verb that reads
     without it; ``report_to.last_recovery`` says what that did (None: nothing to complete)."""
     report_to.last_recovery = None
     if journal.pending(config.repository):
-        with locked(config, report_to=report_to):
+        with locked(config, report_to=report_to, verb='recover'):
             pass  # completes the interrupted restore first
 
 

@@ -10,15 +10,25 @@ The *sealed state* is the state the agent (or a restore) left the desk in:
 
 A seal holds while the newest checkpoint is the one it was made on (a later snapshot supersedes
 it). Against that state, any difference in the desk — by content, not by mtime — is an
-*external* change. Without a current seal, the newest checkpoint's declared paths
-(``snapshot(..., paths=[...])``) tell which changes the agent announced: changes elsewhere are
-external. When the newest checkpoint declared nothing and nothing was sealed, the product
-cannot tell who changed what, and reports the attribution as ``unknown`` (no external paths).
+*external* change. A file over the size limit is not stored (the seal's tree carries the
+newest checkpoint's entry for it, as a snapshot's does); the seal names its content in a
+``Checkpoint-Oversize`` trailer instead, so a file the agent grew past the limit is still the
+agent's: a restore that keeps changes made outside the agent reverts it.
+
+Without a current seal, the newest checkpoint's declared paths (``snapshot(..., paths=[...])``)
+tell which changes the agent announced: changes elsewhere are external. When the newest
+checkpoint declared nothing and nothing was sealed, the product cannot tell who changed what,
+and reports the attribution as ``unknown`` (no external paths).
 
 A snapshot that finds nothing changed makes no checkpoint, so the paths it declares would be
 lost (and an older seal would wrongly still hold): it moves the seal to an *announcement* — a
 commit with the newest checkpoint's tree and the declared paths (``Checkpoint-Action:
 announce``) — so the write that follows is attributed to the agent.
+
+Who the agent is: the turn (and session) named by the announcement, else by the seal, else by
+the newest checkpoint when it was taken before an agent's write (:func:`writer`). A seal made
+over an announcement keeps the announcement's turn, so the write between the two stays the
+turn's. Snapshots record, with the changes they hold, which of them that turn wrote.
 
 Seal and announcement commits are reachable only from ``refs/checkpoints/sealed`` (one at a
 time, no reflog); superseded ones become unreachable objects that ``git gc``/prune may drop.
@@ -28,11 +38,17 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote, unquote
 
-from ..core.trees import FileEntry, build_trees
+from ..core.trees import BLOB_MODES, FileEntry, build_trees
+from ..desk.scan import Scan, read_entry
+from ..desk.statcache import StatKey, is_racy, stat_key
+from ..errors import CheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.repo import ShadowRepo
@@ -46,6 +62,11 @@ SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/und
 DECLARED = 'declared'  # measured against the newest checkpoint and the paths it declared
 UNKNOWN = 'unknown'  # no seal and no declared paths: cannot attribute changes
 NONE = 'none'  # no checkpoint yet
+
+# A file over the size limit as a seal found it: ``MODE SHA STAT PATH`` (the stat as
+# ``size:mtime:ctime:inode:mode`` when it may be trusted later, else ``-``; the path quoted).
+OVERSIZE = 'Checkpoint-Oversize'
+_SHA = re.compile(r'[0-9a-f]{40}')
 
 
 @dataclass(frozen=True)
@@ -82,7 +103,16 @@ def attribute(
         if desk_tree is not None and desk_tree == seal.tree:
             return Attribution(SEALED)
         left, _ = session.flatten(seal.tree)
-        return Attribution(SEALED, _differing(left, desk), left)
+        unstored = oversize_of(seal)
+        return Attribution(
+            SEALED,
+            tuple(
+                path
+                for path in _differing(left, desk)
+                if path not in unstored or unstored[path][0] != desk.get(path)
+            ),
+            left,
+        )
     head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
@@ -126,19 +156,126 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
 
 
 def seal(session: LockedSession) -> bytes:
-    """Records the desk as it is now as the state the agent left; returns the seal's commit."""
+    """Records the desk as it is now as the state the agent left; returns the seal's commit.
+
+    Over an announcement, the seal keeps the announcement's turn and session (the writer). Each
+    file over the size limit is read (in chunks) to name its content in the seal, unless the
+    previous seal named it and its stat has not changed since.
+    """
     repo = session.repo
     result, cache = session.scan(record=True)
     head = repo.head()
     tree = session.tree_of(result, cache)
-    if head is not None and repo.commit_info(head).tree == tree:
+    unstored = _oversize_values(session, result)
+    pairs = list(unstored)
+    earlier = current_seal(repo, head)
+    if earlier is not None and metadata.action_of(earlier.message) == ANNOUNCE:
+        found = metadata.writer_of(earlier.message)
+        if found is not None:
+            pairs = [(metadata.TURN, found.turn), (metadata.SESSION, found.session or ''), *pairs]
+    message = metadata.message('sealed: the state the agent left', pairs)
+    if head is not None and not unstored and repo.commit_info(head).tree == tree:
         repo.set_ref(SEAL_REF, head)
         return head
+    if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
+        return earlier.sha.encode()  # the same state sealed again
     _, built = session.desk.trees(result, cache)
     repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
-    sha = session.commit_tree(tree, built, 'sealed: the state the agent left\n', move_branch=False)
+    sha = session.commit_tree(tree, built, message, move_branch=False)
     repo.set_ref(SEAL_REF, sha)
     return sha
+
+
+def writer(repo: ShadowRepo) -> metadata.Writer | None:
+    """The turn whose changes the desk holds beyond the newest checkpoint, as far as is known:
+    the one the current announcement or seal names, else the one the newest checkpoint was
+    taken in when it was taken before an agent's write (not a restore, nor a capture)."""
+    head = repo.head()
+    if head is None:
+        return None
+    seal = current_seal(repo, head)
+    if seal is not None:
+        found = metadata.writer_of(seal.message)
+        if found is not None or metadata.action_of(seal.message) == ANNOUNCE:
+            return found
+    info = repo.commit_info(head)
+    if metadata.action_of(info.message) is not None:
+        return None
+    return metadata.writer_of(info.message)
+
+
+def in_flight(repo: ShadowRepo) -> str | None:
+    """The message of an agent's write that was announced and not yet sealed: the current
+    announcement, or the newest checkpoint taken before a turn's write when nothing sealed it
+    since; None otherwise."""
+    head = repo.head()
+    if head is None:
+        return None
+    seal = current_seal(repo, head)
+    if seal is not None:
+        return seal.message if metadata.action_of(seal.message) == ANNOUNCE else None
+    info = repo.commit_info(head)
+    if metadata.action_of(info.message) is None and metadata.writer_of(info.message):
+        return info.message
+    return None
+
+
+def _oversize_values(session: LockedSession, result: Scan) -> list[tuple[str, str]]:
+    """``Checkpoint-Oversize`` trailers naming the desk's files over the size limit."""
+    if not result.oversize:
+        return []
+    folders = session.desk.folders
+    known = oversize_of(_last_seal(session.repo))
+    pairs = []
+    for path in sorted(result.oversize):
+        st = folders.lstat(path)
+        then = known.get(path)
+        if st is not None and then is not None and then[1] == stat_key(st):
+            entry, key = then
+        else:
+            started = time.time_ns()
+            found = read_entry(folders, path)
+            if found is None:
+                continue
+            entry, key = found
+            if key is not None and is_racy(key, started):
+                key = None  # changed just before it was read: a later change could keep it
+        stat_text = '-' if key is None else ':'.join(str(number) for number in key)
+        value = f'{entry[0]:o} {entry[1].decode()} {stat_text} {quote(path)}'
+        pairs.append((OVERSIZE, value))
+    return pairs
+
+
+def oversize_of(seal: CommitInfo | None) -> dict[str, tuple[FileEntry, StatKey | None]]:
+    """The files over the size limit a seal names: their entry, and their stat when it may be
+    trusted. A malformed value is left out (the seal lives in the repository: untrusted)."""
+    found: dict[str, tuple[FileEntry, StatKey | None]] = {}
+    if seal is None:
+        return found
+    for value in metadata.trailer_values(seal.message).get(OVERSIZE, []):
+        parts = value.split(' ')
+        if len(parts) != 4 or not _SHA.fullmatch(parts[1]):
+            continue
+        mode_text, sha, stat_text, path = parts
+        numbers = stat_text.split(':')
+        if not mode_text.isdigit() or int(mode_text, 8) not in BLOB_MODES:
+            continue
+        key: StatKey | None = None
+        if len(numbers) == 5 and all(number.isdigit() for number in numbers):
+            key = tuple(int(number) for number in numbers)  # type: ignore[assignment]
+        found[unquote(path)] = ((int(mode_text, 8), sha.encode()), key)
+    return found
+
+
+def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
+    """The newest seal, superseded or not (what it says about a file's stat still holds)."""
+    sha = repo.read_ref(SEAL_REF)
+    if sha is None or not repo.contains(sha):
+        return None
+    try:
+        return repo.commit_info(sha)
+    except CheckpointError:
+        return None
 
 
 def mark_sealed(session: LockedSession) -> None:
@@ -215,22 +352,41 @@ def announce(session: LockedSession, message: str) -> None:
     repo.set_ref(SEAL_REF, commit.id)
 
 
+def reannounce(session: LockedSession, message: str) -> None:
+    """Announces again, on the newest checkpoint, the write ``message`` announced (its tool,
+    paths, turn and session): a checkpoint taken while an agent writes keeps it announced."""
+    kept = (metadata.TOOL, metadata.PATH, metadata.TURN, metadata.SESSION)
+    pairs = [(key, value) for key, value in metadata.trailers(message) if key in kept]
+    subject = message.split('\n', 1)[0].strip() or 'announced'
+    announce(session, metadata.message(subject, pairs))
+
+
 def announcement(repo: ShadowRepo, message: str) -> str | None:
     """The message of the announcement :func:`announce` would write (reads only), or None
     when there is no checkpoint or the effective declaration is already the same."""
     head = repo.head()
     if head is None:
         return None
-    declared = metadata.parse(message).paths
+    declared = _declaration(message)
     seal = current_seal(repo, head)
     if seal is None:
-        if metadata.parse(repo.commit_info(head).message).paths == declared:
+        if _declaration(repo.commit_info(head).message, declared) == declared:
             return None
     elif (
         metadata.action_of(seal.message) == ANNOUNCE
-        and metadata.parse(seal.message).paths == declared
+        and _declaration(seal.message, declared) == declared
     ):
         return None
     existing = metadata.trailers(message)
     text = message.rstrip('\n') + ('\n' if existing else '\n\n')
     return text + f'{metadata.ACTION}: {ANNOUNCE}\n'
+
+
+def _declaration(message: str, like: tuple[object, ...] | None = None) -> tuple[object, ...]:
+    """What a message declares about the write that follows: its paths and, for a turn's
+    write, its turn and session (compared only when ``like``, the new declaration, names a
+    turn: a snapshot outside any turn keeps the writer it found)."""
+    meta = metadata.parse(message)
+    if like is not None and like[1] is None:
+        return (meta.paths, None, None)
+    return (meta.paths, meta.turn, meta.session)

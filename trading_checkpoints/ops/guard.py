@@ -32,7 +32,7 @@ import posixpath
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..core.paths import Allowlist, path_problem
 from ..errors import CheckpointWarning, InvalidArgumentError
@@ -44,6 +44,12 @@ logger = logging.getLogger('trading_checkpoints.ops.guard')
 
 F = TypeVar('F', bound=Callable[..., Any])
 PathLike = str | os.PathLike
+
+
+class GuardedCheckpoints(CheckpointsLike, Protocol):
+    """What a guard needs of the desk: a turn's needs, and sealing the state a write left."""
+
+    def seal(self) -> str: ...
 
 
 class Guard:
@@ -61,7 +67,7 @@ class Guard:
 
     def __init__(
         self,
-        checkpoints: CheckpointsLike,
+        checkpoints: GuardedCheckpoints,
         action: str,
         *,
         tool: str | None = None,
@@ -214,7 +220,7 @@ def desk_relative(desk: Path, path: str) -> str | None:
 
 
 def before_write(
-    checkpoints: CheckpointsLike,
+    checkpoints: GuardedCheckpoints,
     tool: str | None = None,
     *,
     path_arg: str | Sequence[str] | None = 'path',

@@ -13,15 +13,15 @@ from typing import Any
 from ..core.ids import short_id
 from ..core.paths import Allowlist, path_problem
 from ..core.trees import SYMLINK_MODE, TREE_MODE, FileEntry
-from ..desk import safety
+from ..desk import safety, statcache
 from ..desk.scan import LazyFiles, Scan
 from ..desk.state import DeskState
 from ..errors import BadPathError, NotInCheckpointError
 from ..store import metadata
-from ..store.repo import PRIVATE_DIR, ShadowRepo
+from ..store.repo import ShadowRepo
 from .deskconfig import DeskConfig, effective_allowlist
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
-from .session import STAT_CACHE, ReadSession
+from .session import ReadSession
 
 ADDED = 'added'
 MODIFIED = 'modified'
@@ -343,7 +343,7 @@ def unrecorded_status(config: DeskConfig) -> Status:
     desk = DeskState(
         config.desk,
         effective_allowlist(config),
-        config.repository / PRIVATE_DIR / STAT_CACHE,
+        statcache.file_in(config.repository),
         max_file_size=safety.DEFAULT_MAX_FILE_SIZE if limit is None else limit,
     )
     try:

@@ -6,9 +6,10 @@ will record the result, and for every path it will change the entry before and a
 result is committed the record is removed. ``recovery.py`` completes a restore whose record a
 crash left behind, through the same pipeline as every restore.
 
-The record lives in the repository, so it is untrusted: :func:`read` refuses a record it cannot
-understand or that names a path outside the tracked paths, and ``recovery.py`` refuses one that
-does not match the repository's commits.
+The record lives in the repository, so it is untrusted: it is read and written through
+``core.repofiles`` (never through a link, only a regular file of at most :data:`MAX_BYTES`),
+:func:`read` refuses a record it cannot understand or that names a path outside the tracked
+paths, and ``recovery.py`` refuses one that does not match the repository's commits.
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.durability import write_atomically
+from ..core import repofiles
 from ..core.paths import Allowlist, check_tree_path
+from ..core.repofiles import RepoFile
 from ..core.trees import BLOB_MODES
 from ..desk.checkout import Plan
 from ..errors import CheckpointError, CorruptRepositoryError, FileAccessError
 from ..store.repo import PRIVATE_DIR
 
 RECORD = 'restore-journal'
+MAX_BYTES = 256 << 20  # about a million changed paths
 _FORMAT = 2
 _FORMATS = (1, 2)  # 1: written by versions that kept no commit message
 _SHA = re.compile(r'[0-9a-f]{40}')
@@ -59,7 +62,11 @@ class Record:
 
 
 def record_path(repository: Path) -> Path:
-    return Path(repository) / PRIVATE_DIR / RECORD
+    return record_file(repository).path
+
+
+def record_file(repository: Path) -> RepoFile:
+    return RepoFile(Path(repository), f'{PRIVATE_DIR}/{RECORD}')
 
 
 def begin(
@@ -89,20 +96,19 @@ def begin(
         changes=changes,
         message=message,
     )
-    _write(record_path(repository), record)
+    _write(record_file(repository), record)
     return record
 
 
 def finish(repository: Path) -> None:
     """Removes the record once the restore's result is committed."""
     try:
-        record_path(repository).unlink()
-    except FileNotFoundError:
-        pass
-    except OSError as error:
+        repofiles.remove(record_file(repository))
+    except CheckpointError as error:
+        path = record_path(repository)
         raise FileAccessError(
-            f'cannot remove the restore record {record_path(repository)}: {error.strerror}',
-            path=record_path(repository),
+            f'cannot remove the restore record {path}: {repofiles.reason(error)}',
+            path=path,
             action='delete',
         ) from error
 
@@ -121,7 +127,7 @@ def _entry_json(entry: Entry | None) -> list[Any] | None:
     return None if entry is None else [entry[0], entry[1].decode()]
 
 
-def _write(path: Path, record: Record) -> None:
+def _write(file: RepoFile, record: Record) -> None:
     data = json.dumps(
         {
             'format': _FORMAT,
@@ -139,10 +145,12 @@ def _write(path: Path, record: Record) -> None:
     ).encode()
     # Flushed, with its folder, before the desk is touched.
     try:
-        write_atomically(path, data)
+        repofiles.replace(file, data)
     except CheckpointError as error:
         raise FileAccessError(
-            f'cannot write the restore record: {error}', path=path, action='write'
+            f'cannot write the restore record {file.path}: {repofiles.reason(error)}',
+            path=file.path,
+            action='write',
         ) from error
 
 
@@ -166,13 +174,13 @@ def read(repository: Path, allowlist: Allowlist) -> Record | None:
     """
     path = record_path(repository)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as error:
+        raw = repofiles.read(record_file(repository), MAX_BYTES)
+    except CheckpointError as error:
         raise CorruptRepositoryError(
-            f'cannot read the restore record {path}: {error}', path=path
+            f'cannot read the restore record {path}: {repofiles.reason(error)}', path=path
         ) from error
+    if raw is None:
+        return None
     try:
         data = json.loads(raw)
         if not isinstance(data, dict) or data.get('format') not in _FORMATS:

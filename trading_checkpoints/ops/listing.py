@@ -4,7 +4,8 @@
 module reads the branch file, the shallow boundary and the commits (from the commit memo, or
 loose objects; see ``commitmemo``) without dulwich; only when something is not there in that
 plain form (packed refs, a packed commit the memo lacks) does it open the repository the usual
-way. The config is vetted first, as for every verb.
+way. The config is vetted first, as for every verb. Every file is read through the store's
+``gitfiles`` and ``commitmemo`` (``core.repofiles``: never through a link, only regular files).
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ import os
 import re
 from pathlib import Path
 
-from ..core.fs import read_file
-from ..errors import CorruptRepositoryError, InvalidArgumentError
+from ..errors import (
+    CorruptRepositoryError,
+    FileAccessError,
+    InvalidArgumentError,
+    UnfinishedCloneError,
+)
 from ..store import config as repo_config
+from ..store import gitfiles
 from ..store.commitinfo import CommitInfo
 from ..store.commitmemo import CommitReader
+from ..store.repofolder import BRANCH, is_initialized
 from .results import Checkpoint, checkpoint_from
 
 _HEX = re.compile(rb'[0-9a-f]{40}')
@@ -33,15 +40,35 @@ def check_limit(limit: object) -> None:
         )
 
 
+CLONING = 'cloning'  # in the private folder from before a clone creates ``HEAD`` until it ends
+
+
 def journal_pending(repository: Path) -> bool:
     """Whether a restore left its intent record (the full library must complete it first)."""
     return os.path.lexists(os.path.join(repository, 'checkpoints', 'restore-journal'))
 
 
+def clone_marker(repository: Path) -> Path:
+    """The file that marks a clone into ``repository`` as unfinished."""
+    return Path(repository) / 'checkpoints' / CLONING
+
+
+def refuse_unfinished_clone(repository: Path) -> None:
+    """Refuses a repository whose clone was interrupted (see ``remote/clone.py``): it may
+    hold none or only part of the remote's checkpoints, and only the clone may finish it."""
+    if os.path.lexists(clone_marker(repository)):
+        raise UnfinishedCloneError(
+            f'the checkpoint repository {repository} is an unfinished clone (it was '
+            'interrupted); run the same clone again to complete it',
+            repository=repository,
+        )
+
+
 def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     """The newest ``limit`` checkpoints (None: all), newest first; [] without a repository."""
     repository = Path(repository)
-    if not os.path.isfile(repository / 'HEAD'):
+    refuse_unfinished_clone(repository)
+    if not is_initialized(repository):
         if repository.exists() and not repository.is_dir():
             raise CorruptRepositoryError(
                 f'the checkpoint repository {repository} is not a folder', path=repository
@@ -51,7 +78,7 @@ def list_checkpoints(repository: Path, limit: int | None) -> list[Checkpoint]:
     head = _plain_head(repository)
     if head is None:
         return _through_the_repository(repository, limit)
-    shallow = _shallow(repository)
+    shallow = gitfiles.read_shallow(repository)
     reader = CommitReader(repository)
     found: list[Checkpoint] = []
     sha: bytes | None = head
@@ -71,20 +98,16 @@ def _next(info: CommitInfo, shallow: set[bytes]) -> bytes | None:
 
 
 def _plain_head(repository: Path) -> bytes | None:
+    """The branch from its file when it holds one commit id, else None (the repository's
+    reader then says what is wrong); a link or a FIFO there is refused."""
     try:
-        data = read_file(repository / 'refs' / 'heads' / 'main', 100)
-    except OSError:
+        data = gitfiles.read_ref_file(repository, BRANCH.decode())
+    except FileAccessError:
         return None
-    if len(data) == 41 and data[40:] == b'\n' and _HEX.fullmatch(data[:40]):
-        return data[:40]
+    if data is not None and len(data) == 41 and data[40:] == b'\n':
+        if _HEX.fullmatch(data[:40]):
+            return data[:40]
     return None
-
-
-def _shallow(repository: Path) -> set[bytes]:
-    try:
-        return set(read_file(repository / 'shallow', 1 << 20).split())
-    except OSError:
-        return set()
 
 
 def _through_the_repository(repository: Path, limit: int | None) -> list[Checkpoint]:

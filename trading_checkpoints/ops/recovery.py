@@ -3,9 +3,14 @@
 **Decision: roll forward.** The snapshot of the desk as it was before the restore is already
 committed when the record is written, so both directions would lose nothing; we complete the
 restore because that is what was asked for, and ``restore(before_id)`` undoes it as always.
-Any later operation on the repository (snapshot, restore, list, ...) that finds a record
-completes the restore first, under the repository's lock, and says so (``Recovery``; the
-command line prints a ``note:`` line on stderr).
+Any later operation on the repository (snapshot, restore, list, status, ...) that finds a
+record completes the restore first, under the repository's lock, and says so (``Recovery``;
+the command line prints a ``note:`` line on stderr, with the command that undoes it).
+
+**Ctrl-C** is an interruption like a crash, told as it happens (:func:`interrupted`): a restore
+stopped once the desk began to change keeps its record, for the next operation to complete,
+and raises :class:`RestoreInterrupted` saying how far it got; one stopped before it changed
+anything is abandoned (its record removed) and the interrupt goes on as it came.
 
 Completion is the ordinary restore pipeline (``restore.py``) with the record's entries as its
 target: when a planned path holds content that is neither its state before nor its target
@@ -27,6 +32,7 @@ import logging
 from collections.abc import Callable
 
 from ..core.ids import short_id
+from ..desk.checkout import Plan
 from ..errors import (
     CheckpointError,
     CorruptRepositoryError,
@@ -108,7 +114,83 @@ def recover(
         written=result.written,
         deleted=result.deleted,
         message=message,
+        what=what,
     )
+
+
+class RestoreInterrupted(KeyboardInterrupt):
+    """Ctrl-C (``SIGINT``) stopped a restore after it began changing the desk: some planned
+    files are restored, others not yet. Its record is kept, so the next operation on the desk,
+    of any kind, completes the restore first; ``restore(before_id)`` undoes it then.
+
+    A ``KeyboardInterrupt`` (``except KeyboardInterrupt`` still catches it), not a
+    ``CheckpointError``: nothing failed, and the program is being stopped.
+
+    Attributes:
+        label: The checkpoint the restore was given.
+        target_id: The checkpoint being restored (short id).
+        before_id: The snapshot taken just before it (short id): the undo point.
+        changed: Planned files written or deleted when it stopped (the last may be part way).
+        planned: Files the restore writes or deletes in all.
+        completing: Whether it was the completion of an interrupted restore that stopped.
+        record: The restore's record, which the next operation completes.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        label: str,
+        target_id: str,
+        before_id: str,
+        changed: int,
+        planned: int,
+        completing: bool,
+        record: object,
+    ) -> None:
+        super().__init__(message)
+        self.label, self.target_id, self.before_id = label, target_id, before_id
+        self.changed, self.planned, self.completing = changed, planned, completing
+        self.record = str(record)
+
+
+def interrupted(
+    session: LockedSession,
+    request: Request,
+    the_plan: Plan,
+    changed: set[str],
+    head: bytes,
+    interrupt: KeyboardInterrupt,
+) -> None:
+    """Ctrl-C between a restore's record and its commit: says how far it got, or abandons it.
+
+    A restore that changed nothing yet (no write or delete begun, no folder made) is
+    abandoned: its record is removed and the interrupt goes on as it came, nothing changed.
+    Once the desk changed, the record stays for the next operation to complete (roll forward,
+    as after a crash) and :class:`RestoreInterrupted` says so. So does the completion of an
+    interrupted restore, whatever it did: its record is the interrupted restore's.
+    """
+    repo = session.repo
+    if not journal.pending(repo.path) or isinstance(interrupt, RestoreInterrupted):
+        return  # no record written yet, or already told
+    completing = request.expected is not None
+    if not completing and not changed and not session.desk.folders.created:
+        journal.finish(repo.path)
+        return
+    planned = len(the_plan.write) + len(the_plan.delete)
+    what = 'the completion of an interrupted restore' if completing else 'the restore'
+    raise RestoreInterrupted(
+        f'interrupted: {what} of {request.label} stopped after changing {len(changed)} of '
+        f'{planned} files in the desk; its record is kept, and the next operation on the desk '
+        f'completes it (undo it then with restore({short_id(head)!r}))',
+        label=request.label,
+        target_id=short_id(request.target) or '',
+        before_id=short_id(head) or '',
+        changed=len(changed),
+        planned=planned,
+        completing=completing,
+        record=journal.record_path(repo.path),
+    ) from interrupt
 
 
 def _check_against_repository(session: ReadSession, record: journal.Record) -> None:

@@ -50,7 +50,9 @@ class Request:
         action: ``restore``, ``undo`` or ``redo`` (kept as a trailer).
         selection: Restore only these desk-relative files or folders.
         overlay: Put back exactly these entries (None: delete) and leave the rest of the desk
-            as it is; used to complete a restore from its journal.
+            as it is; used to complete a restore from its journal, and to rewind a turn.
+        others: Paths of the overlay that someone else changed since (a turn's rewind): the
+            policy decides them as it decides paths changed outside the agent.
         subject: The restored commit's subject (default ``restored <label>``).
         trailers: Extra ``(key, value)`` trailers of the restored commit.
         message: The whole restored commit message (overrides subject and trailers).
@@ -71,6 +73,7 @@ class Request:
     action: str = RESTORE
     selection: tuple[str, ...] = ()
     overlay: dict[str, FileEntry | None] | None = None
+    others: frozenset[str] = frozenset()
     subject: str | None = None
     trailers: Sequence[tuple[str, str]] = ()
     message: str | None = None

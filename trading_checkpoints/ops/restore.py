@@ -26,7 +26,6 @@ changed a planned file during the writes, completes the restore through its jour
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -42,8 +41,7 @@ from ..core.trees import (
 )
 from ..desk import safety
 from ..desk.checkout import Plan, midway, plan
-from ..desk.folders import DeskFolders
-from ..desk.scan import Scan, git_mode, hash_stream
+from ..desk.scan import Scan, entry_now
 from ..errors import (
     ConcurrentChangeError,
     DeskChangedError,
@@ -58,7 +56,7 @@ from ..errors import (
 from ..store import changestats, metadata
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import external, history, journal, recovery
+from . import external, history, journal, recovery, snapshot
 from .request import (
     CONFLICTS,
     OVERWRITE,
@@ -72,7 +70,7 @@ from .request import (
     compose,
 )
 from .results import RestoreResult
-from .session import LockedSession, ReadSession
+from .session import OUTSIDE, LockedSession, ReadSession
 
 TOO_LARGE_UNHELD = 'it is over the maximum file size and the checkpoint does not hold it'
 CHANGED_OUTSIDE = 'changed outside the agent'
@@ -107,8 +105,10 @@ def to_checkpoint(
     on_external: str,
 ) -> RestoreResult:
     """Restores a checkpoint (None: the newest): the whole desk, or only ``paths`` (files or
-    folders, desk-relative)."""
-    target, label = session.target(checkpoint_id)
+    folders, desk-relative). Its commits name the target by its short id, whatever prefix
+    (or full id) the caller typed."""
+    target, _ = session.target(checkpoint_id)
+    label = short_id(target)
     selection: tuple[str, ...] = ()
     if paths is not None:
         if isinstance(paths, str):
@@ -174,15 +174,17 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     target_info = repo.commit_info(request.target)
     tree_skipped: list[tuple[str, str]] = []
     target_files, target_trees = session.flatten(target_info.tree, tree_skipped)
+    whole = not any(why == OUTSIDE for _, why in tree_skipped)
+    target_tree = target_info.tree if whole else None  # else built from the files it keeps
     if not request.dry_run:
         _make_desk(session)
     scan, cache = session.scan(record=not request.dry_run)
-    desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+    desired = _compose(request, scan, target_files, target_trees, target_tree)
     revert = {path for path in scan.oversize if path in desired.files and desired.decides(path)}
     if revert and not request.dry_run:
         # Reverted although over the size limit: the pre-snapshot keeps their bytes.
         scan, cache = session.scan(record=True, exempt=revert)
-        desired = _compose(request, scan, target_files, target_trees, target_info.tree)
+        desired = _compose(request, scan, target_files, target_trees, target_tree)
     kept = list(tree_skipped)
     held_back = {path for path in scan.oversize - revert if desired.decides(path)}
     kept += [(path, TOO_LARGE_UNHELD) for path in sorted(held_back)]
@@ -204,7 +206,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     decision.raise_if_refused(request)
     saved = None
     if _worth_saving(session, request, scan):
-        saved = session.commit(scan, cache, _before_message(request))
+        credit = snapshot.writes(session, attribution, '')  # who wrote what it saves
+        saved = session.commit(scan, cache, _before_message(request), credit)
     head = repo.head()
     assert head is not None
     repo.require_commit(head)  # the restored state is committed on it: it must be readable
@@ -218,23 +221,36 @@ def _run(session: LockedSession, request: Request) -> Outcome:
         at_hand = {**scan.new_blobs}
         stats = changestats.count(pairs, lambda sha: at_hand.get(sha) or read_blob.held(sha))
         message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
-    journal.begin(
-        repo.path,
-        request.label,
-        request.target,
-        head,
-        the_plan,
-        current,
-        wanted,
-        message,
-        request.pids,
-    )
-    written = session.checkout(the_plan, wanted, read_blob, safety.unchanged_since(scan))
-    restored: bytes | None = None
-    if head_tree != desired.tree:
-        restored = session.commit_tree(desired.tree, desired.built, message)
-    session.remember_checkout(cache, scan, desired.files, desired.trees, written, restored or head)
-    journal.finish(repo.path)
+    unchanged = safety.unchanged_since(scan)
+    changed: set[str] = set()  # paths whose write or delete has begun
+
+    def guard(path: str, st: os.stat_result | None) -> None:
+        unchanged(path, st)  # called just before each change: it is one
+        changed.add(path)
+
+    try:
+        journal.begin(
+            repo.path,
+            request.label,
+            request.target,
+            head,
+            the_plan,
+            current,
+            wanted,
+            message,
+            request.pids,
+        )
+        written = session.checkout(the_plan, wanted, read_blob, guard)
+        restored: bytes | None = None
+        if head_tree != desired.tree:
+            restored = session.commit_tree(desired.tree, desired.built, message)
+        session.remember_checkout(
+            cache, scan, desired.files, desired.trees, written, restored or head
+        )
+        journal.finish(repo.path)
+    except KeyboardInterrupt as interrupt:
+        recovery.interrupted(session, request, the_plan, changed, head, interrupt)
+        raise
     _seal(session, request, the_plan, desired.files, attribution)
     return Outcome(result.make(saved or head, restored, False), saved, the_plan)
 
@@ -303,13 +319,14 @@ def _decide_external(
     current: dict[str, FileEntry],
     attribution: external.Attribution,
 ) -> _Decision:
-    """Applies the request's policy to the paths changed outside the agent (see ``Request``).
+    """Applies the request's policy to the paths changed outside the agent, and to the ones
+    the request says someone else changed (see ``Request``).
 
     Paths it keeps get their current entry in ``desired`` (whose trees are rebuilt).
     """
     decision = _Decision()
     policy = request.on_external
-    for path in attribution.external:
+    for path in sorted(request.others.union(attribution.external)):
         if not desired.decides(path) or current.get(path) == desired.files.get(path):
             continue  # the restore does not touch it
         if policy == OVERWRITE:
@@ -405,7 +422,7 @@ def _check_held(
             continue  # nothing there, or changed while read (the checkout's guard stops it)
         # A file this scan read itself is known as it was then; a later change fails the
         # checkout's guard. One whose id the cache gave is read again.
-        found = current[path] if path in scan.hashed else _entry_now(session.desk.folders, path)
+        found = current[path] if path in scan.hashed else entry_now(session.desk.folders, path)
         if found is None:
             continue  # gone: nothing to lose
         held = {_entry_at(repo, root, path, trees)}
@@ -419,26 +436,6 @@ def _check_held(
             if data is None:
                 raise _Unheld(path)  # taken from the cache: read afresh on the next try
             repo.write_objects(as_objects([(found[1], b'blob', data)]))
-
-
-def _entry_now(folders: DeskFolders, path: str) -> FileEntry | None:
-    """A desk file's entry as it is now (read in chunks), or None when it is not a file."""
-    st = folders.lstat(path)
-    if st is None:
-        return None
-    if stat.S_ISLNK(st.st_mode):
-        target = folders.read_link(path)
-        return None if target is None else (SYMLINK_MODE, blob_id(target))
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    fd = folders.open_file(path)
-    if fd is None:
-        return None
-    try:
-        sha = hash_stream(fd, 0)
-    finally:
-        os.close(fd)
-    return (git_mode(st.st_mode), sha or b'changed while read')
 
 
 def _entry_at(
@@ -478,11 +475,18 @@ def _compose(
     scan: Scan,
     target_files: dict[str, FileEntry],
     target_trees: dict[str, bytes],
-    target_tree: bytes,
+    target_tree: bytes | None,
 ) -> _Desired:
-    """The tracked state the restore makes: the target's, or the desk with some paths put back."""
+    """The tracked state the restore makes: the target's, or the desk with some paths put back.
+
+    ``target_tree`` is None when the target holds paths outside the tracked paths: the state
+    is then built from the files it keeps, so the commit recording it holds what the desk does.
+    """
     if request.overlay is None and not request.selection:
-        return _Desired(target_files, target_trees, target_tree, [], None)
+        if target_tree is not None:
+            return _Desired(target_files, target_trees, target_tree, [], None)
+        trees, built = build_trees(dict(target_files), set(), {})
+        return _Desired(dict(target_files), trees, trees[''], built, None)
     files = dict(scan.files)
     if request.overlay is not None:
         governed = set(request.overlay)

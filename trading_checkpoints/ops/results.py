@@ -272,6 +272,8 @@ class SnapshotResult:
         skipped: ``(path, why)`` for each tracked file left out of the snapshot, such as a
             file larger than the maximum file size.
         recovered: Set when this call first completed a restore that a crash had interrupted.
+        turn_start: True when nothing changed and the checkpoint only marks the start of the
+            turn the snapshot named (a turn's first snapshot always leaves one).
     """
 
     checkpoint_id: ShortId | None
@@ -279,6 +281,7 @@ class SnapshotResult:
     basis: str = 'unknown'
     skipped: tuple[tuple[str, str], ...] = ()
     recovered: str | None = None
+    turn_start: bool = False
 
     def to_dict(self) -> SnapshotForm:
         return SnapshotForm(
@@ -441,6 +444,7 @@ class Recovery:
         written: Paths written by the completion.
         deleted: Paths deleted by the completion.
         message: One line for people.
+        what: What was completed, as the message words it (``an interrupted restore``, ...).
     """
 
     label: str
@@ -451,6 +455,7 @@ class Recovery:
     written: tuple[str, ...]
     deleted: tuple[str, ...]
     message: str
+    what: str = 'an interrupted restore'
 
     def __str__(self) -> str:
         return self.message

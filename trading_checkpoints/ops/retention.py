@@ -1,18 +1,21 @@
 """Retention: drop old checkpoints without changing the id of any checkpoint that is kept.
 
-History is never rewritten. The oldest kept checkpoint becomes a *shallow boundary* (listed in
-the repository's ``shallow`` file, exactly as ``git clone --depth`` records one), so git and
-this library stop walking there; then the reflog is rewritten to mention only kept
-checkpoints, and everything no longer reachable is dropped by repacking what is (see
-:mod:`trading_checkpoints.store.storage`). dulwich's own ``gc``/``prune`` are not used for
-this: they follow neither the shallow boundary nor the reflog the way git does, so they would
-keep the old history.
+History is never rewritten. The reflog is rewritten to mention only kept checkpoints, then
+the oldest kept checkpoint becomes a *shallow boundary* (listed in the repository's ``shallow``
+file, exactly as ``git clone --depth`` records one), so git and this library stop walking
+there; everything no longer reachable is dropped by repacking what is (see
+:mod:`trading_checkpoints.store.storage`), which first drops the reflog entries naming what it
+drops. A prune killed between any two of these steps leaves a repository ``git fsck``
+accepts. dulwich's own ``gc``/``prune`` are not used for this: they follow neither the
+shallow boundary nor the reflog the way git does, so they would keep the old history.
 
 What is never pruned:
 
 - the newest checkpoint (at least one is always kept);
-- the snapshot a restore, undo or redo took just before, when that commit is kept (it keeps
-  its parent, so the restore stays undoable and an undo redoable);
+- the chain of a kept restore, undo or redo: the snapshot it took just before, and every
+  commit between (the desk as found, saved by a completion from its journal, and the restored
+  commit of a run killed before it removed its journal), so the restore stays undoable and an
+  undo redoable (see ``_chain_end``);
 - anything at all while a restore journal (``checkpoints/restore-journal*``) exists: an
   interrupted restore may still need any checkpoint, so prune refuses until it is finished.
 """
@@ -26,8 +29,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from ..core.durability import write_atomically
+from ..core import repofiles
 from ..core.ids import short_id
+from ..desk import statcache
 from ..errors import (
     CheckpointError,
     InvalidArgumentError,
@@ -35,14 +39,15 @@ from ..errors import (
     UnfinishedRestoreError,
 )
 from ..store import config as repo_config
-from ..store import metadata, prunedlog, storage
+from ..store import gitfiles, metadata, prunedlog, storage
 from ..store.commitinfo import CommitInfo
+from ..store.damage import naming_damage
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import is_initialized
 from .results import PruneResult
 
 ZERO = b'0' * 40
-# Commits that record a restored state; each keeps the snapshot taken just before it.
+# Commits that record a restored state; each keeps its chain down to its pre-snapshot.
 RESTORING_ACTIONS = frozenset({'restore', 'undo', 'redo'})
 JOURNAL_GLOB = 'restore-journal*'
 # Limits enforced after each write drop a checkpoint or two at a time: the storage is rewritten
@@ -134,12 +139,45 @@ def choose_kept(
 
 
 def _protect_restores(history: list[CommitInfo], count: int) -> int:
-    """Extends the kept range so a kept restore keeps the snapshot taken just before it."""
-    while (
-        count < len(history) and metadata.action_of(history[count - 1].message) in RESTORING_ACTIONS
-    ):
-        count += 1
-    return count
+    """Extends the kept range so every kept restore keeps its whole chain (see
+    :func:`_chain_end`), and the restores that extension keeps, theirs."""
+    index = 0
+    while index < count and count < len(history):
+        if metadata.action_of(history[index].message) in RESTORING_ACTIONS:
+            count = max(count, _chain_end(history, index) + 1)
+        index += 1
+    return min(count, len(history))
+
+
+def _chain_end(history: list[CommitInfo], index: int) -> int:
+    """The position of the oldest commit of the chain of the restore at ``index``.
+
+    The chain is what the restore must keep to stay undoable: the commit just below it (its
+    pre-snapshot, or the newest checkpoint when the desk needed none), and every commit below
+    that down to the lowest pre-snapshot (a ``before-...`` commit) of an unbroken run of
+    pre-snapshots and commits of this same restore (its very message). A restore completed
+    from its journal commits the desk as found (``before-...``) on top of what the
+    interrupted run left, which may already hold the restored commit (killed after committing
+    it, before removing its record); its undo point is the lowest pre-snapshot. An aborted
+    restore may leave a pre-snapshot under the next one's, which is kept too (never one commit
+    too few).
+    """
+    restore = history[index].message
+    end = index + 1
+    below = index + 1
+    while below < len(history):
+        info = history[below]
+        if _is_pre_snapshot(info):
+            end = below
+        elif info.message != restore:
+            break
+        below += 1
+    return min(end, len(history) - 1)
+
+
+def _is_pre_snapshot(info: CommitInfo) -> bool:
+    action = metadata.action_of(info.message)
+    return action is not None and action.startswith('before-')
 
 
 def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) -> int:
@@ -148,7 +186,7 @@ def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) ->
     kept_heads = [info.sha.encode() for info in history[:count]]
     boundary = {history[count - 1].sha.encode()}
     objects = storage.reachable(store, kept_heads[:1], boundary | storage.read_shallow(repo.path))
-    sizes = _packed_sizes(store)
+    sizes = storage.packed_sizes(store)
     total = 0
     for sha in objects:
         total += sizes.get(sha, 0) or _loose_size(repo.path, sha)
@@ -159,16 +197,6 @@ def _estimated_bytes(repo: ShadowRepo, history: list[CommitInfo], count: int) ->
 
 def _blocks(size: int, block: int = 4096) -> int:
     return -(-size // block) * block
-
-
-def _packed_sizes(store) -> dict[bytes, int]:
-    sizes: dict[bytes, int] = {}
-    for pack in store.packs:
-        entries = sorted((offset, sha) for sha, offset, _ in pack.index.iterentries())
-        end = os.path.getsize(pack._data_path) - 20
-        for (offset, sha), following in zip(entries, entries[1:] + [(end, b'')], strict=True):
-            sizes[sha.hex().encode()] = following[0] - offset
-    return sizes
 
 
 def _loose_size(repository: Path, sha: bytes) -> int:
@@ -228,6 +256,19 @@ def prune(
             record=journal,
         )
     now = time.time() if now is None else now
+    with naming_damage(repo.path, 'prune', 'update'):
+        return _prune(repo, keep, age, budget, dry_run, now, compact)
+
+
+def _prune(
+    repo: ShadowRepo,
+    keep: int | None,
+    age: float | None,
+    budget: int | None,
+    dry_run: bool,
+    now: float,
+    compact: bool,
+) -> PruneResult:
     history = list(repo.history())
     bytes_before = storage.objects_size(repo.path)
     count = _protect_restores(history, choose_kept(history, keep, age, now))
@@ -282,56 +323,29 @@ def _fit_budget(repo: ShadowRepo, history: list[CommitInfo], count: int, budget:
 
 
 def _cut(repo: ShadowRepo, kept: list[CommitInfo]) -> None:
-    """Makes the oldest kept checkpoint a shallow boundary and rewrites the reflogs to match."""
+    """Rewrites the reflogs to name only kept checkpoints, then makes the oldest kept one a
+    shallow boundary.
+
+    In this order a kill between any two steps leaves a repository ``git fsck`` accepts: a
+    reflog naming fewer commits than the history holds is fine, one naming commits beyond the
+    boundary is not once they are dropped (and every compaction reconciles the reflogs with
+    what it keeps, ``consolidation.py``, should one have been written otherwise).
+    """
     kept_shas = {info.sha.encode() for info in kept}
     boundary = kept[-1]
     shallow = {sha for sha in storage.read_shallow(repo.path) if sha in kept_shas}
     if boundary.parents:
         shallow.add(boundary.sha.encode())
-    shallow_path = repo.path / 'shallow'
-    if shallow:
-        write_atomically(shallow_path, b''.join(sha + b'\n' for sha in sorted(shallow)))
-    else:
-        try:
-            shallow_path.unlink()
-        except FileNotFoundError:
-            pass
-    logs = repo.path / 'logs'
-    if logs.is_dir():
-        for folder, _, names in os.walk(logs):
-            for name in names:
-                _rewrite_reflog(Path(folder) / name, kept_shas)
-
-
-def _rewrite_reflog(path: Path, kept: set[bytes]) -> None:
-    """Keeps the entries that moved a ref to a kept commit; the first one starts from zero."""
-    try:
-        lines = path.read_bytes().splitlines(keepends=True)
-    except OSError:
-        return
-    out = []
-    for line in lines:
-        parts = line.split(b' ', 2)
-        if len(parts) < 3 or len(parts[0]) != 40 or len(parts[1]) != 40:
-            continue
-        old, new, rest = parts
-        if new not in kept and new != ZERO:
-            continue
-        if old not in kept:
-            old = ZERO
-        out.append(b' '.join((old, new, rest)))
-    if out != lines:
-        write_atomically(path, b''.join(out))
+    gitfiles.rewrite_reflogs(repo.path, kept_shas)
+    gitfiles.write_shallow(repo.path, shallow)
 
 
 def _forget_stat_cache(repo: ShadowRepo) -> None:
     """The stat cache may name trees that are gone now; the next snapshot rebuilds it."""
-    private = repo.path / PRIVATE_DIR
-    for candidate in private.glob('statcache*'):
-        try:
-            candidate.unlink()
-        except OSError:
-            pass
+    try:
+        repofiles.remove(statcache.file_in(repo.path))
+    except CheckpointError:
+        pass
 
 
 # -- configured limits ---------------------------------------------------------------------

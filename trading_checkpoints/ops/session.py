@@ -15,13 +15,12 @@ and the desk's folder descriptors when done.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..core.ids import short_id
-from ..core.trees import FileEntry, RawObject
+from ..core.paths import Allowlist, path_problem
+from ..core.trees import TREE_MODE, FileEntry, RawObject
 from ..desk import checkout, statcache
 from ..desk.checkout import Plan
 from ..desk.scan import REPLACED, BlobSink, Scan, git_mode
@@ -30,7 +29,7 @@ from ..desk.state import DeskState, record_checkout, record_scan
 from ..errors import CheckpointError, NoCheckpointsError
 from ..store import changestats, metadata
 from ..store.objectio import StoreSink, as_objects
-from ..store.repo import PRIVATE_DIR, ShadowRepo
+from ..store.repo import ShadowRepo
 from .deskconfig import (
     DeskConfig,
     atomic_writes,
@@ -38,9 +37,10 @@ from .deskconfig import (
     effective_allowlist,
     size_limit,
 )
+from .listing import refuse_unfinished_clone
 from .results import Recovery
 
-STAT_CACHE = 'statcache'
+OUTSIDE = 'it is outside the tracked paths'
 # A commit changing at most this many files reads their old sides back to count lines.
 READ_BACK_FOR_STATS = 16
 
@@ -65,7 +65,7 @@ class ReadSession:
         self.desk = DeskState(
             config.desk,
             self.allowlist,
-            Path(os.path.join(repo.path, PRIVATE_DIR, STAT_CACHE)),
+            statcache.file_in(repo.path),
             max_file_size=size_limit(config, repo),
         )
         self.atomic = atomic_writes(config, repo)
@@ -114,8 +114,33 @@ class ReadSession:
     def flatten(
         self, tree: bytes, skipped: list[tuple[str, str]] | None = None
     ) -> tuple[dict[str, FileEntry], dict[str, bytes]]:
-        """Every file of a tree, vetted against the allowlist (see ``ShadowRepo.flatten_tree``)."""
-        return self.repo.flatten_tree(tree, self.allowlist, skipped)
+        """Every file of a tree, vetted (see ``ShadowRepo.flatten_tree``), and the tree id of
+        every folder.
+
+        A checkpoint may hold paths outside the tracked paths in effect: taken before
+        ``track --remove``, or by another tool. They are left out, as names a tree cannot
+        hold are, and when ``skipped`` is given each outermost such folder or file is listed
+        there with :data:`OUTSIDE`: a restore never writes them and a comparison with the desk
+        never sees them. Every entry is vetted all the same (an unsafe name is refused).
+        """
+        allowlist = self.allowlist
+        beside = _outside(self.repo, tree, allowlist)
+        if not beside:
+            return self.repo.flatten_tree(tree, allowlist, skipped)
+        vetting = Allowlist([*allowlist.entries, *beside])
+        files, folders = self.repo.flatten_tree(tree, vetting, skipped)
+        left_out: set[str] = set()
+        for path in [p for p in files if not allowlist.covers(p)]:
+            del files[path]
+            left_out.add(_outermost_outside(path, allowlist))
+        if skipped is not None:
+            skipped.extend((path, OUTSIDE) for path in sorted(left_out))
+        kept = {
+            folder: sha
+            for folder, sha in folders.items()
+            if not folder or allowlist.covers(folder) or allowlist.is_ancestor(folder)
+        }
+        return files, kept
 
     def target(self, checkpoint_id: str | None) -> tuple[bytes, str]:
         """The commit a checkpoint id names (None: the newest) and the label to show for it."""
@@ -127,6 +152,10 @@ class ReadSession:
                 )
             return newest, short_id(newest)
         return self.repo.resolve(checkpoint_id), checkpoint_id.strip()
+
+
+Change = tuple[str, FileEntry | None, FileEntry | None]
+"""A file a commit changes: its path, its entry before (None: new) and after (None: gone)."""
 
 
 class LockedSession(ReadSession):
@@ -149,10 +178,18 @@ class LockedSession(ReadSession):
 
     # -- commits -------------------------------------------------------------------------
 
-    def commit(self, result: Scan, cache: StatCache, message: str) -> bytes | None:
+    def commit(
+        self,
+        result: Scan,
+        cache: StatCache,
+        message: str,
+        trailers: Callable[[list[Change]], Iterable[tuple[str, str]]] | None = None,
+    ) -> bytes | None:
         """Commits a scan on the branch if it differs from the newest checkpoint.
 
-        Saves the stat cache either way; returns the new commit's id or None.
+        ``trailers``, given the files the commit changes, returns trailers to add to the
+        message (who wrote them). Saves the stat cache either way; returns the new commit's id
+        or None.
         """
         repo = self.repo
         head = repo.head()
@@ -172,9 +209,13 @@ class LockedSession(ReadSession):
         if head_tree != root:
             if head is not None:
                 repo.require_commit(head)  # never build on a parent the store cannot read
-            pairs = self._changed_pairs(result, cache, head)
+            changes = self._changes(result, cache, head)
+            pairs = [(old, new) for _, old, new in changes]
             stats = changestats.count(pairs, self._reader(result, len(pairs)))
             message = metadata.with_trailer(message, changestats.KEY, stats.trailer())
+            if trailers is not None:
+                changed = [change for change in changes if change[1] != change[2]]
+                message = metadata.with_trailers(message, trailers(changed))
             commit = repo.make_commit(root, head, message)
             repo.write_objects([*self.new_objects(result, built), commit])
             repo.update_branch(head, commit.id, f'commit: {message.splitlines()[0]}')
@@ -194,13 +235,11 @@ class LockedSession(ReadSession):
             self.save_cache(cache)
         return new_sha
 
-    def _changed_pairs(
-        self, result: Scan, cache: StatCache, head: bytes | None
-    ) -> list[tuple[FileEntry | None, FileEntry | None]]:
-        """``(old, new)`` entries of the files a commit of this scan changes."""
+    def _changes(self, result: Scan, cache: StatCache, head: bytes | None) -> list[Change]:
+        """``(path, old, new)`` of the files a commit of this scan changes."""
         files = result.files
         if head is None:
-            return [(None, entry) for entry in files.values()]
+            return [(path, None, entry) for path, entry in files.items()]
         if cache.commit == head:
             index = cache.index
 
@@ -210,12 +249,12 @@ class LockedSession(ReadSession):
                     return None
                 return (git_mode(cache.numbers[position * 5 + 4]), cache.sha(position))
 
-            pairs = [(old(path), files[path]) for path in result.changed if path in files]
-            return pairs + [(old(path), None) for path in result.removed]
+            changes = [(path, old(path), files[path]) for path in result.changed if path in files]
+            return changes + [(path, old(path), None) for path in result.removed]
         held, _ = self.flatten(self.repo.commit_info(head).tree)
         return [
-            (held.get(p), files.get(p))
-            for p in set(held) | set(files)
+            (p, held.get(p), files.get(p))
+            for p in sorted(set(held) | set(files))
             if held.get(p) != files.get(p)
         ]
 
@@ -313,9 +352,48 @@ class LockedSession(ReadSession):
                 folders.unlink(f'{parent}/{checkout.temporary_name(name, pid)}'.lstrip('/'))
 
 
+def _outside(repo: ShadowRepo, tree: bytes, allowlist: Allowlist) -> list[str]:
+    """The entries of a tree outside the tracked paths: at its root, or beside a tracked path
+    in a folder above one (``skills/other`` beside ``skills/agent``). Names that are unsafe
+    or not UTF-8 are left to the vetting, which refuses or skips them."""
+    found = []
+    pending = [('', tree)]
+    while pending:
+        prefix, sha = pending.pop()
+        for raw, mode, child in repo.tree_entries(sha):
+            try:
+                name = raw.decode('utf-8')
+            except UnicodeDecodeError:
+                continue
+            path = prefix + name
+            if '/' in name or path_problem(path) or allowlist.covers(path):
+                continue
+            if allowlist.is_ancestor(path):
+                if mode == TREE_MODE:
+                    pending.append((path + '/', child))
+            else:
+                found.append(path)
+    return found
+
+
+def _outermost_outside(path: str, allowlist: Allowlist) -> str:
+    """The outermost folder of ``path`` (or the path itself) that lies outside the tracked
+    paths: ``memory`` for ``memory/a.md`` once ``memory`` is no longer tracked."""
+    parts = path.split('/')
+    for depth in range(1, len(parts) + 1):
+        prefix = '/'.join(parts[:depth])
+        if not allowlist.is_ancestor(prefix):
+            return prefix
+    return path
+
+
 @contextmanager
 def open_reading(config: DeskConfig) -> Iterator[ReadSession | None]:
-    """A session without the lock, for verbs that only read; None when there is no repository."""
+    """A session without the lock, for verbs that only read; None when there is no repository.
+
+    An unfinished clone is refused (``UnfinishedCloneError``): it is not a desk's history yet.
+    """
+    refuse_unfinished_clone(config.repository)
     repo = ShadowRepo.open(config.repository)
     if repo is None:
         yield None

@@ -19,19 +19,21 @@ an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.ids import short_id
+from ..core.ids import ShortId, short_id
 from ..desk.scan import LazyFiles, Scan
 from ..desk.statcache import StatCache
 from ..errors import CheckpointError, CorruptRepositoryError
+from ..store import metadata
 from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from ..store.repofolder import head_is_sound
 from . import external, journal
 from .deskconfig import DeskConfig
 from .results import SnapshotResult
-from .session import LockedSession, ReadSession, open_reading
+from .session import Change, LockedSession, ReadSession, open_reading
 
 
 @dataclass
@@ -115,7 +117,7 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     else:
         result, cache = session.scan(record=True)
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
-    sha = session.commit(result, cache, message)
+    sha = session.commit(result, cache, message, writes(session, attribution, message))
     if sha is None:
         external.announce(session, message)
     recovery = session.recovery
@@ -126,6 +128,46 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
         skipped=tuple(result.skipped),
         recovered=str(recovery) if recovery else None,
     )
+
+
+def writes(
+    session: ReadSession, attribution: external.Attribution, message: str
+) -> Callable[[list[Change]], list[tuple[str, str]]]:
+    """The trailers recording which of a commit's changed files the agent's turn wrote (see
+    ``external.writer`` for the turn): the ones not changed outside the agent, and those it
+    wrote that someone else changed afterwards (the state the agent left differs from both
+    the newest checkpoint and the desk there).
+
+    A commit taken in the same turn, when the turn names no session (the library's and the
+    MCP server's turns, whose tool calls may run in parallel, each sealing when it is done),
+    credits every change to the turn, as the turn's own writes in between. None are recorded
+    when no turn is known.
+    """
+
+    def pairs(changes: list[Change]) -> list[tuple[str, str]]:
+        writer = external.writer(session.repo)  # read before the branch moves
+        if writer is None:
+            return []
+        paths = [path for path, _, _ in changes]
+        if writer.session is None and metadata.writer_of(message) == writer:
+            return metadata.written_pairs(writer, paths)
+        outside, left = set(attribution.external), attribution.left
+        ours = [path for path in paths if path not in outside]
+        # Changed outside the agent after the agent had changed it: the state the agent left
+        # differs from the newest checkpoint there too.
+        then = [path for path, old, _ in changes if path in outside and left.get(path) != old]
+        return metadata.written_pairs(writer, [*ours, *then], then)
+
+    return pairs
+
+
+def commit_desk(session: LockedSession, message: str) -> bytes | None:
+    """Commits the desk as it is (None when it equals the newest checkpoint), recording which
+    of its changes the agent's turn wrote, as :func:`take` does."""
+    result, cache = session.scan(record=True)
+    known = session.known_tree(result, cache)
+    attribution = external.attribute(session, LazyFiles(result), known)
+    return session.commit(result, cache, message, writes(session, attribution, message))
 
 
 def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
@@ -158,3 +200,74 @@ def _reusable(session: LockedSession, earlier: Look) -> bool:
         for path in result.changed
         if path in files
     )
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What :func:`capture` recorded: the new checkpoint (None: nothing had changed) and the
+    paths it changed."""
+
+    checkpoint_id: ShortId | None
+    paths: tuple[str, ...] = ()
+
+
+def capture(
+    session: LockedSession, subject: str, tool: str, writer: metadata.Writer | None
+) -> Capture:
+    """Commits the changes made since the newest checkpoint as a change already made
+    (``Checkpoint-Action: captured``, the changed paths as ``Checkpoint-Path``), then seals.
+
+    With ``writer`` (a shell command seen through the hooks) every change is that turn's, and
+    the state is sealed as the state it left. Without (``checkpoints watch``) the changes are
+    credited as a snapshot credits them; when an agent's write was announced and not yet
+    sealed, it is announced again on the new checkpoint (the agent may still be writing),
+    else the state is sealed. Nothing is committed when nothing changed; a turn's capture
+    then only seals.
+    """
+    repo = session.repo
+    result, cache = session.scan(record=True)
+    known = session.known_tree(result, cache)
+    attribution = external.attribute(session, LazyFiles(result), known)
+    pending = None if writer is not None else external.in_flight(repo)
+    credit = writes(session, attribution, '')
+    changed: list[str] = []
+
+    def pairs(changes: list[Change]) -> list[tuple[str, str]]:
+        changed.extend(path for path, _, _ in changes)
+        found = [(metadata.PATH, path) for path in changed]
+        found += metadata.written_pairs(writer, changed) if writer else credit(changes)
+        return [*found, (metadata.ACTION, metadata.CAPTURED)]
+
+    turn, by = (writer.turn, writer.session) if writer is not None else (None, None)
+    message = metadata.compose(subject, tool, None, turn, by)
+    sha = session.commit(result, cache, message, pairs)
+    if sha is None and (writer is None or repo.read_ref(external.SEAL_REF) == repo.head()):
+        return Capture(None)
+    if pending is not None:
+        external.reannounce(session, pending)
+    else:
+        external.mark_sealed(session)
+    return Capture(short_id(sha), tuple(changed))
+
+
+def settled(config: DeskConfig) -> bool:
+    """Whether the desk equals the newest checkpoint and the seal names that checkpoint, read
+    without the lock (see :func:`look` for why that answer is sound): a capture would then
+    do nothing."""
+    repository = config.repository
+    if journal.pending(repository) or not head_is_sound(repository):
+        return False
+    try:
+        with open_reading(config) as session:
+            if session is None:
+                return False
+            repo = session.repo
+            head = repo.head()
+            if head is None or repo.read_ref(external.SEAL_REF) != head:
+                return False
+            result, cache = session.scan()
+            if not _nothing_to_commit(result, cache, head) or result.refreshed:
+                return False
+            return not _moved(repo, head)
+    except CheckpointError:
+        return False

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
@@ -36,7 +36,7 @@ from ..store import metadata
 from ..store.repo import ShadowRepo
 from . import engine
 from .deskconfig import DeskConfig
-from .results import Checkpoint, TurnInfo, checkpoint_from
+from .results import Checkpoint, SnapshotResult, TurnInfo, checkpoint_from
 
 
 class CheckpointsLike(Protocol):
@@ -53,6 +53,7 @@ class CheckpointsLike(Protocol):
         tool: str | None = ...,
         paths: Sequence[str] | None = ...,
         turn: str | None = ...,
+        session: str | None = ...,
     ) -> str | None: ...
 
     def seal(self) -> str: ...
@@ -92,12 +93,15 @@ class Turn:
             the ``message_id`` given to :meth:`Checkpoints.turn`, or a generated one.
         label: What the turn is about (such as the user's message), one line.
         checkpoint_ids: The checkpoints taken in this turn so far, oldest first.
+        session: The agent session the turn belongs to, when a harness names one (kept as
+            the ``Checkpoint-Session`` trailer).
     """
 
     checkpoints: CheckpointsLike
     turn_id: str
     label: str
     checkpoint_ids: list[str] = field(default_factory=list)
+    session: str | None = None
     _started: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -126,13 +130,11 @@ class Turn:
         if isinstance(paths, str):
             paths = (paths,)
         if self._started:
-            new_id = self.checkpoints.snapshot(reason, tool=tool, paths=paths, turn=self.turn_id)
+            new_id = self._take(reason, tool, paths)
         else:
             with self._lock:  # parallel tool calls of one turn: one pre-image, taken once
                 if self._started:
-                    new_id = self.checkpoints.snapshot(
-                        reason, tool=tool, paths=paths, turn=self.turn_id
-                    )
+                    new_id = self._take(reason, tool, paths)
                 else:
                     new_id = _first_snapshot(self, reason, tool, paths)
                     self._started = True
@@ -140,26 +142,63 @@ class Turn:
             self.checkpoint_ids.append(new_id)
         return new_id
 
+    def _take(self, reason: str, tool: str | None, paths: Sequence[str] | None) -> str | None:
+        turn, session = self.turn_id, self.session
+        if session is None:  # keeps the protocol's older implementations working
+            return self.checkpoints.snapshot(reason, tool=tool, paths=paths, turn=turn)
+        return self.checkpoints.snapshot(reason, tool=tool, paths=paths, turn=turn, session=session)
+
 
 def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[str] | None) -> str:
     """Snapshots, or marks the current checkpoint as the turn's start when nothing changed."""
     body = reason.strip() or 'snapshot'
     if turn.label:
         body = f'{body}\n\n{_LABEL_PREFIX}{turn.label}'
-    cps = turn.checkpoints
     # The public verb first, so whatever bookkeeping a snapshot does happens here too.
-    new_id = cps.snapshot(body, tool=tool, paths=paths, turn=turn.turn_id)
+    new_id = turn._take(body, tool, paths)
     if new_id is not None:
         return new_id
-    message = metadata.compose(body, tool, paths, turn.turn_id)
-    with engine.locked(cps.desk_config) as session:
+    config = turn.checkpoints.desk_config
+    return mark(config, metadata.compose(body, tool, paths, turn.turn_id, turn.session))
+
+
+def mark(config: DeskConfig, message: str) -> ShortId:
+    """Commits the desk with ``message``; when it equals the newest checkpoint, commits that
+    checkpoint's files again, so the message (a turn's start) is on the branch either way."""
+    from . import snapshot
+
+    with engine.locked(config) as session:
         # A change that slipped in meanwhile is the pre-image.
-        sha, _ = session.snapshot(message)
+        sha = snapshot.commit_desk(session, message)
         if sha is None:
             head = session.repo.head()
             assert head is not None  # an unchanged snapshot implies an existing checkpoint
             sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
     return short_id(sha)
+
+
+def started(repository: Path, turn_id: str, lookback: int = 200) -> bool:
+    """Whether one of the newest ``lookback`` checkpoints carries the turn id."""
+    repo = ShadowRepo.open(repository)
+    if repo is None:
+        return False
+    try:
+        return any(metadata.parse(info.message).turn == turn_id for info in repo.history(lookback))
+    finally:
+        repo.close()
+
+
+def first_of_turn(
+    config: DeskConfig, turn_id: str | None, message: str, result: SnapshotResult
+) -> SnapshotResult:
+    """A snapshot's result, made to mark the turn's start when it took no checkpoint and none
+    of the newest checkpoints carries the turn id (as ``checkpoints snapshot --turn`` does)."""
+    if turn_id is None or result.checkpoint_id is not None:
+        return result
+    check_turn_id(turn_id)
+    if started(config.repository, turn_id):
+        return result
+    return replace(result, checkpoint_id=mark(config, message), turn_start=True)
 
 
 def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
@@ -188,9 +227,11 @@ def snapshot_in_turn(
     tool: str | None = None,
     paths: Sequence[str] | None = None,
     lookback: int = 200,
+    session: str | None = None,
 ) -> str | None:
-    """A snapshot tagged with ``turn_id``, for callers that keep no :class:`Turn` open (such as
-    the MCP server, where the agent passes its message id with each call).
+    """A snapshot tagged with ``turn_id`` (and ``session``), for callers that keep no
+    :class:`Turn` open (such as the MCP server, where the agent passes its message id with each
+    call, and the hooks, one process per event).
 
     When none of the newest ``lookback`` checkpoints carries the turn id, this is the turn's
     first snapshot and always leaves a checkpoint (see :meth:`Turn.snapshot`). Misjudging an
@@ -198,16 +239,9 @@ def snapshot_in_turn(
     the turn's oldest checkpoint.
     """
     check_turn_id(turn_id)
-    started = False
-    repo = ShadowRepo.open(checkpoints.repository_directory)
-    if repo is not None:
-        try:
-            started = any(
-                metadata.parse(info.message).turn == turn_id for info in repo.history(lookback)
-            )
-        finally:
-            repo.close()
-    turn = Turn(checkpoints, turn_id, _one_line(label, _MAX_LABEL), _started=started)
+    found = started(checkpoints.repository_directory, turn_id, lookback)
+    label = _one_line(label, _MAX_LABEL)
+    turn = Turn(checkpoints, turn_id, label, session=session, _started=found)
     return turn.snapshot(reason, tool=tool, paths=paths)
 
 

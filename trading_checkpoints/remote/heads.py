@@ -3,21 +3,26 @@
 Every head this desk pushed, pulled or cloned is remembered (``checkpoints/remote-heads``):
 such a head was on this desk's branch, so it is an ancestor of the kept history even after a
 prune dropped it. After a fetch, any commit whose parent did not arrive (the remote was itself
-pruned) is recorded as a shallow boundary, so the repository stays readable.
+pruned) is recorded as a shallow boundary (``store.transport.repair_shallow``), so the
+repository stays readable.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
-from ..core.durability import write_atomically
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
+from ..errors import CheckpointError
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 KNOWN_HEADS = 'remote-heads'  # in the repository's private folder, see remember_head
+_LIMIT = 64 * 1024
+
+
+def _file(repo: ShadowRepo) -> RepoFile:
+    return RepoFile(repo.path, f'{PRIVATE_DIR}/{KNOWN_HEADS}')
 
 
 def ancestors(repo: ShadowRepo, head: bytes | None) -> list[bytes]:
@@ -32,22 +37,21 @@ def known_heads(repo: ShadowRepo) -> set[bytes]:
     prune dropped it. Malformed lines are ignored.
     """
     try:
-        data = read_file(os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS), 64 * 1024)
-    except OSError:
+        data = repofiles.read(_file(repo), _LIMIT) or b''
+    except CheckpointError:
         return set()
     return {line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line)}
 
 
 def remember_head(repo: ShadowRepo, sha: bytes) -> None:
     """Adds ``sha`` (the branch's head now) to the known heads. Call under the lock."""
-    path = os.path.join(repo.path, PRIVATE_DIR, KNOWN_HEADS)
     try:
-        data = read_file(path, 64 * 1024)
-    except OSError:
-        data = b''
+        data = repofiles.read(_file(repo), _LIMIT) or b''
+    except CheckpointError:
+        data = b''  # a link or a FIFO there is replaced
     lines = [line for line in data.split(b'\n') if _HEX_SHA.fullmatch(line) and line != sha]
     lines = [*lines[-255:], sha]
-    write_atomically(Path(path), b''.join(line + b'\n' for line in lines))
+    repofiles.replace(_file(repo), b''.join(line + b'\n' for line in lines))
 
 
 def commits_behind(repo: ShadowRepo) -> set[bytes]:
@@ -64,34 +68,3 @@ def shallow_parents(repo: ShadowRepo) -> set[bytes]:
         if repo.contains(sha):
             parents.update(repo.commit_info(sha).parents)
     return parents
-
-
-def repair_shallow(dulwich_repo, path: Path, head: bytes) -> list[bytes]:
-    """Marks as shallow every commit (from ``head`` down) whose parents are missing."""
-    from dulwich.objects import Commit
-
-    from ..store.storage import read_shallow
-
-    store = dulwich_repo.object_store
-    shallow = read_shallow(path)
-    marked: list[bytes] = []
-    sha: bytes | None = head
-    seen: set[bytes] = set()
-    pending = [head]
-    while pending:
-        sha = pending.pop()
-        if sha in seen or sha in shallow:
-            continue
-        seen.add(sha)
-        commit = store[sha]
-        if not isinstance(commit, Commit):
-            break
-        missing = [parent for parent in commit.parents if parent not in store]
-        if missing:
-            marked.append(sha)
-            continue
-        pending.extend(commit.parents)
-    if marked:
-        data = b''.join(s + b'\n' for s in sorted(shallow | set(marked)))
-        write_atomically(Path(path) / 'shallow', data)
-    return marked

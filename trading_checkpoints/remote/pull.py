@@ -7,20 +7,21 @@ checkpoints this desk has since pruned) is up to date. The desk's files are not 
 from __future__ import annotations
 
 from collections.abc import Collection
-from pathlib import Path
 
 from ..core.ids import short_id
-from ..errors import CheckpointError, EmptyRemoteError, HistoriesDivergedError
+from ..errors import CheckpointError, EmptyRemoteError, HistoriesDivergedError, NoCheckpointsError
+from ..ops import engine
+from ..ops.deskconfig import DeskConfig
 from ..store.repo import BRANCH, ShadowRepo
-from .config import Remote
-from .heads import ancestors, commits_behind, remember_head, repair_shallow
+from ..store.transport import copy_objects, repair_shallow
+from .config import Remote, get_remote
+from .heads import ancestors, commits_behind, remember_head
 from .transfer import (
-    ZERO,
     Progress,
     TransferResult,
-    copy_objects,
     open_local_remote,
     progress_bytes,
+    progress_text,
     transport_error,
 )
 from .urls import client_for
@@ -36,70 +37,44 @@ def fetch_head(
 
     Nothing is fetched when the remote's head is in ``skip`` (known to be behind).
     """
-    client, path = client_for(remote.url)
-    if client is None:
+    connection = client_for(remote.url)
+    if connection is None:
         source = open_local_remote(remote, create=False)
         try:
-            remote_head = source.refs.read_ref(BRANCH)
+            remote_head = source.read_ref(BRANCH)
             if remote_head is not None and remote_head not in skip:
                 if not repo.contains(remote_head):
-                    source_path = Path(source.controldir())
-                    copy_objects(source, source_path, repo.dulwich_repo, remote_head, progress)
+                    copy_objects(source, repo, remote_head, progress_text(progress))
         finally:
             source.close()
         return remote_head
-    wanted: list[bytes] = []
 
-    def determine_wants(refs, depth=None):
-        sha = refs.get(BRANCH)
-        if sha is None or sha == ZERO:
-            return []
-        wanted.append(sha)
-        return [] if sha in skip or repo.contains(sha) else [sha]
+    def needed(sha: bytes) -> bool:
+        return not (sha in skip or repo.contains(sha))
 
     try:
-        client.fetch(
-            path.encode(),
-            _QuietShallow(repo.dulwich_repo, repo.path),
-            determine_wants=determine_wants,
-            progress=progress_bytes(progress),
-        )
+        return connection.fetch_branch(repo, BRANCH, needed, progress_bytes(progress))
     except CheckpointError:
         raise
     except Exception as error:  # noqa: BLE001
         raise transport_error(error, remote, 'fetch from') from error
-    return wanted[0] if wanted else None
 
 
-class _QuietShallow:
-    """The fetch target, minus announcing our shallow boundaries to the server.
-
-    dulwich's client sends ``shallow`` lines for a pruned repository, which dulwich's server
-    rejects unless a ``deepen`` follows. Our boundaries only hide history older than what
-    we have, so the server need not know: the walker simply stops at them.
-    """
-
-    def __init__(self, repo, path: Path) -> None:
-        self._repo = repo
-        self._path = path
-
-    def __getattr__(self, name: str):
-        return getattr(self._repo, name)
-
-    def get_graph_walker(self, heads=None):
-        from dulwich.object_store import ObjectStoreGraphWalker
-
-        from ..store.storage import read_shallow
-
-        shallow = read_shallow(self._path)
-        store = self._repo.object_store
-        if heads is None:
-            heads = [sha for sha in self._repo.refs.as_dict(b'refs/heads').values() if sha in store]
-
-        def parents(sha: bytes) -> list[bytes]:
-            return [] if sha in shallow else list(store[sha].parents)
-
-        return ObjectStoreGraphWalker(heads, parents)
+def pull_desk(
+    config: DeskConfig,
+    name: str | None,
+    progress: Progress | None,
+    report_to: engine.RecoveryReport | None = None,
+) -> TransferResult:
+    """Pulls into a desk's repository under its lock (``name``: the remote; None, the only
+    one); a desk without a repository is told to clone instead."""
+    if not engine.repository_exists(config):
+        raise NoCheckpointsError(
+            f'no checkpoint repository at {config.repository}; use clone instead',
+            repository=config.repository,
+        )
+    with engine.locked(config, report_to=report_to, verb='pull') as session:
+        return pull(session.repo, get_remote(session.repo.path, name), progress)
 
 
 def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> TransferResult:
@@ -115,7 +90,7 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
     if remote_head == head or remote_head in behind:
         # Up to date, or behind with checkpoints this desk has since pruned: nothing to bring.
         return TransferResult(remote.name, remote.display_url, short_id(head), short_id(head), True)
-    marked = repair_shallow(repo.dulwich_repo, repo.path, remote_head)
+    marked = repair_shallow(repo, remote_head)
     if head is not None:
         incoming = _walk_to(repo, remote_head, head)
         if not incoming:
@@ -125,8 +100,9 @@ def pull(repo: ShadowRepo, remote: Remote, progress: Progress | None = None) -> 
                 )
             raise HistoriesDivergedError(
                 f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)} '
-                f'and this desk at {short_id(head)}: the histories diverged; nothing was changed '
-                '(push to a new remote, or clone the remote onto another desk)',
+                f'and this desk at {short_id(head)}: the histories diverged, and nothing joins '
+                'the two; nothing was changed (clone the remote onto another desk to keep both, '
+                'and push this desk to a new remote)',
                 remote=remote.name,
                 remote_head=short_id(remote_head),
                 head=short_id(head),

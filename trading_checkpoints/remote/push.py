@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..core.ids import short_id
 from ..errors import (
     CheckpointError,
@@ -30,13 +28,12 @@ from ..errors import (
 from ..ops import engine
 from ..ops.deskconfig import DeskConfig
 from ..store.repo import BRANCH, ShadowRepo
+from ..store.transport import ZERO, copy_objects, pack_for_push, repair_shallow
 from .config import Remote, get_remote
-from .heads import ancestors, known_heads, remember_head, repair_shallow, shallow_parents
+from .heads import ancestors, known_heads, remember_head, shallow_parents
 from .transfer import (
-    ZERO,
     Progress,
     TransferResult,
-    copy_objects,
     open_local_remote,
     progress_bytes,
     progress_text,
@@ -47,29 +44,36 @@ from .urls import client_for, scrub
 PRUNED_REF_PREFIX = b'refs/checkpoints/pruned/'
 
 
-def push(config: DeskConfig, name: str | None, progress: Progress | None = None) -> TransferResult:
+def push(
+    config: DeskConfig,
+    name: str | None,
+    progress: Progress | None = None,
+    *,
+    create_parents: bool = False,
+) -> TransferResult:
     """Pushes ``main`` to the remote's ``main``, fast-forward only.
+
+    A path remote that does not exist yet is created, inside a folder that must exist unless
+    ``create_parents`` (see ``transfer.open_local_remote``).
 
     The desk's lock is held only while reading the repository: the remote's refs are asked
     for first, then (locked) the push is checked and its pack built in memory, then
     (unlocked, so snapshots go on) the pack is sent. The remote's branch moves only if it
     still is where it was when checked.
     """
-    from ..store.storage import read_shallow
-
     remote = get_remote(config.repository, name)
-    client, path = client_for(remote.url)
-    if client is None:
-        with engine.locked(config) as session:
+    connection = client_for(remote.url)
+    if connection is None:
+        with engine.locked(config, verb='push') as session:
             head = _head_to_push(session.repo)
-            return _push_local(session.repo, remote, head, progress)
+            return _push_local(session.repo, remote, head, progress, create_parents)
     try:
-        remote_head = _remote_refs(client, path).get(BRANCH)
+        remote_head = connection.refs().get(BRANCH)
     except CheckpointError:
         raise
     except Exception as error:  # noqa: BLE001 - dulwich transport errors vary by transport
         raise transport_error(error, remote, 'push to') from error
-    with engine.locked(config) as session:
+    with engine.locked(config, verb='push') as session:
         repo = session.repo
         head = _head_to_push(repo)
         _check_push(repo, remote, head, remote_head, local=False)
@@ -79,17 +83,9 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
             )
         remember_head(repo, head)
         have = {remote_head} if remote_head is not None and repo.contains(remote_head) else set()
-        count, records = repo.dulwich_repo.object_store.generate_pack_data(
-            have,
-            {head},
-            shallow=read_shallow(repo.path),
-            progress=progress_text(progress),
-            ofs_delta=True,
-        )
-        records = list(records)  # read now, while no packing can remove what they come from
+        pack = pack_for_push(repo, have, {head}, progress_text(progress))  # read whole, locked
 
-    def update_refs(refs: dict[bytes, bytes]) -> dict[bytes, bytes]:
-        current = refs.get(BRANCH)
+    def check(current: bytes | None) -> None:
         if current not in (None, ZERO) and current != remote_head:
             raise RemoteMovedError(
                 f'the remote {remote.name} moved while pushing (now {short_id(current)}); '
@@ -97,22 +93,13 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
                 remote=remote.name,
                 remote_head=short_id(current),
             )
-        new = dict(refs)
-        new[BRANCH] = head
-        return new
-
-    def generate(have_ids, want_ids, *, ofs_delta=False, progress=None):
-        return count, iter(records)
 
     try:
-        result = client.send_pack(
-            path.encode(), update_refs, generate, progress=progress_bytes(progress)
-        )
+        status = connection.send_branch(BRANCH, head, check, pack, progress_bytes(progress))
     except CheckpointError:
         raise
     except Exception as error:  # noqa: BLE001
         raise transport_error(error, remote, 'push to') from error
-    status = (getattr(result, 'ref_status', None) or {}).get(BRANCH)
     if status:
         raise RemoteError(
             f'the remote {remote.name} refused the push: {scrub(str(status), remote.url)}',
@@ -121,12 +108,6 @@ def push(config: DeskConfig, name: str | None, progress: Progress | None = None)
     return TransferResult(
         remote.name, remote.display_url, short_id(remote_head), short_id(head), False
     )
-
-
-def _remote_refs(client, path: str) -> dict[bytes, bytes]:
-    result = client.get_refs(path.encode() if isinstance(path, str) else path)
-    refs = getattr(result, 'refs', result)
-    return {name: sha for name, sha in refs.items() if sha is not None}
 
 
 def _head_to_push(repo: ShadowRepo) -> bytes:
@@ -179,50 +160,50 @@ def _check_push(
     raise HistoriesDivergedError(
         f'the remote {remote.name} ({remote.display_url}) is at {short_id(remote_head)}, which '
         "is not in this desk's history: the histories diverged (or the remote is older than "
-        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. Pull '
-        'first, or push to a new remote',
+        'the oldest kept checkpoint and was not pushed from here); nothing was pushed. If the '
+        'remote is only ahead, a pull brings its checkpoints here and the push is not needed; '
+        'otherwise nothing joins the two: clone the remote onto another desk to keep both, '
+        'and push this desk to a new remote',
         remote=remote.name,
         remote_head=short_id(remote_head),
         head=short_id(head),
     )
 
 
-def _point_head_at_main(target) -> None:
-    """A remote whose HEAD names a branch that does not exist (``master``) gets ``main``."""
-    value = target.refs.read_ref(b'HEAD') or b''
-    if value.startswith(b'ref: ') and value[5:].strip() not in set(target.refs.allkeys()):
-        target.refs.set_symbolic_ref(b'HEAD', BRANCH)
-
-
 def _push_local(
-    repo: ShadowRepo, remote: Remote, head: bytes, progress: Progress | None = None
+    repo: ShadowRepo,
+    remote: Remote,
+    head: bytes,
+    progress: Progress | None = None,
+    create_parents: bool = False,
 ) -> TransferResult:
     """Push to a repository on a path: objects copied directly, ref moved by compare-and-swap."""
-    target = open_local_remote(remote, create=True)
+    target = open_local_remote(remote, create=True, create_parents=create_parents)
     try:
-        remote_head = target.refs.read_ref(BRANCH)
+        remote_head = target.read_ref(BRANCH)
         if remote_head == head:
             return TransferResult(
                 remote.name, remote.display_url, short_id(head), short_id(head), True
             )
         over_gap = _check_push(repo, remote, head, remote_head, local=True)
         remember_head(repo, head)
-        copy_objects(repo.dulwich_repo, repo.path, target, head, progress)
-        marked = repair_shallow(target, Path(target.controldir()), head)
+        copy_objects(repo, target, head, progress_text(progress))
+        marked = repair_shallow(target, head)
         if over_gap and remote_head is not None:
             # The remote's older history stays reachable (and so survives a gc there).
-            target.refs.add_if_new(PRUNED_REF_PREFIX + remote_head, remote_head)
+            target.add_ref(PRUNED_REF_PREFIX + remote_head, remote_head)
         if remote_head is None:
-            done = target.refs.add_if_new(BRANCH, head, message=b'push: from trading_checkpoints')
+            done = target.add_ref(BRANCH, head, message=b'push: from trading_checkpoints')
         else:
-            done = target.refs.set_if_equals(
+            done = target.move_ref(
                 BRANCH, remote_head, head, message=b'push: from trading_checkpoints'
             )
         if not done:
             raise RemoteMovedError(
                 f'the remote {remote.name} moved while pushing; try again', remote=remote.name
             )
-        _point_head_at_main(target)
+        # A remote whose HEAD names a branch that does not exist (``master``) gets ``main``.
+        target.point_head_at(BRANCH)
     finally:
         target.close()
     return TransferResult(

@@ -1,5 +1,5 @@
 """What push, pull and clone share: their result, transport errors, opening a path remote,
-copying objects between repositories, and progress reports.
+and progress reports (dulwich's side of each is ``store.transport``).
 """
 
 from __future__ import annotations
@@ -7,16 +7,20 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..core.ids import ShortId
-from ..errors import CorruptRepositoryError, RemoteAuthError, RemoteError, RemoteTransportError
-from ..store import config as repo_config
+from ..errors import (
+    CorruptRepositoryError,
+    MissingRemoteFolderError,
+    RemoteAuthError,
+    RemoteError,
+    RemoteTransportError,
+)
+from ..store.transport import Failure, PathRepository, failure_kind
 from . import credentials
 from .config import Remote
 from .urls import PASSWORD_ENV, USERNAME_ENV, local_path, scrub
 
-ZERO = b'0' * 40
 Progress = Callable[[str], None]
 
 
@@ -33,11 +37,9 @@ class TransferResult:
 
 
 def transport_error(error: BaseException, remote: Remote, action: str) -> RemoteTransportError:
-    from dulwich.client import HTTPProxyUnauthorized, HTTPUnauthorized
-    from dulwich.errors import HangupException, NotGitRepository
-
     where = remote.display_url
-    if isinstance(error, (HTTPUnauthorized, HTTPProxyUnauthorized)):
+    kind = failure_kind(error)
+    if kind is Failure.UNAUTHORIZED:
         return RemoteAuthError(
             f'{action} {remote.name} ({where}) failed: the server refused the credentials '
             f'(check the user name and password: in the URL, in ${USERNAME_ENV}/${PASSWORD_ENV}, '
@@ -45,13 +47,13 @@ def transport_error(error: BaseException, remote: Remote, action: str) -> Remote
             remote=remote.name,
             action=action,
         )
-    if isinstance(error, NotGitRepository):
+    if kind is Failure.NOT_A_REPOSITORY:
         return RemoteTransportError(
             f'{action} {remote.name} failed: {where} is not a git repository',
             remote=remote.name,
             action=action,
         )
-    if isinstance(error, HangupException):
+    if kind is Failure.HUNG_UP:
         return RemoteTransportError(
             f'{action} {remote.name} ({where}) failed: the server hung up',
             remote=remote.name,
@@ -63,45 +65,41 @@ def transport_error(error: BaseException, remote: Remote, action: str) -> Remote
     )
 
 
-def open_local_remote(remote: Remote, create: bool):  # -> dulwich Repo
-    """The repository of a path remote, opened like our own (its config vetted, no include)."""
-    from dulwich.repo import Repo
+def open_local_remote(
+    remote: Remote, create: bool, *, create_parents: bool = False
+) -> PathRepository:
+    """The repository of a path remote, opened like our own (its config vetted, no include).
 
+    With ``create``, a missing (or empty) folder is made a new repository; the folder that
+    holds it must exist unless ``create_parents``: a backup drive that is not mounted must
+    not turn into folders of the same name on this disk.
+    """
     path = local_path(remote.url)
     if not path.exists() or (path.is_dir() and not any(path.iterdir())):
         if not create:
             raise RemoteError(f'{remote.name}: no repository at {path}', remote=remote.name)
+        parent = path.absolute().parent
+        if not create_parents and not parent.is_dir():
+            raise MissingRemoteFolderError(
+                f'{remote.name}: the folder {parent} does not exist (is the drive '
+                f'mounted?), so there is no place for the repository {path.name}; nothing '
+                'was pushed. Create the folder, or push with --create-parents '
+                '(create_parents=True) to make it',
+                remote=remote.name,
+                folder=parent,
+            )
         try:
-            path.mkdir(parents=True, exist_ok=True)
-            return Repo.init_bare(str(path))
+            path.mkdir(parents=create_parents, exist_ok=True)
+            return PathRepository.create(path)
         except OSError as error:
             raise RemoteError(
                 f'{remote.name}: cannot create {path}: {error}', remote=remote.name
             ) from error
     control = path / '.git' if (path / '.git').is_dir() else path
     try:
-        return repo_config.open_dulwich(control, repo_config.load(control, missing_ok=True))
+        return PathRepository.open(control)
     except CorruptRepositoryError as error:
         raise RemoteError(f'{remote.name}: {error}', remote=remote.name) from error
-
-
-def copy_objects(
-    source_repo, source_path: Path, target_repo, head: bytes, progress: Progress | None = None
-) -> int:
-    """Copies what ``target`` lacks of the history below ``head`` as one pack with deltas."""
-    from ..store import storage
-
-    source = source_repo.object_store
-    target = target_repo.object_store
-    missing = storage.reachable(
-        source,
-        [head],
-        storage.read_shallow(source_path),
-        enter_commit=lambda sha: sha not in target,
-    )
-    objects = [(source[sha], path) for sha, path in missing.items() if sha not in target]
-    storage.write_pack(target, objects, progress=progress_text(progress))
-    return len(objects)
 
 
 def progress_bytes(progress: Progress | None) -> Callable[[bytes], None] | None:

@@ -7,8 +7,8 @@ repository (see :mod:`.credentials`); ``$CHECKPOINTS_REMOTE_USERNAME`` /
 ``$CHECKPOINTS_REMOTE_PASSWORD`` take precedence over that file. Every URL shown (results,
 errors, the reflog) has its user info removed, and error messages have any secret masked.
 Percent-encoded user names and passwords are decoded (RFC 3986) before they are sent.
-Transfers go through dulwich's clients, so local paths, ``file://``, ``http(s)://`` (smart
-HTTP) and ``ssh://`` all work without a git binary.
+Transfers go through dulwich's clients (see ``store.transport``), so local paths, ``file://``,
+``http(s)://`` (smart HTTP) and ``ssh://`` all work without a git binary.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ..errors import CheckpointError, RemoteURLError
+from ..store.transport import Connection, connect
 from . import credentials
 
 USERNAME_ENV = 'CHECKPOINTS_REMOTE_USERNAME'
@@ -98,12 +99,10 @@ def local_path(url: str) -> Path:
     return Path(url)
 
 
-def client_for(url: str):  # -> (GitClient, path)
-    from dulwich.client import get_transport_and_path
-
+def client_for(url: str) -> Connection | None:
+    """The connection to a remote reached through a client, or None for a path remote."""
     if is_local(url):
-        path = local_path(url)
-        return None, str(path)
+        return None
     address, given = credentials.split(url)
     scheme = urlsplit(address).scheme.lower()
     chosen = given
@@ -116,7 +115,7 @@ def client_for(url: str):  # -> (GitClient, path)
         chosen = credentials.Credentials(os.environ.get(USERNAME_ENV) or None, None)
     ssh_command = os.environ.get(SSH_COMMAND_ENV) or os.environ.get('GIT_SSH_COMMAND') or None
     try:
-        return get_transport_and_path(
+        return connect(
             address,
             username=chosen.username,
             password=chosen.password if scheme in HTTP_SCHEMES else None,

@@ -9,17 +9,20 @@ and packed commits it had to read), in one write each time, so readers need no l
 is rewritten with the newest :data:`KEEP` records when it grows past :data:`MAX_BYTES`.
 
 Loose objects are read here too (zlib, then the same check), so only packed commits that the
-memo lacks need dulwich.
+memo lacks need dulwich. The memo and loose objects are opened through ``core.repofiles`` (never
+through a link, only regular files of bounded size): a memo that is not one is left unused.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import zlib
 from pathlib import Path
 
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
+from ..errors import CheckpointError
+from . import gitfiles
 from .commitinfo import CommitInfo, parse_commit
 
 NAME = 'commits'
@@ -29,8 +32,8 @@ _MAGIC = b'TCCM2 '
 _MAX_COMMIT = 1 << 20  # a commit larger than this is not remembered
 
 
-def _path(repository: Path) -> str:
-    return os.path.join(repository, 'checkpoints', NAME)
+def _file(repository: Path) -> RepoFile:
+    return RepoFile(Path(repository), f'checkpoints/{NAME}')
 
 
 def _verified(sha: bytes, raw: bytes) -> bool:
@@ -40,8 +43,10 @@ def _verified(sha: bytes, raw: bytes) -> bool:
 def load(repository: Path) -> dict[bytes, bytes]:
     """The remembered raw commits by id; records that do not check out are left out."""
     try:
-        data = read_file(_path(repository), 4 * MAX_BYTES)
-    except OSError:
+        data = repofiles.read(_file(repository), 4 * MAX_BYTES)
+    except CheckpointError:
+        return {}
+    if data is None:
         return {}
     found: dict[bytes, bytes] = {}
     position = 0
@@ -70,18 +75,10 @@ def append(repository: Path, records: list[bytes]) -> None:
     """Appends records in one write (readers need no lock); best effort, it is a cache."""
     if not records:
         return
-    path = _path(repository)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError:
+        size = repofiles.append(_file(repository), b''.join(records))
+    except CheckpointError:
         return
-    try:
-        os.write(fd, b''.join(records))
-        size = os.fstat(fd).st_size
-    except OSError:
-        return
-    finally:
-        os.close(fd)
     if size > MAX_BYTES:
         _compact(repository)
 
@@ -89,27 +86,24 @@ def append(repository: Path, records: list[bytes]) -> None:
 def _compact(repository: Path) -> None:
     kept = list(load(repository).items())[-KEEP:]
     data = b''.join(record(sha, raw) for sha, raw in kept)
-    path = _path(repository)
-    temporary = f'{path}.{os.getpid()}.tmp'
     try:
-        with open(temporary, 'wb') as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+        repofiles.replace(_file(repository), data, durable=False)  # a cache
+    except CheckpointError:
+        pass
 
 
 def read_loose(repository: Path, sha: bytes) -> bytes | None:
     """The raw bytes of a loose commit, checked against its id; None when it is not loose
     (or not a commit, or damaged: the repository's own reader then says what is wrong)."""
-    text = sha.decode()
     try:
-        compressed = read_file(os.path.join(repository, 'objects', text[:2], text[2:]))
-        data = zlib.decompress(compressed)
-    except (OSError, zlib.error):
+        compressed = gitfiles.read_loose_object(repository, sha.decode())
+        if compressed is None or len(compressed) > 2 * _MAX_COMMIT:
+            return None
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(compressed, _MAX_COMMIT + 64)
+        if inflater.unconsumed_tail:
+            return None  # larger than any commit remembered: the repository's reader reads it
+    except (CheckpointError, zlib.error):
         return None
     header, _, raw = data.partition(b'\0')
     if header != b'commit %d' % len(raw) or not _verified(sha, raw):

@@ -3,22 +3,28 @@
 dulwich's ``Repo`` parses the config again (and would follow includes): it is opened here, by
 :func:`open_dulwich`, with a config built from the vetted one (see :mod:`.config.reader`), and with
 the repository's folder given as its control and common directory, so no ``.git`` file or
-``commondir`` file inside it can redirect it elsewhere.
+``commondir`` file inside it can redirect it elsewhere. The files dulwich reads by name on
+opening (``shallow``, ``info/grafts``, ``objects/info/alternates``, the packs) are checked first
+(``gitfiles.check_before_opening``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..errors import CorruptRepositoryError
 from .config.reader import RepoConfig, load
+from .gitfiles import check_before_opening
 
 if TYPE_CHECKING:
+    from dulwich.config import ConfigFile
     from dulwich.repo import Repo
 
 
-_DULWICH_REPO: type | None = None
+# dulwich's Repo, opened with a vetted config (a subclass made on first use, with dulwich)
+_DULWICH_REPO: Callable[[str, ConfigFile], Repo] | None = None
 
 
 def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None) -> Repo:
@@ -42,10 +48,7 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
 
             def __init__(self, root: str, vetted: ConfigFile) -> None:
                 self._vetted_config = vetted
-                try:
-                    super().__init__(controldir=root, commondir=root, bare=True)
-                except TypeError:  # pragma: no cover - dulwich before controldir=
-                    super().__init__(root, bare=True)
+                super().__init__(controldir=root, commondir=root, bare=True)
 
             def get_config(self) -> ConfigFile:
                 return self._vetted_config
@@ -64,21 +67,21 @@ def open_dulwich(path: str | os.PathLike[str], config: RepoConfig | None = None)
         raise CorruptRepositoryError(
             f'{root} is not a git repository (no objects or refs folder)', path=root
         )
+    check_before_opening(root)
     try:
         return _DULWICH_REPO(root, vetted)
-    except (
-        NotGitRepository,
-        OSError,
-        ValueError,
-        KeyError,
-        IndexError,
-        FileFormatException,
-    ) as error:
-        # FileFormatException (or IndexError, for a line of only whitespace): a damaged
-        # ``shallow`` (or ``info/grafts``) file, which dulwich parses on opening; its message
-        # quotes the bad line, cut short here.
-        text = ' '.join(str(error).split())
-        text = text if len(text) <= 200 else text[:197] + '...'
+    except (OSError, NotGitRepository) as error:
+        reason = getattr(error, 'strerror', None) or type(error).__name__
         raise CorruptRepositoryError(
-            f'cannot open the repository {root}: {text}', path=root
+            f'cannot open the repository {root}: {reason}', path=root
+        ) from error
+    except (ValueError, KeyError, IndexError, FileFormatException) as error:
+        # FileFormatException (or IndexError, for a line of only whitespace): a damaged
+        # ``shallow`` (or ``info/grafts``) file, which dulwich parses on opening. Its message
+        # quotes the bad line, which may be anything (a planted copy of a credentials file):
+        # only its kind is told.
+        raise CorruptRepositoryError(
+            f'cannot open the repository {root}: its shallow or info/grafts file is '
+            f'malformed ({type(error).__name__})',
+            path=root,
         ) from error

@@ -85,6 +85,8 @@ def remove_crash_leftovers(path: Path) -> None:
             if name[: -len('.pack')] + '.idx' not in names:
                 leftovers.append(packs / name)  # renamed into place, index never written
     for folder in (path, path / PRIVATE_DIR):
+        if folder != path and os.path.islink(folder):
+            continue  # never swept through a link out of the repository
         try:
             leftovers += [
                 Path(e.path)

@@ -4,6 +4,16 @@ A message looks like ``before write_file Memory.md\n\nCheckpoint-Tool: write_fil
 Checkpoint-Path: Memory.md\nCheckpoint-Turn: t-3\n``; git shows it as an ordinary message and
 ``git interpret-trailers --parse`` reads the fields back.
 
+Two groups of trailers describe two moments. ``Checkpoint-Tool``, ``-Path``, ``-Turn`` and
+``-Session`` name the write a checkpoint was taken *before* (the agent about to write, in which
+turn of which session). ``Checkpoint-Wrote-By``, ``-Wrote-Session`` and ``-Wrote`` name who made
+the changes a checkpoint *holds*, relative to its parent: the turn (and its session) that wrote
+each listed path, as far as the product could tell when it took the checkpoint; the other paths
+it changed were written by no turn (a person, a script, another tool), and so were the listed
+paths also named by ``Checkpoint-Changed-After``, after the turn had written them. A checkpoint
+recording a change that already happened (a shell command seen through the hooks,
+``checkpoints watch``) carries ``Checkpoint-Action: captured``.
+
 Only the library writes trailers. A reason (from code, the command line or an agent over MCP)
 is text: any line of it that could be read as one of our trailers (``Checkpoint-...:``) or as
 git's end-of-message divider (``---``) is quoted with ``> `` before it is stored, so only the
@@ -24,7 +34,13 @@ from ..errors import InvalidArgumentError
 TOOL = 'Checkpoint-Tool'
 PATH = 'Checkpoint-Path'
 TURN = 'Checkpoint-Turn'
+SESSION = 'Checkpoint-Session'
 ACTION = 'Checkpoint-Action'  # what made the commit: restore, undo, before-undo, ...
+WROTE_BY = 'Checkpoint-Wrote-By'
+WROTE_SESSION = 'Checkpoint-Wrote-Session'
+WROTE = 'Checkpoint-Wrote'
+CHANGED_AFTER = 'Checkpoint-Changed-After'  # a path someone else changed after the writer
+CAPTURED = 'captured'  # the action of a checkpoint recording a change already made
 
 _TRAILER = re.compile(r'([A-Za-z0-9][A-Za-z0-9-]*): ?(.*)')
 QUOTE = '> '
@@ -35,6 +51,33 @@ class Metadata:
     tool: str | None = None
     paths: tuple[str, ...] = ()
     turn: str | None = None
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class Writer:
+    """An agent turn that writes: its id and, when the harness names one, its session."""
+
+    turn: str
+    session: str | None = None
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """The trailers naming it as the writer of a checkpoint's changes."""
+        pairs = [(WROTE_BY, self.turn)]
+        if self.session:
+            pairs.append((WROTE_SESSION, self.session))
+        return pairs
+
+
+@dataclass(frozen=True)
+class Written:
+    """Who made the changes a checkpoint holds: ``writer`` wrote ``paths`` (and of those,
+    someone else changed ``changed_after`` again before the checkpoint was taken); the
+    checkpoint's other changes were made by no turn."""
+
+    writer: Writer
+    paths: frozenset[str]
+    changed_after: frozenset[str] = frozenset()
 
 
 def one_line(value: str) -> str:
@@ -99,13 +142,30 @@ def trailers(text: str) -> list[tuple[str, str]]:
 
 def with_trailer(text: str, key: str, value: str) -> str:
     """A message with one more trailer appended to its trailer block (made if it has none)."""
+    return with_trailers(text, [(key, value)])
+
+
+def with_trailers(text: str, pairs: Iterable[tuple[str, str]]) -> str:
+    """A message with more trailers appended to its trailer block (made if it has none);
+    pairs with an empty value are left out."""
+    items = [(key, one_line(value)) for key, value in pairs if value and one_line(value)]
+    if not items:
+        return text
     body = text.rstrip('\n')
     joiner = '\n' if trailers(text) else '\n\n'
-    return f'{body}{joiner}{key}: {one_line(value)}\n'
+    return body + joiner + ''.join(f'{key}: {value}\n' for key, value in items)
 
 
-def compose(reason: str, tool: str | None, paths: Iterable[str] | None, turn: str | None) -> str:
-    """A commit message: the reason as subject (and body), then the metadata as trailers."""
+def compose(
+    reason: str,
+    tool: str | None,
+    paths: Iterable[str] | None,
+    turn: str | None,
+    session: str | None = None,
+    extra: Iterable[tuple[str, str]] = (),
+) -> str:
+    """A commit message: the reason as subject (and body), then the metadata as trailers
+    (``extra`` last: pairs the library makes, such as the action)."""
     reason = storable(reason, 'the reason', 'reason').strip().replace('\0', '') or 'snapshot'
     pairs = []
     if tool:
@@ -114,12 +174,15 @@ def compose(reason: str, tool: str | None, paths: Iterable[str] | None, turn: st
         pairs.append((PATH, storable(str(path), 'a declared path', 'paths')))
     if turn:
         pairs.append((TURN, storable(turn, 'the turn id', 'turn')))
+    if session and one_line(session):
+        pairs.append((SESSION, storable(session, 'the session id', 'session')))
+    pairs.extend(extra)
     return message(reason, pairs)
 
 
 def parse(text: str) -> Metadata:
     """The metadata trailers of a commit message (absent fields are None or empty)."""
-    tool = turn = None
+    tool = turn = session = None
     paths: list[str] = []
     for key, value in trailers(text):
         if key == TOOL:
@@ -128,7 +191,36 @@ def parse(text: str) -> Metadata:
             paths.append(value)
         elif key == TURN:
             turn = value
-    return Metadata(tool=tool, paths=tuple(paths), turn=turn)
+        elif key == SESSION:
+            session = value
+    return Metadata(tool=tool, paths=tuple(paths), turn=turn, session=session)
+
+
+def writer_of(text: str) -> Writer | None:
+    """The turn (and session) a checkpoint was taken in, when it names one."""
+    meta = parse(text)
+    return Writer(meta.turn, meta.session) if meta.turn else None
+
+
+def written(text: str) -> Written | None:
+    """Who made the changes a checkpoint holds, when it records it (``Checkpoint-Wrote-By``)."""
+    values = trailer_values(text)
+    turns = values.get(WROTE_BY)
+    if not turns or not turns[-1]:
+        return None
+    sessions = values.get(WROTE_SESSION)
+    writer = Writer(turns[-1], sessions[-1] if sessions else None)
+    after = frozenset(values.get(CHANGED_AFTER, ()))
+    return Written(writer, frozenset(values.get(WROTE, ())), after)
+
+
+def written_pairs(
+    writer: Writer, paths: Iterable[str], changed_after: Iterable[str] = ()
+) -> list[tuple[str, str]]:
+    """The trailers recording that ``writer`` wrote ``paths`` of a checkpoint (and someone
+    else changed ``changed_after`` of them afterwards), sorted."""
+    pairs = writer.pairs() + [(WROTE, path) for path in sorted(set(paths))]
+    return pairs + [(CHANGED_AFTER, path) for path in sorted(set(changed_after))]
 
 
 def trailer_values(text: str) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..core.durability import fsync_folders
 from ..errors import FileAccessError
+from .dulwichadapter import object_id
 
 if TYPE_CHECKING:
     from dulwich.objects import ShaFile
@@ -32,7 +33,9 @@ def as_objects(raw: Iterable[tuple[bytes, bytes, bytes]]) -> list[ShaFile]:
     """dulwich objects for ``(hex id, type name, body)`` triples (the id is trusted)."""
     from dulwich.objects import ShaFile
 
-    return [ShaFile.from_raw_string(_TYPES[kind], body, sha=sha) for sha, kind, body in raw]
+    return [
+        ShaFile.from_raw_string(_TYPES[kind], body, sha=object_id(sha)) for sha, kind, body in raw
+    ]
 
 
 class StoreSink:

@@ -3,20 +3,20 @@
 ``<repo>/checkpoints/pruned`` holds one line per pruned checkpoint (``P <sha> <taken at>
 <pruned at>``) and one per compaction of the storage (``C <when>``), appended under the
 repository's lock. Like everything in the repository it is untrusted: malformed lines are
-ignored, and a damaged file only costs the better error message. It is kept to the newest
+ignored, and a damaged file only costs the better error message (one that is a link or not a
+regular file is neither read nor appended to: ``core.repofiles``). It is kept to the newest
 :data:`MAX_LINES` lines.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.durability import write_atomically
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
 from ..errors import CheckpointError
 
 NAME = 'pruned'
@@ -35,16 +35,16 @@ class Pruned:
     pruned_at: float
 
 
-def _path(repository: Path) -> Path:
-    return Path(repository) / 'checkpoints' / NAME
+def _file(repository: Path) -> RepoFile:
+    return RepoFile(Path(repository), f'checkpoints/{NAME}')
 
 
 def _lines(repository: Path) -> list[str]:
     try:
-        data = read_file(_path(repository), _LIMIT)
-    except OSError:
+        data = repofiles.read(_file(repository), _LIMIT)
+    except CheckpointError:
         return []
-    return data.decode('ascii', 'replace').splitlines()
+    return (data or b'').decode('ascii', 'replace').splitlines()
 
 
 def record(repository: Path, pruned: list[tuple[str, str]], now: float | None = None) -> None:
@@ -58,15 +58,14 @@ def record_compaction(repository: Path, now: float | None = None) -> None:
 
 
 def _append(repository: Path, lines: list[str]) -> None:
-    path = _path(repository)
     text = ''.join(line + '\n' for line in lines).encode('ascii')
     try:
-        with open(path, 'ab') as handle:
-            handle.write(text)
-        if os.path.getsize(path) > _LIMIT // 2:
+        size = repofiles.append(_file(repository), text)
+        if size > _LIMIT // 2:
             kept = _lines(repository)[-MAX_LINES // 2 :]
-            write_atomically(path, ''.join(line + '\n' for line in kept).encode('ascii'))
-    except (OSError, CheckpointError):
+            data = ''.join(line + '\n' for line in kept).encode('ascii')
+            repofiles.replace(_file(repository), data)
+    except CheckpointError:
         pass  # only a better error message is lost
 
 

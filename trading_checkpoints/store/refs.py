@@ -2,12 +2,15 @@
 
 Each is read once per repository object (one verb, which holds the lock to write) and kept
 current by the writes made through it; a reader without the lock reads one again to check that
-it held. The common case is read without dulwich (a loose ref file holding one id); anything
-else, and every write, goes through dulwich's refs container.
+it held. The common case is read without dulwich (a loose ref file holding one id, read through
+``gitfiles``); anything else, and every write, goes through dulwich's refs container, after
+``gitfiles.check_refs`` made sure the files it opens are regular files. The reflog of ``main``
+is appended here, not by dulwich (see ``gitfiles``). Errors never quote a ref file's content.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -15,17 +18,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.durability import fsync_folder
-from ..core.fs import read_file
-from ..errors import ConcurrentChangeError, CorruptRepositoryError, FileAccessError
+from ..errors import (
+    CheckpointError,
+    ConcurrentChangeError,
+    CorruptRepositoryError,
+    FileAccessError,
+    RepositoryFileError,
+)
+from . import gitfiles
 from .damage import object_damage, ref_damage
+from .dulwichadapter import object_id, ref_name
+from .gitfiles import Reflog
 from .repofolder import BRANCH
 
 if TYPE_CHECKING:
+    from dulwich.refs import DiskRefsContainer
     from dulwich.repo import Repo
+
+__all__ = ['RefStore', 'Reflog']
+
+log = logging.getLogger('trading_checkpoints')
 
 _HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 _PLAIN_NAME = re.compile(rb'refs/[a-z0-9/_-]+')
 _UNREAD = object()  # the branch not read yet
+_BRANCH_FILE = BRANCH.decode()
+
+
+def _damage(error: BaseException) -> str:
+    """What went wrong, without dulwich's text (it quotes the file's lines)."""
+    return type(error).__name__
 
 
 class RefStore:
@@ -42,6 +64,13 @@ class RefStore:
         self._opened = opened
         self._head: bytes | None | object = _UNREAD
         self._read: dict[bytes, bytes | None] = {}
+
+    def _refs(self, *names: str) -> DiskRefsContainer:
+        """dulwich's refs, once the files it will open (``packed-refs``, the loose refs
+        ``names``) are known to be regular files."""
+        gitfiles.check_refs(self.path, *names)
+        refs = self._dulwich().refs
+        return refs  # type: ignore[return-value]
 
     def forget(self) -> None:
         """Forgets the refs other than ``main`` read so far (someone may write them now)."""
@@ -61,56 +90,61 @@ class RefStore:
         return self.head()
 
     def _read_head(self) -> bytes | None:
+        # The common case, read directly: a loose branch file holding one commit id.
         try:
-            # The common case, read directly: a loose branch file holding one commit id.
-            data = read_file(os.path.join(self.path, 'refs', 'heads', 'main'), 100)
-            if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
+            data = gitfiles.read_ref_file(self.path, _BRANCH_FILE)
+        except FileAccessError:
+            data = None  # unreadable: dulwich says why
+        if data is not None and len(data) == 41 and data[40:] == b'\n':
+            if _HEX_SHA.fullmatch(data[:40]):
                 return data[:40]
-        except OSError:
-            pass
-        refs = self._dulwich().refs
+        refs = self._refs(_BRANCH_FILE)
+        branch = ref_name(BRANCH)
         try:
-            sha = refs.read_ref(BRANCH)
+            sha = refs.read_ref(branch)
         except ref_damage() as error:
             raise CorruptRepositoryError(
-                f'cannot read {BRANCH.decode()}: {error}', path=self.path
+                f'cannot read {BRANCH.decode()} of {self.path}: {_damage(error)}',
+                path=self.path,
             ) from error
         if sha is None:
             # A repository whose refs were packed by the git CLI.
             try:
-                sha = refs.get_packed_refs().get(BRANCH)
+                sha = refs.get_packed_refs().get(branch)
             except object_damage() + ref_damage() as error:
                 raise CorruptRepositoryError(
-                    f'cannot read {self.path / "packed-refs"}: {error}',
+                    f'cannot read {self.path / "packed-refs"}: it is damaged ({_damage(error)})',
                     path=self.path / 'packed-refs',
                 ) from error
-            if sha is None and (self.path / 'refs' / 'heads' / 'main').exists():
+            if sha is None and data is not None:
                 raise CorruptRepositoryError(
                     f'the branch main of {self.path} (refs/heads/main) is empty or damaged',
                     path=self.path,
                 )
         if sha is not None and not _HEX_SHA.fullmatch(sha):
             raise CorruptRepositoryError(
-                f'the branch main of {self.path} holds {sha[:60]!r}, not a commit id',
+                f'the branch main of {self.path} holds something that is not a commit id',
                 path=self.path,
             )
         return sha
 
-    def move_branch(
-        self, old: bytes | None, new: bytes, reflog: dict[str, object], *, durable: bool
-    ) -> None:
+    def move_branch(self, old: bytes | None, new: bytes, reflog: Reflog, *, durable: bool) -> None:
         """Moves ``main`` from ``old`` to ``new`` with a reflog entry (``reflog``: dulwich's
         committer, timestamp, timezone and message), failing if someone else moved it
-        meanwhile; with ``durable``, its folder is flushed after."""
-        refs = self._dulwich().refs
+        meanwhile; with ``durable``, its folder is flushed after. The reflog entry is
+        appended after the branch moved (a kill in between loses the entry, never names a
+        commit the branch never held)."""
+        refs = self._refs(_BRANCH_FILE)
         try:
             if old is None:
-                done = refs.add_if_new(BRANCH, new, **reflog)
+                done = refs.add_if_new(ref_name(BRANCH), object_id(new))
             else:
-                done = refs.set_if_equals(BRANCH, old, new, **reflog)
+                done = refs.set_if_equals(ref_name(BRANCH), object_id(old), object_id(new))
         except ref_damage() as error:
             raise FileAccessError(
-                f'cannot update the branch in {self.path}: {error}', path=self.path, action='update'
+                f'cannot update the branch in {self.path}: {_damage(error)}',
+                path=self.path,
+                action='update',
             ) from error
         if not done:
             self._head = _UNREAD
@@ -121,6 +155,25 @@ class RefStore:
         self._head = new
         if durable:
             fsync_folder(self.path / 'refs' / 'heads')
+        self._log(old, new, reflog)
+
+    def _log(self, old: bytes | None, new: bytes, reflog: Reflog) -> None:
+        """Appends the branch's reflog entry; a reflog that is a link or a FIFO is replaced by
+        a file of its own. A reflog only helps git's users: failing to write it fails nothing."""
+        for attempt in range(2):
+            try:
+                gitfiles.append_reflog(self.path, BRANCH, old, new, reflog)
+                return
+            except CheckpointError as error:
+                odd = isinstance(error, RepositoryFileError) and error.problem != 'too-large'
+                if attempt == 0 and odd:
+                    try:
+                        gitfiles.remove(self.path, f'logs/{_BRANCH_FILE}')
+                        continue
+                    except CheckpointError:
+                        pass
+                log.warning('the reflog of %s was not written: %s', self.path, error)
+                return
 
     # -- the other refs --------------------------------------------------------------------
 
@@ -136,24 +189,25 @@ class RefStore:
         return self.read(name)
 
     def _read_ref(self, name: bytes) -> bytes | None:
-        if not self._opened() and _PLAIN_NAME.fullmatch(name):
+        plain = _PLAIN_NAME.fullmatch(name) is not None
+        if not self._opened() and plain:
             # Read directly when the answer is certain: a loose ref holding one id, or no ref
             # at all and no packed refs; anything else goes through dulwich.
             try:
-                data = read_file(os.path.join(self.path, *name.decode().split('/')), 100)
-            except FileNotFoundError:
-                if not os.path.exists(os.path.join(self.path, 'packed-refs')):
+                data = gitfiles.read_ref_file(self.path, name.decode())
+            except FileAccessError:
+                data = b''  # unreadable: dulwich says why
+            if data is None:
+                if not os.path.lexists(os.path.join(self.path, gitfiles.PACKED_REFS)):
                     return None
-            except OSError:
-                pass
-            else:
-                if len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
-                    return data[:40]
+            elif len(data) == 41 and data[40:] == b'\n' and _HEX_SHA.fullmatch(data[:40]):
+                return data[:40]
         try:
-            sha = self._dulwich().refs.read_ref(name)
+            refs = self._refs(name.decode()) if plain else self._refs()
+            sha = refs.read_ref(ref_name(name))
         except ref_damage() as error:
             raise CorruptRepositoryError(
-                f'cannot read {name.decode()}: {error}', path=self.path
+                f'cannot read {name.decode()} of {self.path}: {_damage(error)}', path=self.path
             ) from error
         if sha is None or not _HEX_SHA.fullmatch(sha):
             return None
@@ -167,14 +221,23 @@ class RefStore:
         a ref is replaced.
         """
         self._read.pop(name, None)
-        refs = self._dulwich().refs
+        file_name = name.decode()
         try:
-            if self._read_ref(name) is None and refs.read_loose_ref(name) is not None:
-                refs.remove_if_equals(name, None)
-            refs.set_if_equals(name, None, sha)
+            current = self._read_ref(name)
+        except RepositoryFileError as problem:
+            if problem.path != str(gitfiles.file_of(self.path, file_name).path):
+                raise
+            gitfiles.remove(self.path, file_name)  # ours: a link or a FIFO there is replaced
+            current = None
+        refs = self._refs(file_name) if _PLAIN_NAME.fullmatch(name) else self._refs()
+        try:
+            ref = ref_name(name)
+            if current is None and refs.read_loose_ref(ref) is not None:
+                refs.remove_if_equals(ref, None)
+            refs.set_if_equals(ref, None, object_id(sha))
         except ref_damage() as error:
             raise FileAccessError(
-                f'cannot update {name.decode()} in {self.path}: {error}',
+                f'cannot update {file_name} in {self.path}: {_damage(error)}',
                 path=self.path,
                 action='update',
             ) from error

@@ -9,6 +9,7 @@ we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -17,27 +18,34 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from ..core.durability import fsync_folders, write_atomically
+from ..core import repofiles
+from ..core.durability import fsync_folders
 from ..core.paths import Allowlist
+from ..core.repofiles import RepoFile
 from ..errors import (
+    ConcurrentChangeError,
     CorruptRepositoryError,
     FileAccessError,
     PrunedCheckpointError,
     UnknownCheckpointError,
 )
-from . import commitmemo, prunedlog, treevetting
+from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
-from .damage import object_damage
+from .damage import blame, object_damage, pack_replaced
+from .dulwichadapter import object_id, refresh_packs
 from .pack.packfile import listed_in_packs
-from .refs import RefStore
+from .refs import Reflog, RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
 
 if TYPE_CHECKING:
     from dulwich.objects import Commit, ShaFile, Tree
     from dulwich.repo import Repo
+
+_Object = TypeVar('_Object', bound='ShaFile')
+_T = TypeVar('_T')
 
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
@@ -127,9 +135,10 @@ class ShadowRepo:
             # following any .git or commondir file; dulwich is imported when first needed.
             try:
                 self._dulwich = repo_config.open_dulwich(self.path, self.config)
-            except (OSError, ValueError, KeyError) as error:  # NotGitRepository is an OSError
+            except (OSError, ValueError, KeyError) as error:
+                reason = getattr(error, 'strerror', None) or type(error).__name__
                 raise CorruptRepositoryError(
-                    f'cannot open the checkpoint repository {self.path}: {error}',
+                    f'cannot open the checkpoint repository {self.path}: {reason}',
                     path=self.path,
                 ) from error
         return self._dulwich
@@ -183,9 +192,12 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
-        write_atomically(path / 'config', repo_config.initial(tracked))
-        write_atomically(path / 'description', b'trading_checkpoints: snapshots of one desk\n')
-        write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+        for name, data in (
+            ('config', repo_config.initial(tracked)),
+            ('description', b'trading_checkpoints: snapshots of one desk\n'),
+            ('HEAD', b'ref: ' + BRANCH + b'\n'),  # last: a repository without it is unfinished
+        ):
+            repofiles.replace(RepoFile(path, name), data)
         fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         config = repo_config.load(path)
         return cls(path, repo_config.open_dulwich(path, config), config)
@@ -248,7 +260,7 @@ class ShadowRepo:
         """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""
         self._before_writing()
         now = int(time.time())
-        reflog = {
+        reflog: Reflog = {
             'committer': IDENTITY,
             'timestamp': now,
             'timezone': _local_offset_seconds(now),
@@ -308,10 +320,7 @@ class ShadowRepo:
             sha = info.parents[0]
 
     def _shallow(self) -> set[bytes]:
-        try:
-            return set((self.path / 'shallow').read_bytes().split())
-        except FileNotFoundError:
-            return set()
+        return gitfiles.read_shallow(self.path)
 
     def resolve(self, checkpoint_id: str) -> bytes:
         """The full sha of the checkpoint a short or full id names."""
@@ -323,13 +332,11 @@ class ShadowRepo:
             )
         prefix = checkpoint_id.strip().lower().encode()
         try:
-            candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
-            commits = [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+            commits = self._from_store(lambda: self._commits_with_prefix(prefix))
+        except KeyError as error:  # listed by an index, yet not found in its pack
+            raise self._search_failed(checkpoint_id, error) from error
         except object_damage() as error:
-            raise CorruptRepositoryError(
-                f'cannot search {self.path} for {checkpoint_id!r}, it is damaged: {error}',
-                path=self.path,
-            ) from error
+            raise self._search_failed(checkpoint_id, error) from error
         pruned = prunedlog.find(self.path, checkpoint_id)
         if pruned is not None and (not commits or commits == [pruned.sha.encode()]):
             raise PrunedCheckpointError(
@@ -352,11 +359,43 @@ class ShadowRepo:
             )
         return commits[0]
 
+    def _search_failed(self, checkpoint_id: str, error: BaseException) -> CorruptRepositoryError:
+        path, problem = blame(self.path, error)
+        return CorruptRepositoryError(
+            f'cannot search {self.path} for {checkpoint_id!r}: '
+            + (f'{path} is damaged ({problem})' if path is not None else problem),
+            path=path or self.path,
+        )
+
+    def _commits_with_prefix(self, prefix: bytes) -> list[bytes]:
+        candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
+        return [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+
     def _type_of(self, sha: bytes) -> int:
-        type_num, _ = self._repo.object_store.get_raw(sha)
+        type_num, _ = self._repo.object_store.get_raw(object_id(sha))
         return type_num
 
     # -- objects ---------------------------------------------------------------------------
+
+    def _from_store(self, read: Callable[[], _T]) -> _T:
+        """Runs a read of dulwich's object store, once more when a pack it had listed was
+        replaced meanwhile (see ``damage.pack_replaced``; another process writes packs without
+        waiting for readers): the list of packs is read again first. Replaced again during the
+        second read: a ``ConcurrentChangeError``. An object still not found raises KeyError."""
+        try:
+            return read()
+        except pack_replaced():
+            refresh_packs(self._repo.object_store)
+        try:
+            return read()
+        except KeyError:
+            raise
+        except pack_replaced() as error:
+            raise ConcurrentChangeError(
+                f'the packs of {self.path} were replaced twice while being read (another '
+                'process is writing checkpoints); run it again',
+                path=self.path,
+            ) from error
 
     @contextmanager
     def _object_errors(self, sha: bytes) -> Iterator[None]:
@@ -368,15 +407,18 @@ class ShadowRepo:
                 f'the object {sha.decode()} is missing from {self.path}', path=self.path
             ) from error
         except object_damage() as error:
+            path, problem = blame(self.path, error)
+            where = f'{path} is damaged ({problem})' if path is not None else problem
             raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {error}', path=self.path
+                f'the object {sha.decode()} in {self.path} is unreadable: {where}',
+                path=path or self.path,
             ) from error
 
-    def _read(self, sha: bytes, kind: type[ShaFile]) -> ShaFile:
+    def _read(self, sha: bytes, kind: type[_Object]) -> _Object:
         with self._object_errors(sha):
             obj = self._read_loose(sha) if self._dulwich is None else None
             if obj is None:
-                obj = self._repo.object_store[sha]
+                obj = self._from_store(lambda: self._repo.object_store[object_id(sha)])
         if not isinstance(obj, kind):
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
@@ -393,21 +435,27 @@ class ShadowRepo:
         """
         if not _HEX_SHA.fullmatch(sha):
             return None
+        data = gitfiles.read_loose_object(self.path, sha.decode())
+        if data is None:
+            return None
         from dulwich.objects import ShaFile
 
-        hex_id = sha.decode()
-        try:
-            return ShaFile.from_path(os.path.join(self.path, 'objects', hex_id[:2], hex_id[2:]))
-        except FileNotFoundError:
-            return None
+        return ShaFile.from_file(io.BytesIO(data))
 
     def contains(self, sha: bytes) -> bool:
         if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
             return True
         try:
-            return sha in self._repo.object_store
+            return self._from_store(lambda: self._has(sha))
+        except KeyError:
+            return False
         except object_damage():
             return True  # there, but damaged: reading it says so
+
+    def _has(self, sha: bytes) -> bool:
+        if object_id(sha) in self._repo.object_store:
+            return True
+        raise KeyError(sha)  # perhaps in a pack that replaced one listed: looked for again
 
     def _found_without_dulwich(self, sha: bytes) -> bool:
         """A loose file or a pack index entry for the object (the seal check of a snapshot of an
@@ -422,7 +470,9 @@ class ShadowRepo:
     def read_blob(self, sha: bytes) -> bytes:
         # The raw bytes straight from the store: no Blob object is built for a restore's reads.
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(sha)
+            type_num, raw = self._from_store(
+                lambda: self._repo.object_store.get_raw(object_id(sha))
+            )
         if type_num != _BLOB:
             from dulwich.objects import Blob
 
@@ -457,7 +507,9 @@ class ShadowRepo:
 
     def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
         with self._object_errors(sha):
-            type_num, raw = self._repo.object_store.get_raw(sha)
+            type_num, raw = self._from_store(
+                lambda: self._repo.object_store.get_raw(object_id(sha))
+            )
         if type_num != _TREE:
             raise CorruptRepositoryError(
                 f'the object {sha.decode()} in {self.path} is not a tree', path=self.path
@@ -466,7 +518,9 @@ class ShadowRepo:
         from dulwich.objects import parse_tree
 
         try:
-            return parse_tree(bytes(raw), 20)
+            # A list: the entries are kept (see tree_entries), and dulwich's pure-Python
+            # parse_tree returns a generator.
+            return list(parse_tree(bytes(raw), 20))
         except (ObjectFormatException, ValueError) as error:
             raise CorruptRepositoryError(
                 f'the tree {sha.decode()} in {self.path} is malformed: {error}', path=self.path
@@ -503,8 +557,8 @@ class ShadowRepo:
         now = int(time.time())
         offset = _local_offset_seconds(now)
         commit = Commit()
-        commit.tree = tree
-        commit.parents = [parent] if parent is not None else []
+        commit.tree = object_id(tree)
+        commit.parents = [object_id(parent)] if parent is not None else []
         commit.author = commit.committer = IDENTITY
         commit.author_time = commit.commit_time = now
         commit.author_timezone = commit.commit_timezone = offset

@@ -1,14 +1,18 @@
-"""The repository folder before it is opened: whether a repository was finished, and ``HEAD``."""
+"""The repository folder before it is opened: whether a repository was finished, and ``HEAD``.
+
+``HEAD`` is read and written through ``core.repofiles``: a link or a FIFO there is never
+followed, and counts as damaged (rewritten under the lock, like any other damaged ``HEAD``).
+"""
 
 from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 
-from ..core.durability import write_atomically
-from ..core.fs import read_file
+from ..core import repofiles
+from ..core.repofiles import RepoFile
+from ..errors import CheckpointError
 from . import config as repo_config
 
 BRANCH = b'refs/heads/main'
@@ -28,19 +32,19 @@ def file_mode(path: str) -> int | None:
 
 
 def is_initialized(path: Path) -> bool:
-    """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation)."""
-    return stat.S_ISREG(file_mode(os.path.join(path, 'HEAD')) or 0)
+    """Whether ``path`` holds a finished repository (``HEAD`` is written last on creation;
+    whatever it is, it is never opened here)."""
+    return os.path.lexists(os.path.join(path, 'HEAD'))
 
 
 def head_is_sound(path: Path) -> bool:
     """Whether ``HEAD`` needs no repair: it points at ``main``, or is missing (an unfinished
     creation, left to ``create``)."""
     try:
-        return read_file(os.path.join(path, 'HEAD'), 1 << 16) == b'ref: ' + BRANCH + b'\n'
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
+        data = repofiles.read(RepoFile(path, 'HEAD'), 4096)
+    except CheckpointError:
+        return False  # a link, a FIFO, too large, unreadable: rewritten
+    return data is None or data == b'ref: ' + BRANCH + b'\n'
 
 
 def repair_head(path: Path) -> None:
@@ -52,4 +56,4 @@ def repair_head(path: Path) -> None:
     if head_is_sound(path):
         return
     repo_config.load(path, missing_ok=True)  # a repository we refuse is not repaired either
-    write_atomically(path / 'HEAD', b'ref: ' + BRANCH + b'\n')
+    repofiles.replace(RepoFile(path, 'HEAD'), b'ref: ' + BRANCH + b'\n')

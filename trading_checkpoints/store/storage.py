@@ -12,7 +12,8 @@ This module only gathers the entry points; each job has its own module:
   (what a prune does); ``pack/reachability.py`` walks what the refs reach;
 - ``pack/window.py``: :func:`write_pack`, one self-contained pack with git-like deltas (also for
   transfers to a remote);
-- ``pack/objects.py``: what the objects take on disk, pack and loose counts;
+- ``pack/objects.py``: what the objects take on disk, pack and loose counts, each packed
+  object's size;
 - underneath: ``pack/packfile.py`` (reading a pack), ``pack/write.py`` (writing one),
   ``pack/plan.py`` (choosing delta bases) and ``pack/folder.py`` (listing and removing packs).
 
@@ -25,7 +26,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .pack.objects import StorageStats, loose_count, object_store, objects_size, pack_count
+from .pack.objects import (
+    StorageStats,
+    loose_count,
+    object_store,
+    objects_size,
+    pack_count,
+    packed_sizes,
+)
 
 if TYPE_CHECKING:
     from .pack.append import append_objects
@@ -64,6 +72,7 @@ __all__ = [
     'object_store',
     'objects_size',
     'pack_count',
+    'packed_sizes',
     'reachable',
     'read_shallow',
     'ref_heads',

@@ -12,7 +12,7 @@ it is read here and only here, with these rules:
 - Errors name the file, the line and the key, never the contents (a config line may hold a
   token).
 - The file is read only when it is a regular file of at most :data:`MAX_BYTES` bytes (a FIFO
-  would block, a huge file would fill the memory).
+  would block, a huge file would fill the memory), never through a link (``core.repofiles``).
 
 The text is parsed by :mod:`.syntax`. Parsed configs are remembered by content.
 """
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from ...core import repofiles
 from ...core.paths import path_problem
-from ...errors import CorruptRepositoryError
+from ...core.repofiles import RepoFile
+from ...errors import CorruptRepositoryError, FileAccessError
 from .syntax import Setting, full_parse, simple_entries
 
 NAME = 'config'
@@ -42,13 +43,6 @@ SUPPORTED_EXTENSIONS: dict[bytes, frozenset[bytes] | None] = {
     b'refstorage': frozenset({b'files'}),
     b'worktreeconfig': None,
 }
-
-_O_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, 'O_CLOEXEC', 0)
-    | getattr(os, 'O_NONBLOCK', 0)
-    | getattr(os, 'O_NOCTTY', 0)
-)
 
 
 class RepoConfig:
@@ -116,41 +110,21 @@ _LOADED: dict[tuple[str, bytes], RepoConfig] = {}
 
 
 def read_bytes(repository: str | os.PathLike[str], *, missing_ok: bool = False) -> bytes:
-    """The bytes of ``<repository>/config``; b'' when missing and ``missing_ok``."""
+    """The bytes of ``<repository>/config``; b'' when missing and ``missing_ok``.
+
+    Read through ``core.repofiles``: a link, anything but a regular file, or more than
+    :data:`MAX_BYTES` is refused (``RepositoryFileError``), naming the file, never its lines.
+    """
     path = os.path.join(repository, NAME)
     try:
-        fd = os.open(path, _O_FLAGS)
-    except (FileNotFoundError, NotADirectoryError):
+        data = repofiles.read(RepoFile(Path(repository), NAME), MAX_BYTES)
+    except FileAccessError as error:
+        raise CorruptRepositoryError(str(error), path=path) from error
+    if data is None:
         if missing_ok:
             return b''  # no repository there (yet): whoever opens it says what is wrong
-        raise CorruptRepositoryError(f'cannot read {path}: it is missing', path=path) from None
-    except OSError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}', path=path) from error
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CorruptRepositoryError(f'cannot read {path}: it is not a regular file', path=path)
-        if info.st_size > MAX_BYTES:
-            raise CorruptRepositoryError(_too_large(path), path=path)
-        chunks = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_BYTES:  # grew while being read
-                raise CorruptRepositoryError(_too_large(path), path=path)
-            chunks.append(chunk)
-        return b''.join(chunks)
-    except OSError as error:
-        raise CorruptRepositoryError(f'cannot read {path}: {error.strerror}', path=path) from error
-    finally:
-        os.close(fd)
-
-
-def _too_large(path: str) -> str:
-    return f'cannot read {path}: it is larger than {MAX_BYTES // 1024} KiB, which no config needs'
+        raise CorruptRepositoryError(f'cannot read {path}: it is missing', path=path)
+    return data
 
 
 def load(repository: str | os.PathLike[str], *, missing_ok: bool = False) -> RepoConfig:

@@ -11,7 +11,8 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ...core.durability import write_atomically
+from ...core import repofiles
+from ...core.repofiles import RepoFile
 from ...errors import CheckpointError, InvalidArgumentError
 from .reader import CHECKPOINTS, NAME, TRACKED, RepoConfig, parse, read_bytes
 from .syntax import full_parse
@@ -93,7 +94,7 @@ def set_values(
     if [s.value for s in result.all(section, name, subsection)] != list(values):
         raise CheckpointError(f'could not update {path} as intended; nothing was changed')
     if new != data:
-        write_atomically(path, new)
+        repofiles.replace(RepoFile(Path(repository), NAME), new)
     return result
 
 
@@ -124,7 +125,7 @@ def remove_section(
     result = parse(new, path)
     if any(s.section == section and s.subsection == subsection for s in result.settings):
         raise CheckpointError(f'could not update {path} as intended; nothing was changed')
-    write_atomically(path, new)
+    repofiles.replace(RepoFile(Path(repository), NAME), new)
     return True
 
 

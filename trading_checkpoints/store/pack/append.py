@@ -13,10 +13,11 @@ import os
 from dulwich.objects import ShaFile
 
 from ...core.durability import fsync_folder
+from ..dulwichadapter import refresh_packs
 from . import folder as packfolder
 from . import plan as packplan
 from . import write as packwrite
-from .objects import object_store
+from .objects import Repository, object_store
 from .packfile import PackDamaged, PackView
 
 # The tail: new objects are appended to the smallest pack while it is at most this big (each
@@ -24,7 +25,7 @@ from .packfile import PackDamaged, PackView
 TAIL_MAX = 256 * 1024
 
 
-def append_objects(repo, objects: list[ShaFile]) -> None:
+def append_objects(repo: Repository, objects: list[ShaFile]) -> None:
     """Writes new objects into a pack: appended to the tail with deltas, or as a pack of their own.
 
     The tail is the smallest pack that is at most ``TAIL_MAX`` and holds together: a damaged
@@ -69,14 +70,14 @@ def append_objects(repo, objects: list[ShaFile]) -> None:
             packfolder.remove(tail.basename)
         packplan.remember_recent(pack_dir, written, plan.records)
         break
-    object_store(repo)._update_pack_cache()
+    refresh_packs(object_store(repo))
 
 
 # Packs found damaged by this process (path, size, mtime, inode): not tried again as a tail.
 _DAMAGED: set[tuple[str, int, int, int]] = set()
 
 
-def commit_tree(repo, sha: bytes) -> bytes | None:
+def commit_tree(repo: Repository, sha: bytes) -> bytes | None:
     """The tree of an existing commit, or None when it cannot be read (no delta base, then)."""
     try:
         return repo.commit_info(sha).tree

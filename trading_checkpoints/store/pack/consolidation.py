@@ -1,20 +1,41 @@
 """Consolidation: everything reachable rewritten into a single pack, all the rest removed.
 
 What a prune does after cutting the history: the old packs and loose objects go, and with them
-whatever nothing references any more.
+whatever nothing references any more. The reflogs are reconciled first with what is kept (an
+entry naming a commit that goes is dropped, as a prune's cut does), so no kill, here or in an
+earlier prune, leaves a reflog naming a missing commit. A pack marked with a ``.keep`` file
+is never removed and its objects are not copied (as git's ``repack`` honours it): someone asked
+for it to stay.
 """
 
 from __future__ import annotations
 
 import os
 
-from .objects import StorageStats, drop_empty_fanout, object_store, objects_size, pack_count
+from .. import gitfiles
+from ..damage import naming_damage
+from ..dulwichadapter import (
+    delete_loose_object,
+    loose_object_ids,
+    object_id,
+    pack_basename,
+    refresh_packs,
+    remove_pack,
+)
+from .objects import (
+    Repository,
+    StorageStats,
+    drop_empty_fanout,
+    object_store,
+    objects_size,
+    pack_count,
+)
 from .reachability import reachable, read_shallow, ref_heads
 from .window import MAX_DEPTH, WINDOW, ProgressFn, write_pack
 
 
 def consolidate(
-    repo,
+    repo: Repository,
     *,
     window: int = WINDOW,
     max_depth: int = MAX_DEPTH,
@@ -25,34 +46,47 @@ def consolidate(
     Unreachable objects (the history a prune cut off, objects a crash orphaned) are dropped.
     Must run under the repository's lock.
     """
+    with naming_damage(repo.path, 'compact the storage', 'update'):
+        return _consolidate(repo, window, max_depth, progress)
+
+
+def _consolidate(
+    repo: Repository, window: int, max_depth: int, progress: ProgressFn | None
+) -> StorageStats:
     store = object_store(repo)
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
-    loose_before = set(store._iter_loose_objects())
+    loose_before = loose_object_ids(store)
     keep = reachable(store, ref_heads(repo), read_shallow(repo.path))
-    objects = [(store[sha], path) for sha, path in keep.items()]
     old_packs = list(store.packs)
+    marked = [pack for pack in old_packs if os.path.lexists(pack_basename(pack) + '.keep')]
+    objects = [
+        (store[object_id(sha)], path)
+        for sha, path in keep.items()
+        if not any(object_id(sha) in pack for pack in marked)
+    ]
     new_pack, deltas = write_pack(
         store, objects, window=window, max_depth=max_depth, progress=progress
     )
     new_name = new_pack.name() if new_pack is not None else None
+    gitfiles.rewrite_reflogs(repo.path, set(keep))  # before anything they name is removed
     if new_pack is not None:
         for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
             try:
-                os.remove(new_pack._basename + suffix)
+                os.remove(pack_basename(new_pack) + suffix)
             except OSError:
                 pass
     for pack in old_packs:
-        if pack.name() == new_name:
+        if pack.name() == new_name or pack in marked:
             continue
-        _remove_pack(store, pack)
+        remove_pack(store, pack)
     for sha in loose_before:
         try:
-            store.delete_loose_object(sha)
+            delete_loose_object(store, sha)
         except OSError:
             pass
     drop_empty_fanout(repo.path)
-    store._update_pack_cache()
+    refresh_packs(store)
     return StorageStats(
         len(objects),
         deltas,
@@ -62,16 +96,3 @@ def consolidate(
         before,
         objects_size(repo.path),
     )
-
-
-def _remove_pack(store, pack) -> None:
-    try:
-        store._remove_pack(pack)
-    except (OSError, AttributeError, NotImplementedError):
-        pack.close()
-        base = pack._basename
-        for suffix in ('.pack', '.idx', '.bitmap', '.rev', '.keep'):
-            try:
-                os.remove(base + suffix)
-            except OSError:
-                pass

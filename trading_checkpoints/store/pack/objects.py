@@ -6,8 +6,28 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from ..dulwichadapter import pack_basename
 from .folder import REMOVED_PREFIX
+
+if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
+    from dulwich.repo import Repo
+
+    from ..commitinfo import CommitInfo
+
+
+class Repository(Protocol):
+    """What the pack modules use of the shadow repository (``repo.ShadowRepo``)."""
+
+    path: Path
+    durable: bool
+
+    @property
+    def dulwich_repo(self) -> Repo: ...
+
+    def commit_info(self, sha: bytes) -> CommitInfo: ...
 
 
 @dataclass(frozen=True)
@@ -23,8 +43,21 @@ class StorageStats:
     bytes_after: int
 
 
-def object_store(repo):  # -> dulwich DiskObjectStore; ShadowRepo keeps the dulwich Repo private
+def object_store(repo: Repository) -> DiskObjectStore:
+    """dulwich's object store of the repository (``ShadowRepo`` keeps dulwich's repository
+    private)."""
     return repo.dulwich_repo.object_store
+
+
+def packed_sizes(store: DiskObjectStore) -> dict[bytes, int]:
+    """What each packed object takes in its pack (its record, a delta's included), by hex id."""
+    sizes: dict[bytes, int] = {}
+    for pack in store.packs:
+        entries = sorted((offset, sha) for sha, offset, _ in pack.index.iterentries())
+        end = os.path.getsize(pack_basename(pack) + '.pack') - 20
+        for (offset, sha), following in zip(entries, entries[1:] + [(end, b'')], strict=True):
+            sizes[sha.hex().encode()] = following[0] - offset
+    return sizes
 
 
 def objects_size(repository: Path) -> int:

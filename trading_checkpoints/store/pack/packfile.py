@@ -147,6 +147,7 @@ class PackView:
         return self.offset_of(bytes.fromhex(hex_sha.decode('ascii'))) is not None
 
     def _offset(self, i: int) -> int:
+        value: int
         (value,) = struct.unpack_from('>I', self.offsets, i * 4)
         if value & 0x80000000:
             index = value & 0x7FFFFFFF
@@ -215,7 +216,7 @@ class PackView:
         if size > MAX_OBJECT:
             raise PackDamaged(f'{self.name}.pack has a record of {size} bytes (too big to read)')
         decompressor = zlib.decompressobj()
-        parts = []
+        parts: list[bytes] = []
         position = start
         while not decompressor.eof:
             chunk = os.pread(self._fd, min(max(size + 64, 4096), _COPY_CHUNK), position)

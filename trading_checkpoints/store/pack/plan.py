@@ -225,17 +225,18 @@ def plan(
                 before = old_entries.get(name) if old_entries else None
                 if mode == 0o040000:
                     is_tree = before is not None and before[0] == 0o040000
-                    pending.append((child, before[1] if is_tree else None))
+                    pending.append((child, before[1] if before and is_tree else None))
                 elif mode & 0o170000 in (0o100000, 0o120000):
                     is_blob = before is not None and before[0] & 0o170000 in (0o100000, 0o120000)
-                    place(batch[child], before[1] if is_blob else None)
+                    place(batch[child], before[1] if before and is_blob else None)
 
     for commit in _oldest_first([obj for obj in batch.values() if isinstance(obj, Commit)]):
         parent = commit.parents[0] if commit.parents else None
         old_tree = None
         if parent is not None:
-            if parent in batch and isinstance(batch[parent], Commit):
-                old_tree = batch[parent].tree
+            parent_commit = batch.get(parent)
+            if isinstance(parent_commit, Commit):
+                old_tree = parent_commit.tree
             else:
                 old_tree = _target_commit_tree(target, parent, cache) or tree_of_commit(parent)
         walk(commit.tree, old_tree)

@@ -8,24 +8,25 @@ from pathlib import Path
 from dulwich.objects import Commit, Tag, Tree, parse_tree
 
 from ...errors import CorruptRepositoryError
+from .. import gitfiles
 from ..damage import ref_damage
 
 
 def read_shallow(repository: Path) -> set[bytes]:
-    try:
-        return set((Path(repository) / 'shallow').read_bytes().split())
-    except FileNotFoundError:
-        return set()
+    """The shallow boundary (see ``gitfiles.read_shallow``)."""
+    return gitfiles.read_shallow(repository)
 
 
 def ref_heads(repo) -> list[bytes]:
     """Every commit a ref points at (all refs; symbolic ones resolved)."""
+    gitfiles.check_refs(repo.path)  # packed-refs, which dulwich reads by name
     refs = repo.dulwich_repo.refs
     heads = []
     try:
         for name in refs.allkeys():
             if name == b'HEAD':
                 continue
+            gitfiles.check_refs(repo.path, name.decode('utf-8', 'replace'))
             try:
                 sha = refs[name]
             except KeyError:
@@ -33,7 +34,8 @@ def ref_heads(repo) -> list[bytes]:
             heads.append(sha)
     except ref_damage() as error:
         raise CorruptRepositoryError(
-            f'cannot read the refs of {repo.path}: {error}', path=repo.path
+            f'cannot read the refs of {repo.path}: they are damaged ({type(error).__name__})',
+            path=repo.path,
         ) from error
     return heads
 

@@ -11,15 +11,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dulwich.objects import ShaFile
 
 from ...core.durability import fsync_folder
+from ..dulwichadapter import (
+    delete_loose_object,
+    loose_object,
+    loose_object_ids,
+    object_id,
+    refresh_packs,
+)
 from . import folder as packfolder
 from . import plan as packplan
 from . import write as packwrite
 from .append import TAIL_MAX, commit_tree
 from .objects import (
+    Repository,
     StorageStats,
     drop_empty_fanout,
     loose_count,
@@ -28,6 +37,9 @@ from .objects import (
     pack_count,
 )
 from .packfile import Cache, PackDamaged, PackView, object_sha
+
+if TYPE_CHECKING:
+    from dulwich.object_store import DiskObjectStore
 
 # Roll the small packs into the largest once together they pass this fraction of it (each
 # small pack holds whole copies of what changed since it started), but never before ROLL_MIN;
@@ -49,7 +61,7 @@ CHECK_PREFIXES = (b'0', b'8')
 _commits_since_check: dict[str, int] = {}
 
 
-def maybe_pack(repo, new_commit: bytes) -> StorageStats | None:
+def maybe_pack(repo: Repository, new_commit: bytes) -> StorageStats | None:
     """The hook after a commit: one listing of the pack folder, and on 1 commit in 8 a count of
     the loose objects; rolls up when :func:`needs_roll_up` says so.
 
@@ -84,7 +96,7 @@ def needs_roll_up(repository: Path) -> bool:
     return sum(small) >= limit or len(small) > MAX_SMALL_PACKS
 
 
-def roll_up(repo) -> StorageStats:
+def roll_up(repo: Repository) -> StorageStats:
     """Folds the small packs and the loose objects into the largest pack.
 
     The largest pack is copied as it is and the others' objects appended to it, re-encoded as
@@ -96,7 +108,7 @@ def roll_up(repo) -> StorageStats:
     pack_dir = os.path.join(repo.path, 'objects', 'pack')
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
-    loose = set(store._iter_loose_objects())
+    loose = loose_object_ids(store)
     candidates = packfolder.packs(pack_dir)
     target = None
     if candidates:
@@ -117,7 +129,7 @@ def roll_up(repo) -> StorageStats:
             sources.append(basename)
         for sha in loose:
             try:
-                obj = store._get_loose_object(sha)
+                obj = loose_object(store, sha)
             except Exception:  # noqa: BLE001 - a damaged loose object stays where it is
                 obj = None
             if obj is not None:
@@ -141,7 +153,7 @@ def roll_up(repo) -> StorageStats:
             target.close()
     _delete_loose(store, [sha for sha in loose if sha in plan.placed], written, loose)
     drop_empty_fanout(repo.path)
-    store._update_pack_cache()
+    refresh_packs(store)
     packfolder.wait_for_removals()  # so that the sizes below are what stays
     return StorageStats(
         len(plan.records),
@@ -154,7 +166,9 @@ def roll_up(repo) -> StorageStats:
     )
 
 
-def _delete_loose(store, placed: list[bytes], written: str | None, loose: set[bytes]) -> None:
+def _delete_loose(
+    store: DiskObjectStore, placed: list[bytes], written: str | None, loose: set[bytes]
+) -> None:
     """Deletes the loose objects now in the pack ``written`` (an unreadable one stays)."""
     gone = set(placed)
     if written is not None and len(gone) < len(loose):
@@ -165,7 +179,7 @@ def _delete_loose(store, placed: list[bytes], written: str | None, loose: set[by
             pass
     for sha in gone:
         try:
-            store.delete_loose_object(sha)
+            delete_loose_object(store, sha)
         except OSError:
             pass
 
@@ -179,5 +193,5 @@ def _objects_of(basename: str) -> list[ShaFile]:
             type_num, raw, _ = view.read(offset, cache)
             if object_sha(type_num, raw) != sha:
                 raise PackDamaged(f'{view.name}.pack holds a damaged object {sha!r}')
-            found.append(ShaFile.from_raw_string(type_num, raw, sha))
+            found.append(ShaFile.from_raw_string(type_num, raw, object_id(sha)))
     return found

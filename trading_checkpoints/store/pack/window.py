@@ -20,6 +20,7 @@ from dulwich.objects import ShaFile
 from dulwich.pack import UnpackedObject, create_delta
 
 from ...errors import FileAccessError
+from ..dulwichadapter import pack_basename
 from .plan import alike
 
 # Delta search: how many previous objects to try, and the longest delta chain.
@@ -118,7 +119,7 @@ def write_pack(
             f'cannot write a pack into {store.path}: {error}', path=store.path, action='write'
         ) from error
     if pack is not None:
-        _fsync_pack(Path(pack._basename))
+        _fsync_pack(Path(pack_basename(pack)))
     return pack, counter[0]
 
 

@@ -125,10 +125,10 @@ def write(pack_dir: str, target: PackView | None, records: list[Record], *, dura
             start = 12
             if target is not None:
                 start = target.copy_records(out, digest)
-            for chunk, name, crc, offset in _encode(records, start):
+            for chunk, binary_sha, crc, offset in _encode(records, start):
                 out.write(chunk)
                 digest.update(chunk)
-                new_entries.append((name, crc, offset))
+                new_entries.append((binary_sha, crc, offset))
             checksum = digest.digest()
             out.write(checksum)
             out.flush()

@@ -1,28 +1,4 @@
-"""The one error family the library raises at its surface.
-
-Every failure is a :class:`CheckpointError`. Its kind (the subclass) says which case it is and
-carries that case's fields as attributes, so that callers (the command line, the MCP server,
-an application) tell cases apart by ``isinstance`` and the fields, never by the message. The
-message is for people: each raise writes it out in full. ``FIELDS`` names a kind's fields;
-:meth:`CheckpointError.details` returns them by name.
-
-The kinds, by what went wrong:
-
-- the caller's request: :class:`InvalidArgumentError`, :class:`BadPathError`,
-  :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
-  :class:`NotInCheckpointError`, :class:`NothingToUndoError`;
-- what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
-  :class:`NoCheckpointsError`, :class:`RepositoryExistsError`,
-  :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
-  (:class:`UnsafeCheckpointError`);
-- the file system: :class:`FileAccessError`, :class:`NotAFolderError`,
-  :class:`UntrackedInTheWayError`, :class:`OverSizeLimitError`;
-- other writers: :class:`ExternalChangesError`, :class:`ConcurrentChangeError`
-  (:class:`DeskChangedError`), :class:`TurnStillOpenError`, :class:`UnfinishedRestoreError`,
-  :class:`LockTimeoutError`;
-- remotes: :class:`RemoteError` and its kinds. No remote kind carries a URL: a URL may hold
-  a password.
-"""
+"""The error kinds other than the remotes' (see the package's docstring)."""
 
 from __future__ import annotations
 
@@ -226,6 +202,11 @@ class RepositoryExistsError(CheckpointError):
         self.repository = str(repository)
 
 
+class UnfinishedCloneError(NoCheckpointsError):
+    """The repository is a clone that was interrupted: it holds none or part of the remote's
+    checkpoints, and only running the same clone again may finish it."""
+
+
 class InvalidSettingError(CheckpointError):
     """A ``checkpoints.*`` setting in the repository's config holds a value that is not usable.
 
@@ -270,6 +251,24 @@ class UnsafeCheckpointError(CorruptRepositoryError):
     def __init__(self, message: str, *, entry: str) -> None:
         super().__init__(message)
         self.entry = entry
+
+
+class RepositoryFileError(CorruptRepositoryError):
+    """A file of the shadow repository the library refuses to open: a symbolic link (at its
+    name, or a folder on its way), not a regular file (a FIFO, a device, a folder), or larger
+    than that file ever is. The message names the file, never a byte of it (a planted link
+    may point at a credentials file).
+
+    Attributes:
+        path: The file, or the folder on its way that is a link.
+        problem: ``link``, ``not-regular`` or ``too-large``.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'problem')
+
+    def __init__(self, message: str, *, path: object, problem: str) -> None:
+        super().__init__(message, path=path)
+        self.problem = problem
 
 
 # -- the file system ----------------------------------------------------------------------
@@ -327,6 +326,21 @@ class UntrackedInTheWayError(CheckpointError):
         self.blocker = str(blocker)
 
 
+class MountPointError(CheckpointError):
+    """A restore would write or delete at or below a mount point; nothing was changed.
+
+    Attributes:
+        path: The desk-relative path the restore writes or deletes.
+        mount: The full path of the mount point.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('path', 'mount')
+
+    def __init__(self, message: str, *, path: str, mount: object) -> None:
+        super().__init__(message)
+        self.path, self.mount = path, str(mount)
+
+
 class OverSizeLimitError(CheckpointError):
     """A restore would overwrite a file that is over the maximum file size, so was never saved.
 
@@ -359,6 +373,21 @@ class ExternalChangesError(CheckpointError):
     def __init__(self, message: str, paths: Iterable[str]) -> None:
         super().__init__(message)
         self.paths = tuple(paths)
+
+
+class TurnConflictError(ExternalChangesError):
+    """A rewind of an agent turn would overwrite files another session or writer changed after
+    the turn did (use force to overwrite them, or keep them as they are).
+
+    Attributes:
+        turn: The turn that was to be rewound.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'turn')
+
+    def __init__(self, message: str, paths: Iterable[str], *, turn: str) -> None:
+        super().__init__(message, paths)
+        self.turn = turn
 
 
 class ConcurrentChangeError(CheckpointError):
@@ -443,116 +472,20 @@ class LockTimeoutError(CheckpointError):
         self.holder = holder
 
 
-# -- remotes ------------------------------------------------------------------------------
-
-
-class RemoteError(CheckpointError):
-    """A push, pull or clone, or a remote's configuration, failed. Raised as this class for
-    the rarer cases (a remote name taken twice, a path remote that cannot be opened, a push
-    the remote refused).
-
-    Attributes:
-        remote: The remote's name (None when none was chosen yet). Never its URL.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote',)
-
-    def __init__(self, message: str, *, remote: str | None) -> None:
-        super().__init__(message)
-        self.remote = remote
-
-
-class RemoteNotFoundError(RemoteError):
-    """No remote could be chosen: none is configured, none has the name given, or several are
-    and none was named."""
-
-
-class RemoteURLError(RemoteError):
-    """A remote URL, or the user name or password in it, is not one we can use."""
-
-
-class CredentialFileError(RemoteError):
-    """The credential file cannot be read or written, or is not safe to use.
-
-    Attributes:
-        path: The credential file.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'path')
-
-    def __init__(self, message: str, *, path: object) -> None:
-        super().__init__(message, remote=None)
-        self.path = str(path)
-
-
-class RemoteTransportError(RemoteError):
-    """Talking to the remote failed: it is not a git repository, the server hung up, ...
-
-    Attributes:
-        action: What was being done, as the message words it: ``push to`` or ``fetch from``.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'action')
-
-    def __init__(self, message: str, *, remote: str, action: str) -> None:
-        super().__init__(message, remote=remote)
-        self.action = action
-
-
-class RemoteAuthError(RemoteTransportError):
-    """The server refused the credentials."""
-
-
-class EmptyRemoteError(RemoteError):
-    """The remote holds no checkpoints (no branch main) to pull or clone."""
-
-
-class HistoriesDivergedError(RemoteError):
-    """The remote and the desk each have checkpoints the other lacks; nothing was changed.
-
-    Attributes:
-        remote_head: The remote's newest checkpoint (short id).
-        head: The desk's newest checkpoint (short id; None when the message does not say).
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head', 'head')
-
-    def __init__(
-        self, message: str, *, remote: str, remote_head: str | None, head: str | None = None
-    ) -> None:
-        super().__init__(message, remote=remote)
-        self.remote_head = remote_head
-        self.head = head
-
-
-class RemoteMovedError(RemoteError):
-    """Another push moved the remote's branch while this one ran; nothing was changed.
-
-    Attributes:
-        remote_head: Where the remote's branch is now (short id), None when unknown.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
-
-    def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
-        super().__init__(message, remote=remote)
-        self.remote_head = remote_head
-
-
-class PrunedHistoryError(RemoteError):
-    """A push would leave the remote with checkpoints whose parents it lacks, because this
-    desk's history was pruned; nothing was pushed.
-
-    Attributes:
-        remote_head: The remote's newest checkpoint (short id), None when the remote is empty.
-    """
-
-    FIELDS: ClassVar[tuple[str, ...]] = ('remote', 'remote_head')
-
-    def __init__(self, message: str, *, remote: str, remote_head: str | None = None) -> None:
-        super().__init__(message, remote=remote)
-        self.remote_head = remote_head
-
-
 class CheckpointWarning(RuntimeWarning):
     """A best-effort checkpoint (a guard's) failed; the write went ahead without one."""
+
+
+class LockWaitWarning(UserWarning):
+    """A writer has waited more than a second for the desk's lock (issued once per wait).
+
+    Attributes:
+        lock: The lock file.
+        holder: Who holds it, as the lock file tells (``pid 4242 on host (restore), holding
+            it for 3 s``).
+    """
+
+    def __init__(self, message: str, *, lock: object, holder: str) -> None:
+        super().__init__(message)
+        self.lock = str(lock)
+        self.holder = holder

@@ -1,0 +1,146 @@
+"""`checkpoints watch` as a separate process: other processes write, it records what changed."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.cli import start
+from helpers.hookrun import event, hook, ok
+from helpers.processes import python
+
+from trading_checkpoints import Checkpoint
+from trading_checkpoints.core import lock
+from trading_checkpoints.ops.engine import LOCK, PRIVATE_DIR
+from trading_checkpoints.workspace import Workspace
+
+pytest.importorskip('watchfiles')
+
+
+def listed(workspace: Path) -> list[Checkpoint]:
+    return Workspace(workspace).desk('main').list(None)
+
+
+def wait_for(condition: Callable[[], object], seconds: float = 15) -> object:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f'not within {seconds} s')
+
+
+def new_checkpoint(workspace: Path, count: int) -> Checkpoint:
+    found = wait_for(lambda: len(listed(workspace)) > count and listed(workspace)[0])
+    assert isinstance(found, Checkpoint)
+    return found
+
+
+def writer(desk: Path, path: str, text: str) -> None:
+    """Another process writes the desk (a script, an editor)."""
+    code = (
+        'import pathlib, sys\n'
+        'target = pathlib.Path(sys.argv[1])\n'
+        'target.parent.mkdir(parents=True, exist_ok=True)\n'
+        'target.write_text(sys.argv[2])\n'
+    )
+    assert python(code, str(desk / path), text).returncode == 0
+
+
+@pytest.fixture
+def watching(workspace: Path, desk: Path) -> Iterator[subprocess.Popen]:
+    write(desk, 'Memory.md', 'v0\n')
+    Workspace(workspace).desk('main').snapshot('start')
+    process = start(
+        'watch', '--debounce', '0.2', workspace=workspace, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("Watching desk 'main'")
+    time.sleep(0.3)  # the kernel watch is set up after the first line
+    yield process
+    if process.poll() is None:
+        process.kill()
+        process.wait(10)
+
+
+@pytest.mark.parametrize('stop', [signal.SIGTERM, signal.SIGINT])
+def test_a_write_by_another_process_is_recorded_and_idle_costs_nothing(
+    watching: subprocess.Popen, workspace: Path, desk: Path, stop: signal.Signals
+) -> None:
+    before = len(listed(workspace))
+    writer(desk, 'notes/a.md', 'a\n')
+    taken = new_checkpoint(workspace, before)
+    assert (taken.tool, taken.paths, taken.action) == ('watch', ('notes/a.md',), 'captured')
+    assert taken.turn is None and taken.reason == 'changes seen by checkpoints watch'
+
+    # Folders made later are followed; untracked files are not recorded.
+    writer(desk, 'memory/deep/down/b.md', 'b\n')
+    writer(desk, 'scratch.txt', 'untracked\n')
+    taken = new_checkpoint(workspace, before + 1)
+    assert taken.paths == ('memory/deep/down/b.md',)
+
+    idle = listed(workspace)
+    time.sleep(1.5)
+    assert listed(workspace) == idle, 'no checkpoint while nothing changes'
+
+    watching.send_signal(stop)
+    assert watching.wait(15) == 0
+    assert watching.stdout is not None
+    lines = watching.stdout.read().splitlines()
+    assert [line.split(': ')[1] for line in lines] == ['notes/a.md', 'memory/deep/down/b.md']
+
+
+def test_it_waits_for_the_lock_of_every_writer(
+    watching: subprocess.Popen, workspace: Path, desk: Path
+) -> None:
+    before = len(listed(workspace))
+    held = workspace / '.checkpoints' / 'main.git' / PRIVATE_DIR / LOCK
+    with lock.exclusive(held):  # as a restore holds it while it writes
+        writer(desk, 'notes/half.md', 'written while the lock is held\n')
+        time.sleep(1.0)
+        assert len(listed(workspace)) == before, 'nothing recorded while a writer holds the lock'
+    taken = new_checkpoint(workspace, before)
+    assert taken.paths == ('notes/half.md',)
+    watching.terminate()
+    assert watching.wait(15) == 0
+
+
+def test_an_agents_write_seen_by_watch_stays_the_agents(
+    watching: subprocess.Popen, workspace: Path, desk: Path
+) -> None:
+    """The hooks announce the write; watch records it (credited to the turn), then a person's."""
+    ok(hook(event('claude_user_prompt_submit.json', workspace)))
+    ok(hook(event('claude_pre_tool_use_write.json', workspace)))  # notes/plan.md
+    count = len(listed(workspace))
+    write(desk, 'notes/plan.md', '# Plan\n')  # the tool runs
+    new_checkpoint(workspace, count)
+    ok(hook(event('claude_post_tool_use_write.json', workspace)))
+    count = len(listed(workspace))
+    writer(desk, 'notes/mine.md', 'a person\n')
+    new_checkpoint(workspace, count)
+
+    cps = Workspace(workspace).desk('main')
+    [turn] = cps.turns()
+    result = cps.restore_turn(turn.turn_id)
+    assert result.deleted == ('notes/plan.md',) and result.written == ()
+    assert (desk / 'notes/mine.md').read_text() == 'a person\n'
+    watching.terminate()
+    assert watching.wait(15) == 0
+
+
+def test_without_the_extra_it_says_how_to_install_it(workspace: Path, desk: Path) -> None:
+    code = (
+        'import sys; sys.modules["watchfiles"] = None\n'  # an environment without it
+        'from trading_checkpoints.cli import main\n'
+        f'sys.argv = ["checkpoints", "--workspace", {str(workspace)!r}, "watch"]\n'
+        'main()\n'
+    )
+    done = python(code, timeout=60)
+    assert done.returncode == 1
+    assert "pip install 'trading-checkpoints[watch]'" in done.stderr

@@ -1,0 +1,378 @@
+"""The warm command server: the console script's commands run in a forked child of a process
+that imported everything already, with the same output, status, lock and files as in-process.
+
+Every test runs real processes: the client as the console script runs it (``warm.client.main``
+in a fresh interpreter), the server it starts in the background, and the forked children; each
+test gets its own private runtime folder, so its server is its own, and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.processes import environment
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.warm import address
+
+CLIENT = (
+    'import sys; sys.argv[0] = "checkpoints"; '
+    'from trading_checkpoints.warm.client import main; main()'
+)
+
+
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    """A private runtime folder of the test's own (short: a socket's path has at most ~100
+    bytes); its server is stopped afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix='tc-', dir='/tmp'))
+    yield folder
+    for lock in (folder / address.FOLDER_NAME).glob('*.lock'):
+        text = lock.read_text().strip()
+        if text:
+            try:
+                os.kill(int(text), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def client_env(runtime: Path, **extra: str) -> dict[str, str]:
+    return environment({'XDG_RUNTIME_DIR': str(runtime), 'CHECKPOINTS_SERVER_IDLE': '60', **extra})
+
+
+def run(
+    runtime: Path, *args: str, cwd: Path, stdin: bytes = b'', **extra: str
+) -> subprocess.CompletedProcess[bytes]:
+    """``checkpoints ARGS`` through the console script's entry point (stdin not a terminal)."""
+    return subprocess.run(
+        [sys.executable, '-c', CLIENT, *args],
+        cwd=cwd,
+        env=client_env(runtime, **extra),
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def server_pid(runtime: Path, timeout: float = 60) -> int:
+    """The pid of the server for this checkout, once it listens."""
+    deadline = time.monotonic() + timeout
+    folder = runtime / address.FOLDER_NAME
+    while time.monotonic() < deadline:
+        for sock in folder.glob('server-*.sock'):
+            lock = Path(f'{sock}.lock')
+            text = lock.read_text().strip() if lock.exists() else ''
+            if text:
+                return int(text)
+        time.sleep(0.05)
+    raise AssertionError(f'no server started in {folder}')
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path('/proc').iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def gone(pid: int, timeout: float = 30) -> bool:
+    """Whether ``pid`` has ended (exited, or a zombie its parent has yet to reap)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == 'Z':
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def workspace_with_history(tmp_path: Path) -> Path:
+    desk = tmp_path / 'ws' / 'desks' / 'main'
+    checkpoints = Checkpoints(tmp_path / 'ws' / '.checkpoints' / 'main.git', desk)
+    write(desk, 'Memory.md', '# Memory\n')
+    checkpoints.snapshot('first')
+    write(desk, 'notes/plan.md', 'Buy MSFT below 400.\n')
+    checkpoints.snapshot('second')
+    write(desk, 'notes/plan.md', 'SELL EVERYTHING\n')
+    return desk
+
+
+pytestmark = pytest.mark.skipif(
+    sys.platform != 'linux', reason='the server test reads /proc and SO_PEERCRED (Linux)'
+)
+
+
+def test_served_commands_print_and_exit_as_in_process(tmp_path: Path, runtime: Path) -> None:
+    desk = workspace_with_history(tmp_path)
+    commands = [
+        ('list',),
+        ('status',),
+        ('diff', '--stat'),
+        ('log', 'notes/plan.md', '--json'),
+        ('restore', 'zzz'),  # an error: one line on stderr, status 1
+        ('no-such-verb',),  # a usage error: status 2
+    ]
+    first = run(runtime, 'list', cwd=desk)  # no server yet: runs here, and starts one
+    assert first.returncode == 0, first.stderr
+    server = server_pid(runtime)
+    for command in commands:
+        here = run(runtime, *command, cwd=desk, CHECKPOINTS_SERVER='off')
+        served = run(runtime, *command, cwd=desk)
+        assert (served.returncode, served.stdout, served.stderr) == (
+            here.returncode,
+            here.stdout,
+            here.stderr,
+        ), command
+    assert os.path.exists(f'/proc/{server}'), 'the server is still there'
+
+
+def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, runtime: Path) -> None:
+    """The command runs in the server's child (which reads the client's own stdin), and the
+    client relays its status; a write made there is made once."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    before = len(Checkpoints(desk.parent.parent / '.checkpoints' / 'main.git', desk).list(None))
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'snapshot', '-m', '-'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not children_of(server) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert children_of(server), 'the command runs in a child of the server'
+    finally:
+        out, err = client.communicate(timeout=60)
+    assert client.returncode == 0, err
+    assert b'Snapshot' in out
+    after = Checkpoints(desk.parent.parent / '.checkpoints' / 'main.git', desk).list(None)
+    assert len(after) == before + 1, 'one snapshot, not two'
+
+
+def reading_stdin(pid: int, timeout: float = 60) -> bool:
+    """Whether ``pid`` is blocked reading its stdin (``read(0, ...)`` in /proc/PID/syscall)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fields = Path(f'/proc/{pid}/syscall').read_text().split()
+        except OSError:
+            fields = []
+        if fields[:2] == ['0', '0x0']:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def forwarding(pid: int, timeout: float = 60) -> bool:
+    """Whether the client ``pid`` forwards SIGTERM (it installs that once the child took the
+    command; a Python process does not catch SIGTERM by itself)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = Path(f'/proc/{pid}/status').read_text()
+        caught = int(status.split('SigCgt:')[1].split()[0], 16)
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
+    """``checkpoints hook`` blocked on its stdin, then SIGINT, as a terminal's Ctrl-C sends it
+    to the foreground process: its status and stderr."""
+    extra = {} if served else {'CHECKPOINTS_SERVER': 'off'}
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime, **extra),
+        stdin=subprocess.PIPE,  # the hook reads its event from stdin: it blocks until EOF
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        if served:
+            server = server_pid(runtime)
+            deadline = time.monotonic() + 30
+            while not children_of(server) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            [reader] = children_of(server)
+            assert forwarding(client.pid)
+        else:
+            reader = client.pid
+        assert reading_stdin(reader)
+        client.send_signal(signal.SIGINT)
+        # The command ends of the signal, not of an end of input: stdin stays open till then.
+        assert gone(reader), 'the interrupted command ended'
+        client.wait(timeout=60)
+        _, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    return client.returncode, err
+
+
+def test_ctrl_c_reaches_the_served_command(tmp_path: Path, runtime: Path) -> None:
+    """SIGINT to the client interrupts the command in the server's child, which ends as the
+    same command interrupted in-process does; the server goes on."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    here = interrupted(runtime, desk, served=False)
+    there = interrupted(runtime, desk, served=True)
+    assert there == here
+    assert here[0] != 0
+    assert not gone(server, timeout=0), 'the server goes on'
+
+
+def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, runtime: Path) -> None:
+    """Once the child took the command, a client whose server dies says so and exits 1: it
+    never runs the command again itself (it may have written half of what it meant to)."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not children_of(server) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        [child] = children_of(server)
+        assert forwarding(client.pid) and reading_stdin(child)
+        os.kill(child, signal.SIGKILL)
+        _, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    assert client.returncode == 1
+    assert err == b'error: the command server stopped while running the command; run it again\n'
+
+
+def test_the_server_is_private_to_its_user(tmp_path: Path, runtime: Path) -> None:
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server_pid(runtime)
+    folder = runtime / address.FOLDER_NAME
+    assert stat.S_IMODE(folder.lstat().st_mode) == 0o700
+    [sock] = folder.glob('*.sock')
+    assert stat.S_IMODE(sock.lstat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.parametrize('how', ['open to others', 'a symlink'])
+def test_no_server_in_a_folder_others_could_reach(tmp_path: Path, how: str) -> None:
+    """A runtime folder others may enter (or a symlink to one): the command runs in-process
+    and no socket is made there."""
+    desk = workspace_with_history(tmp_path)
+    runtime = Path(tempfile.mkdtemp(prefix='tc-', dir='/tmp'))
+    if how == 'open to others':
+        (runtime / address.FOLDER_NAME).mkdir(mode=0o755)
+        os.chmod(runtime / address.FOLDER_NAME, 0o755)
+    else:
+        elsewhere = tmp_path / 'elsewhere'
+        elsewhere.mkdir(mode=0o700)
+        (runtime / address.FOLDER_NAME).symlink_to(elsewhere)
+    os.chmod(runtime, 0o700)
+    here = run(runtime, 'list', cwd=desk)
+    assert here.returncode == 0 and b'second' in here.stdout
+    time.sleep(1)
+    assert not list(runtime.rglob('*.sock'))
+    assert not list((tmp_path / 'elsewhere').glob('*')) if how == 'a symlink' else True
+
+
+def test_the_off_switch_starts_no_server(tmp_path: Path, runtime: Path) -> None:
+    desk = workspace_with_history(tmp_path)
+    for _ in range(2):
+        done = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
+        assert done.returncode == 0
+    time.sleep(1)
+    assert not list(runtime.rglob('*.sock'))
+
+
+def test_an_idle_server_goes_away(tmp_path: Path, runtime: Path) -> None:
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER_IDLE='1')
+    server = server_pid(runtime)
+    assert gone(server, timeout=30)
+    assert not list((runtime / address.FOLDER_NAME).glob('*.sock'))
+
+
+def test_changed_code_is_served_by_a_server_of_its_own(tmp_path: Path) -> None:
+    """The socket is named after the installation's files: a module changed in place (an
+    upgrade, an edit in a checkout) gives another name, so no client talks to a server that
+    runs other code."""
+    package = tmp_path / 'pkg'
+    (package / 'sub').mkdir(parents=True)
+    (package / 'a.py').write_text('x = 1\n')
+    (package / 'sub' / 'b.py').write_text('y = 1\n')
+    before = address.fingerprint(str(package))
+    assert address.fingerprint(str(package)) == before
+    (package / 'sub' / 'b.py').write_text('y = 22\n')
+    assert address.fingerprint(str(package)) != before
+
+
+def test_hook_events_served_record_what_they_record_in_process(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A harness's hook events (JSON on stdin) handled by the server and in-process, on two
+    identical workspaces: the same replies and the same checkpoints."""
+    events = Path(__file__).resolve().parents[1] / 'helpers' / 'hook_events'
+    sides = {}
+    for name, extra in (('served', {}), ('here', {'CHECKPOINTS_SERVER': 'off'})):
+        desk = workspace_with_history(tmp_path / name)
+        workspace = desk.parent.parent
+        if name == 'served':
+            run(runtime, 'list', cwd=desk)
+            server_pid(runtime)
+        replies = []
+        for event in (
+            'claude_user_prompt_submit.json',
+            'claude_pre_tool_use_write.json',
+            None,  # the tool writes
+            'claude_post_tool_use_write.json',
+        ):
+            if event is None:
+                write(desk, 'notes/plan.md', '# Plan\n\n- merge into Memory.md\n')
+                continue
+            text = (events / event).read_text().replace('${WORKSPACE}', str(workspace))
+            done = run(
+                runtime, 'hook', '--harness', 'claude', cwd=workspace, stdin=text.encode(), **extra
+            )
+            replies.append((done.returncode, done.stdout, done.stderr))
+        checkpoints = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None)
+        sides[name] = (
+            replies,
+            [(c.reason, c.tool, c.paths, c.action) for c in checkpoints],
+        )
+    assert sides['served'] == sides['here']
+    assert any(tool == 'claude:Write' for _, tool, _, _ in sides['served'][1])

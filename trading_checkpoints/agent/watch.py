@@ -1,0 +1,138 @@
+"""``checkpoints watch``: record every change to a desk as it happens, whoever makes it.
+
+A foreground process that waits on the kernel's file events for the desk folder (inotify,
+FSEvents or ReadDirectoryChangesW, through the notifier of ``watchfiles``; never polling) and,
+once writes to its tracked paths settle (no new event for ``quiet`` seconds), takes a
+checkpoint of what changed (tool ``watch``, the changed paths, ``Checkpoint-Action:
+captured``; see ``ops.snapshot.capture``). So the changes of processes no hook sees (a cron
+job, a script, a person's editor) are recorded when they happen, and an agent's next
+checkpoint holds only the agent's change.
+
+- It takes the desk's lock like every writer: a restore in progress is waited for, never
+  recorded half done, and its own writes leave nothing to record.
+- Folders made later inside the desk are followed (the watch is recursive).
+- While nothing happens it sleeps in the kernel, waking once per quiet period to see whether
+  it was asked to stop.
+- SIGINT and SIGTERM stop it, after the checkpoint it may be taking; it exits 0.
+
+Needs the optional extra: ``pip install 'trading-checkpoints[watch]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CheckpointError, MissingDeskError
+from ..ops import engine, snapshot
+
+if TYPE_CHECKING:
+    from ..checkpoints import Checkpoints
+
+INSTALL_HINT = (
+    "checkpoints watch needs the optional 'watch' extra: pip install 'trading-checkpoints[watch]'"
+)
+SUBJECT = 'changes seen by checkpoints watch'
+TOOL = 'watch'
+
+
+def _notifier() -> Any:
+    """watchfiles' kernel watcher (the class its ``watch()`` drives), used directly so the watch
+    is known to be in place before the first checkpoint and the ready line."""
+    try:
+        import watchfiles
+    except ImportError as error:
+        raise CheckpointError(INSTALL_HINT) from error
+    try:
+        from watchfiles._rust_notify import RustNotify
+    except ImportError as error:
+        raise CheckpointError(
+            f'watchfiles {watchfiles.VERSION} has no kernel notifier this version can use; '
+            "pip install 'trading-checkpoints[watch]' installs one that has"
+        ) from error
+    return RustNotify
+
+
+def capture(checkpoints: Checkpoints) -> snapshot.Capture:
+    """One checkpoint of what changed in the desk (none when nothing did), under the lock."""
+    if snapshot.settled(checkpoints.desk_config):
+        return snapshot.Capture(None)
+    with engine.locked(checkpoints.desk_config, light=True, report_to=checkpoints) as session:
+        return snapshot.capture(session, SUBJECT, TOOL, None)
+
+
+def watch(
+    checkpoints: Checkpoints,
+    *,
+    quiet: float = 1.0,
+    echo: Callable[[str], None] = print,
+    ready: Callable[[], None] = lambda: None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Watches the desk until ``stop`` is set, or SIGINT or SIGTERM arrives (see the module
+    notes). ``ready`` is called once the kernel watch is in place and what changed before it
+    is recorded; ``echo`` is told of each checkpoint."""
+    notifier = _notifier()
+    desk = checkpoints.desk_directory
+    if not desk.is_dir():
+        raise MissingDeskError(f'no desk folder {desk} to watch', desk=desk)
+    tracked = _tracked(checkpoints, desk)
+    stop = stop or threading.Event()
+    step = max(10, int(quiet * 1000))
+    # debug off, never polling, 300 ms (unused: no polling), recursive, permission errors ignored
+    with _stopped_by_signals(stop), notifier([str(desk)], False, False, 300, True, True) as kernel:
+        _report(capture(checkpoints), echo)  # what changed before the watch began
+        ready()
+        while not stop.is_set():
+            # Sleeps in the kernel; wakes each ``step`` to see whether ``stop`` was set, and
+            # returns once changes pause for ``step`` (or after ten quiet periods of writes).
+            found = kernel.watch(max(10 * step, 2000), step, 0, stop)
+            if found in ('stop', 'signal'):
+                break
+            if found != 'timeout' and any(tracked(path) for _, path in found):
+                _report(capture(checkpoints), echo)
+
+
+def _tracked(checkpoints: Checkpoints, desk: Path) -> Callable[[str], bool]:
+    from ..core.paths import Allowlist
+
+    allowlist = Allowlist(checkpoints.effective_tracked_paths())
+    roots = {os.path.abspath(desk), os.path.realpath(desk)}
+
+    def tracked(path: str) -> bool:
+        for root in roots:
+            if path.startswith(root + os.sep):
+                return allowlist.covers(path[len(root) + 1 :].replace(os.sep, '/'))
+        return False
+
+    return tracked
+
+
+def _report(done: snapshot.Capture, echo: Callable[[str], None]) -> None:
+    if done.checkpoint_id is not None:
+        shown = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
+        echo(f'checkpoint {done.checkpoint_id}: {shown}')
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set ``stop`` (the watch ends after the checkpoint it may be taking)
+    instead of killing the process mid-write; the old handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

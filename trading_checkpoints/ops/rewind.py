@@ -1,0 +1,222 @@
+"""Rewinding an agent turn: the paths the turn wrote, put back as they were before it.
+
+``restore_turn(TURN)`` reverts what turn TURN wrote, and nothing else: what later turns, other
+sessions, a person or a script changed elsewhere stays. So two agents on one desk can each
+rewind their own answer. A path the turn wrote that someone else (another turn, a person)
+changed afterwards is a conflict: refused by default (``TurnConflictError`` naming the paths),
+overwritten when forced (the pre-snapshot keeps what was there), or kept as it is.
+
+Who wrote what is read from the branch, oldest first from the checkpoint before the turn's
+first one, then the desk (:func:`plan`). Each checkpoint says who made the changes it holds:
+
+- ``Checkpoint-Wrote-By`` (and ``-Wrote``): that turn wrote the listed paths, then someone
+  else those also named by ``Checkpoint-Changed-After``; the checkpoint's other changes were
+  made by no turn (see ``snapshot.writes`` for how a snapshot tells).
+- a restore, undo or redo: each path it changed is credited to whoever wrote the entry it put
+  back (the entry the turn's first write replaced counts as the turn's own: a rewind of the
+  turn's work is not someone else's change).
+- a checkpoint without that record (made by an older version): the changes are credited to
+  the turn of the checkpoint before it, when that one was taken before a turn's write, for the
+  paths it declared (all when it declared none).
+
+The desk's changes since the newest checkpoint are credited as a snapshot would credit them
+(``external.writer``, minus the paths changed outside the agent): those up to the seal to the
+agent, the rest to no turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from ..core.ids import short_id
+from ..core.trees import FileEntry
+from ..desk.scan import LazyFiles
+from ..errors import ExternalChangesError, NoCheckpointsError, TurnConflictError, UnknownTurnError
+from ..store import metadata
+from ..store.commitinfo import CommitInfo
+from ..store.metadata import Writer
+from . import external, history, restore
+from .request import REDO, RESTORE, UNDO, Request
+from .results import RestoreResult
+from .session import LockedSession, ReadSession
+
+_RESTORING = frozenset({RESTORE, UNDO, REDO})
+_TURN_BEFORE = 'the entry before the turn wrote it'  # a seen-entry marker, not a writer
+
+
+@dataclass(frozen=True)
+class _Then:
+    """A change ``writer`` made that someone else changed again before the checkpoint."""
+
+    writer: Writer
+
+
+Credit = Writer | _Then | str | None  # who made a change (None: no turn)
+
+
+@dataclass(frozen=True)
+class Rewind:
+    """What rewinding a turn puts back.
+
+    Attributes:
+        first: The turn's first checkpoint (full id).
+        overlay: Each path the turn wrote, with the entry it had before the turn first wrote
+            it (None: it did not exist); paths that already hold it are left out.
+        others: Of those, the paths someone else changed after the turn first did.
+    """
+
+    first: bytes
+    overlay: dict[str, FileEntry | None]
+    others: frozenset[str]
+
+
+def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: bool) -> RestoreResult:
+    """Rewinds the turn through the restore pipeline (see the module notes); the paths someone
+    else changed since are decided by ``policy`` (``request.POLICIES``)."""
+    found, cache = session.scan()
+    outside = external.attribute(session, LazyFiles(found), session.known_tree(found, cache))
+    rewind = plan(session, turn_id, found.files, outside.external)
+    request = Request(
+        rewind.first,
+        short_id(rewind.first),
+        overlay=rewind.overlay,
+        others=rewind.others,
+        subject=f'rewound turn {turn_id}',
+        before_subject=f'before rewinding turn {turn_id}',
+        dry_run=dry_run,
+        on_external=policy,
+    )
+    try:
+        result = restore.restore(session, request)
+    except TurnConflictError:
+        raise
+    except ExternalChangesError as refused:
+        paths = refused.paths
+        shown = ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
+        raise TurnConflictError(
+            f'refusing to rewind turn {turn_id}: {len(paths)} file(s) it wrote were changed '
+            f'since by another turn or writer: {shown}; nothing was changed (force it to put '
+            'them back as before the turn, the current ones kept in the pre-snapshot, or keep '
+            'them as they are)',
+            paths,
+            turn=turn_id,
+        ) from None
+    if dry_run:
+        touched = {*result.written, *result.deleted}
+        return replace(result, external=tuple(sorted(touched & rewind.others)))
+    return result
+
+
+def plan(
+    session: ReadSession,
+    turn_id: str,
+    desk: Mapping[str, FileEntry],
+    outside: tuple[str, ...],
+) -> Rewind:
+    """What rewinding ``turn_id`` puts back, given the desk's files and the paths of the desk
+    changed outside the agent (see the module notes)."""
+    repo = session.repo
+    chain: list[CommitInfo] = []
+    oldest: dict[str, int] = {}
+    for position, info in enumerate(repo.history()):
+        chain.append(info)
+        turn = metadata.parse(info.message).turn
+        if turn is not None:
+            oldest[turn] = position
+    if not chain:
+        raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
+    if turn_id not in oldest:
+        raise UnknownTurnError(
+            f'no turn {turn_id!r} in {repo.path} (`checkpoints turns` lists them)', turn=turn_id
+        )
+    start = oldest[turn_id]
+    first = chain[start]
+    walk = _Walk(turn_id, session.allowlist.covers)
+    before = _parent(session, first)
+    previous = before.message if before is not None else ''
+    tree = before.tree if before is not None else None
+    for info in reversed(chain[: start + 1]):
+        credit = _credit(info.message, previous, walk)
+        for path, old, new in history.changed_files(repo, tree, info.tree):
+            walk.change(path, old, new, credit(path, new))
+        previous, tree = info.message, info.tree
+    writer = external.writer(repo)
+    seal = external.current_seal(repo, repo.head())
+    if seal is not None and metadata.action_of(seal.message) == external.ANNOUNCE:
+        seal = None
+    if seal is not None and seal.tree != tree:
+        # The agent's write the seal holds, then what others did since.
+        for path, old, new in history.changed_files(repo, tree, seal.tree):
+            walk.change(path, old, new, writer)
+        tree, writer = seal.tree, None
+    left, _ = session.flatten(tree) if tree is not None else ({}, {})
+    skip = set(outside)
+    for path in sorted(set(left) | set(desk)):
+        old, new = left.get(path), desk.get(path)
+        if old != new:
+            walk.change(path, old, new, writer if path not in skip else None)
+    overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
+    return Rewind(first.sha.encode(), overlay, frozenset(walk.others & set(overlay)))
+
+
+def _parent(session: ReadSession, info: CommitInfo) -> CommitInfo | None:
+    """The checkpoint before ``info``, when the store still holds it (pruning may drop it)."""
+    if not info.parents or not session.repo.contains(info.parents[0]):
+        return None
+    return session.repo.commit_info(info.parents[0])
+
+
+class _Walk:
+    """The paths the turn wrote, each one's entry before its first write, and the paths
+    someone else changed after that."""
+
+    def __init__(self, turn_id: str, tracked: Callable[[str], bool]) -> None:
+        self.turn_id = turn_id
+        self.tracked = tracked
+        self.before: dict[str, FileEntry | None] = {}
+        self.others: set[str] = set()
+        self.seen: dict[tuple[str, FileEntry | None], Credit] = {}
+
+    def ours(self, writer: Credit) -> bool:
+        if writer == _TURN_BEFORE:
+            return True
+        return isinstance(writer, Writer) and writer.turn == self.turn_id
+
+    def change(
+        self, path: str, old: FileEntry | None, new: FileEntry | None, writer: Credit
+    ) -> None:
+        if not self.tracked(path):
+            return
+        if isinstance(writer, _Then):
+            if self.ours(writer.writer) and path not in self.before:
+                self.before[path] = old
+            writer = None  # the last change was someone else's
+        if self.ours(writer):
+            if path not in self.before:
+                self.before[path] = old
+                self.seen[(path, old)] = _TURN_BEFORE
+        elif path in self.before:
+            self.others.add(path)
+        self.seen[(path, new)] = writer
+
+
+def _credit(message: str, previous: str, walk: _Walk) -> Callable[[str, FileEntry | None], Credit]:
+    """Who wrote a path (to a new entry) in the checkpoint with ``message``, the one before it
+    having ``previous`` (see the module notes); None: no turn."""
+    if metadata.action_of(message) in _RESTORING:
+        return lambda path, new: walk.seen.get((path, new))
+    record = metadata.written(message)
+    if record is not None:
+
+        def credit(path: str, new: FileEntry | None) -> Credit:
+            if path in record.changed_after:
+                return _Then(record.writer)
+            return record.writer if path in record.paths else None
+
+        return credit
+    writer = metadata.writer_of(previous)
+    if writer is None or metadata.action_of(previous) is not None:
+        return lambda path, new: None
+    declared = metadata.parse(previous).paths
+    return lambda path, new: writer if not declared or history.under(path, declared) else None

@@ -1,0 +1,153 @@
+"""The ``checkpoints`` console script: the command run by the warm server, else in-process.
+
+The rule, stated once: **a command runs exactly once**. Until the server's child has answered
+``pid N`` nothing has run, and any failure (no server, a refused connection, a server that
+hangs up) falls back to running the command here. Once the child has taken it, the client only
+relays: it forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and exits with the child's
+status; a server that dies mid-command is reported, never retried (the command may have
+written half of what it meant to).
+
+Which commands go to the server: not when ``CHECKPOINTS_SERVER`` is ``off`` (or ``0``, ``no``,
+``false``), not on a platform without Unix sockets, not when stdin is a terminal (a person may
+be asked a question, and only the foreground process may read the terminal), and not for the
+long-running verbs (``mcp``, ``watch``, ``browse``), which gain nothing.
+
+Kept to the interpreter's built-in modules (``_socket``, ``_signal``) and ``os``/``sys``: the
+client's own start is what a hook pays for every event.
+"""
+
+from __future__ import annotations
+
+import _socket  # socket's C core: ``socket`` itself imports enum and selectors (~10 ms)
+import os
+import sys
+
+from . import address, wire
+
+SWITCH = 'CHECKPOINTS_SERVER'
+OFF = ('0', 'off', 'no', 'false')
+IN_PROCESS_VERBS = frozenset({'mcp', 'watch', 'browse'})
+FORWARDED_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT')
+SERVER_GONE = 'error: the command server stopped while running the command; run it again'
+
+
+def main() -> None:
+    """Runs ``checkpoints ARGS...``: on the warm server when it can, else here."""
+    argv = sys.argv[1:]
+    if wanted(argv):
+        status = run_on_server(argv)
+        if status is not None:
+            sys.exit(status)
+    from ..cli import main as run_here
+
+    run_here()
+
+
+def wanted(argv: list[str]) -> bool:
+    """Whether this command should go to the server (see the module notes)."""
+    if os.environ.get(SWITCH, '').strip().lower() in OFF:
+        return False
+    if os.name != 'posix' or sys.platform == 'cygwin':
+        return False
+    if IN_PROCESS_VERBS.intersection(argv):
+        return False
+    try:
+        return not os.isatty(0)
+    except OSError:
+        return False
+
+
+def run_on_server(argv: list[str]) -> int | None:
+    """The command's exit status when the server ran it; None when it did not (run it here)."""
+
+    path = address.socket_path(create=True)
+    if path is None:
+        return None
+    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        try:
+            connection.connect(path)
+        except OSError:
+            start_server(path)
+            return None
+        request = wire.encode(argv, os.getcwd(), _umask())
+        fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+        try:
+            connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        except OSError:
+            return None
+        return _relay(connection)
+    finally:
+        connection.close()
+
+
+def _relay(connection: _socket.socket) -> int | None:
+    """Reads the child's answers: None if it never took the command, else its exit status."""
+    pending = b''
+    child = None
+    while True:
+        try:
+            chunk = connection.recv(4096)
+        except OSError:
+            chunk = b''
+        if not chunk:
+            if child is None:
+                return None  # nothing ran: the caller runs the command here
+            sys.stderr.write(SERVER_GONE + '\n')
+            return 1
+        pending += chunk
+        while b'\n' in pending:
+            line, _, pending = pending.partition(b'\n')
+            word, _, number = line.partition(b' ')
+            if word == b'pid' and child is None:
+                child = int(number)
+                _forward_signals(child)
+            elif word == b'exit' and child is not None:
+                return int(number)
+
+
+def _forward_signals(pid: int) -> None:
+    import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
+
+    def forward(signum: int, frame: object) -> None:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
+
+    for name in FORWARDED_SIGNALS:
+        _signal.signal(getattr(_signal, name), forward)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def start_server(path: str) -> None:
+    """Starts the server for this installation in the background, detached from this
+    process's session and terminal; the command at hand still runs here.
+
+    The server is started with ``-c`` code that first drops the current folder from its
+    import path (``python -m`` would import a ``trading_checkpoints`` found there), and is told
+    the socket this client expects, so a server that imports other code than ours (another
+    ``PYTHONPATH``) stops at once instead of serving it.
+    """
+    code = (
+        'import sys; del sys.path[0]; '
+        'from trading_checkpoints.warm.server import main; main(sys.argv[1])'
+    )
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, '-c', code, path],
+            dict(os.environ),
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
+            setsid=True,
+        )
+    except OSError:
+        pass  # no server this time; every command still runs
+    finally:
+        os.close(devnull)

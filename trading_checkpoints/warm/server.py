@@ -1,0 +1,303 @@
+"""The warm server: one process per user and installation that has imported every verb, and
+forks a child per command.
+
+Started by a client that found none (``client.start_server``), detached from any terminal. It:
+
+1. checks that the socket it would listen on is the one the client expected (same code), and
+   that no other server holds the socket's lock file (``<socket>.lock``, which holds the
+   serving process's pid); else it exits;
+2. imports the command and everything the verbs import lazily (click, the engine, dulwich);
+3. listens on the socket, closed to other users (a private folder, and each peer's user
+   checked with ``SO_PEERCRED``);
+4. for each connection, forks: the child takes the client's stdin, stdout and stderr, folder,
+   environment and umask, answers ``pid N``, runs the command exactly as ``checkpoints`` would
+   in-process, and answers ``exit N``;
+5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
+   none received, or as soon as its socket file is removed or replaced.
+
+The parent never runs a command itself, so every child starts from the state right after the
+imports: no memo, open repository or lock survives from one command into another. Commands take
+the repository's lock as they always do; two commands at once are two processes, as they would
+be without the server.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pkgutil
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from importlib import import_module
+
+from . import address, wire
+
+IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
+DEFAULT_IDLE = 300.0
+# Never preloaded: the MCP SDK is heavy and its verb runs in-process.
+NOT_PRELOADED = ('trading_checkpoints.agent.mcp',)
+REQUEST_TIMEOUT = 10.0
+STREAMS = 3
+
+
+def main(expected: str) -> None:
+    """Serves the installation this process imports, if ``expected`` is its socket."""
+    path = address.socket_path(create=True)
+    if path is None or path != expected:
+        return  # another installation's server, or no private folder: nothing to serve
+    os.chdir('/')
+    lock = _lock(path)
+    if lock is None:
+        return  # another server is starting or running for this installation
+    preload()
+    listener = _listen(path)
+    try:
+        _serve(listener, path, _idle_seconds())
+    finally:
+        listener.close()
+        try:
+            if os.stat(path).st_ino == _inode:
+                os.unlink(path)
+        except OSError:
+            pass
+        os.close(lock)
+
+
+def preload() -> None:
+    """Imports every module of the package a verb may need (the MCP server's excepted)."""
+    import trading_checkpoints
+
+    for module in pkgutil.walk_packages(trading_checkpoints.__path__, 'trading_checkpoints.'):
+        if module.name.startswith(NOT_PRELOADED) or module.name.endswith('.__main__'):
+            continue  # the MCP SDK, and the modules that run a command when imported
+        try:
+            import_module(module.name)
+        except ImportError:
+            continue  # an optional extra that is not installed (watch, ui)
+
+
+def _lock(path: str) -> int | None:
+    try:
+        fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    os.ftruncate(fd, 0)
+    os.write(fd, f'{os.getpid()}\n'.encode())  # who serves, for a person (and the tests)
+    return fd
+
+
+_inode = -1
+
+
+def _listen(path: str) -> socket.socket:
+    global _inode
+    try:
+        os.unlink(path)  # a dead server's: we hold the lock, so no live one uses it
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    _inode = os.stat(path).st_ino
+    return listener
+
+
+def _idle_seconds() -> float:
+    try:
+        value = float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE))
+    except ValueError:
+        return DEFAULT_IDLE
+    return value if value > 0 else DEFAULT_IDLE
+
+
+def _serve(listener: socket.socket, path: str, idle: float) -> None:
+    children: set[int] = set()
+    last = time.monotonic()
+    while True:
+        ready, _, _ = select.select([listener], [], [], min(idle, 5.0))
+        _reap(children)
+        if children:
+            last = time.monotonic()
+        if not _still_ours(path):
+            return
+        if not ready:
+            if time.monotonic() - last >= idle and not children:
+                return
+            continue
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            continue
+        last = time.monotonic()
+        if not _same_user(connection):
+            connection.close()
+            continue
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            _child(connection)  # never returns
+        children.add(pid)
+        connection.close()
+
+
+def _reap(children: set[int]) -> None:
+    for pid in list(children):
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            children.discard(pid)
+
+
+def _still_ours(path: str) -> bool:
+    try:
+        return os.stat(path).st_ino == _inode
+    except OSError:
+        return False
+
+
+def _same_user(connection: socket.socket) -> bool:
+    try:
+        credentials = connection.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize('3i')
+        )
+    except OSError:
+        return False
+    _, uid, _ = struct.unpack('3i', credentials)
+    return bool(uid == os.getuid())
+
+
+def _child(connection: socket.socket) -> None:
+    """Runs one command for the client on ``connection`` and exits with its status."""
+    status = 1
+    try:
+        request = _receive(connection)
+        if request is None:
+            os._exit(1)  # the client runs the command itself: it never saw ``pid``
+        _become_client(request)
+        connection.sendall(f'pid {os.getpid()}\n'.encode())
+        status = _run([os.fsdecode(argument) for argument in request.argv])
+    except BaseException:  # noqa: BLE001 - the child must always answer and exit
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            connection.sendall(f'exit {status}\n'.encode())
+        except OSError:
+            pass
+        os._exit(status)
+
+
+def _receive(connection: socket.socket) -> wire.Request | None:
+    connection.settimeout(REQUEST_TIMEOUT)
+    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
+    try:
+        data, ancillary, _, _ = connection.recvmsg(65536, space)
+    except OSError:
+        return None
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % struct.calcsize('i')
+            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
+    if len(fds) != STREAMS or len(data) < wire.LENGTH_DIGITS:
+        return None
+    try:
+        length = int(data[: wire.LENGTH_DIGITS])
+    except ValueError:
+        return None
+    if not 0 < length <= wire.MAX_REQUEST:
+        return None
+    body = data[wire.LENGTH_DIGITS :]
+    while len(body) < length:
+        try:
+            more = connection.recv(min(65536, length - len(body)))
+        except OSError:
+            return None
+        if not more:
+            return None
+        body += more
+    try:
+        request = wire.decode(body)
+    except ValueError:
+        return None
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    connection.settimeout(None)
+    return request
+
+
+def _become_client(request: wire.Request) -> None:
+    """Takes the client's folder, environment, umask and standard streams, and the signal
+    handling of a new Python process."""
+    os.chdir(request.folder)
+    os.environ.clear()
+    for name, value in request.environment.items():
+        os.environb[name] = value
+    os.umask(request.umask)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(number, signal.SIG_DFL)
+    sys.stdin = _stream(0, 'r', sys.stdin)
+    sys.stdout = _stream(1, 'w', sys.stdout)
+    sys.stderr = _stream(2, 'w', sys.stderr)
+
+
+def _stream(fd: int, mode: str, like: object) -> io.TextIOWrapper:
+    """A text stream on ``fd`` with the encoding of the stream it replaces; line-buffered on a
+    terminal (and always for stderr), as Python sets up its own."""
+    encoding = getattr(like, 'encoding', None) or 'utf-8'
+    errors = getattr(like, 'errors', None) or 'strict'
+    raw = io.FileIO(fd, mode, closefd=False)
+    buffered: io.BufferedIOBase
+    buffered = io.BufferedReader(raw) if mode == 'r' else io.BufferedWriter(raw)
+    return io.TextIOWrapper(
+        buffered,
+        encoding=encoding,
+        errors=errors,
+        line_buffering=mode == 'w' and (fd == 2 or os.isatty(fd)),
+    )
+
+
+def _run(args: list[str]) -> int:
+    from ..cli.app import cli
+    from ..cli.target import PROGRAM
+
+    sys.argv = [PROGRAM, *args]
+    try:
+        cli.main(args, prog_name=PROGRAM)
+    except SystemExit as done:
+        return _status(done.code)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+def _status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
