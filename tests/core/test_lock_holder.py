@@ -103,6 +103,63 @@ def test_a_waiter_describes_whatever_the_lock_file_holds(
     ), message
 
 
+@pytest.mark.parametrize(
+    ('written', 'described'),
+    [
+        (b'4242 h\xffst 1700000000\n', 'pid 4242 on h\ufffdst, holding it for {old} s'),
+        (b'4242 ' + b'h' * 100 + b' x\n', 'pid 4242 on ' + 'h' * 64),
+        (b'4242 a-host'.ljust(4096), 'pid 4242 on a-host'),
+        (b'4242 a-host'.ljust(4097), 'holder unknown'),  # more than the waiter reads
+    ],
+    ids=['not-utf8', 'long-host', '4096-bytes', '4097-bytes'],
+)
+def test_a_waiter_describes_any_bytes_in_the_lock_file(
+    tmp_path: Path, written: bytes, described: str
+) -> None:
+    lock_path = tmp_path / 'repo.git' / 'checkpoints' / 'lock'
+    with held(lock_path):
+        lock_path.write_bytes(written)
+        message = _refusal(lock_path)
+        old = int(time.time() - 1_700_000_000)
+    expected = [described.format(old=old + delta) for delta in (0, 1, 2)]
+    assert any(
+        message == f'another process ({text}) held the checkpoint lock {lock_path} '
+        f'for more than 0 s'
+        for text in expected
+    ), message
+
+
+@pytest.mark.parametrize(
+    ('verb', 'word'),
+    [
+        ('restore', 'restore'),
+        ('pre-snap_shot 2!', 'pre-snap_shot2'),
+        ('v' * 50, 'v' * 40),
+        ('', ''),
+        ('!?', ''),
+    ],
+    ids=['verb', 'odd-characters', 'long', 'none', 'nothing-left'],
+)
+def test_a_holder_writes_its_pid_host_time_and_verb(tmp_path: Path, verb: str, word: str) -> None:
+    lock_path = tmp_path / 'repo.git' / 'checkpoints' / 'lock'
+    before = time.time()
+    with exclusive(lock_path, timeout=5, verb=verb):
+        line = lock_path.read_text()
+    since = line.split(' ')[2].rstrip('\n')
+    assert before - 1 <= int(since) <= time.time() + 1
+    fields = [str(os.getpid()), socket.gethostname(), since, *([word] if word else [])]
+    assert line == ' '.join(fields) + '\n'
+
+
+def test_a_holder_without_a_host_name_writes_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(socket, 'gethostname', lambda: '')
+    lock_path = tmp_path / 'repo.git' / 'checkpoints' / 'lock'
+    with exclusive(lock_path, timeout=5, verb='snapshot'):
+        assert lock_path.read_text().split(' ')[:2] == [str(os.getpid()), '-']
+
+
 def test_a_holder_after_a_killed_one_knows_it_and_is_named(tmp_path: Path) -> None:
     lock_path = tmp_path / 'repo.git' / 'checkpoints' / 'lock'
 
