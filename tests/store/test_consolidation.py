@@ -8,14 +8,19 @@ and it runs in this process, where mutation testing sees the calls.
 
 from __future__ import annotations
 
+import errno
+import os
 from itertools import combinations
 from pathlib import Path
 
+import pytest
 from helpers import rawobjects
 from helpers.builders import session_turns, write
+from helpers.faults import armed
 from helpers.gitcli import fsck, git, needs_git
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.errors import FileAccessError
 from trading_checkpoints.ops import engine
 from trading_checkpoints.store import storage
 from trading_checkpoints.store.pack.packfile import PackView
@@ -113,3 +118,46 @@ def test_what_a_compaction_reports(cps: Checkpoints, desk: Path, repo_dir: Path)
     assert stats.loose_before == 3 and stats.packs_after == 1
     assert 0 < stats.deltas < stats.objects  # the notes rewritten every turn became deltas
     assert storage.loose_count(repo_dir) == 0
+
+
+def _ids(pack: Path) -> set:
+    with PackView(str(pack)[: -len('.pack')]) as view:
+        return {sha for _, sha in view.entries()}
+
+
+def test_a_kept_packs_objects_are_not_copied(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
+    session_turns(cps, desk, 3)
+    cps.prune()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    (kept,) = pack_dir.glob('pack-*.pack')
+    kept.with_suffix('.keep').write_text('kept by someone\n')
+    write(desk, 'notes/later.md', 'written after the pack was kept\n')
+    cps.snapshot('later')
+    cps.prune()
+    (rewritten,) = [pack for pack in pack_dir.glob('pack-*.pack') if pack != kept]
+    assert kept.is_file() and _ids(kept) and _ids(rewritten)
+    assert not _ids(kept) & _ids(rewritten), "the kept pack's objects were copied"
+    fsck(repo_dir)
+
+
+def test_a_compaction_whose_pack_write_is_refused_changes_nothing(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    session_turns(cps, desk, 3)
+    pack_dir = repo_dir / 'objects' / 'pack'
+    before = sorted(p.name for p in pack_dir.iterdir())
+    prefix = os.fspath(pack_dir) + os.sep
+
+    def refuse(event: str, args: tuple) -> None:
+        if event == 'open' and len(args) >= 3 and isinstance(args[0], (str, bytes)):
+            path, flags = os.fsdecode(args[0]), args[2]
+            if path.startswith(prefix) and isinstance(flags, int) and flags & os.O_CREAT:
+                raise OSError(errno.EIO, 'injected write error', path)
+
+    with armed(refuse), pytest.raises(FileAccessError) as caught:
+        cps.prune()
+    assert caught.value.action == 'write'
+    assert str(caught.value).startswith(f'cannot write a pack into {repo_dir / "objects"}: ')
+    assert sorted(p.name for p in pack_dir.iterdir()) == before
+    assert len(cps.list()) == 3
+    fsck(repo_dir)
