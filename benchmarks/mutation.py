@@ -71,6 +71,8 @@ FOUND_BY_MUTATION = [
     'tests/remote/test_clone_results.py',
     'tests/ops/test_attribution.py',
     'tests/desk/test_scan_edges.py',
+    'tests/ops/test_capture_announced.py',
+    'tests/ops/test_oversize_seal.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
