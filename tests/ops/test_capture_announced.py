@@ -85,3 +85,30 @@ def test_a_capture_with_no_write_in_flight_seals_what_it_recorded(
         assert repo.refs[b'refs/checkpoints/sealed'] == _head(repo_dir)
     write(desk, 'Memory.md', 'edited after the capture\n')
     assert cps.status().external == ('Memory.md',)
+
+
+@pytest.mark.parametrize('session', ['session-1', None], ids=['session', 'no-session'])
+def test_a_seal_over_an_announcement_keeps_its_turn_and_session(
+    cps: Checkpoints, desk: Path, repo_dir: Path, session: str | None
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    cps.snapshot(
+        'before Write', tool='Write', paths=['notes/plan.md'], turn='turn-1', session=session
+    )
+    head = _head(repo_dir)
+    # Nothing changed since: the next declaration is an announcement, not a checkpoint.
+    cps.snapshot(
+        'before Edit', tool='Edit', paths=['notes/other.md'], turn='turn-1', session=session
+    )
+    assert _head(repo_dir) == head
+    trailers, parent = _seal(repo_dir)
+    assert trailers[metadata.ACTION] == ['announce'] and parent == head
+    write(desk, 'notes/other.md', 'the tool wrote this\n')
+    cps.seal()
+    trailers, parent = _seal(repo_dir)
+    assert parent == head and metadata.ACTION not in trailers
+    assert trailers[metadata.TURN] == ['turn-1']
+    assert trailers.get(metadata.SESSION, ['']) == [session or '']  # an empty value is left out
+    assert cps.status().external == ()
