@@ -73,6 +73,7 @@ FOUND_BY_MUTATION = [
     'tests/desk/test_scan_edges.py',
     'tests/ops/test_capture_announced.py',
     'tests/ops/test_oversize_seal.py',
+    'tests/desk/test_read_entry.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
