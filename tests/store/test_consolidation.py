@@ -23,6 +23,7 @@ from trading_checkpoints import Checkpoints
 from trading_checkpoints.errors import FileAccessError
 from trading_checkpoints.ops import engine
 from trading_checkpoints.store import storage
+from trading_checkpoints.store.pack.folder import wait_for_removals
 from trading_checkpoints.store.pack.packfile import PackView
 
 
@@ -144,6 +145,7 @@ def test_a_compaction_whose_pack_write_is_refused_changes_nothing(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
     session_turns(cps, desk, 3)
+    wait_for_removals()  # the roll-ups' removals of replaced packs
     pack_dir = repo_dir / 'objects' / 'pack'
     before = sorted(p.name for p in pack_dir.iterdir())
     prefix = os.fspath(pack_dir) + os.sep
