@@ -112,3 +112,24 @@ def test_a_seal_over_an_announcement_keeps_its_turn_and_session(
     assert trailers[metadata.TURN] == ['turn-1']
     assert trailers.get(metadata.SESSION, ['']) == [session or '']  # an empty value is left out
     assert cps.status().external == ()
+
+
+def test_a_capture_over_an_announcement_announces_it_again(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    cps.snapshot('before Write', tool='Write', paths=['notes/plan.md'], turn='turn-1')
+    # Nothing changed since: this declaration is an announcement on the newest checkpoint.
+    cps.snapshot('before Edit', tool='Edit', paths=['notes/other.md'], turn='turn-1')
+    write(desk, 'notes/other.md', 'the tool wrote this\n')
+    assert capture(cps).paths == ('notes/other.md',)
+    with Repo(str(repo_dir)) as repo:
+        sealed = repo[repo.refs[b'refs/checkpoints/sealed']]
+        assert sealed.parents == [repo.refs[b'refs/heads/main']]
+        assert sealed.message.decode().split('\n', 1)[0] == 'before Edit'
+    trailers = metadata.trailer_values(sealed.message.decode())
+    assert trailers[metadata.ACTION] == ['announce']
+    assert (trailers[metadata.TOOL], trailers[metadata.PATH]) == (['Edit'], ['notes/other.md'])
+    assert cps.status().external == ()

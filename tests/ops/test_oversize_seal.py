@@ -119,6 +119,7 @@ def _rewrite_seal(repo_dir: Path, value: str) -> None:
         ('100644 {blob} - notes/other.md', False),
         ('100644 {blob} -', False),
         ('100644 {blob} - notes/log.md extra', False),
+        ('100644 {blob}  - notes/log.md', False),  # fields split by one space only
         ('100644 abc - notes/log.md', False),
         ('10x644 {blob} - notes/log.md', False),
         ('40000 {blob} - notes/log.md', False),  # a folder's mode
@@ -139,3 +140,17 @@ def test_a_keeping_restore_believes_only_a_value_naming_the_current_content(
     else:  # not what the seal names: someone else's, kept
         assert [kept for kept, _ in result.kept] == ['notes/log.md']
         assert path.read_bytes() == BLOATED
+
+
+def test_a_first_seal_names_an_oversize_file(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
+    write(desk, 'Memory.md', 'memory\n')
+    write(desk, 'notes/log.md', 'small log\n')
+    assert cps.snapshot('first') is not None
+    config = repo_dir / 'config'
+    config.write_text(config.read_text() + f'[checkpoints]\n\tmaxFileSize = {LIMIT}\n')
+    (desk / 'notes/log.md').write_bytes(BLOATED)
+    with Repo(str(repo_dir)) as repo:
+        assert SEAL not in repo.refs, 'no seal before the first'
+    cps.seal()
+    [value] = _values(repo_dir)
+    assert value.startswith(f'100644 {blob_id(BLOATED).decode()} ')
