@@ -129,6 +129,7 @@ def test_a_capture_over_an_announcement_announces_it_again(
         sealed = repo[repo.refs[b'refs/checkpoints/sealed']]
         assert sealed.parents == [repo.refs[b'refs/heads/main']]
         assert sealed.message.decode().split('\n', 1)[0] == 'before Edit'
+        assert sealed.message.decode().count(f'{metadata.TOOL}:') == 1  # the subject alone
     trailers = metadata.trailer_values(sealed.message.decode())
     assert trailers[metadata.ACTION] == ['announce']
     assert (trailers[metadata.TOOL], trailers[metadata.PATH]) == (['Edit'], ['notes/other.md'])
