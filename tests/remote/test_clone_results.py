@@ -109,9 +109,23 @@ def test_a_clone_into_other_tracked_paths_says_how_to_clone(tmp_path: Path) -> N
         '; if the desk was created with other tracked paths, clone with them '
         '(`clone --track PATH ...` or tracked_paths=...)'
     )
+    assert caught.value.path == str(repository)
     assert message.startswith(
         "the checkpoint holds 'docs', which is outside the tracked paths Memory.md, memory, "
         'notes, skills/agent; '
     )
     cps, _, written = Checkpoints.clone(str(source), repository, desk, tracked_paths=['docs'])
     assert files_of(desk) == files_of(source_desk) and written == ('docs/guide.md',)
+
+
+def test_a_failed_clone_into_a_repository_without_checkpoints_leaves_it_usable(
+    tmp_path: Path,
+) -> None:
+    empty = tmp_path / 'empty.git'
+    Checkpoints(empty, tmp_path / 'elsewhere').set_tracked_paths(['notes'])  # no checkpoint
+    repository, desk = _target(tmp_path)
+    Checkpoints(repository, desk).set_tracked_paths(['notes'])  # exists, holds none
+    with pytest.raises(EmptyRemoteError):
+        Checkpoints.clone(str(empty), repository, desk)
+    assert repository.is_dir()
+    assert Checkpoints(repository, desk).list() == [], 'left marked as an unfinished clone'
