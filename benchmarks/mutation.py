@@ -12,6 +12,7 @@ never touched: mutmut's ``mutants/`` folder lives in the scratch copy
     python benchmarks/mutation.py paths --show        # also print each survivor's diff
     python benchmarks/mutation.py paths --baseline    # without the FOUND_BY_MUTATION tests
     python benchmarks/mutation.py paths --recheck     # only what a --baseline run left alive
+    python benchmarks/mutation.py paths --again       # only what the last run left alive
 
 A run takes minutes (paths, safety, journal, credentials) to most of an hour (deskio,
 checkout: the symlink races run for every mutant they cover); ``--max-children 2`` halves that
@@ -54,6 +55,25 @@ FOUND_BY_MUTATION = [
     'tests/remote/test_credential_urls.py',
     'tests/remote/test_credential_file.py',
     'tests/store/test_tree_flattening.py',
+    'tests/ops/test_retention_budget.py',
+    'tests/desk/test_racy_entries.py',
+    'tests/remote/test_clone_checkout.py',
+    'tests/store/test_consolidation.py',
+    'tests/ops/test_oversize_carry.py',
+    'tests/ops/test_flush_order.py',
+    'tests/store/test_rollup_vetting.py',
+    'tests/ops/test_declared_paths.py',
+    'tests/desk/test_emptied_folders.py',
+    'tests/store/test_pruned_log.py',
+    'tests/core/test_lock_holder.py',
+    'tests/store/test_append_targets.py',
+    'tests/store/test_rollup_choices.py',
+    'tests/remote/test_clone_results.py',
+    'tests/ops/test_attribution.py',
+    'tests/desk/test_scan_edges.py',
+    'tests/ops/test_capture_announced.py',
+    'tests/ops/test_oversize_seal.py',
+    'tests/desk/test_read_entry.py',
 ]
 
 # module -> (mutant name pattern, focused test files)
@@ -163,6 +183,91 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    'lock': (
+        'trading_checkpoints.core.lock.*',
+        [
+            'tests/core/test_locking.py',
+            'tests/product/test_clear_errors.py',  # the held lock; a holder killed holding it
+            'tests/ops/test_snapshot_without_lock.py',
+            'tests/test_error_kinds.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'consolidation': (
+        'trading_checkpoints.store.pack.consolidation.*',
+        [
+            'tests/ops/test_retention.py',
+            'tests/store/test_storage.py',
+            'tests/remote/test_backup_after_prune.py',
+            'tests/store/test_kept_packs.py',
+            'tests/ops/test_prune_crashes.py',
+            'tests/store/test_damaged_packs.py',
+            'tests/ops/test_retention_chains.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'packappend': (
+        'trading_checkpoints.store.pack.append.*',
+        [
+            'tests/store/test_pack_append.py',
+            'tests/store/test_snapshots_go_into_packs.py',
+            'tests/store/test_storage.py',
+            'tests/store/test_damaged_packs.py',
+            'tests/store/test_replaced_packs.py',
+            'tests/store/test_kept_packs.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'packrollup': (
+        'trading_checkpoints.store.pack.rollup.*',
+        [
+            'tests/store/test_pack_append.py',
+            'tests/store/test_snapshots_go_into_packs.py',
+            'tests/store/test_storage.py',
+            'tests/store/test_damaged_packs.py',
+            'tests/store/test_replaced_packs.py',
+            'tests/store/test_kept_packs.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'remoteclone': (
+        'trading_checkpoints.remote.clone.*',
+        [
+            'tests/remote/test_push_pull_clone.py',
+            'tests/ops/test_engine.py',
+            'tests/test_error_kinds.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'external': (
+        'trading_checkpoints.ops.external.*',
+        [
+            'tests/ops/test_external_edits.py',
+            'tests/ops/test_undo.py',
+            'tests/ops/test_restore_options.py',
+            'tests/ops/test_snapshot_without_lock.py',
+            'tests/store/test_noop_snapshot_memos.py',
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_turns.py',
+            'tests/ops/test_removed_tracked_paths.py',
+            'tests/ops/test_oversize_agent_writes.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'scan': (
+        'trading_checkpoints.desk.scan.*',
+        [
+            'tests/desk/test_statcache.py',
+            'tests/ops/test_engine.py',
+            'tests/product/test_clear_errors.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/ops/test_snapshot_list_restore.py',
+            'tests/desk/test_mount_points.py',
+            'tests/ops/test_oversize_agent_writes.py',
+            'tests/ops/test_removed_tracked_paths.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
 }
 
 
@@ -228,7 +333,11 @@ def _not_killed(place: Path, prefix: str) -> list[str]:
     names = []
     for line in listing.splitlines():
         name, _, status = line.strip().rpartition(': ')
-        if name.startswith(prefix) and status not in ('killed', 'caught by type check'):
+        if name.startswith(prefix) and status not in (
+            'killed',
+            'caught by type check',
+            'not checked',
+        ):
             names.append(name)
     return names
 
@@ -240,13 +349,15 @@ def run(
     show: bool,
     baseline: bool = False,
     recheck: bool = False,
+    again: bool = False,
 ) -> dict[str, int]:
     pattern, _ = MODULES[module]
     wanted = [pattern]
-    if recheck:  # only the mutants that the baseline run left alive
-        wanted = _not_killed(SCRATCH / f'{module}-baseline', pattern.rstrip('*'))
+    if recheck or again:  # only the mutants the baseline run (or the last run) left alive
+        earlier = SCRATCH / (f'{module}-baseline' if recheck else module)
+        wanted = _not_killed(earlier, pattern.rstrip('*'))
         if not wanted:
-            print(f'== {module}: the baseline run left no mutant alive')
+            print(f'== {module}: the {"baseline" if recheck else "last"} run left no mutant alive')
             return {}
     place = _prepare(module, fresh, baseline)
     print(f'== {module}: mutmut run {pattern!r} ({len(wanted)} names) in {place}', flush=True)
@@ -261,7 +372,7 @@ def run(
     survivors = []
     for line in listing.splitlines():
         name, _, status = line.strip().rpartition(': ')
-        if not name.startswith(prefix) or (recheck and name not in wanted):
+        if not name.startswith(prefix) or ((recheck or again) and name not in wanted):
             continue
         counts[status] = counts.get(status, 0) + 1
         if status not in ('killed', 'caught by type check'):
@@ -292,9 +403,23 @@ def main() -> None:
         action='store_true',
         help='run only the mutants a --baseline run of the module left alive',
     )
+    parser.add_argument(
+        '--again',
+        action='store_true',
+        help='run only the mutants the last run of the module left alive (after new tests; '
+        'the module itself must be unchanged, or its mutants are numbered anew)',
+    )
     args = parser.parse_args()
     for module in MODULES if args.module == 'all' else [args.module]:
-        run(module, args.max_children, args.fresh, args.show, args.baseline, args.recheck)
+        run(
+            module,
+            args.max_children,
+            args.fresh,
+            args.show,
+            args.baseline,
+            args.recheck,
+            args.again,
+        )
 
 
 if __name__ == '__main__':

@@ -8,6 +8,8 @@
 - ``faults``: forked children killed with SIGKILL at a chosen moment; audit-hook actions armed
   for the duration of one test.
 - ``gitcli``: the real git binary, isolated from the user's configuration, and ``git fsck``.
+- ``flushes``: the flushes, renames, removals and writes a process makes, by path, in order
+  (recorded in this process, or under ``strace``).
 - ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.

@@ -1,12 +1,15 @@
 """Git objects written byte by byte, bypassing every check a writer would make.
 
 A hostile repository is built from these: loose objects stored exactly as given (names with
-slashes or ``..``, bad modes, missing objects, truncated trees), for the readers to refuse.
+slashes or ``..``, bad modes, missing objects, truncated trees), and packs of raw records under
+any names (a record whose content is not what its name says, a record claiming any size), for
+the readers to refuse.
 """
 
 from __future__ import annotations
 
 import hashlib
+import struct
 import zlib
 from pathlib import Path
 
@@ -47,3 +50,51 @@ def commit(repo: Path, tree_sha: str, message: bytes = b'hostile\n') -> str:
 def in_notes(repo: Path, *entries: tuple[bytes, bytes, str]) -> str:
     """A root tree whose notes/ folder holds the given entries."""
     return tree(repo, (TREE, b'notes', tree(repo, *entries)))
+
+
+def object_id(kind: bytes, body: bytes) -> bytes:
+    """The binary id git gives an object of this kind and content."""
+    return hashlib.sha1(kind + b' ' + str(len(body)).encode() + b'\0' + body).digest()
+
+
+def whole_record(type_num: int, body: bytes) -> bytes:
+    """A pack record holding an object whole: its type and size header, then its zlib data."""
+    size = len(body)
+    byte = (type_num << 4) | (size & 15)
+    size >>= 4
+    header = bytearray()
+    while size:
+        header.append(byte | 0x80)
+        byte = size & 0x7F
+        size >>= 7
+    header.append(byte)
+    return bytes(header) + zlib.compress(body)
+
+
+def pack(folder: Path, records: list[bytes], names: list[bytes]) -> str:
+    """A version 2 pack of raw records under the given binary names, with its index; returns
+    its basename (``<folder>/pack-<name>``). Nothing checks that a record is what its name says."""
+    body = b'PACK' + struct.pack('>II', 2, len(records))
+    entries = []
+    for record, name in zip(records, names, strict=True):
+        entries.append((name, zlib.crc32(record), len(body)))
+        body += record
+    checksum = hashlib.sha1(body).digest()
+    entries.sort()
+    fanout = [sum(1 for name, _, _ in entries if name[0] <= first) for first in range(256)]
+    index = b''.join(
+        (
+            b'\xfftOc\0\0\0\2',
+            struct.pack('>256I', *fanout),
+            b''.join(name for name, _, _ in entries),
+            b''.join(struct.pack('>I', crc) for _, crc, _ in entries),
+            b''.join(struct.pack('>I', offset) for _, _, offset in entries),
+            checksum,
+        )
+    )
+    index += hashlib.sha1(index).digest()
+    name = hashlib.sha1(b''.join(name for name, _, _ in entries)).hexdigest()
+    basename = str(folder / f'pack-{name}')
+    Path(basename + '.pack').write_bytes(body + checksum)
+    Path(basename + '.idx').write_bytes(index)
+    return basename

@@ -10,15 +10,14 @@ the snapshots leave it stays close to what ``git gc --aggressive`` makes of the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import random
 import shutil
-import struct
 import zlib
 from pathlib import Path
 
 import pytest
+from helpers import rawobjects
 from helpers.builders import put, write
 from helpers.faults import run_child
 from helpers.gitcli import GIT, fsck, git, needs_git
@@ -167,21 +166,6 @@ def test_a_kept_pack_is_never_rewritten(cps: Checkpoints, desk: Path, repo_dir: 
     assert pack.read_bytes() == before
 
 
-def _handmade_pack(folder: Path, records: list[bytes], names: list[bytes]) -> str:
-    """A pack of raw records (header and zlib data each), with a matching index."""
-    body = b'PACK' + struct.pack('>II', 2, len(records))
-    entries = []
-    for record, name in zip(records, names, strict=True):
-        entries.append((name, zlib.crc32(record), len(body)))
-        body += record
-    checksum = hashlib.sha1(body).digest()
-    index, pack_name = packwrite._index(None, entries, checksum)
-    basename = str(folder / f'pack-{pack_name}')
-    Path(basename + '.pack').write_bytes(body + checksum)
-    Path(basename + '.idx').write_bytes(index)
-    return basename
-
-
 def test_hostile_record_sizes_are_refused(tmp_path: Path) -> None:
     whole = packwrite._object_header(3, 5) + zlib.compress(b'hello')
     huge = packwrite._object_header(3, 1 << 40) + zlib.compress(b'x' * 1000)
@@ -195,7 +179,7 @@ def test_hostile_record_sizes_are_refused(tmp_path: Path) -> None:
     )
     assert distance > 0
     names = [bytes([i]) * 20 for i in (1, 2, 3)]
-    basename = _handmade_pack(tmp_path, [bytes(whole), bytes(huge), bomb], names)
+    basename = rawobjects.pack(tmp_path, [bytes(whole), bytes(huge), bomb], names)
     with packfile.PackView(basename) as view:
         assert view.read(12, packfile.Cache())[1] == b'hello'
         for name in names[1:]:
@@ -204,7 +188,7 @@ def test_hostile_record_sizes_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_garbage_index_is_refused(tmp_path: Path) -> None:
-    basename = _handmade_pack(
+    basename = rawobjects.pack(
         tmp_path, [bytes(packwrite._object_header(3, 2) + zlib.compress(b'hi'))], [b'\1' * 20]
     )
     Path(basename + '.idx').write_bytes(b'\xfftOc\0\0\0\2' + os.urandom(2000))

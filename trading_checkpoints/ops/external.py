@@ -37,6 +37,7 @@ time, no reflog); superseded ones become unreachable objects that ``git gc``/pru
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import time
 from collections.abc import Mapping
@@ -146,10 +147,8 @@ def _relative(declared: str, desk_directory: Path | None) -> str | None:
         if full != root and not full.startswith(root.rstrip(os.sep) + os.sep):
             return None
         path = os.path.relpath(full, root).replace(os.sep, '/')
-    while path.startswith('./'):
-        path = path[2:]
-    path = path.strip('/')
-    return None if path in ('', '.') or path.startswith('../') else path
+    path = posixpath.normpath(path.strip('/') or '.')  # './a/', 'a/./b', 'a/../..'
+    return None if path in ('.', '..') or path.startswith('../') else path
 
 
 def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> tuple[str, ...]:

@@ -1,0 +1,175 @@
+"""The scan at its edges: a file vanishing between the walk and its reading, files above the
+streaming threshold hashed without a store, names it must leave out or take, and a file over
+the size limit carried over while the stat cache is there.
+
+Files vanish at an exact moment through an audit hook in this process (``helpers.faults``),
+where mutation testing sees the calls; each test pins a check found by
+``benchmarks/mutation.py`` (scan).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.faults import armed
+from helpers.reading import files_of, tracked, version_of
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.desk.folders import DeskFolders
+from trading_checkpoints.desk.scan import REPLACED, STREAM_THRESHOLD
+from trading_checkpoints.desk.scan import scan as scan_desk
+from trading_checkpoints.desk.statcache import StatCache
+
+
+def _reads_a_desk_file(event: str, args: tuple) -> bool:
+    """An open for reading of a desk file by its bare name (through its folder's descriptor)."""
+    if event != 'open' or len(args) < 3 or not isinstance(args[0], str):
+        return False
+    flags = args[2]
+    return (
+        '/' not in args[0]
+        and args[0].endswith('.md')
+        and isinstance(flags, int)
+        and not flags & (os.O_WRONLY | os.O_RDWR)
+    )
+
+
+@pytest.mark.parametrize('listing', ['same files', 'a file added'])
+def test_a_file_vanishing_mid_scan_is_left_out_and_the_rest_kept_in_order(
+    cps: Checkpoints, desk: Path, repo_dir: Path, listing: str
+) -> None:
+    """Every file changed, in two folders: the first one the scan opens to read vanishes just
+    then; all the others are read, and each keeps its own row."""
+    paths = [f'{folder}/{name}.md' for folder in ('notes', 'memory') for name in 'abcd']
+    for path in paths:
+        write(desk, path, f'{path}, first\n')
+    assert cps.snapshot('first') is not None
+    for path in paths:
+        write(desk, path, f'{path}, second version\n')
+    if listing == 'a file added':
+        write(desk, 'notes/g.md', 'added\n')
+    vanished: list[str] = []
+
+    def remove_the_first_read(event: str, args: tuple) -> None:
+        if not vanished and _reads_a_desk_file(event, args):
+            found = [p for p in paths if p.endswith('/' + args[0])]
+            vanished.extend(found[:1])
+            os.unlink(desk / found[0])
+
+    with armed(remove_the_first_read):
+        result = cps.snapshot_with_result('a file vanishes while the desk is read')
+    assert vanished and result.checkpoint_id is not None
+    recorded = version_of(repo_dir, result.checkpoint_id)
+    assert recorded == tracked(files_of(desk))
+    assert vanished[0] not in recorded
+    for path in paths:
+        if path != vanished[0]:
+            assert recorded[path] == ('-', f'{path}, second version\n'.encode())
+    assert cps.snapshot('nothing more') is None
+    assert cps.status().changes == ()
+
+
+def test_large_files_are_hashed_in_chunks_alike_with_and_without_a_store(
+    repo_dir: Path, desk: Path
+) -> None:
+    size = STREAM_THRESHOLD + 3 * (1 << 20) + 1  # whole chunks, and one byte
+    large = os.urandom(size)
+    write(desk, 'notes/large.bin', large)
+    write(desk, 'Memory.md', 'a')
+    cps = Checkpoints(repo_dir, desk, max_file_size=size)  # exactly at the limit: kept
+    first = cps.snapshot('large')  # hashed while written to the store
+    assert first is not None
+    assert version_of(repo_dir, first)['notes/large.bin'] == ('-', large)
+    (repo_dir / 'checkpoints' / 'statcache').unlink()
+    status = cps.status()  # hashed again, without a store
+    assert status.changes == () and status.skipped == ()
+    with open(desk / 'notes' / 'large.bin', 'r+b') as handle:
+        handle.seek(size - 1)
+        handle.write(bytes([large[-1] ^ 1]))  # the last byte of the last chunk
+    assert [c.path for c in cps.status().changes] == ['notes/large.bin']
+    restored = cps.restore_with_result(first)  # re-reads the large file it overwrites
+    assert restored.written == ('notes/large.bin',)
+    assert (desk / 'notes' / 'large.bin').read_bytes() == large
+    smaller = Checkpoints(repo_dir, desk, max_file_size=size - 1)
+    assert [path for path, _ in smaller.status().skipped] == ['notes/large.bin']
+
+
+def test_names_the_scan_takes_and_leaves(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
+    taken = ['notes/.hidden.md', 'notes/café.md', 'notes/.gitX', 'notes/.gitignore']
+    for path in taken:
+        write(desk, path, path)
+    unstorable = ['notes/back\\slash.md', 'notes/new\nline.md', 'notes/carriage\rreturn.md']
+    for path in unstorable:
+        write(desk, path, 'a name git cannot store')
+    for nested in ('.git', '.GIT', '.git.', '.git '):
+        write(desk, f'notes/sub/{nested}/config', 'a nested repository')
+    result = cps.snapshot_with_result('names')
+    assert result.checkpoint_id is not None
+    assert sorted(version_of(repo_dir, result.checkpoint_id)) == sorted(taken)
+    # The nested repositories are left out silently; the unstorable names are reported.
+    assert sorted(path for path, _ in result.skipped) == sorted(unstorable)
+    assert all(why.startswith('its name has ') for _, why in result.skipped)
+
+
+@pytest.mark.parametrize('kind', ['-', 'x'])
+def test_a_file_growing_past_the_limit_keeps_its_version_with_the_cache(
+    repo_dir: Path, desk: Path, kind: str
+) -> None:
+    cps = Checkpoints(repo_dir, desk, max_file_size=1000)
+    write(desk, 'notes/grows.md', 'small enough\n')
+    if kind == 'x':
+        (desk / 'notes' / 'grows.md').chmod(0o755)
+    write(desk, 'notes/other.md', 'first\n')
+    first = cps.snapshot('first')
+    assert first is not None
+    write(desk, 'notes/grows.md', 'y' * 5000)  # past the limit, the stat cache still there
+    write(desk, 'notes/other.md', 'second\n')
+    write(desk, 'notes/added.md', 'added\n')
+    result = cps.snapshot_with_result('after the growth')
+    assert result.checkpoint_id is not None, 'the other changes were not recorded'
+    assert result.skipped == (
+        ('notes/grows.md', 'it is larger than the maximum file size (1000 bytes)'),
+    )
+    held = version_of(repo_dir, result.checkpoint_id)
+    assert held['notes/grows.md'] == (kind, b'small enough\n')
+    assert held['notes/other.md'] == ('-', b'second\n') and 'notes/added.md' in held
+    newest = cps.list()[0]  # other.md changed, added.md added: grows.md is not counted
+    assert (newest.files_changed, newest.lines_added, newest.lines_removed) == (2, 2, 1)
+    assert cps.snapshot('again') is None
+
+
+@pytest.mark.parametrize('change', ['swapped', 'gone'])
+def test_a_folder_swapped_or_gone_mid_walk_leaves_the_rest_walked(
+    desk: Path, tmp_path: Path, change: str
+) -> None:
+    """The first of three sibling folders the walk opens is swapped for a new folder (reported
+    as replaced) or moved out of the desk just then; its siblings are walked all the same."""
+    for name in 'abc':
+        write(desk, f'notes/{name}/inside.md', name)
+    write(desk, 'notes/top.md', 'top')
+    write(desk, 'Memory.md', 'memory')
+    acted: list[str] = []
+
+    def swap_the_first_subfolder(event: str, args: tuple) -> None:
+        if acted or event != 'open' or args[0] not in ('a', 'b', 'c'):
+            return
+        if not isinstance(args[2], int) or not args[2] & os.O_DIRECTORY:
+            return
+        acted.append(args[0])
+        os.rename(desk / 'notes' / args[0], tmp_path / f'moved-{args[0]}')
+        if change == 'swapped':
+            write(desk, f'notes/{args[0]}/new.md', 'a new folder in its place')
+
+    with DeskFolders(desk) as folders, armed(swap_the_first_subfolder):
+        result = scan_desk(folders, Allowlist(TRACKED_PATHS), StatCache())
+    assert acted
+    others = {f'notes/{name}/inside.md' for name in 'abc' if name != acted[0]}
+    assert set(result.names) == {'Memory.md', 'notes/top.md', *others}
+    if change == 'swapped':
+        assert result.skipped == [(f'notes/{acted[0]}', REPLACED)]
+    else:
+        assert result.skipped == []

@@ -1,0 +1,136 @@
+"""A capture (what ``checkpoints watch`` records) taken while an agent's announced write is
+under way keeps that write announced on the new checkpoint (its tool, paths, turn and
+session), so the agent's seal afterwards still credits it to the agent; a capture with no write
+in flight seals the state it recorded.
+
+Every step runs in this process (where mutation testing sees the calls): the library's
+snapshot with the tool's declaration as the hooks make it, and the watch's capture.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dulwich.repo import Repo
+from helpers.builders import write
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.store import metadata
+
+pytest.importorskip('watchfiles')
+from trading_checkpoints.agent.watch import capture  # noqa: E402
+
+DECLARATION = {
+    metadata.TOOL: ['Write'],
+    metadata.PATH: ['notes/plan.md'],
+    metadata.TURN: ['turn-1'],
+    metadata.SESSION: ['session-1'],
+}
+
+
+def _seal(repo_dir: Path) -> tuple[dict[str, list[str]], bytes]:
+    """The seal's trailers and its parent."""
+    with Repo(str(repo_dir)) as repo:
+        commit = repo[repo.refs[b'refs/checkpoints/sealed']]
+        return metadata.trailer_values(commit.message.decode()), commit.parents[0]
+
+
+def _head(repo_dir: Path) -> bytes:
+    with Repo(str(repo_dir)) as repo:
+        return repo.refs[b'refs/heads/main']
+
+
+def _declared(cps: Checkpoints) -> str | None:
+    return cps.snapshot(
+        'before Write', tool='Write', paths=['notes/plan.md'], turn='turn-1', session='session-1'
+    )
+
+
+def test_a_capture_during_an_announced_write_keeps_it_announced(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    assert _declared(cps) is not None  # the checkpoint before the tool's write
+    write(desk, 'notes/plan.md', '# Plan\n')  # the tool runs; the watch sees it first
+    done = capture(cps)
+    assert done.checkpoint_id is not None and done.paths == ('notes/plan.md',)
+    trailers, parent = _seal(repo_dir)
+    assert parent == _head(repo_dir), 'the announcement is not on the captured checkpoint'
+    assert trailers[metadata.ACTION] == ['announce']
+    assert {key: trailers.get(key) for key in DECLARATION} == DECLARATION
+    assert cps.status().external == ()
+
+    cps.seal()  # the tool's write done
+    write(desk, 'notes/mine.md', 'a person\n')
+    assert capture(cps).paths == ('notes/mine.md',)
+    with Repo(str(repo_dir)) as repo:
+        assert repo.refs[b'refs/checkpoints/sealed'] == _head(repo_dir), 'not sealed'
+    [turn] = cps.turns()
+    result = cps.restore_turn(turn.turn_id)
+    assert result.deleted == ('notes/plan.md',) and result.written == ()
+    assert (desk / 'notes/mine.md').read_text() == 'a person\n'
+
+
+def test_a_capture_with_no_write_in_flight_seals_what_it_recorded(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'notes/mine.md', 'a person\n')
+    assert capture(cps).paths == ('notes/mine.md',)
+    with Repo(str(repo_dir)) as repo:
+        assert repo.refs[b'refs/checkpoints/sealed'] == _head(repo_dir)
+    write(desk, 'Memory.md', 'edited after the capture\n')
+    assert cps.status().external == ('Memory.md',)
+
+
+@pytest.mark.parametrize('session', ['session-1', None], ids=['session', 'no-session'])
+def test_a_seal_over_an_announcement_keeps_its_turn_and_session(
+    cps: Checkpoints, desk: Path, repo_dir: Path, session: str | None
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    cps.snapshot(
+        'before Write', tool='Write', paths=['notes/plan.md'], turn='turn-1', session=session
+    )
+    head = _head(repo_dir)
+    # Nothing changed since: the next declaration is an announcement, not a checkpoint.
+    cps.snapshot(
+        'before Edit', tool='Edit', paths=['notes/other.md'], turn='turn-1', session=session
+    )
+    assert _head(repo_dir) == head
+    trailers, parent = _seal(repo_dir)
+    assert trailers[metadata.ACTION] == ['announce'] and parent == head
+    write(desk, 'notes/other.md', 'the tool wrote this\n')
+    cps.seal()
+    trailers, parent = _seal(repo_dir)
+    assert parent == head and metadata.ACTION not in trailers
+    assert trailers[metadata.TURN] == ['turn-1']
+    assert trailers.get(metadata.SESSION, ['']) == [session or '']  # an empty value is left out
+    assert cps.status().external == ()
+
+
+def test_a_capture_over_an_announcement_announces_it_again(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    cps.snapshot('before Write', tool='Write', paths=['notes/plan.md'], turn='turn-1')
+    # Nothing changed since: this declaration is an announcement on the newest checkpoint.
+    cps.snapshot('before Edit', tool='Edit', paths=['notes/other.md'], turn='turn-1')
+    write(desk, 'notes/other.md', 'the tool wrote this\n')
+    assert capture(cps).paths == ('notes/other.md',)
+    with Repo(str(repo_dir)) as repo:
+        sealed = repo[repo.refs[b'refs/checkpoints/sealed']]
+        assert sealed.parents == [repo.refs[b'refs/heads/main']]
+        assert sealed.message.decode().split('\n', 1)[0] == 'before Edit'
+        assert sealed.message.decode().count(f'{metadata.TOOL}:') == 1  # the subject alone
+    trailers = metadata.trailer_values(sealed.message.decode())
+    assert trailers[metadata.ACTION] == ['announce']
+    assert (trailers[metadata.TOOL], trailers[metadata.PATH]) == (['Edit'], ['notes/other.md'])
+    assert cps.status().external == ()
