@@ -15,7 +15,6 @@ and ``exclusive`` says so, so the caller can clear what a killed writer may have
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import socket
@@ -26,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import CheckpointError, InvalidArgumentError, LockTimeoutError
+from ..errors import CheckpointError, LockTimeoutError
 from .repofiles import RepoFile, open_in_place, read
 
 if sys.platform == 'win32':  # pragma: no cover - Windows
@@ -58,24 +57,6 @@ else:  # POSIX
 
 DEFAULT_TIMEOUT = 60.0
 WAIT_NOTICE = 1.0  # seconds of waiting before ``on_wait`` is called
-
-
-def check_timeout(value: object) -> float:
-    """``value`` as a lock timeout in seconds: a finite number of at least 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgumentError(
-            f'lock_timeout must be a number of seconds, not {type(value).__name__}',
-            name='lock_timeout',
-            value=value,
-        )
-    seconds = float(value)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise InvalidArgumentError(
-            f'lock_timeout must be a finite number of seconds >= 0, not {value!r}',
-            name='lock_timeout',
-            value=value,
-        )
-    return seconds
 
 
 _WORD = re.compile(r'[A-Za-z0-9_-]{1,40}')
