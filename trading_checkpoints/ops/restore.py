@@ -7,7 +7,8 @@ and clone's first checkout are all this pipeline with different requests:
    left out and reported), scan the desk, compose the desired state (the whole target, the
    target under some paths, or the desk with a journal's entries put back) and diff it.
 2. **vet**: everything the plan writes is read first: each blob must exist and be writable as
-   its mode says, every name must fit the file system, and nothing untracked may be in the way.
+   its mode says, every name must fit the file system, and nothing untracked may be in the way;
+   the seal's ref must be writable (stage 6 writes it once the desk is changed).
 3. **pre-snapshot**: the desk as found is committed, so everything the restore overwrites or
    deletes stays in a checkpoint (files over the size limit that it reverts included); each
    of those files is read once more to make sure (the stat cache lives in the repository).
@@ -204,6 +205,7 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     if request.dry_run:
         return Outcome(result.make(head, None, True))
     decision.raise_if_refused(request)
+    repo.check_ref_settable(external.SEAL_REF)  # the last stage writes it: refused now if not
     saved = None
     if _worth_saving(session, request, scan):
         credit = snapshot.writes(session, attribution, '')  # who wrote what it saves

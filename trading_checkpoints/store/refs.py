@@ -213,6 +213,30 @@ class RefStore:
             return None
         return sha
 
+    def check_settable(self, name: bytes) -> None:
+        """Refuses, before anything is changed, a ref other than ``main`` that :meth:`set`
+        could not write: one whose folder (``refs/checkpoints`` for the seal) is itself a ref,
+        packed or loose, which is what a torn ``packed-refs`` leaves behind."""
+        try:
+            packed = self._refs().get_packed_refs()
+        except ref_damage() as error:
+            raise FileAccessError(
+                f'cannot read packed-refs in {self.path}: {_damage(error)}',
+                path=self.path,
+                action='read',
+            ) from error
+        folder = os.path.dirname(name)
+        while folder:
+            loose = os.path.join(self.path, os.fsdecode(folder))
+            if folder in packed or (os.path.lexists(loose) and not os.path.isdir(loose)):
+                raise CorruptRepositoryError(
+                    f'cannot update {name.decode()} in {self.path}: {folder.decode()} is a '
+                    'ref, where a folder of that name is needed (a damaged packed-refs leaves '
+                    'one); nothing was changed',
+                    path=self.path,
+                )
+            folder = os.path.dirname(folder)
+
     def set(self, name: bytes, sha: bytes) -> None:
         """Points a ref other than ``main`` (such as the seal) at ``sha``.
 

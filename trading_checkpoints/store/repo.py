@@ -268,6 +268,10 @@ class ShadowRepo:
         }
         self._refs.move_branch(old, new, reflog, durable=self.durable)
 
+    def check_ref_settable(self, name: bytes) -> None:
+        """Refuses a ref :meth:`set_ref` could not write (see ``RefStore.check_settable``)."""
+        self._refs.check_settable(name)
+
     def set_ref(self, name: bytes, sha: bytes) -> None:
         """Points a ref other than ``main`` (such as the seal) at ``sha`` (see ``RefStore.set``)."""
         self._before_writing()
