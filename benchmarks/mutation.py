@@ -77,6 +77,17 @@ FOUND_BY_MUTATION = [
 ]
 
 # module -> (mutant name pattern, focused test files)
+# What catches the pack append's and the roll-up's mutants (they write the same packs).
+PACK_TESTS = [
+    'tests/store/test_pack_append.py',
+    'tests/store/test_snapshots_go_into_packs.py',
+    'tests/store/test_storage.py',
+    'tests/store/test_damaged_packs.py',
+    'tests/store/test_replaced_packs.py',
+    'tests/store/test_kept_packs.py',
+    *FOUND_BY_MUTATION,
+]
+
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
         'trading_checkpoints.core.paths.*',
@@ -208,27 +219,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'packappend': (
         'trading_checkpoints.store.pack.append.*',
-        [
-            'tests/store/test_pack_append.py',
-            'tests/store/test_snapshots_go_into_packs.py',
-            'tests/store/test_storage.py',
-            'tests/store/test_damaged_packs.py',
-            'tests/store/test_replaced_packs.py',
-            'tests/store/test_kept_packs.py',
-            *FOUND_BY_MUTATION,
-        ],
+        PACK_TESTS,
     ),
     'packrollup': (
         'trading_checkpoints.store.pack.rollup.*',
-        [
-            'tests/store/test_pack_append.py',
-            'tests/store/test_snapshots_go_into_packs.py',
-            'tests/store/test_storage.py',
-            'tests/store/test_damaged_packs.py',
-            'tests/store/test_replaced_packs.py',
-            'tests/store/test_kept_packs.py',
-            *FOUND_BY_MUTATION,
-        ],
+        PACK_TESTS,
     ),
     'remoteclone': (
         'trading_checkpoints.remote.clone.*',

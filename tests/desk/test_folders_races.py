@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from helpers.builders import mkdirs
 from helpers.faults import armed
+from helpers.processes import start_deleting
 
 from trading_checkpoints import CheckpointError
 from trading_checkpoints.desk.folders import DeskFolders, NotAFolderError, same_file
@@ -107,18 +106,13 @@ def test_entries_vanishing_mid_listing_do_not_hide_the_others(tmp_path: Path) ->
     it never touches is always listed (a vanished entry is skipped, the listing goes on)."""
     folder = tmp_path / 'desk' / 'notes'
     folder.mkdir(parents=True)
-    deleter = (
-        'import os, sys\n'
-        'for name in sys.argv[2:]:\n'
-        '    os.unlink(os.path.join(sys.argv[1], name))\n'
-    )
     for _ in range(3):
         victims = [f'v{i:04}' for i in range(1500)]
         for i in range(1500):
             (folder / victims[i]).write_bytes(b'')
             (folder / f'k{i:04}').write_bytes(b'')
         keepers = {f'k{i:04}' for i in range(1500)}
-        process = subprocess.Popen([sys.executable, '-c', deleter, str(folder), *victims])
+        process = start_deleting(folder, victims)
         with DeskFolders(folder.parent) as folders:
             while process.poll() is None:
                 listed = {name for name, _ in folders.listing('notes') or []}

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import SCRIPTS
 from helpers.builders import write
+from helpers.processes import start_deleting
 
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
 from trading_checkpoints.desk import statcache, walk
@@ -92,18 +93,13 @@ def test_files_vanishing_during_a_listing_are_left_out_the_rest_kept(desk: Path)
     """A real second process deletes half of a folder's files while it is listed: every file
     it never touches is always listed, with its own stat."""
     folder = desk / 'memory' / 'a'
-    deleter = (
-        'import os, sys\n'
-        'for name in sys.argv[2:]:\n'
-        '    os.unlink(os.path.join(sys.argv[1], name))\n'
-    )
     for _ in range(3):
         victims = [f'v{i:04}' for i in range(1500)]
         for i in range(1500):
             write(folder, victims[i], '')
             write(folder, f'k{i:04}', 'kept')
         keepers = {f'memory/a/k{i:04}' for i in range(1500)}
-        process = subprocess.Popen([sys.executable, '-c', deleter, str(folder), *victims])
+        process = start_deleting(folder, victims)
         with DeskFolders(desk) as folders:
             fd = folders.folder('memory/a')
             assert fd is not None

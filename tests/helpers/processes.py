@@ -61,3 +61,14 @@ def python(
         timeout=timeout,
         check=check,
     )
+
+
+def start_deleting(folder: os.PathLike[str] | str, names: list[str]) -> subprocess.Popen:
+    """A second process that deletes ``names`` in ``folder``, one by one, while the test
+    goes on (it lists the folder meanwhile); poll it to know when it is done."""
+    code = (
+        'import os, sys\n'
+        'for name in sys.argv[2:]:\n'
+        '    os.unlink(os.path.join(sys.argv[1], name))\n'
+    )
+    return subprocess.Popen([sys.executable, '-c', code, os.fspath(folder), *names])
