@@ -1,6 +1,7 @@
 """The scan at its edges: a file vanishing between the walk and its reading, files above the
-streaming threshold hashed without a store, names it must leave out or take, and a file over
-the size limit carried over while the stat cache is there.
+streaming threshold hashed without a store, names it must leave out or take, a file over
+the size limit carried over while the stat cache is there, and a file replaced while it is
+read keeping the entry (a symlink's too) the stat cache holds for it.
 
 Files vanish at an exact moment through an audit hook in this process (``helpers.faults``),
 where mutation testing sees the calls; each test pins a check found by
@@ -19,10 +20,13 @@ from helpers.reading import files_of, tracked, version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
+from trading_checkpoints.core.trees import EXECUTABLE_MODE, FILE_MODE, SYMLINK_MODE, blob_id
+from trading_checkpoints.desk import statcache
 from trading_checkpoints.desk.folders import DeskFolders
 from trading_checkpoints.desk.scan import REPLACED, STREAM_THRESHOLD
 from trading_checkpoints.desk.scan import scan as scan_desk
 from trading_checkpoints.desk.statcache import StatCache
+from trading_checkpoints.store.repo import PRIVATE_DIR
 
 
 def _reads_a_desk_file(event: str, args: tuple) -> bool:
@@ -173,3 +177,95 @@ def test_a_folder_swapped_or_gone_mid_walk_leaves_the_rest_walked(
         assert result.skipped == [(f'notes/{acted[0]}', REPLACED)]
     else:
         assert result.skipped == []
+
+
+def _replace_when_read(desk: Path, tmp_path: Path, path: str):  # noqa: ANN202 - an audit action
+    """An audit action: just before the scan opens ``path`` to read it, another file (a new
+    inode) is renamed over it, so the file read is not the one the walk saw."""
+    name = path.rpartition('/')[2]
+    done: list[str] = []
+
+    def act(event: str, args: tuple) -> None:
+        if done or event != 'open' or args[0] != name or not isinstance(args[2], int):
+            return
+        if args[2] & (os.O_WRONLY | os.O_RDWR):
+            return
+        done.append(path)
+        fresh = tmp_path / 'fresh.md'
+        fresh.write_text('another file, put in its place just then\n')
+        os.rename(fresh, desk / path)
+
+    return act, done
+
+
+@pytest.mark.parametrize('kind', ['link', 'x', '-'])
+def test_a_file_replaced_while_read_keeps_its_cached_entry(
+    cps: Checkpoints, desk: Path, repo_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """A person turned ``notes/kept.md`` (a symlink, an executable or a plain file in the
+    newest checkpoint) into a file with new content; while the scan reads it, it is replaced
+    again. The snapshot records the other change and keeps the checkpoint's entry, its kind
+    included; the next snapshot, with no race, records the file as it is."""
+    full = desk / 'notes' / 'kept.md'
+    write(desk, 'notes/other.md', 'first\n')
+    if kind == 'link':
+        full.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink('elsewhere/target.md', full)
+        held = ('link', b'elsewhere/target.md')
+    else:
+        write(desk, 'notes/kept.md', 'kept\n')
+        full.chmod(0o755 if kind == 'x' else 0o644)
+        held = (kind, b'kept\n')
+    assert cps.snapshot('first') is not None
+    full.unlink()
+    write(desk, 'notes/kept.md', 'rewritten by a person\n')
+    write(desk, 'notes/other.md', 'second\n')
+    act, done = _replace_when_read(desk, tmp_path, 'notes/kept.md')
+    with armed(act):
+        result = cps.snapshot_with_result('while it is replaced')
+    assert done and result.checkpoint_id is not None
+    assert result.skipped == (('notes/kept.md', REPLACED),)
+    recorded = version_of(repo_dir, result.checkpoint_id)
+    assert recorded['notes/kept.md'] == held
+    assert recorded['notes/other.md'] == ('-', b'second\n')
+    after = cps.snapshot_with_result('no race now')
+    assert after.checkpoint_id is not None and after.skipped == ()
+    assert version_of(repo_dir, after.checkpoint_id)['notes/kept.md'] == (
+        '-',
+        b'another file, put in its place just then\n',
+    )
+
+
+@pytest.mark.parametrize('kind', ['link', 'x', '-'])
+def test_the_scan_carries_a_replaced_file_once_with_its_mode(
+    cps: Checkpoints, desk: Path, repo_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """The scan's own result for the race above: the file is carried (once, even when the
+    session carries it again), with the cached entry's git mode, and is neither removed nor
+    trusted by its stat."""
+    full = desk / 'notes' / 'kept.md'
+    if kind == 'link':
+        full.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink('elsewhere/target.md', full)
+        held = (SYMLINK_MODE, blob_id(b'elsewhere/target.md'))
+    else:
+        write(desk, 'notes/kept.md', 'kept\n')
+        full.chmod(0o755 if kind == 'x' else 0o644)
+        held = (EXECUTABLE_MODE if kind == 'x' else FILE_MODE, blob_id(b'kept\n'))
+    write(desk, 'notes/other.md', 'first\n')
+    assert cps.snapshot('first') is not None
+    full.unlink()
+    write(desk, 'notes/kept.md', 'rewritten by a person\n')
+    cache = statcache.load(repo_dir / PRIVATE_DIR / 'statcache', b'')
+    assert 'notes/kept.md' in cache.index
+    act, done = _replace_when_read(desk, tmp_path, 'notes/kept.md')
+    with DeskFolders(desk) as folders, armed(act):
+        result = scan_desk(folders, Allowlist(TRACKED_PATHS), cache)
+    assert done
+    assert result.carried == {'notes/kept.md'} and 'notes/kept.md' not in result.removed
+    assert result.files['notes/kept.md'] == held
+    assert result.key('notes/kept.md') == (-1, -1, -1, -1, -1)
+    result.carry('notes/kept.md', held)  # what the session does for a file not yet carried
+    assert result.names.count('notes/kept.md') == 1
+    assert len(result.numbers) == statcache.FIELDS * len(result.names)
+    assert len(result.shas) == statcache.SHA_SIZE * len(result.names)
