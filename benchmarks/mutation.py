@@ -260,6 +260,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/desk/test_mount_points.py',
             'tests/ops/test_oversize_agent_writes.py',
             'tests/ops/test_removed_tracked_paths.py',
+            'tests/desk/test_scan_compare.py',
             *FOUND_BY_MUTATION,
         ],
     ),
