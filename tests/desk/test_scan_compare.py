@@ -164,3 +164,22 @@ def test_a_mode_change_alone_is_found_whatever_the_neighbours_stat(
     back = cps.snapshot('b.md plain again')
     assert back is not None
     assert version_of(repo_dir, back)['notes/b.md'] == ('-', b'notes/b.md\n')
+
+
+def test_a_file_touched_without_a_change_gets_its_new_stat_cached(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """``notes/a.md`` is given a new mtime, its bytes unchanged: the snapshot records nothing,
+    and the stat cache takes the new stat, so the next scan trusts it instead of reading the
+    file again."""
+    write(desk, 'notes/a.md', 'the same bytes\n')
+    write(desk, 'notes/b.md', 'stays\n')
+    assert cps.snapshot('first') is not None
+    st = os.lstat(desk / 'notes' / 'a.md')
+    older = st.st_mtime_ns - 5_000_000_000
+    os.utime(desk / 'notes' / 'a.md', ns=(older, older))
+    assert cps.snapshot('touched only') is None
+    cache = _cache(repo_dir)
+    assert cache.key(cache.index['notes/a.md']) == statcache.stat_key(
+        os.lstat(desk / 'notes' / 'a.md')
+    )
