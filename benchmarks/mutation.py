@@ -261,6 +261,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_oversize_agent_writes.py',
             'tests/ops/test_removed_tracked_paths.py',
             'tests/desk/test_scan_compare.py',
+            'tests/desk/test_scan_limit_races.py',
             'tests/desk/test_scan_memory.py',  # 8 MiB files: kept out of the other runs
             *FOUND_BY_MUTATION,
         ],
