@@ -269,3 +269,21 @@ def test_the_scan_carries_a_replaced_file_once_with_its_mode(
     assert result.names.count('notes/kept.md') == 1
     assert len(result.numbers) == statcache.FIELDS * len(result.names)
     assert len(result.shas) == statcache.SHA_SIZE * len(result.names)
+
+
+@pytest.mark.parametrize('listing', ['same files', 'a file added'])
+def test_a_large_file_changed_is_stored_by_the_snapshot(
+    cps: Checkpoints, desk: Path, repo_dir: Path, listing: str
+) -> None:
+    """A file above the streaming threshold is written to the store as it is hashed (it is
+    never kept in memory), whichever way the scan compares the desk with the stat cache."""
+    size = STREAM_THRESHOLD + 1
+    write(desk, 'notes/large.bin', b'a' * size)
+    write(desk, 'notes/other.md', 'first\n')
+    assert cps.snapshot('first') is not None
+    write(desk, 'notes/large.bin', b'b' * size)
+    if listing == 'a file added':
+        write(desk, 'notes/added.md', 'added\n')
+    step = cps.snapshot('the large file changed')
+    assert step is not None
+    assert version_of(repo_dir, step)['notes/large.bin'] == ('-', b'b' * size)
