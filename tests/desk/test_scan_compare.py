@@ -183,3 +183,39 @@ def test_a_file_touched_without_a_change_gets_its_new_stat_cached(
     assert cache.key(cache.index['notes/a.md']) == statcache.stat_key(
         os.lstat(desk / 'notes' / 'a.md')
     )
+
+
+@pytest.mark.parametrize('others', ['unchanged', 'changed'])
+def test_a_file_vanishing_mid_scan_by_name_leaves_every_other_row_in_place(
+    cps: Checkpoints, desk: Path, repo_dir: Path, others: str
+) -> None:
+    """A file is added (the scan compares by name), and a changed file vanishes when the scan
+    opens it, the fifth of six in walk order; the others are unchanged (their ids come from the
+    cache) or changed (read): every other file keeps its own content in the snapshot."""
+    paths = [f'notes/f{n}.md' for n in range(6)]
+    for path in paths:
+        write(desk, path, f'{path}, first\n')
+    time.sleep(2 * statcache.RACY_WINDOW_NS / 1e9)  # unchanged files are then trusted
+    assert cps.snapshot('first') is not None
+    cache = _cache(repo_dir)
+    assert len(cache.racy) == 0
+    vanishing = [name for name in cache.names if name in paths][4]
+    for path in paths:
+        if path == vanishing or others == 'changed':
+            write(desk, path, f'{path}, second version\n')
+    write(desk, 'skills/agent/added.md', 'added\n')  # last in walk order
+    done: list[str] = []
+    is_it = _opened_for_reading(vanishing.rpartition('/')[2])
+
+    def remove(event: str, args: tuple) -> None:
+        if not done and is_it(event, args):
+            done.append(vanishing)
+            os.unlink(desk / vanishing)
+
+    with armed(remove):
+        result = cps.snapshot_with_result('a file vanishes while the desk is read')
+    assert done and result.checkpoint_id is not None
+    expected = {path: ('-', (desk / path).read_bytes()) for path in paths if path != vanishing}
+    expected['skills/agent/added.md'] = ('-', b'added\n')
+    assert version_of(repo_dir, result.checkpoint_id) == expected
+    assert cps.snapshot('nothing more') is None
