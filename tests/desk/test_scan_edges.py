@@ -287,3 +287,20 @@ def test_a_large_file_changed_is_stored_by_the_snapshot(
     step = cps.snapshot('the large file changed')
     assert step is not None
     assert version_of(repo_dir, step)['notes/large.bin'] == ('-', b'b' * size)
+
+
+def test_a_file_grown_past_the_streaming_threshold_is_not_read_back_for_line_counts(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The scan streams such a file into the store and says so (``stored``): the snapshot's
+    line counts then leave its bytes unread (never held whole) and are unknown, rather than
+    read back from the store."""
+    write(desk, 'notes/grows.md', 'a short text\n')
+    assert cps.snapshot('small') is not None
+    line = b'a line of a text file that grows large\n'
+    write(desk, 'notes/grows.md', line * (STREAM_THRESHOLD // len(line) + 1))
+    step = cps.snapshot('large now')
+    assert step is not None
+    assert version_of(repo_dir, step)['notes/grows.md'][1].startswith(line)
+    newest = cps.list()[0]
+    assert (newest.files_changed, newest.lines_added, newest.lines_removed) == (1, None, None)
