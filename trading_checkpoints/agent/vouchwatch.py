@@ -250,9 +250,10 @@ class Vouch:
         with self.changed:
             if self.lost:
                 return {}
+            answer: dict[str, Any] = {'token': self.generation}
             if self.record is not None and self.record[0] == self.generation:
-                return {'clean': self.record[1]}
-            return {'token': self.generation}
+                answer['clean'] = self.record[1]  # the caller checks it still holds
+            return answer
 
     def _clean(self, request: dict[str, Any]) -> None:
         token, record = request.get('token'), request.get('record')

@@ -12,10 +12,11 @@ Two requests, one line of JSON each:
 
 - ``ask``: the watcher makes a cookie file (in its own folder beside the socket, never in the
   desk), waits until its own event queue delivers the cookie's event, so that every change
-  made before the request was sent has been seen, and answers either the record of the desk's
-  last known clean state (``clean``: the branch head then, what the snapshot answered, what it
-  depended on) when no change to a tracked path arrived since, or a ``token`` naming this
-  moment (the walk must be made).
+  made before the request was sent has been seen, and answers with a ``token`` naming this
+  moment and, when no change to a tracked path arrived since the desk was last known clean,
+  the record of that state (``clean``: the branch head then, what the snapshot answered, what
+  it depended on). A caller whose state differs from the record walks, and reports under the
+  token.
 - ``clean``: a walk that began after a ``token`` was given found the desk equal to the newest
   checkpoint; the watcher keeps the record only when no change arrived between the token and
   the report's own cookie.
@@ -89,14 +90,17 @@ def private_folder(create: bool) -> str | None:
 
 
 def ask(name: str, entries: tuple[str, ...]) -> Record | None:
-    """The watcher's answer for the tracked paths ``entries``: ``{'clean': record}`` or
-    ``{'token': n}``; None when there is no watcher or any doubt."""
+    """The watcher's answer for the tracked paths ``entries``: ``{'token': n}``, with
+    ``'clean': record`` when the desk is as the record found it; None when there is no watcher
+    or any doubt."""
     answer = _exchange(name, {'op': 'ask', 'entries': list(entries)}, wait=True)
     if not isinstance(answer, dict):
         return None
-    if isinstance(answer.get('clean'), dict) or isinstance(answer.get('token'), int):
-        return answer
-    return None
+    if not isinstance(answer.get('token'), int):
+        return None
+    if 'clean' in answer and not isinstance(answer['clean'], dict):
+        return None
+    return answer
 
 
 def report(name: str, token: int, record: Record) -> None:

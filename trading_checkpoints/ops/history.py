@@ -364,9 +364,9 @@ def status(session: ReadSession) -> Status:
         newest, _ = session.flatten(newest_tree)
         changes = compare(newest, result.files)
     attribution = external.attribute(session, LazyFiles(result), known)
-    if asked is not None and before is not None and head == first and cache.commit == head:
-        if not changes and known == newest_tree and not result.refreshed:
-            asked.report(head, (attribution.external, attribution.basis, skipped), before)
+    if asked is not None and before is not None and head == first and not changes:
+        # The desk is the newest checkpoint: what a no-op snapshot would find too.
+        asked.report(head, (attribution.external, attribution.basis, skipped), before)
     return Status(
         short_id(head),
         changes,

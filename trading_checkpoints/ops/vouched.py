@@ -9,8 +9,8 @@ tracked path reached it since, every change made before the question included. T
 serves when the state read now is the same; then the walk would find the desk unchanged and
 give the same answer (nothing it reads differs), and that answer is given.
 
-Otherwise the watcher hands out a token; a walk made after it that finds the desk clean
-reports the record under that token (:meth:`Asked.report`). No watcher, or any doubt: a
+With every answer the watcher hands out a token; a walk made after it that finds the desk
+clean reports the record under that token (:meth:`Asked.report`). No watcher, or any doubt: a
 plain walk, and nothing else differs.
 """
 
