@@ -29,6 +29,8 @@ from trading_checkpoints import Checkpoints, SnapshotResult, Status
 from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.desk import vouch
 from trading_checkpoints.ops import session as sessions
+from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops.session import open_reading
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
 
@@ -105,7 +107,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counted
 
 
-def vouched(call: Callable[[], object], walks: list[int]) -> object:
+def by_watcher(call: Callable[[], object], walks: list[int]) -> object:
     """Calls until the watcher answers without a walk; that answer (the walks after a write
     refresh the stat cache's racy entries for a while, and a walk that changed the cache
     cannot vouch)."""
@@ -120,7 +122,7 @@ def vouched(call: Callable[[], object], walks: list[int]) -> object:
 
 
 def vouched_noop(cps: Checkpoints, walks: list[int]) -> None:
-    assert vouched(lambda: cps.snapshot('noop'), walks) is None
+    assert by_watcher(lambda: cps.snapshot('noop'), walks) is None
 
 
 def desk_files(cps: Checkpoints) -> State:
@@ -184,8 +186,16 @@ def test_every_change_made_just_before_a_snapshot_is_recorded(
     CHANGES[change](desk)
     assert checkpoints.snapshot('after the change') is not None
     assert newest_files(checkpoints) == desk_files(checkpoints)
-    vouched_noop(checkpoints, walks)  # and the watcher vouches again afterwards
-    assert newest_files(checkpoints) == desk_files(checkpoints)
+    # Then a write in each tracked folder in turn, the watcher vouching in between: a folder
+    # made, moved or replaced by the change is watched too.
+    folders = [desk / 'notes', *sorted(p for p in (desk / 'notes').rglob('*') if p.is_dir())]
+    for folder in folders:
+        if folder.is_symlink():
+            continue
+        vouched_noop(checkpoints, walks)
+        write(folder, 'later.md', f'later in {folder.name}\n')
+        assert checkpoints.snapshot(f'later in {folder.name}') is not None
+        assert newest_files(checkpoints) == desk_files(checkpoints)
 
 
 def test_a_change_seen_by_status_is_never_hidden(
@@ -246,12 +256,12 @@ def test_a_vouched_answer_is_exactly_the_walks(
     assert (walked_status.external, walked_status.basis) == (('notes/day0/n0.md',), 'sealed')
     assert bool(walked_status.skipped) == left_out
     if not left_out:
-        assert vouched(checkpoints.status, walks) == walked_status
+        assert by_watcher(checkpoints.status, walks) == walked_status
     # A no-op snapshot announces the write to come (the seal moves): the walk's answer after.
     plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
     walked = plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
     assert isinstance(walked, SnapshotResult) and bool(walked.skipped) == left_out
-    assert vouched(lambda: checkpoints.snapshot_with_result('noop'), walks) == walked
+    assert by_watcher(lambda: checkpoints.snapshot_with_result('noop'), walks) == walked
     walked_status = plain_walk(checkpoints, runtime, checkpoints.status)
     before = len(walks)
     assert checkpoints.status() == walked_status
@@ -359,3 +369,66 @@ def test_a_second_process_racing_the_snapshots_is_never_missed(
     assert racer.wait() == 0
     checkpoints.snapshot('after')
     assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_change_queued_behind_many_others_is_never_hidden(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """While the watcher is stopped, thousands of untracked events, then one tracked write,
+    queue up; the snapshot asked as soon as it runs again records the write (the watcher
+    answers only once it has read its queue up to the question)."""
+    desk = checkpoints.desk_directory
+    for round_ in range(5):
+        vouched_noop(checkpoints, walks)
+        watcher.send_signal(signal.SIGSTOP)
+        try:
+            for index in range(3000):
+                (desk / f'junk{index}').touch()  # beside the tracked paths
+            (desk / 'notes/day0/n0.md').write_text(f'round {round_}\n')
+        finally:
+            watcher.send_signal(signal.SIGCONT)
+        assert checkpoints.snapshot(f'round {round_}') is not None
+        assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_walk_that_raced_a_change_never_makes_the_watcher_vouch(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """A walk reports the desk clean under the token it was handed, but a tracked file changed
+    after the token (the walk may have read it before): the watcher keeps no record."""
+    vouched_noop(checkpoints, walks)
+    with open_reading(checkpoints.desk_config) as session:
+        head = session.repo.head()
+        assert head is not None
+        asked = vouched.Asked(session)
+        assert asked.token is not None
+        before = vouched.state(session, head)
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('during the walk\n')
+        asked.report(head, ((), 'unknown', ()), before)
+    assert checkpoints.snapshot('after the walk') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """More events than the kernel queues while the watcher is stopped: the tracked write
+    made last is dropped from the queue, and the overflow makes the watcher walk again."""
+    limit = int(Path('/proc/sys/fs/inotify/max_queued_events').read_text())
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    watcher.send_signal(signal.SIGSTOP)
+    try:
+        for index in range(limit // 2 + 1000):  # two events each: made, closed after writing
+            (desk / f'junk{index}').touch()
+        (desk / 'notes/day0/n0.md').write_text('after the overflow\n')
+    finally:
+        watcher.send_signal(signal.SIGCONT)
+    name = vouch.key(desk, checkpoints.repository_directory)
+    assert name is not None
+    deadline = time.monotonic() + 15
+    while vouch.ask(name, TRACKED) is None:  # until it has read its queue
+        assert time.monotonic() < deadline
+    assert checkpoints.snapshot('after the overflow') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+    vouched_noop(checkpoints, walks)  # the watcher starts over and vouches again
