@@ -93,6 +93,16 @@ def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
         process.wait(15)
 
 
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stops a process (SIGSTOP) and waits until the kernel says it is stopped."""
+    process.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + 15
+    status = Path(f'/proc/{process.pid}/stat')
+    while status.read_text().rsplit(')', 1)[1].split()[0] not in ('T', 't'):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
 @pytest.fixture
 def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times this process walked the desk (one entry per scan)."""
@@ -272,7 +282,7 @@ def test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk(
     checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
 ) -> None:
     vouched_noop(checkpoints, walks)
-    watcher.send_signal(signal.SIGSTOP)
+    stop(watcher)
     try:
         name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
         assert name is not None
@@ -380,7 +390,7 @@ def test_a_change_queued_behind_many_others_is_never_hidden(
     desk = checkpoints.desk_directory
     for round_ in range(5):
         vouched_noop(checkpoints, walks)
-        watcher.send_signal(signal.SIGSTOP)
+        stop(watcher)
         try:
             for index in range(3000):
                 (desk / f'junk{index}').touch()  # beside the tracked paths
@@ -417,7 +427,7 @@ def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
     limit = int(Path('/proc/sys/fs/inotify/max_queued_events').read_text())
     desk = checkpoints.desk_directory
     vouched_noop(checkpoints, walks)
-    watcher.send_signal(signal.SIGSTOP)
+    stop(watcher)
     try:
         for index in range(limit // 2 + 1000):  # two events each: made, closed after writing
             (desk / f'junk{index}').touch()

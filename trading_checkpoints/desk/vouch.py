@@ -27,14 +27,16 @@ Every failure (no folder, no socket, a refused connection, another user, no answ
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import stat
 import struct
 import sys
+import time
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import socket
 
 FOLDER_NAME = 'trading-checkpoints'
 TIMEOUT = 0.05  # seconds for the whole exchange
@@ -111,6 +113,8 @@ def report(name: str, token: int, record: Record) -> None:
 
 def peer_uid(connection: socket.socket) -> int | None:
     """The user of the process at the other end of a Unix socket, None where unknown."""
+    import socket
+
     if not hasattr(socket, 'SO_PEERCRED'):
         return None
     try:
@@ -125,8 +129,11 @@ def _exchange(name: str, request: Record, *, wait: bool) -> object:
     if not sys.platform.startswith('linux'):
         return None  # the watcher's record needs inotify
     path = socket_path(name)
-    if path is None:
-        return None
+    if path is None or not _is_socket(path):
+        return None  # no watcher: nothing more is imported or opened
+    import json
+    import socket
+
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.settimeout(TIMEOUT)
@@ -136,21 +143,33 @@ def _exchange(name: str, request: Record, *, wait: bool) -> object:
         connection.sendall(json.dumps(request).encode() + b'\n')
         if not wait:
             return None
-        return json.loads(_line(connection))
+        return json.loads(_line(connection, time.monotonic() + TIMEOUT))
     except (OSError, ValueError):
         return None
     finally:
         connection.close()
 
 
-def _line(connection: socket.socket) -> bytes:
+def _line(connection: socket.socket, deadline: float) -> bytes:
+    """One line from the connection, given by ``deadline`` (else ``TimeoutError``)."""
     data = b''
     while not data.endswith(b'\n'):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError('no answer in time')
+        connection.settimeout(left)
         chunk = connection.recv(65536)
         if not chunk or len(data) > MAX_ANSWER:
             raise ValueError('no whole answer')
         data += chunk
     return data
+
+
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _private(folder: str) -> bool:

@@ -350,7 +350,7 @@ def status(session: ReadSession) -> Status:
         if known_answer is not None and not known_answer[2]:
             ours, basis, _ = known_answer
             return Status(short_id(first), (), ours, basis, (), storageuse.measure(session))
-        before = vouched.state(session, first)
+        before = asked.state(first)
     result, cache = session.scan()
     head = repo.head()
     skipped = tuple(result.skipped)

@@ -78,7 +78,7 @@ def look(config: DeskConfig, message: str) -> Look | None:
                     return None
                 answer = SnapshotResult(None, known[0], known[1], known[2])
                 return Look(answer, None, head, _setup(session))
-            before = vouched.state(session, head)
+            before = asked.state(head)
             scanning = True
             result, cache = session.scan()  # reads only: fresh blobs stay in memory
             scanning = False

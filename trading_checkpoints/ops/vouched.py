@@ -60,11 +60,15 @@ class Asked:
         except (KeyError, TypeError, ValueError):
             return None
 
-    def report(self, head: bytes, answer: Answer, before: dict[str, Any]) -> None:
+    def state(self, head: bytes) -> dict[str, Any] | None:
+        """The :func:`state` before a walk, when there is a watcher to report to."""
+        return None if self.token is None else state(self.session, head)
+
+    def report(self, head: bytes, answer: Answer, before: dict[str, Any] | None) -> None:
         """A walk made after the token found the desk equal to ``head`` and gave ``answer``;
         ``before``: the :func:`state` read before the walk. Unless that state moved meanwhile,
         the watcher keeps the record, when no change reached it since the token."""
-        if self.name is None or self.token is None:
+        if self.name is None or self.token is None or before is None:
             return
         now = state(self.session, head)
         if now != before or self.session.repo.read_head_again() != head:
