@@ -285,7 +285,7 @@ def report(files: int, reps: int, medians: dict[str, float], to: Path | None) ->
     for name, value in found.items():
         target = TARGETS.get(name)
         verdict = '' if target is None else ('met' if value <= target else f'MISSED (<= {target})')
-        print(f'{name:40} {value:10.2f} {verdict}')
+        print(f'{name:40} {value:10.3f} {verdict}')
     if to is not None:
         to.write_text(json.dumps({'medians_ms': medians, 'ratios': found}, indent=2))
 
