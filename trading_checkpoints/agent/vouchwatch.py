@@ -61,7 +61,8 @@ class Vouch:
         self.generation = 0
         self.record: tuple[int, vouch.Record] | None = None
         self.lost = False
-        self.seen: set[int] = set()
+        self.waiting: set[int] = set()  # cookies a request waits for
+        self.seen: set[int] = set()  # of those, the ones whose event was read
         self.cookies = 0
         self.stopping = threading.Event()
         self.threads: list[threading.Thread] = []
@@ -80,7 +81,9 @@ class Vouch:
         if path is None:
             raise Unwatchable('no private folder for the socket')
         self.socket_path = path
-        self.cookie_folder = path[: -len('.sock')] + '.cookies'
+        stem = path[: -len('.sock')]
+        _remove_abandoned(stem)
+        self.cookie_folder = f'{stem}.{os.getpid()}.cookies'  # its own: another may be running
         shutil.rmtree(self.cookie_folder, ignore_errors=True)
         os.mkdir(self.cookie_folder, 0o700)
         with self.changed:
@@ -176,7 +179,7 @@ class Vouch:
                 again = True
                 continue
             if wd == self.cookie_wd:
-                if name.isdigit():
+                if name.isdigit() and int(name) in self.waiting:
                     self.seen.add(int(name))
                 continue
             folder = folders.paths.get(wd)
@@ -245,7 +248,9 @@ class Vouch:
             self._clean(request)
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        if sorted(request.get('entries') or ()) != self.entries or not self._synced():
+        if self.lost or sorted(request.get('entries') or ()) != self.entries:
+            return {}
+        if not self._synced():
             return {}
         with self.changed:
             if self.lost:
@@ -269,21 +274,37 @@ class Vouch:
         with self.changed:
             self.cookies += 1
             number = self.cookies
+            self.waiting.add(number)
         path = os.path.join(self.cookie_folder, str(number))
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
-        except OSError:
-            return False
-        try:
             with self.changed:
                 seen = self.changed.wait_for(lambda: number in self.seen, COOKIE_WAIT)
-                self.seen.discard(number)
                 return bool(seen) and not self.lost
+        except OSError:
+            return False
         finally:
+            with self.changed:
+                self.waiting.discard(number)
+                self.seen.discard(number)
             try:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _remove_abandoned(stem: str) -> None:
+    """Removes the cookie folders of watchers of this desk that are no longer running."""
+    folder, prefix = os.path.split(stem)
+    for name in os.listdir(folder):
+        pid = name[len(prefix) + 1 : -len('.cookies')]
+        if name.startswith(prefix + '.') and name.endswith('.cookies') and pid.isdigit():
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+            except OSError:
+                continue
 
 
 def _line(connection: socket.socket) -> bytes:
