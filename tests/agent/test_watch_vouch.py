@@ -45,7 +45,8 @@ from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.agent.watch import watch
 checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md'),
                           max_file_size=64)
-watch(checkpoints, quiet=30, echo=lambda line: None, ready=lambda: print('ready', flush=True))
+watch(checkpoints, quiet=float(sys.argv[3]), echo=lambda line: None,
+      ready=lambda: print('ready', flush=True))
 """
 
 
@@ -72,9 +73,12 @@ def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
     return cps
 
 
-def start_watcher(cps: Checkpoints) -> subprocess.Popen[str]:
+def start_watcher(cps: Checkpoints, quiet: float = 30) -> subprocess.Popen[str]:
+    """A watcher process; ``quiet``: how long writes must pause before it captures them (and
+    how long it may take to notice SIGTERM)."""
+    desk, repository = str(cps.desk_directory), str(cps.repository_directory)
     process = subprocess.Popen(
-        [sys.executable, '-c', WATCHER, str(cps.repository_directory), str(cps.desk_directory)],
+        [sys.executable, '-c', WATCHER, repository, desk, str(quiet)],
         env=environment(),
         stdout=subprocess.PIPE,
         text=True,
@@ -442,3 +446,24 @@ def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
     assert checkpoints.snapshot('after the overflow') is not None
     assert newest_files(checkpoints) == desk_files(checkpoints)
     vouched_noop(checkpoints, walks)  # the watcher starts over and vouches again
+
+
+def test_a_second_watcher_of_the_desk_answers_after_the_first_stops(
+    checkpoints: Checkpoints, walks: list[int]
+) -> None:
+    """The newest watcher serves the desk; the older one, stopped, leaves its socket and
+    cookies alone."""
+    first = start_watcher(checkpoints, quiet=0.2)
+    second = start_watcher(checkpoints, quiet=0.2)
+    try:
+        vouched_noop(checkpoints, walks)
+        first.terminate()
+        assert first.wait(15) == 0
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the second\n')
+        checkpoints.snapshot('a change')  # recorded by it, or captured by the second first
+        assert newest_files(checkpoints) == desk_files(checkpoints)
+        vouched_noop(checkpoints, walks)
+    finally:
+        for process in (first, second):
+            process.kill()
+            process.wait(15)
