@@ -15,6 +15,11 @@ what it read, so the snapshot is as if it ran, alone, at that last moment (the d
 any snapshot reads it, while agents may write). An interrupted restore (a record found) is
 always completed under the lock first, and a no-op that must write (the stat cache refreshed,
 an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock too.
+
+With ``checkpoints watch`` running on the desk, :func:`look` first asks it (``vouched``): when
+no tracked path changed since a walk found the desk equal to the newest checkpoint, and nothing
+else that walk's answer depended on moved, that answer is given without a walk; a walk that
+finds the desk unchanged tells the watcher so.
 """
 
 from __future__ import annotations
