@@ -231,6 +231,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/remote/test_push_pull_clone.py',
             'tests/ops/test_engine.py',
             'tests/test_error_kinds.py',
+            'tests/remote/test_clone_failures.py',
             *FOUND_BY_MUTATION,
         ],
     ),
