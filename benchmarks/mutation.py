@@ -247,6 +247,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_turns.py',
             'tests/ops/test_removed_tracked_paths.py',
             'tests/ops/test_oversize_agent_writes.py',
+            'tests/ops/test_attribution_turns.py',
+            'tests/ops/test_attribution_oversize.py',
             *FOUND_BY_MUTATION,
         ],
     ),
