@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # as ``typing``'s, without importing it (2 ms of every command's start)
 if TYPE_CHECKING:
     import socket
 
