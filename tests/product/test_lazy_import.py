@@ -110,3 +110,13 @@ def test_status_and_a_no_op_snapshot_of_an_unchanged_desk_load_no_dulwich(tmp_pa
     (desk / 'notes' / '2.md').write_text('changed outside')
     modules, output = _cli_in_new_process(tmp_path, 'status')
     assert 'M notes/2.md' in output, output  # a changed desk still reads the trees
+
+
+def test_the_console_scripts_client_imports_only_what_it_relays_with() -> None:
+    """The client runs for every hook event: beside what a bare interpreter loads, it imports
+    the package's warm-server client modules and the socket's C core, nothing heavier."""
+    bare = _modules_after('pass')
+    modules = _modules_after('from trading_checkpoints.warm.client import main') - bare
+    heavy = {'typing', 'socket', 'enum', 're', 'json', 'struct', 'click', 'dulwich'}
+    assert 'trading_checkpoints.warm.client' in modules
+    assert not modules & heavy, sorted(modules & heavy)

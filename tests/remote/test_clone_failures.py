@@ -158,14 +158,15 @@ def test_a_clone_refused_by_a_folder_that_is_no_repository_leaves_no_mark(
     tmp_path: Path,
 ) -> None:
     """The folder the repository should be is someone else's: the clone is refused, and the
-    folder is not left marked as an unfinished clone (other verbs keep refusing it for what
-    it is)."""
+    folder is left as it was, not marked as an unfinished clone (other verbs keep refusing it
+    for what it is)."""
     source = _source(tmp_path)
     repository, desk = _target(tmp_path)
     write(repository, 'mine.txt', 'not a repository\n')
     with pytest.raises(CorruptRepositoryError, match='is not a checkpoint repository'):
         Checkpoints.clone(str(source), repository, desk)
     assert not os.path.lexists(clone_marker(repository))
+    assert sorted(os.listdir(repository)) == ['mine.txt']
     assert (repository / 'mine.txt').read_text() == 'not a repository\n'
     write(desk, 'Memory.md', '# memory\n')
     with pytest.raises(CorruptRepositoryError) as caught:

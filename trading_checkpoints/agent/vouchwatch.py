@@ -32,6 +32,7 @@ import socket
 import threading
 from typing import Any
 
+from ..core import private
 from ..core.paths import Allowlist
 from ..desk import vouch
 from . import inotify
@@ -114,20 +115,9 @@ class Vouch:
         shutil.rmtree(self.cookie_folder, ignore_errors=True)
 
     def _listen(self, path: str) -> socket.socket:
-        try:
-            os.unlink(path)  # a stale socket, or an older watcher's
-        except FileNotFoundError:
-            pass
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)
-        try:
-            listener.bind(path)
-        finally:
-            os.umask(old)
-        listener.listen(16)
+        # A stale socket, or an older watcher's, is replaced.
+        listener, self.socket_identity = private.listen(path, 16)
         listener.settimeout(0.2)
-        info = os.lstat(path)
-        self.socket_identity = (info.st_dev, info.st_ino)
         return listener
 
     def _watch(self) -> None:
@@ -235,7 +225,7 @@ class Vouch:
                 connection.close()
 
     def _answer(self, connection: socket.socket) -> None:
-        if vouch.peer_uid(connection) != os.getuid():
+        if private.peer_uid(connection) != os.getuid():
             return  # only this user's processes are answered
         connection.settimeout(READ_TIMEOUT)
         request = json.loads(_line(connection))

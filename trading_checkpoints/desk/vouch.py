@@ -1,9 +1,8 @@
 """Asking a running ``checkpoints watch`` whether the desk changed, instead of walking it.
 
-The watcher of a desk (``agent/vouchwatch.py``) listens on a Unix socket in a folder only this
-user can enter: ``$XDG_RUNTIME_DIR/trading-checkpoints``, else
-``<tmp>/trading-checkpoints-<uid>``, used only when it is a real folder (not a symlink) owned
-by this user and closed to everyone else (mode ``0700``), as the warm server's is. The socket's
+The watcher of a desk (``agent/vouchwatch.py``) listens on a Unix socket in the user's private
+folder, as the warm server does (``core/private.py``: a real folder of this user that nobody
+else may enter). The socket's
 name is keyed by the desk's real path, device and inode and the repository's real path, so a
 desk moved, replaced or given another repository finds no watcher. The connecting side checks
 the listening process's user (``SO_PEERCRED``) as the watcher checks its callers'.
@@ -29,18 +28,17 @@ from __future__ import annotations
 
 import os
 import stat
-import struct
 import sys
 import time
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from ..core import private
+
 if TYPE_CHECKING:
     import socket
 
-FOLDER_NAME = 'trading-checkpoints'
 TIMEOUT = 0.05  # seconds for the whole exchange
-MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to 108 bytes on Linux, 104 on the BSDs
 MAX_ANSWER = 1 << 22
 
 Record = dict[str, Any]
@@ -63,32 +61,7 @@ def key(desk: str | os.PathLike[str], repository: str | os.PathLike[str]) -> str
 
 def socket_path(name: str, create: bool = False) -> str | None:
     """The socket of the watcher keyed ``name``, or None when there is no safe folder."""
-    folder = private_folder(create)
-    if folder is None:
-        return None
-    path = os.path.join(folder, f'watch-{name}.sock')
-    return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
-
-
-def private_folder(create: bool) -> str | None:
-    """The user's private folder for sockets, or None when there is no safe one."""
-    runtime = os.environ.get('XDG_RUNTIME_DIR')
-    if runtime and os.path.isabs(runtime) and _private(runtime):
-        base: str | None = runtime
-        folder = os.path.join(runtime, FOLDER_NAME)
-    else:
-        base = None
-        folder = os.path.join(_temporary_root(), f'{FOLDER_NAME}-{os.getuid()}')
-    if create:
-        try:
-            os.mkdir(folder, 0o700)
-        except FileExistsError:
-            pass
-        except OSError:
-            return None
-    if not _private(folder) or (base is not None and not _private(base)):
-        return None
-    return folder
+    return private.socket_path(f'watch-{name}.sock', create)
 
 
 def ask(name: str, entries: tuple[str, ...]) -> Record | None:
@@ -111,20 +84,6 @@ def report(name: str, token: int, record: Record) -> None:
     _exchange(name, {'op': 'clean', 'token': token, 'record': record}, wait=False)
 
 
-def peer_uid(connection: socket.socket) -> int | None:
-    """The user of the process at the other end of a Unix socket, None where unknown."""
-    import socket
-
-    if not hasattr(socket, 'SO_PEERCRED'):
-        return None
-    try:
-        raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize('3i'))
-    except OSError:
-        return None
-    _, uid, _ = struct.unpack('3i', raw)
-    return int(uid)
-
-
 def _exchange(name: str, request: Record, *, wait: bool) -> object:
     if not sys.platform.startswith('linux'):
         return None  # the watcher's record needs inotify
@@ -138,7 +97,7 @@ def _exchange(name: str, request: Record, *, wait: bool) -> object:
     try:
         connection.settimeout(TIMEOUT)
         connection.connect(path)
-        if peer_uid(connection) != os.getuid():
+        if private.peer_uid(connection) != os.getuid():
             return None
         connection.sendall(json.dumps(request).encode() + b'\n')
         if not wait:
@@ -170,24 +129,3 @@ def _is_socket(path: str) -> bool:
         return stat.S_ISSOCK(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _private(folder: str) -> bool:
-    """A real folder (not a symlink) of this user that nobody else may enter or change."""
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.getuid()
-        and stat.S_IMODE(info.st_mode) & 0o077 == 0
-    )
-
-
-def _temporary_root() -> str:
-    for name in ('TMPDIR', 'TEMP', 'TMP'):
-        value = os.environ.get(name)
-        if value and os.path.isabs(value) and os.path.isdir(value):
-            return value
-    return '/tmp'

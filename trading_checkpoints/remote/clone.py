@@ -61,6 +61,7 @@ def clone(
     check_name(name)
     client_for(remote.url)
     created = not repository.exists()
+    mark_folder_made = not marker.parent.exists()
     try:
         if not unfinished:
             _mark(marker)
@@ -92,6 +93,11 @@ def clone(
             shutil.rmtree(repository, ignore_errors=True)
         elif not unfinished and not _holds_checkpoints(repository):
             marker.unlink(missing_ok=True)
+            if mark_folder_made:
+                try:
+                    marker.parent.rmdir()  # only while empty: the folder the mark needed
+                except OSError:
+                    pass
         raise
     result = TransferResult(
         name,
