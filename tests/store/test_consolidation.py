@@ -163,3 +163,36 @@ def test_a_compaction_whose_pack_write_is_refused_changes_nothing(
     assert sorted(p.name for p in pack_dir.iterdir()) == before
     assert len(cps.list()) == 3
     fsck(repo_dir)
+
+
+def test_a_compaction_whose_read_is_refused_changes_nothing(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The system refuses one read in the middle of a compaction (the index of a pack it reads
+    the kept objects from), and no damaged file explains it: the prune fails with a
+    ``FileAccessError`` whose action is ``update`` (the storage was being rewritten), and
+    nothing changed."""
+    session_turns(cps, desk, 3)
+    wait_for_removals()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    before = sorted(p.name for p in pack_dir.iterdir())
+    prefix = os.fspath(pack_dir) + os.sep
+    refused: list[str] = []
+
+    def refuse_once(event: str, args: tuple) -> None:
+        if refused or event != 'open' or not isinstance(args[0], (str, bytes)):
+            return
+        path, mode = os.fsdecode(args[0]), args[1]
+        if path.startswith(prefix) and path.endswith('.idx') and mode == 'r':
+            refused.append(path)
+            raise OSError(errno.EACCES, 'Permission denied', path)
+
+    with armed(refuse_once), pytest.raises(FileAccessError) as caught:
+        cps.prune()
+    assert refused, 'no pack index was read'
+    assert caught.value.action == 'update'
+    assert Path(caught.value.path) == repo_dir
+    assert str(caught.value) == f'cannot compact the storage in {repo_dir}: Permission denied'
+    assert sorted(p.name for p in pack_dir.iterdir()) == before
+    assert len(cps.list()) == 3
+    fsck(repo_dir)

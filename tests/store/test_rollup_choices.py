@@ -184,6 +184,8 @@ def test_when_the_pack_sizes_call_for_a_roll_up(tmp_path: Path) -> None:
     assert not needed('below', [limit // 4, limit // 2, largest])
     assert needed('reached', [limit // 2, limit - limit // 2, largest])
     assert not needed('below-beside-big', [limit // 2, small + 1, largest * 2])
+    # A pack of exactly ROLL_INPUT_MAX is still small: here it alone reaches the limit.
+    assert needed('exactly-the-input-limit', [small, small + 1])
     # Or more than MAX_SMALL_PACKS small packs, however small.
     many = rollup.MAX_SMALL_PACKS
     assert not needed('as-many', [100] * many + [largest])
@@ -210,6 +212,60 @@ def test_loose_objects_are_looked_at_by_the_eighth_commit(tmp_path: Path) -> Non
         assert storage.loose_count(repo_dir) == 0
         return
     pytest.skip('no run of eight commit ids without the prefixes in 60 attempts')
+
+
+def _loose_left(repo_dir: Path, count: int) -> None:
+    """``count`` loose objects, as another tool may leave them, none of them in a pack."""
+    start = storage.loose_count(repo_dir)
+    for i in range(count):
+        rawobjects.blob(
+            repo_dir, b'%s left loose by another tool %d\n' % (os.urandom(8).hex().encode(), i)
+        )
+    assert storage.loose_count(repo_dir) == start + count
+
+
+def test_the_hook_looks_at_loose_objects_on_every_eighth_commit_of_each_repository(
+    tmp_path: Path,
+) -> None:
+    """``maybe_pack`` counts the commits of each repository on its own, from the first one the
+    process makes: with ids that never start with 0 or 8, loose objects are packed by the
+    eighth commit after the last look, not before; two repositories committing in turn do not
+    add up to eight; and an id starting with 0 or 8 makes the hook look at once."""
+    ordinary = b'1' * 40  # a commit id that does not by itself make the hook look
+    repos = []
+    for name in ('first', 'second'):
+        workspace = tmp_path / name
+        desk, repo_dir = workspace / 'desk', workspace / 'repo.git'
+        desk.mkdir(parents=True)
+        cps = Checkpoints(repo_dir, desk)
+        cps.set_tracked_paths(['notes'])  # the repository, and no commit of this process yet
+        _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+        repos.append((cps, repo_dir))
+
+    def commit(index: int, sha: bytes = ordinary) -> storage.StorageStats | None:
+        cps, _ = repos[index]
+        with engine.locked(cps.desk_config) as session:  # as a snapshot runs the hook
+            return rollup.maybe_pack(session.repo, sha)
+
+    for _ in range(rollup.CHECK_EVERY - 1):  # seven commits each, in turn
+        assert commit(0) is None and commit(1) is None
+    assert [storage.loose_count(repo_dir) for _, repo_dir in repos] == [rollup.LOOSE_LIMIT] * 2
+    for index, (_, repo_dir) in enumerate(repos):  # the eighth looks
+        assert commit(index) is not None
+        assert storage.loose_count(repo_dir) == 0
+    # Counted again from the look: seven commits pass it by, the eighth packs.
+    _, repo_dir = repos[0]
+    _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+    for _ in range(rollup.CHECK_EVERY - 1):
+        assert commit(0) is None
+    assert storage.loose_count(repo_dir) == rollup.LOOSE_LIMIT
+    assert commit(0) is not None
+    assert storage.loose_count(repo_dir) == 0
+    # An id starting with 0 or 8 looks whatever the count.
+    _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+    assert commit(0) is None
+    assert commit(0, b'8' + ordinary[1:]) is not None
+    assert storage.loose_count(repo_dir) == 0
 
 
 def test_a_repository_of_loose_objects_only_is_packed(
