@@ -5,9 +5,12 @@
   read from the repository).
 - Packs that only repeat the target's objects go, with nothing written; loose objects the pack
   now holds go, whether just placed or already there; a loose object that cannot be read stays.
-- A target whose index is damaged is left alone and the rest folded into a pack of their own.
+- A target whose index is damaged is left alone and the rest folded into a pack of their own;
+  a largest pack the system refuses to open as the target is folded in with the rest.
+- Packs up to ``ROLL_INPUT_MAX`` bytes, that size included, are re-encoded; with nothing
+  readable to fold, nothing is written or deleted.
 - When to roll up: a policy on the pack sizes (``needs_roll_up``), and on every eighth commit of
-  a process a look at the loose objects (``maybe_pack``).
+  a repository in a process a look at the loose objects (``maybe_pack``).
 
 Each test pins a check found by ``benchmarks/mutation.py``, and runs in this process, where
 mutation testing sees the calls.
@@ -156,6 +159,93 @@ def test_nothing_to_roll_up_is_reported_as_such(
     size = storage.objects_size(repo_dir)
     stats = _roll_up(cps)
     assert stats == storage.StorageStats(0, 0, 1, 1, 0, size, size)
+
+
+def test_nothing_readable_to_fold_leaves_the_objects_as_they_are(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """One pack and an unreadable loose object (under the name of an object that pack holds):
+    nothing can be folded, so nothing is written, nothing deleted, and the report says so."""
+    session_turns(cps, desk, 2)
+    (pack,) = _packs(repo_dir)
+    with PackView(str(pack)[: -len('.pack')]) as view:
+        _, sha = view.entries()[0]
+    broken = repo_dir / 'objects' / sha[:2].decode() / sha[2:].decode()
+    broken.parent.mkdir(exist_ok=True)
+    broken.write_bytes(b'not a zlib stream at all')
+    pack_bytes = pack.read_bytes()
+    size = storage.objects_size(repo_dir)
+    stats = _roll_up(cps)
+    assert stats == storage.StorageStats(0, 0, 1, 1, 1, size, size)
+    assert broken.read_bytes() == b'not a zlib stream at all'
+    assert _packs(repo_dir) == [pack] and pack.read_bytes() == pack_bytes
+
+
+def _pack_of_size(pack_dir: Path, size: int, seed: int) -> tuple[str, bytes]:
+    """A pack of exactly ``size`` bytes holding one blob of random bytes: its basename and the
+    blob's hex id."""
+    data = random.Random(seed).randbytes(size)
+    length = size - 64
+    for _ in range(10):  # whole_record stores random bytes: the size follows the length
+        record = rawobjects.whole_record(3, data[:length])
+        total = 12 + len(record) + 20  # the header, the record, the trailer
+        if total == size:
+            name = rawobjects.object_id(b'blob', data[:length])
+            return rawobjects.pack(pack_dir, [record], [name]), name.hex().encode()
+        length += size - total
+    raise AssertionError(f'no pack of exactly {size} bytes')
+
+
+def test_a_pack_of_exactly_the_input_limit_is_folded(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A pack of exactly ``ROLL_INPUT_MAX`` bytes is re-encoded into the largest pack; only
+    larger ones are left as they are."""
+    ids = session_turns(cps, desk, 2)
+    pack_dir = repo_dir / 'objects' / 'pack'
+    at_limit, blob = _pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX, 1)
+    largest, big_blob = _pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX + 4096, 2)
+    assert Path(at_limit + '.pack').stat().st_size == rollup.ROLL_INPUT_MAX
+    stats = _roll_up(cps)
+    assert (stats.packs_before, stats.packs_after) == (3, 1)
+    (rolled,) = _packs(repo_dir)
+    assert not Path(at_limit + '.pack').exists() and not Path(largest + '.pack').exists()
+    with PackView(str(rolled)[: -len('.pack')]) as view:
+        assert blob in view and big_blob in view
+    assert len(history(repo_dir)) == len(ids)
+    fsck(repo_dir)
+
+
+def test_a_largest_pack_that_cannot_be_opened_as_the_target_is_folded_too(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The system refuses to open the largest pack as the target (once: it opens again when
+    its objects are read): with no target, every pack the roll-up can read, the largest
+    included, goes into one new pack."""
+    session_turns(cps, desk, 3)
+    known = {sha: version_of(repo_dir, sha) for sha in history(repo_dir)}
+    (small,) = _packs(repo_dir)
+    largest, blob = _pack_of_size(repo_dir / 'objects' / 'pack', 20_000, 3)
+    assert small.stat().st_size < 20_000
+    refused: list[str] = []
+
+    def refuse_once(event: str, args: tuple) -> None:
+        if event == 'open' and not refused and args[0] == largest + '.pack' and args[1] is None:
+            refused.append(args[0])
+            raise OSError(errno.EMFILE, 'Too many open files', args[0])
+
+    with engine.locked(cps.desk_config) as session, armed(refuse_once):
+        stats = storage.roll_up(session.repo)
+    packfolder.wait_for_removals()
+    assert refused, 'the largest pack was never opened'
+    assert (stats.packs_before, stats.packs_after) == (2, 1)
+    (rolled,) = _packs(repo_dir)
+    assert not small.exists() and not Path(largest + '.pack').exists()
+    with PackView(str(rolled)[: -len('.pack')]) as view:
+        assert blob in view
+    for sha, content in known.items():
+        assert version_of(repo_dir, sha) == content
+    fsck(repo_dir)
 
 
 def _pack_sizes(folder: Path, sizes: list[int]) -> Path:
