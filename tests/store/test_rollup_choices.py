@@ -181,21 +181,6 @@ def test_nothing_readable_to_fold_leaves_the_objects_as_they_are(
     assert _packs(repo_dir) == [pack] and pack.read_bytes() == pack_bytes
 
 
-def _pack_of_size(pack_dir: Path, size: int, seed: int) -> tuple[str, bytes]:
-    """A pack of exactly ``size`` bytes holding one blob of random bytes: its basename and the
-    blob's hex id."""
-    data = random.Random(seed).randbytes(size)
-    length = size - 64
-    for _ in range(10):  # whole_record stores random bytes: the size follows the length
-        record = rawobjects.whole_record(3, data[:length])
-        total = 12 + len(record) + 20  # the header, the record, the trailer
-        if total == size:
-            name = rawobjects.object_id(b'blob', data[:length])
-            return rawobjects.pack(pack_dir, [record], [name]), name.hex().encode()
-        length += size - total
-    raise AssertionError(f'no pack of exactly {size} bytes')
-
-
 def test_a_pack_of_exactly_the_input_limit_is_folded(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
@@ -203,8 +188,8 @@ def test_a_pack_of_exactly_the_input_limit_is_folded(
     larger ones are left as they are."""
     ids = session_turns(cps, desk, 2)
     pack_dir = repo_dir / 'objects' / 'pack'
-    at_limit, blob = _pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX, 1)
-    largest, big_blob = _pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX + 4096, 2)
+    at_limit, blob = rawobjects.pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX, 1)
+    largest, big_blob = rawobjects.pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX + 4096, 2)
     assert Path(at_limit + '.pack').stat().st_size == rollup.ROLL_INPUT_MAX
     stats = _roll_up(cps)
     assert (stats.packs_before, stats.packs_after) == (3, 1)
@@ -225,7 +210,7 @@ def test_a_largest_pack_that_cannot_be_opened_as_the_target_is_folded_too(
     session_turns(cps, desk, 3)
     known = {sha: version_of(repo_dir, sha) for sha in history(repo_dir)}
     (small,) = _packs(repo_dir)
-    largest, blob = _pack_of_size(repo_dir / 'objects' / 'pack', 20_000, 3)
+    largest, blob = rawobjects.pack_of_size(repo_dir / 'objects' / 'pack', 20_000, 3)
     assert small.stat().st_size < 20_000
     refused: list[str] = []
 
