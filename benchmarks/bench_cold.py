@@ -7,8 +7,9 @@ Run by hand from the project root (never as a test):
     python benchmarks/bench_cold.py --rounds 11 --files 200 --json out.json
 
 It installs this checkout (``pip install '.[mcp]'``, not editable, so nothing is imported from
-the source tree) into a virtualenv, builds a workspace whose desk ``main`` holds ``--files``
-tracked 1 KB files (and one checkpoint of them), then times each command as a new process,
+the source tree) into a virtualenv, builds two alike workspaces whose desk ``main`` holds
+``--files`` tracked 1 KB files (and one checkpoint of them; a person's verbs run on the first,
+the hooks on the second: see ``main``), then times each command as a new process,
 started the way a harness starts a hook: the console script by its absolute path, stdin from a
 file, no terminal. Every round runs every command once, in turn, so a load that comes and goes
 touches all of them alike; the figures are medians over the rounds, in milliseconds, and the
@@ -194,15 +195,17 @@ def command_rows(
     label: str,
     bin_dir: Path,
     base: Path,
-    workspace: Path,
-    desk: Path,
+    workspaces: tuple[Path, Path],
     env: dict[str, str],
 ) -> dict[str, Callable[[], float]]:
-    """The timed commands of one installation (their names prefixed with ``label``)."""
+    """The timed commands of one installation (their names prefixed with ``label``): a
+    person's verbs on the first workspace's desk, the hooks on the second workspace."""
     command = str(bin_dir / 'checkpoints')
-    write_event = hook_event('claude_pre_tool_use_write.json', workspace, base)
-    bash_before = hook_event('claude_pre_tool_use_bash.json', workspace, base)
-    bash_after = hook_event('claude_post_tool_use_bash.json', workspace, base)
+    workspace, hooked = workspaces
+    desk = workspace / 'desks' / 'main'
+    write_event = hook_event('claude_pre_tool_use_write.json', hooked, base)
+    bash_before = hook_event('claude_pre_tool_use_bash.json', hooked, base)
+    bash_after = hook_event('claude_post_tool_use_bash.json', hooked, base)
     hook = [command, 'hook', '--harness', 'claude']
     off = {**env, 'CHECKPOINTS_SERVER': 'off'}
     verbs: dict[str, tuple[list[str], Path, Path | None]] = {
@@ -212,7 +215,7 @@ def command_rows(
         'snapshot (no-op)': (['snapshot'], desk, None),
         'hook PreToolUse Write (unchanged desk)': (
             ['hook', '--harness', 'claude'],
-            workspace,
+            hooked,
             write_event,
         ),
     }
@@ -221,7 +224,7 @@ def command_rows(
         rows[name] = partial(timed_process, [command, *argv], cwd, stdin, env)
         rows[f'{name}, no server'] = partial(timed_process, [command, *argv], cwd, stdin, off)
     for row, environment in ((BASH_PAIR, env), (f'{BASH_PAIR}, no server', off)):
-        rows[row] = partial(bash_pair, hook, workspace, bash_before, bash_after, environment)
+        rows[row] = partial(bash_pair, hook, hooked, bash_before, bash_after, environment)
     mcp = [command, '--workspace', str(workspace), 'mcp']
     kept = {**env, 'XDG_CACHE_HOME': str(fresh_cache(base))}
     rows[f'{MCP_ROW} (first start: nothing kept)'] = lambda: timed_mcp(
@@ -245,23 +248,29 @@ def main() -> None:
         base = Path(scratch)
         bin_dir = make_venv(args.venv or base / 'venv')
         python, command = str(bin_dir / 'python'), str(bin_dir / 'checkpoints')
-        workspace = base / 'workspace'
-        desk = build_workspace(workspace, args.files, bin_dir)
         env = {k: v for k, v in os.environ.items() if not k.startswith(('CHECKPOINTS_', 'PYTHON'))}
         env['NO_COLOR'] = '1'
         env['XDG_CACHE_HOME'] = str(fresh_cache(base))
-        # The written file exists and is unchanged: the hook's snapshot finds nothing to record.
-        (desk / 'notes').mkdir()
-        (desk / 'notes' / 'plan.md').write_text('# Plan\n')
-        subprocess.run([command, '--workspace', str(workspace), 'snapshot'], check=True, env=env)
+        # Two alike workspaces: the hooks declare each write they announce (a seal, written
+        # when the declaration changes), so a person's `snapshot` on their desk would find a
+        # new declaration to record every round, and be no no-op.
+        workspaces = (base / 'workspace', base / 'hooked')
+        for root in workspaces:
+            desk = build_workspace(root, args.files, bin_dir)
+            # The written file exists and is unchanged: the hook's snapshot finds nothing to
+            # record.
+            (desk / 'notes').mkdir()
+            (desk / 'notes' / 'plan.md').write_text('# Plan\n')
+            subprocess.run([command, '--workspace', str(root), 'snapshot'], check=True, env=env)
+        desk = workspaces[0] / 'desks' / 'main'
 
         rows: dict[str, Callable[[], float]] = {
             'python -c pass': lambda: timed_process([python, '-c', 'pass'], desk, None, env),
         }
-        rows.update(command_rows('', bin_dir, base, workspace, desk, env))
+        rows.update(command_rows('', bin_dir, base, workspaces, env))
         if args.before is not None:
             before = make_venv(base / 'venv-before', args.before.resolve())
-            rows.update(command_rows('before: ', before, base, workspace, desk, env))
+            rows.update(command_rows('before: ', before, base, workspaces, env))
         if GIT is not None:
             tree = git_repository(desk, base / 'git')
             genv = git_env(base)

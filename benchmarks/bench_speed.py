@@ -20,6 +20,10 @@ config, fixed identity); with its default ``core.fsync`` it flushes nothing in t
 (``durable``), so the restore is also timed with ``durable=False``, for reference (no target):
 that skips the flushes of the desk files and the branch's folder, the largest part; the intent
 record, a pack that replaces the tail and the ref files (dulwich's) are flushed still.
+
+Everything here runs in this process. Cold commands, as users and harnesses start them (the
+console script of a fresh virtualenv against its own ``python -c pass``), are
+``bench_cold.py``'s.
 """
 
 from __future__ import annotations
@@ -69,9 +73,6 @@ TARGETS = {  # (ratio name, size) -> upper bound
     ('first/git', 10000): 1.0,
     ('list/git', 200): 1.5,
     ('list/git', 10000): 1.5,
-    ('cli/python', 200): 4.0,
-    ('cli/python', 10000): 4.0,
-    ('status/python', 200): 4.0,
 }
 
 
@@ -380,30 +381,6 @@ def bench_size(count: int, reps: int, base: Path) -> dict[str, float]:
     results['list fresh'] = median_ms(list_fresh)
     results['list git'] = median_ms(list_git)
 
-    # Cold processes: `checkpoints list` (what the console script runs) against `python -c pass`.
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    entry = 'import sys; from trading_checkpoints.cli import main; sys.exit(main())'
-    cli = [sys.executable, '-c', entry, '--workspace', str(ours_ws), 'list']
-    bare = [sys.executable, '-c', 'pass']
-    out = subprocess.run(cli, env=env, capture_output=True, check=True).stdout
-    rows = [line for line in out.splitlines() if not line.startswith((b'hint:', b'...'))]
-    assert len(rows) == 20, out
-    # ... and `checkpoints status` of the unchanged desk (what a person checks before acting).
-    status = [sys.executable, '-c', entry, '--workspace', str(ours_ws), 'status']
-    out = subprocess.run(status, env=env, capture_output=True, check=True).stdout
-    assert out.startswith(b'No changes'), out
-    cli_samples, status_samples, bare_samples = [], [], []
-    for _ in range(reps * 2):
-        bare_samples.append(timed(lambda: subprocess.run(bare, env=env, check=True)))
-        cli_samples.append(
-            timed(lambda: subprocess.run(cli, env=env, check=True, capture_output=True))
-        )
-        status_samples.append(
-            timed(lambda: subprocess.run(status, env=env, check=True, capture_output=True))
-        )
-    results['cli list'] = median_ms(cli_samples)
-    results['cli status'] = median_ms(status_samples)
-    results['python pass'] = median_ms(bare_samples)
     remove_tree(work)
     return results
 
@@ -429,20 +406,6 @@ ROWS = [
         'unflushed restore/git',
     ),
     ('list(20) vs git log -20', 'list open', 'list fresh', 'list git', 'list/git'),
-    (
-        'cold `checkpoints list` vs `python -c pass`',
-        'cli list',
-        'cli list',
-        'python pass',
-        'cli/python',
-    ),
-    (
-        'cold `checkpoints status` (unchanged desk) vs `python -c pass`',
-        'cli status',
-        'cli status',
-        'python pass',
-        'status/python',
-    ),
 ]
 
 

@@ -157,3 +157,24 @@ def test_blobs_kept_for_a_restore_stay_within_a_memory_budget(tmp_path: Path) ->
             assert reader(shas[i]) == data(i)
     finally:
         repo.close()
+
+
+def test_a_restore_refused_by_its_vetting_saves_nothing_first(tmp_path: Path) -> None:
+    """The vetting comes before the pre-snapshot: a restore refused for a blob it cannot
+    read leaves the history as it was, the unsaved edit still only in the desk."""
+    from helpers.rawobjects import commit, in_notes
+
+    desk = tmp_path / 'desk'
+    put(desk, 'notes/mine.md', '-', b'mine')
+    repo_dir = tmp_path / 'repo.git'
+    cps = Checkpoints(repo_dir, desk)
+    cps.snapshot('mine')
+    missing = 'ab' * 20  # no such object in the repository
+    hostile = commit(repo_dir, in_notes(repo_dir, (b'100644', b'gone.md', missing)))
+    put(desk, 'notes/mine.md', '-', b'an unsaved edit')
+    history = [c.checkpoint_id for c in cps.list(None)]
+    before = files_of(desk)
+    with pytest.raises(CorruptRepositoryError):
+        cps.restore(hostile)
+    assert [c.checkpoint_id for c in cps.list(None)] == history
+    assert files_of(desk) == before

@@ -205,6 +205,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     if request.dry_run:
         return Outcome(result.make(head, None, True))
     decision.raise_if_refused(request)
+    _vet(session, the_plan, scan, current)
+    read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
     repo.check_ref_settable(external.SEAL_REF)  # the last stage writes it: refused now if not
     saved = None
     if _worth_saving(session, request, scan):
@@ -214,8 +216,6 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     assert head is not None
     repo.require_commit(head)  # the restored state is committed on it: it must be readable
     _check_held(session, request, the_plan, current, scan, head)
-    _vet(session, the_plan, scan, current)
-    read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
     head_tree = repo.commit_info(head).tree  # read before the desk is touched
     message = request.message or _message(request, head)
     if not metadata.trailer_values(message).get(changestats.KEY):

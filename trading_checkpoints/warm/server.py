@@ -6,7 +6,8 @@ Started by a client that found none (``client.start_server``), detached from any
 1. checks that the socket it would listen on is the one the client expected (same code), and
    that no other server holds the socket's lock file (``<socket>.lock``, which holds the
    serving process's pid); else it exits;
-2. imports the command and everything the verbs import lazily (click, the engine, dulwich);
+2. imports the command and everything the verbs import lazily (click, the engine, dulwich),
+   down to the libraries imported inside functions (``preload``);
 3. listens on the socket, closed to other users (a private folder, and each peer's user
    checked with ``SO_PEERCRED``);
 4. for each connection, forks: the child takes the client's stdin, stdout and stderr, folder,
@@ -27,6 +28,7 @@ import fcntl
 import io
 import os
 import pkgutil
+import re
 import select
 import signal
 import socket
@@ -34,14 +36,20 @@ import struct
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from importlib import import_module
+from importlib.util import resolve_name
+from types import ModuleType
 
 from . import address, wire
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
 DEFAULT_IDLE = 300.0
-# Never preloaded: the MCP SDK is heavy and its verb runs in-process.
-NOT_PRELOADED = ('trading_checkpoints.agent.mcp',)
+# Never preloaded: the MCP SDK and the terminal browser are heavy, and their verbs run
+# in-process.
+NOT_PRELOADED = ('trading_checkpoints.agent.mcp', 'trading_checkpoints.ui')
+# Libraries only the long-running verbs use (run in-process, never on the server).
+NOT_PRELOADED_LIBRARIES = frozenset({'mcp', 'pydantic', 'textual', 'rich', 'watchfiles'})
 REQUEST_TIMEOUT = 10.0
 STREAMS = 3
 
@@ -70,16 +78,89 @@ def main(expected: str) -> None:
 
 
 def preload() -> None:
-    """Imports every module of the package a verb may need (the MCP server's excepted)."""
+    """Imports every module of the package a verb may need (the MCP server's excepted), and
+    every module those import inside their functions.
+
+    The verbs import some libraries only where they need them (dulwich's ``Repo`` and
+    ``client``, ``concurrent.futures``), so a cold start that only reads never pays for them,
+    and those libraries do the same with their own modules (dulwich's ``worktree``); importing
+    the package's modules reaches none of them, and a served command would import them in its
+    child, every time. Their names come from the modules' own import statements (a library's
+    only within that library, one step deep), so there is no list to keep up to date.
+    """
     import trading_checkpoints
 
-    for module in pkgutil.walk_packages(trading_checkpoints.__path__, 'trading_checkpoints.'):
-        if module.name.startswith(NOT_PRELOADED) or module.name.endswith('.__main__'):
-            continue  # the MCP SDK, and the modules that run a command when imported
+    ours = [
+        module.name
+        for module in pkgutil.walk_packages(trading_checkpoints.__path__, 'trading_checkpoints.')
+        # the MCP SDK, and the modules that run a command when imported
+        if not module.name.startswith(NOT_PRELOADED) and not module.name.endswith('.__main__')
+    ]
+    libraries = _preload(ours, lambda importer, name: _top(name) not in NOT_PRELOADED_LIBRARIES)
+    # One step into those libraries' own lazy imports, not further: dulwich's reach every part
+    # of it (merge, rebase, LFS), which no verb uses.
+    _preload(libraries, lambda importer, name: _top(name) == _top(importer))
+
+
+def _top(name: str) -> str:
+    return name.partition('.')[0]
+
+
+def _preload(names: list[str], wanted: Callable[[str, str], bool]) -> list[str]:
+    """Imports ``names``, then what each imports inside its functions where ``wanted(importer,
+    imported)``; returns the latter's names."""
+    found: dict[str, None] = {}
+    for name in names:
         try:
-            import_module(module.name)
+            loaded = import_module(name)
         except ImportError:
-            continue  # an optional extra that is not installed (watch, ui)
+            continue  # an optional extra or library that is not installed (watch, ui)
+        for imported, attributes in _imported_in_functions(loaded):
+            if not wanted(name, imported):
+                continue
+            try:
+                module = import_module(imported)
+            except ImportError:
+                continue
+            for attribute in attributes:  # ``from X import Y`` may import X.Y on access
+                try:
+                    getattr(module, attribute, None)
+                except ImportError:
+                    continue
+            found[imported] = None
+    return list(found)
+
+
+# An indented import: inside a function (or a ``try``/``if``): its module, or its package and
+# the names taken from it (on the first line).
+_INDENTED_IMPORT = re.compile(
+    r'^[ \t]+(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]*)|import[ \t]+([\w.]+))',
+    re.MULTILINE,
+)
+
+
+def _imported_in_functions(module: ModuleType) -> list[tuple[str, list[str]]]:
+    """The imports indented in ``module``'s source (inside its functions): each module's
+    absolute name, with the names a ``from`` import takes from it."""
+    source = getattr(module, '__file__', None)
+    if source is None or not source.endswith('.py'):
+        return []
+    try:
+        with open(source, encoding='utf-8') as file:
+            text = file.read()
+    except (OSError, ValueError):
+        return []
+    found: list[tuple[str, list[str]]] = []
+    for origin, names, plain in _INDENTED_IMPORT.findall(text):
+        if plain:
+            found.append((plain, []))
+            continue
+        try:
+            absolute = resolve_name(origin, module.__package__ or '')
+        except (ImportError, ValueError):
+            continue
+        found.append((absolute, [name.split()[0] for name in names.split(',') if name.strip()]))
+    return found
 
 
 def _lock(path: str) -> int | None:
