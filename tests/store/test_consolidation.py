@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 from itertools import combinations
 from pathlib import Path
 
@@ -82,8 +83,8 @@ def test_rewriting_the_same_pack_removes_every_other_and_its_stale_indexes(
 ) -> None:
     """A compacted repository compacted again writes a pack of the same name (the same
     objects): the packs beside it (here duplicates a crash between an append's rename and its
-    removal leaves) all go, and so do another tool's reverse index and bitmap of that name,
-    which describe the old layout."""
+    removal leaves) all go, and so do another tool's reverse index, bitmap and cruft times of
+    that name, which describe the old layout."""
     session_turns(cps, desk, 3)
     cps.prune()
     pack_dir = repo_dir / 'objects' / 'pack'
@@ -97,13 +98,39 @@ def test_rewriting_the_same_pack_removes_every_other_and_its_stale_indexes(
             [rawobjects.whole_record(3, data) for data in blobs],
             [rawobjects.object_id(b'blob', data) for data in blobs],
         )
-        for suffix in ('.bitmap', '.rev'):
+        for suffix in ('.bitmap', '.rev', '.mtimes'):
             compacted.with_suffix(suffix).write_bytes(b'the old layout\n')
         cps.prune()
         left = sorted(p.name for p in pack_dir.iterdir())
         assert left == sorted([compacted.name, compacted.with_suffix('.idx').name]), (
             f'round {round_number}: {left}'
         )
+    fsck(repo_dir)
+
+
+def test_the_packs_a_compaction_replaces_go_with_what_another_tool_left_beside_them(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """Two packs, each with the bitmap, reverse index and cruft times a git ``repack`` may
+    leave beside a pack: the compaction writes a pack of another name, and the two go with
+    everything beside them (left behind, those files would describe packs that are gone)."""
+    session_turns(cps, desk, 2)
+    write(desk, 'notes/large.bin', random.Random(1).randbytes(300_000))  # past the tail limit
+    assert cps.snapshot('a large file') is not None
+    write(desk, 'notes/after.md', 'in a pack of its own\n')
+    assert cps.snapshot('after the large file') is not None
+    wait_for_removals()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    old = sorted(pack_dir.glob('pack-*.pack'))
+    assert len(old) == 2
+    for pack in old:
+        for suffix in ('.bitmap', '.rev', '.mtimes'):
+            pack.with_suffix(suffix).write_bytes(b'written by another tool\n')
+    cps.prune()
+    wait_for_removals()
+    (new,) = pack_dir.glob('pack-*.pack')
+    assert new not in old
+    assert sorted(p.name for p in pack_dir.iterdir()) == [new.with_suffix('.idx').name, new.name]
     fsck(repo_dir)
 
 

@@ -61,7 +61,7 @@ def _consolidate(repo: Repository) -> StorageStats:
     new_name = new_pack.name() if new_pack is not None else None
     gitfiles.rewrite_reflogs(repo.path, set(keep))  # before anything they name is removed
     if new_pack is not None:
-        for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
+        for suffix in ('.bitmap', '.rev', '.mtimes'):  # another tool's, of a pack of this name
             try:
                 os.remove(pack_basename(new_pack) + suffix)
             except OSError:
