@@ -275,6 +275,9 @@ def test_loose_objects_are_looked_at_by_the_eighth_commit(tmp_path: Path) -> Non
         workspace = tmp_path / f'attempt-{attempt}'
         desk, repo_dir = workspace / 'desk', workspace / 'repo.git'
         desk.mkdir(parents=True)
+        # Each attempt's own content: attempts made within the same second would otherwise
+        # repeat the same commit ids, and the same prefixes.
+        write(desk, 'notes/attempt.md', f'attempt {attempt}\n')
         cps = Checkpoints(repo_dir, desk)
         ids = session_turns(cps, desk, 1)
         for i in range(rollup.LOOSE_LIMIT):
