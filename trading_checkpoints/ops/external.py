@@ -385,8 +385,9 @@ def announcement(repo: ShadowRepo, message: str) -> str | None:
 def _declaration(message: str, like: tuple[object, ...] | None = None) -> tuple[object, ...]:
     """What a message declares about the write that follows: its paths and, for a turn's
     write, its turn and session (compared only when ``like``, the new declaration, names a
-    turn: a snapshot outside any turn keeps the writer it found)."""
+    turn: a snapshot outside any turn keeps the writer it found). A session named without a
+    turn names no writer."""
     meta = metadata.parse(message)
-    if like is not None and like[1] is None:
+    if not meta.turn or (like is not None and like[1] is None):
         return (meta.paths, None, None)
     return (meta.paths, meta.turn, meta.session)
