@@ -5,6 +5,7 @@ Run by hand from the project root (never as a test):
     python benchmarks/bench_scale.py                       # 100,000 files, 7 repetitions
     python benchmarks/bench_scale.py --files 20000 --reps 5 --json out.json
     python benchmarks/bench_scale.py --profile noop        # cProfile of one no-op snapshot
+    python benchmarks/bench_scale.py --watch               # also with `checkpoints watch` running
 
 It builds two identical desks in a temporary folder (``bench_speed.build_desk``: 1 KB files in
 folders of 100 under ``memory/``, ``Memory.md``, 200 untracked files) and times, in this
@@ -16,6 +17,8 @@ process, the library's verbs against the git commands that do the same work on t
 | no-op snapshot | ``snapshot()`` of the unchanged desk | ``status --porcelain`` |
 | one-change snapshot | ``Memory.md`` rewritten, ``snapshot()`` | the same, ``add -A``, ``commit`` |
 | status | ``status()`` of the unchanged desk | ``status --porcelain`` |
+| ... + watch | the no-op, ``status`` and one-change rows again, ``checkpoints watch`` running on
+  our desk (``--watch``) | the same, in the same rounds |
 
 "fresh" rows make a new ``Checkpoints`` for each call and first empty the process's memos (as a
 new process finds them: the stat cache is read from disk); "open" rows keep one object. The
@@ -30,6 +33,7 @@ import cProfile
 import json
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -56,7 +60,20 @@ TARGETS = {  # ratio -> upper bound
     'no-op snapshot (fresh) / git status': 1.0,
     'one-change snapshot (fresh) / git': 1.0,
     'status (fresh) / git status': 1.0,
+    'no-op snapshot (fresh, watch) / git status': 1.0,
+    'status (fresh, watch) / git status': 1.0,
+    'one-change snapshot (fresh, watch) / git': 1.0,
 }
+
+WATCHER = """
+import sys
+from pathlib import Path
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent.watch import watch
+# A long quiet period: its own captures would otherwise take the one-change rows' changes.
+watch(Checkpoints(Path(sys.argv[1]), Path(sys.argv[2])), quiet=600, echo=lambda line: None,
+      ready=lambda: print('ready', flush=True))
+"""
 
 
 class Git(GitDesk):
@@ -152,9 +169,43 @@ def measure(scene: Scene, reps: int) -> dict[str, float]:
     return {name: median_ms(values) for name, values in samples.items()}
 
 
+def measure_watching(scene: Scene, reps: int) -> dict[str, float]:
+    """The no-op, status and one-change rows with ``checkpoints watch`` running on our desk
+    (its answer replaces the walk while nothing tracked changed), git in the same rounds."""
+    samples: dict[str, list[float]] = {}
+
+    def add(name: str, value: float) -> None:
+        samples.setdefault(name, []).append(value)
+
+    watcher = subprocess.Popen(
+        [sys.executable, '-c', WATCHER, str(scene.ours_repo), str(scene.ours_desk)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stdout is not None and watcher.stdout.readline() == 'ready\n'
+        for _ in range(3):  # the first walks, and tells the watcher the desk is clean
+            scene.fresh().snapshot('settle')
+            settle()
+        for _ in range(reps):
+            add('no-op snapshot, ours fresh + watch', fresh_call(scene, lambda c: c.snapshot('n')))
+            add('git status --porcelain (watch rounds)', timed_twice(scene.git.status))
+            add('status, ours fresh + watch', fresh_call(scene, lambda c: c.status()))
+        for _ in range(reps):
+            scene.rewrite(scene.ours_desk)
+            one = fresh_call(scene, lambda c: c.snapshot('1'))
+            add('one-change snapshot, ours fresh + watch', one)
+            scene.rewrite(scene.git_desk)
+            add('one-change snapshot, git (watch rounds)', timed(lambda: scene.git.commit_all('1')))
+    finally:
+        watcher.kill()
+        watcher.wait()
+    return {name: median_ms(values) for name, values in samples.items()}
+
+
 def ratios(medians: dict[str, float]) -> dict[str, float]:
     status = medians['git status --porcelain']
-    return {
+    found = {
         'first snapshot / git': medians['first snapshot, ours'] / medians['first snapshot, git'],
         'no-op snapshot (fresh) / git status': medians['no-op snapshot, ours fresh'] / status,
         'no-op snapshot (open) / git status': medians['no-op snapshot, ours open'] / status,
@@ -167,6 +218,17 @@ def ratios(medians: dict[str, float]) -> dict[str, float]:
         'status (fresh) / git status': medians['status, ours fresh'] / status,
         'status (open) / git status': medians['status, ours open'] / status,
     }
+    if 'no-op snapshot, ours fresh + watch' in medians:
+        status = medians['git status --porcelain (watch rounds)']
+        commit = medians['one-change snapshot, git (watch rounds)']
+        found['no-op snapshot (fresh, watch) / git status'] = (
+            medians['no-op snapshot, ours fresh + watch'] / status
+        )
+        found['status (fresh, watch) / git status'] = medians['status, ours fresh + watch'] / status
+        found['one-change snapshot (fresh, watch) / git'] = (
+            medians['one-change snapshot, ours fresh + watch'] / commit
+        )
+    return found
 
 
 def profile(scene: Scene, what: str) -> None:
@@ -197,6 +259,9 @@ def main() -> None:
     parser.add_argument('--reps', type=int, default=7)
     parser.add_argument('--json', type=Path, help='also write the medians and ratios here')
     parser.add_argument('--profile', choices=['first', 'noop', 'change', 'status'])
+    parser.add_argument(
+        '--watch', action='store_true', help='also the rows with checkpoints watch running'
+    )
     args = parser.parse_args()
     if GIT is None:
         raise SystemExit('bench_scale needs the git binary')
@@ -206,6 +271,8 @@ def main() -> None:
             profile(scene, args.profile)
             return
         medians = measure(scene, args.reps)
+        if args.watch:
+            medians.update(measure_watching(scene, args.reps))
         report(args.files, args.reps, medians, args.json)
 
 
@@ -218,7 +285,7 @@ def report(files: int, reps: int, medians: dict[str, float], to: Path | None) ->
     for name, value in found.items():
         target = TARGETS.get(name)
         verdict = '' if target is None else ('met' if value <= target else f'MISSED (<= {target})')
-        print(f'{name:40} {value:10.2f} {verdict}')
+        print(f'{name:40} {value:10.3f} {verdict}')
     if to is not None:
         to.write_text(json.dumps({'medians_ms': medians, 'ratios': found}, indent=2))
 

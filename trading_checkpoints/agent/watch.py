@@ -13,6 +13,8 @@ checkpoint holds only the agent's change.
 - Folders made later inside the desk are followed (the watch is recursive).
 - While nothing happens it sleeps in the kernel, waking once per quiet period to see whether
   it was asked to stop.
+- While it runs, a no-op snapshot and a clean ``status`` of the desk are answered from its
+  record of what changed, without walking the desk (Linux; see ``agent/vouchwatch.py``).
 - SIGINT and SIGTERM stop it, after the checkpoint it may be taking; it exits 0.
 
 Needs the optional extra: ``pip install 'trading-checkpoints[watch]'``.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -85,7 +88,11 @@ def watch(
     stop = stop or threading.Event()
     step = max(10, int(quiet * 1000))
     # debug off, never polling, 300 ms (unused: no polling), recursive, permission errors ignored
-    with _stopped_by_signals(stop), notifier([str(desk)], False, False, 300, True, True) as kernel:
+    with (
+        _stopped_by_signals(stop),
+        notifier([str(desk)], False, False, 300, True, True) as kernel,
+        _vouching(checkpoints),
+    ):
         _report(capture(checkpoints), echo)  # what changed before the watch began
         ready()
         while not stop.is_set():
@@ -96,6 +103,32 @@ def watch(
                 break
             if found != 'timeout' and any(tracked(path) for _, path in found):
                 _report(capture(checkpoints), echo)
+
+
+@contextmanager
+def _vouching(checkpoints: Checkpoints) -> Iterator[None]:
+    """Answers snapshots and ``status`` of this desk whether it changed, while the watch runs
+    (``agent/vouchwatch.py``; Linux only). A desk it cannot watch soundly is simply walked."""
+    if not sys.platform.startswith('linux'):
+        yield
+        return
+    from .inotify import Unwatchable
+    from .vouchwatch import Vouch
+
+    try:
+        vouch = Vouch(
+            str(checkpoints.desk_directory),
+            str(checkpoints.repository_directory),
+            checkpoints.effective_tracked_paths(),
+        )
+        vouch.start()
+    except (Unwatchable, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        vouch.close()
 
 
 def _tracked(checkpoints: Checkpoints, desk: Path) -> Callable[[str], bool]:

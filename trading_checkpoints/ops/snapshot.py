@@ -15,6 +15,11 @@ what it read, so the snapshot is as if it ran, alone, at that last moment (the d
 any snapshot reads it, while agents may write). An interrupted restore (a record found) is
 always completed under the lock first, and a no-op that must write (the stat cache refreshed,
 an announcement, the tracked paths remembered, ``HEAD`` repaired) takes the lock too.
+
+With ``checkpoints watch`` running on the desk, :func:`look` first asks it (``vouched``): when
+no tracked path changed since a walk found the desk equal to the newest checkpoint, and nothing
+else that walk's answer depended on moved, that answer is given without a walk; a walk that
+finds the desk unchanged tells the watcher so.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from ..store import metadata
 from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from ..store.repofolder import head_is_sound
-from . import external, journal
+from . import external, journal, vouched
 from .deskconfig import DeskConfig
 from .results import SnapshotResult
 from .session import Change, LockedSession, ReadSession, open_reading
@@ -42,14 +47,15 @@ class Look:
 
     Attributes:
         answer: The result when nothing changed (no lock needed), else None.
-        scan: The scan and the stat cache it was compared with.
+        scan: The scan and the stat cache it was compared with (None: the answer came from
+            a running watcher, without a scan).
         head: The branch when the scan began.
         setup: What the scan depended on besides the branch: the tracked paths, the size
             limit and the desk's stat cache context.
     """
 
     answer: SnapshotResult | None
-    scan: tuple[Scan, StatCache]
+    scan: tuple[Scan, StatCache] | None
     head: bytes
     setup: tuple[object, ...]
 
@@ -70,6 +76,14 @@ def look(config: DeskConfig, message: str) -> Look | None:
             head = repo.head()
             if head is None:
                 return None
+            asked = vouched.Asked(session)
+            known = asked.answer(head)
+            if known is not None and external.announcement(repo, message) is None:
+                if _moved(repo, head):
+                    return None
+                answer = SnapshotResult(None, known[0], known[1], known[2])
+                return Look(answer, None, head, _setup(session))
+            before = asked.state(head)
             scanning = True
             result, cache = session.scan()  # reads only: fresh blobs stay in memory
             scanning = False
@@ -77,6 +91,8 @@ def look(config: DeskConfig, message: str) -> Look | None:
             if not (_nothing_to_commit(result, cache, head) and not result.refreshed):
                 return found
             attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
+            skipped = tuple(result.skipped)
+            asked.report(head, (attribution.external, attribution.basis, skipped), before)
             if external.announcement(repo, message) is not None:
                 return found  # the announcement is written under the lock
             if _moved(repo, head):
@@ -85,7 +101,7 @@ def look(config: DeskConfig, message: str) -> Look | None:
                 checkpoint_id=None,
                 external=attribution.external,
                 basis=attribution.basis,
-                skipped=tuple(result.skipped),
+                skipped=skipped,
             )
             return found
     except CheckpointError as error:
@@ -112,7 +128,7 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     When nothing changed, no checkpoint is made, and the paths the message declares are kept
     as an announcement (see ``external.announce``), so the write that follows is attributed.
     """
-    if earlier is not None and _reusable(session, earlier):
+    if earlier is not None and earlier.scan is not None and _reusable(session, earlier):
         result, cache = earlier.scan
     else:
         result, cache = session.scan(record=True)
@@ -191,7 +207,7 @@ def _reusable(session: LockedSession, earlier: Look) -> bool:
     repo = session.repo
     if session.recovery is not None or journal.pending(repo.path):
         return False
-    if repo.head() != earlier.head or _setup(session) != earlier.setup:
+    if repo.head() != earlier.head or _setup(session) != earlier.setup or earlier.scan is None:
         return False
     result, _ = earlier.scan
     files = result.files

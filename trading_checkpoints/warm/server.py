@@ -41,6 +41,7 @@ from importlib import import_module
 from importlib.util import resolve_name
 from types import ModuleType
 
+from ..core import private
 from . import address, wire
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
@@ -70,7 +71,7 @@ def main(expected: str) -> None:
     finally:
         listener.close()
         try:
-            if os.stat(path).st_ino == _inode:
+            if _same_file(path):
                 os.unlink(path)
         except OSError:
             pass
@@ -178,23 +179,12 @@ def _lock(path: str) -> int | None:
     return fd
 
 
-_inode = -1
+_identity = (-1, -1)
 
 
 def _listen(path: str) -> socket.socket:
-    global _inode
-    try:
-        os.unlink(path)  # a dead server's: we hold the lock, so no live one uses it
-    except FileNotFoundError:
-        pass
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o177)
-    try:
-        listener.bind(path)
-    finally:
-        os.umask(old)
-    listener.listen(64)
-    _inode = os.stat(path).st_ino
+    global _identity
+    listener, _identity = private.listen(path, 64)  # a dead server's socket: we hold the lock
     return listener
 
 
@@ -225,7 +215,7 @@ def _serve(listener: socket.socket, path: str, idle: float) -> None:
         except OSError:
             continue
         last = time.monotonic()
-        if not _same_user(connection):
+        if private.peer_uid(connection) != os.getuid():
             connection.close()
             continue
         pid = os.fork()
@@ -247,21 +237,15 @@ def _reap(children: set[int]) -> None:
 
 
 def _still_ours(path: str) -> bool:
-    try:
-        return os.stat(path).st_ino == _inode
-    except OSError:
-        return False
+    return _same_file(path)
 
 
-def _same_user(connection: socket.socket) -> bool:
+def _same_file(path: str) -> bool:
     try:
-        credentials = connection.getsockopt(
-            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize('3i')
-        )
+        info = os.lstat(path)
     except OSError:
         return False
-    _, uid, _ = struct.unpack('3i', credentials)
-    return bool(uid == os.getuid())
+    return (info.st_dev, info.st_ino) == _identity
 
 
 def _child(connection: socket.socket) -> None:

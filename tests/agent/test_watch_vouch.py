@@ -1,0 +1,469 @@
+"""A running `checkpoints watch` answers a no-op snapshot and a clean status without a walk.
+
+Each test runs the watcher as its own process over a real desk (its capture made slow, so
+that every change below is left for the snapshot to find), and counts the walks this process
+makes (``ReadSession.scan``). What is pinned: a change of any kind made just before a snapshot
+is recorded by it (the watcher never hides one); a vouched answer is exactly the walk's; a
+killed, stopped or foreign watcher costs at most the timeout and a walk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.processes import environment
+from helpers.reading import State, files_of, head_of, tracked, version_of
+
+from trading_checkpoints import Checkpoints, SnapshotResult, Status
+from trading_checkpoints.core.paths import Allowlist
+from trading_checkpoints.desk import vouch
+from trading_checkpoints.ops import session as sessions
+from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops.session import open_reading
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
+
+TRACKED = ('notes', 'Memory.md')
+LIMIT = 64
+
+WATCHER = """
+import sys
+from pathlib import Path
+from trading_checkpoints import Checkpoints, SnapshotResult, Status
+from trading_checkpoints.core.paths import Allowlist
+from trading_checkpoints.agent.watch import watch
+checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md'),
+                          max_file_size=64)
+watch(checkpoints, quiet=float(sys.argv[3]), echo=lambda line: None,
+      ready=lambda: print('ready', flush=True))
+"""
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private runtime folder of the test's own for the watcher's socket (short: a socket's
+    path has at most 108 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix='vouch-', dir='/tmp'))
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
+    desk = tmp_path / 'desk'
+    for index in range(6):
+        write(desk, f'notes/day{index % 2}/n{index}.md', f'note {index}\n')
+    write(desk, 'Memory.md', 'memory\n')
+    write(desk, 'scratch/draft.md', 'untracked\n')
+    write(desk, 'scratch/folder/inner.md', 'untracked\n')
+    cps = Checkpoints(tmp_path / 'repo.git', desk, TRACKED, max_file_size=LIMIT)
+    assert cps.snapshot('start') is not None
+    return cps
+
+
+def start_watcher(cps: Checkpoints, quiet: float = 30) -> subprocess.Popen[str]:
+    """A watcher process; ``quiet``: how long writes must pause before it captures them (and
+    how long it may take to notice SIGTERM)."""
+    desk, repository = str(cps.desk_directory), str(cps.repository_directory)
+    process = subprocess.Popen(
+        [sys.executable, '-c', WATCHER, repository, desk, str(quiet)],
+        env=environment(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == 'ready\n'
+    return process
+
+
+@pytest.fixture
+def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
+    process = start_watcher(checkpoints)
+    yield process
+    if process.poll() is None:
+        process.kill()  # its capture sleeps for the quiet period
+        process.wait(15)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Stops a process (SIGSTOP) and waits until the kernel says it is stopped."""
+    process.send_signal(signal.SIGSTOP)
+    deadline = time.monotonic() + 15
+    status = Path(f'/proc/{process.pid}/stat')
+    while status.read_text().rsplit(')', 1)[1].split()[0] not in ('T', 't'):
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many times this process walked the desk (one entry per scan)."""
+    counted: list[int] = []
+    original = sessions.ReadSession.scan
+
+    def scan(self: sessions.ReadSession, *args: object, **kwargs: object) -> object:
+        counted.append(1)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sessions.ReadSession, 'scan', scan)
+    return counted
+
+
+def by_watcher(call: Callable[[], object], walks: list[int]) -> object:
+    """Calls until the watcher answers without a walk; that answer (the walks after a write
+    refresh the stat cache's racy entries for a while, and a walk that changed the cache
+    cannot vouch)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        before = len(walks)
+        answer = call()
+        if len(walks) == before:
+            return answer
+        time.sleep(0.02)
+    raise AssertionError('the watcher never vouched')
+
+
+def vouched_noop(cps: Checkpoints, walks: list[int]) -> None:
+    assert by_watcher(lambda: cps.snapshot('noop'), walks) is None
+
+
+def desk_files(cps: Checkpoints) -> State:
+    """Every tracked file of the desk (that a snapshot keeps: not the oversize ones)."""
+    found = tracked(files_of(cps.desk_directory), Allowlist(TRACKED))
+    return {path: value for path, value in found.items() if len(value[1]) <= LIMIT}
+
+
+def newest_files(cps: Checkpoints) -> State:
+    """The tracked files the newest checkpoint holds."""
+    repo = cps.repository_directory
+    return version_of(repo, head_of(repo), Allowlist(TRACKED))
+
+
+def rewrite_same_size(desk: Path) -> None:
+    """The same size, the same modification time (one clock tick): only the ctime moves."""
+    path = desk / 'notes/day0/n0.md'
+    before = path.stat()
+    path.write_text('NOTE 0\n')
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def swap_symlink(desk: Path) -> None:
+    link = desk / 'notes/link'
+    fresh = desk / 'notes/link.new'
+    fresh.symlink_to('day1/n1.md')
+    fresh.rename(link)
+
+
+CHANGES: dict[str, Callable[[Path], object]] = {
+    'write': lambda desk: (desk / 'notes/day0/n0.md').write_text('changed\n'),
+    'same size, same tick': rewrite_same_size,
+    'create': lambda desk: write(desk, 'notes/day1/new.md', 'new\n'),
+    'delete': lambda desk: (desk / 'notes/day1/n1.md').unlink(),
+    'rename in': lambda desk: (desk / 'scratch/draft.md').rename(desk / 'notes/draft.md'),
+    'rename out': lambda desk: (desk / 'notes/day1/n3.md').rename(desk / 'scratch/n3.md'),
+    'folder renamed in': lambda desk: (desk / 'scratch/folder').rename(desk / 'notes/folder'),
+    'folder renamed inside': lambda desk: (desk / 'notes/day0').rename(desk / 'notes/moved'),
+    'mkdir and write': lambda desk: write(desk, 'notes/fresh/deeper/a.md', 'a\n'),
+    'chmod +x': lambda desk: (desk / 'notes/day0/n2.md').chmod(0o755),
+    'symlink swap': swap_symlink,
+    'file becomes a symlink': lambda desk: (
+        (desk / 'notes/day0/n4.md').unlink(),
+        (desk / 'notes/day0/n4.md').symlink_to('../day1/n5.md'),
+    ),
+    'top file': lambda desk: (desk / 'Memory.md').write_text('memory 2\n'),
+    'folder removed': lambda desk: (
+        [p.unlink() for p in (desk / 'notes/day1').iterdir()] and (desk / 'notes/day1').rmdir()
+    ),
+}
+
+
+@pytest.mark.parametrize('change', sorted(CHANGES))
+def test_every_change_made_just_before_a_snapshot_is_recorded(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int], change: str
+) -> None:
+    desk = checkpoints.desk_directory
+    (desk / 'notes/link').symlink_to('day0/n0.md')
+    assert checkpoints.snapshot('the link') is not None
+    vouched_noop(checkpoints, walks)
+    CHANGES[change](desk)
+    assert checkpoints.snapshot('after the change') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+    # Then a write in each tracked folder in turn, the watcher vouching in between: a folder
+    # made, moved or replaced by the change is watched too.
+    folders = [desk / 'notes', *sorted(p for p in (desk / 'notes').rglob('*') if p.is_dir())]
+    for folder in folders:
+        if folder.is_symlink():
+            continue
+        vouched_noop(checkpoints, walks)
+        write(folder, 'later.md', f'later in {folder.name}\n')
+        assert checkpoints.snapshot(f'later in {folder.name}') is not None
+        assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_change_seen_by_status_is_never_hidden(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    vouched_noop(checkpoints, walks)
+    before = len(walks)
+    assert checkpoints.status().clean
+    assert len(walks) == before  # answered by the watcher
+    (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('changed\n')
+    status = checkpoints.status()
+    assert [change.path for change in status.changes] == ['notes/day0/n0.md']
+
+
+def test_an_untracked_change_keeps_the_vouch(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    vouched_noop(checkpoints, walks)
+    write(checkpoints.desk_directory, 'scratch/other.md', 'not tracked\n')
+    before = len(walks)
+    assert checkpoints.snapshot('noop') is None
+    assert len(walks) == before
+
+
+def plain_walk(cps: Checkpoints, runtime: Path, call: Callable[[], object]) -> object:
+    """``call`` made with no watcher to ask (another runtime folder): the walk's answer."""
+    elsewhere = runtime / 'elsewhere'
+    elsewhere.mkdir(mode=0o700, exist_ok=True)
+    kept = os.environ['XDG_RUNTIME_DIR']
+    os.environ['XDG_RUNTIME_DIR'] = str(elsewhere)
+    try:
+        return call()
+    finally:
+        os.environ['XDG_RUNTIME_DIR'] = kept
+
+
+@pytest.mark.parametrize('left_out', [False, True])
+def test_a_vouched_answer_is_exactly_the_walks(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: list[int],
+    runtime: Path,
+    left_out: bool,
+) -> None:
+    """With changes made outside the agent (a sealed state the desk differs from), and with
+    files left out (too large, a name git cannot store) or none, the vouched status and
+    snapshot equal the walk's, field for field (a status with files left out walks)."""
+    desk = checkpoints.desk_directory
+    if left_out:
+        write(desk, 'notes/big.bin', b'x' * (LIMIT + 1))
+        write(desk, 'notes/bad\\name.md', 'odd\n')
+    assert checkpoints.snapshot('agent', tool='Write', paths=['notes/day0/n0.md']) is None
+    write(desk, 'notes/day0/n0.md', 'agent wrote\n')
+    checkpoints.seal()
+    write(desk, 'notes/day0/n0.md', 'note 0\n')  # a person puts it back
+    walked_status = plain_walk(checkpoints, runtime, checkpoints.status)
+    assert isinstance(walked_status, Status) and walked_status.clean
+    assert (walked_status.external, walked_status.basis) == (('notes/day0/n0.md',), 'sealed')
+    assert bool(walked_status.skipped) == left_out
+    if not left_out:
+        assert by_watcher(checkpoints.status, walks) == walked_status
+    # A no-op snapshot announces the write to come (the seal moves): the walk's answer after.
+    plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
+    walked = plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
+    assert isinstance(walked, SnapshotResult) and bool(walked.skipped) == left_out
+    assert by_watcher(lambda: checkpoints.snapshot_with_result('noop'), walks) == walked
+    walked_status = plain_walk(checkpoints, runtime, checkpoints.status)
+    before = len(walks)
+    assert checkpoints.status() == walked_status
+    assert len(walks) == before + left_out
+
+
+def test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    vouched_noop(checkpoints, walks)
+    stop(watcher)
+    try:
+        name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
+        assert name is not None
+        started = time.monotonic()
+        assert vouch.ask(name, TRACKED) is None
+        assert time.monotonic() - started < 4 * vouch.TIMEOUT + 0.2
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('while stopped\n')
+        before = len(walks)
+        assert checkpoints.snapshot('stopped') is not None
+        assert len(walks) > before
+    finally:
+        watcher.send_signal(signal.SIGCONT)
+    watcher.kill()
+    watcher.wait(15)
+    (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('after the kill\n')
+    assert checkpoints.snapshot('killed') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_stale_socket_or_a_folder_others_may_enter_is_ignored(
+    checkpoints: Checkpoints, runtime: Path, walks: list[int]
+) -> None:
+    name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
+    assert name is not None
+    path = vouch.socket_path(name, create=True)
+    assert path is not None
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)
+    stale.close()  # the file stays, nobody listens
+    assert vouch.ask(name, TRACKED) is None
+    assert checkpoints.snapshot('noop') is None
+    os.unlink(path)
+    process = start_watcher(checkpoints)
+    try:
+        vouched_noop(checkpoints, walks)
+        os.chmod(Path(path).parent, 0o755)  # another user could have made it
+        assert vouch.ask(name, TRACKED) is None
+        before = len(walks)
+        assert checkpoints.snapshot('noop') is None
+        assert len(walks) > before
+    finally:
+        process.kill()
+        process.wait(15)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs to start a process as another user')
+def test_a_socket_served_by_another_user_is_never_asked(
+    checkpoints: Checkpoints, runtime: Path
+) -> None:
+    name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
+    assert name is not None
+    path = vouch.socket_path(name, create=True)
+    assert path is not None
+    code = (
+        'import os, socket, sys\n'
+        'server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n'
+        'server.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777)\n'
+        'os.setuid(65534)\n'
+        'server.listen(4)\n'
+        'print("ready", flush=True)\n'
+        'while True:\n'
+        '    connection, _ = server.accept()\n'
+        '    connection.recv(65536)\n'
+        '    connection.sendall(b\'{"token": 1}\\n\')\n'
+        '    connection.close()\n'
+    )
+    foreign = subprocess.Popen(
+        [sys.executable, '-c', code, path], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert foreign.stdout is not None and foreign.stdout.readline() == 'ready\n'
+        assert vouch.ask(name, TRACKED) is None
+    finally:
+        foreign.kill()
+        foreign.wait(15)
+
+
+def test_a_second_process_racing_the_snapshots_is_never_missed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """Another process writes while snapshots run; once it is done, one more snapshot and
+    the newest checkpoint is the desk, after every one of its writes."""
+    vouched_noop(checkpoints, walks)
+    code = (
+        'import pathlib, sys, time\n'
+        'desk = pathlib.Path(sys.argv[1])\n'
+        'for i in range(60):\n'
+        '    (desk / "notes" / f"day{i % 2}" / f"n{i % 6}.md").write_text(f"{i}\\n")\n'
+        '    time.sleep(0.005)\n'
+    )
+    racer = subprocess.Popen([sys.executable, '-c', code, str(checkpoints.desk_directory)])
+    while racer.poll() is None:
+        checkpoints.snapshot('racing')
+    assert racer.wait() == 0
+    checkpoints.snapshot('after')
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_change_queued_behind_many_others_is_never_hidden(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """While the watcher is stopped, thousands of untracked events, then one tracked write,
+    queue up; the snapshot asked as soon as it runs again records the write (the watcher
+    answers only once it has read its queue up to the question)."""
+    desk = checkpoints.desk_directory
+    for round_ in range(5):
+        vouched_noop(checkpoints, walks)
+        stop(watcher)
+        try:
+            for index in range(3000):
+                (desk / f'junk{index}').touch()  # beside the tracked paths
+            (desk / 'notes/day0/n0.md').write_text(f'round {round_}\n')
+        finally:
+            watcher.send_signal(signal.SIGCONT)
+        assert checkpoints.snapshot(f'round {round_}') is not None
+        assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_walk_that_raced_a_change_never_makes_the_watcher_vouch(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """A walk reports the desk clean under the token it was handed, but a tracked file changed
+    after the token (the walk may have read it before): the watcher keeps no record."""
+    vouched_noop(checkpoints, walks)
+    with open_reading(checkpoints.desk_config) as session:
+        head = session.repo.head()
+        assert head is not None
+        asked = vouched.Asked(session)
+        assert asked.token is not None
+        before = vouched.state(session, head)
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('during the walk\n')
+        asked.report(head, ((), 'unknown', ()), before)
+    assert checkpoints.snapshot('after the walk') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+) -> None:
+    """More events than the kernel queues while the watcher is stopped: the tracked write
+    made last is dropped from the queue, and the overflow makes the watcher walk again."""
+    limit = int(Path('/proc/sys/fs/inotify/max_queued_events').read_text())
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    stop(watcher)
+    try:
+        for index in range(limit // 2 + 1000):  # two events each: made, closed after writing
+            (desk / f'junk{index}').touch()
+        (desk / 'notes/day0/n0.md').write_text('after the overflow\n')
+    finally:
+        watcher.send_signal(signal.SIGCONT)
+    name = vouch.key(desk, checkpoints.repository_directory)
+    assert name is not None
+    deadline = time.monotonic() + 15
+    while vouch.ask(name, TRACKED) is None:  # until it has read its queue
+        assert time.monotonic() < deadline
+    assert checkpoints.snapshot('after the overflow') is not None
+    assert newest_files(checkpoints) == desk_files(checkpoints)
+    vouched_noop(checkpoints, walks)  # the watcher starts over and vouches again
+
+
+def test_a_second_watcher_of_the_desk_answers_after_the_first_stops(
+    checkpoints: Checkpoints, walks: list[int]
+) -> None:
+    """The newest watcher serves the desk; the older one, stopped, leaves its socket and
+    cookies alone."""
+    first = start_watcher(checkpoints, quiet=0.2)
+    second = start_watcher(checkpoints, quiet=0.2)
+    try:
+        vouched_noop(checkpoints, walks)
+        first.terminate()
+        assert first.wait(15) == 0
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the second\n')
+        checkpoints.snapshot('a change')  # recorded by it, or captured by the second first
+        assert newest_files(checkpoints) == desk_files(checkpoints)
+        vouched_noop(checkpoints, walks)
+    finally:
+        for process in (first, second):
+            process.kill()
+            process.wait(15)
