@@ -9,6 +9,7 @@ the readers to refuse.
 from __future__ import annotations
 
 import hashlib
+import random
 import struct
 import zlib
 from pathlib import Path
@@ -98,3 +99,18 @@ def pack(folder: Path, records: list[bytes], names: list[bytes]) -> str:
     Path(basename + '.pack').write_bytes(body + checksum)
     Path(basename + '.idx').write_bytes(index)
     return basename
+
+
+def pack_of_size(folder: Path, size: int, seed: int) -> tuple[str, bytes]:
+    """A pack of exactly ``size`` bytes holding one blob of random bytes; returns its basename
+    and the blob's hex id."""
+    data = random.Random(seed).randbytes(size)
+    length = size - 64
+    for _ in range(10):  # zlib stores random bytes as they are: the size follows the length
+        record = whole_record(3, data[:length])
+        total = 12 + len(record) + 20  # the header, the record, the trailer
+        if total == size:
+            name = object_id(b'blob', data[:length])
+            return pack(folder, [record], [name]), name.hex().encode()
+        length += size - total
+    raise AssertionError(f'no pack of exactly {size} bytes')

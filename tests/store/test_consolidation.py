@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import random
 from itertools import combinations
 from pathlib import Path
 
@@ -82,8 +83,8 @@ def test_rewriting_the_same_pack_removes_every_other_and_its_stale_indexes(
 ) -> None:
     """A compacted repository compacted again writes a pack of the same name (the same
     objects): the packs beside it (here duplicates a crash between an append's rename and its
-    removal leaves) all go, and so do another tool's reverse index and bitmap of that name,
-    which describe the old layout."""
+    removal leaves) all go, and so do another tool's reverse index, bitmap and cruft times of
+    that name, which describe the old layout."""
     session_turns(cps, desk, 3)
     cps.prune()
     pack_dir = repo_dir / 'objects' / 'pack'
@@ -97,13 +98,39 @@ def test_rewriting_the_same_pack_removes_every_other_and_its_stale_indexes(
             [rawobjects.whole_record(3, data) for data in blobs],
             [rawobjects.object_id(b'blob', data) for data in blobs],
         )
-        for suffix in ('.bitmap', '.rev'):
+        for suffix in ('.bitmap', '.rev', '.mtimes'):
             compacted.with_suffix(suffix).write_bytes(b'the old layout\n')
         cps.prune()
         left = sorted(p.name for p in pack_dir.iterdir())
         assert left == sorted([compacted.name, compacted.with_suffix('.idx').name]), (
             f'round {round_number}: {left}'
         )
+    fsck(repo_dir)
+
+
+def test_the_packs_a_compaction_replaces_go_with_what_another_tool_left_beside_them(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """Two packs, each with the bitmap, reverse index and cruft times a git ``repack`` may
+    leave beside a pack: the compaction writes a pack of another name, and the two go with
+    everything beside them (left behind, those files would describe packs that are gone)."""
+    session_turns(cps, desk, 2)
+    write(desk, 'notes/large.bin', random.Random(1).randbytes(300_000))  # past the tail limit
+    assert cps.snapshot('a large file') is not None
+    write(desk, 'notes/after.md', 'in a pack of its own\n')
+    assert cps.snapshot('after the large file') is not None
+    wait_for_removals()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    old = sorted(pack_dir.glob('pack-*.pack'))
+    assert len(old) == 2
+    for pack in old:
+        for suffix in ('.bitmap', '.rev', '.mtimes'):
+            pack.with_suffix(suffix).write_bytes(b'written by another tool\n')
+    cps.prune()
+    wait_for_removals()
+    (new,) = pack_dir.glob('pack-*.pack')
+    assert new not in old
+    assert sorted(p.name for p in pack_dir.iterdir()) == [new.with_suffix('.idx').name, new.name]
     fsck(repo_dir)
 
 
@@ -160,6 +187,39 @@ def test_a_compaction_whose_pack_write_is_refused_changes_nothing(
         cps.prune()
     assert caught.value.action == 'write'
     assert str(caught.value).startswith(f'cannot write a pack into {repo_dir / "objects"}: ')
+    assert sorted(p.name for p in pack_dir.iterdir()) == before
+    assert len(cps.list()) == 3
+    fsck(repo_dir)
+
+
+def test_a_compaction_whose_read_is_refused_changes_nothing(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The system refuses one read in the middle of a compaction (the index of a pack it reads
+    the kept objects from), and no damaged file explains it: the prune fails with a
+    ``FileAccessError`` whose action is ``update`` (the storage was being rewritten), and
+    nothing changed."""
+    session_turns(cps, desk, 3)
+    wait_for_removals()
+    pack_dir = repo_dir / 'objects' / 'pack'
+    before = sorted(p.name for p in pack_dir.iterdir())
+    prefix = os.fspath(pack_dir) + os.sep
+    refused: list[str] = []
+
+    def refuse_once(event: str, args: tuple) -> None:
+        if refused or event != 'open' or not isinstance(args[0], (str, bytes)):
+            return
+        path, mode = os.fsdecode(args[0]), args[1]
+        if path.startswith(prefix) and path.endswith('.idx') and mode == 'r':
+            refused.append(path)
+            raise OSError(errno.EACCES, 'Permission denied', path)
+
+    with armed(refuse_once), pytest.raises(FileAccessError) as caught:
+        cps.prune()
+    assert refused, 'no pack index was read'
+    assert caught.value.action == 'update'
+    assert Path(caught.value.path) == repo_dir
+    assert str(caught.value) == f'cannot compact the storage in {repo_dir}: Permission denied'
     assert sorted(p.name for p in pack_dir.iterdir()) == before
     assert len(cps.list()) == 3
     fsck(repo_dir)

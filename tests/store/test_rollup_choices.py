@@ -5,9 +5,12 @@
   read from the repository).
 - Packs that only repeat the target's objects go, with nothing written; loose objects the pack
   now holds go, whether just placed or already there; a loose object that cannot be read stays.
-- A target whose index is damaged is left alone and the rest folded into a pack of their own.
+- A target whose index is damaged is left alone and the rest folded into a pack of their own;
+  a largest pack the system refuses to open as the target is folded in with the rest.
+- Packs up to ``ROLL_INPUT_MAX`` bytes, that size included, are re-encoded; with nothing
+  readable to fold, nothing is written or deleted.
 - When to roll up: a policy on the pack sizes (``needs_roll_up``), and on every eighth commit of
-  a process a look at the loose objects (``maybe_pack``).
+  a repository in a process a look at the loose objects (``maybe_pack``).
 
 Each test pins a check found by ``benchmarks/mutation.py``, and runs in this process, where
 mutation testing sees the calls.
@@ -158,6 +161,78 @@ def test_nothing_to_roll_up_is_reported_as_such(
     assert stats == storage.StorageStats(0, 0, 1, 1, 0, size, size)
 
 
+def test_nothing_readable_to_fold_leaves_the_objects_as_they_are(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """One pack and an unreadable loose object (under the name of an object that pack holds):
+    nothing can be folded, so nothing is written, nothing deleted, and the report says so."""
+    session_turns(cps, desk, 2)
+    (pack,) = _packs(repo_dir)
+    with PackView(str(pack)[: -len('.pack')]) as view:
+        _, sha = view.entries()[0]
+    broken = repo_dir / 'objects' / sha[:2].decode() / sha[2:].decode()
+    broken.parent.mkdir(exist_ok=True)
+    broken.write_bytes(b'not a zlib stream at all')
+    pack_bytes = pack.read_bytes()
+    size = storage.objects_size(repo_dir)
+    stats = _roll_up(cps)
+    assert stats == storage.StorageStats(0, 0, 1, 1, 1, size, size)
+    assert broken.read_bytes() == b'not a zlib stream at all'
+    assert _packs(repo_dir) == [pack] and pack.read_bytes() == pack_bytes
+
+
+def test_a_pack_of_exactly_the_input_limit_is_folded(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A pack of exactly ``ROLL_INPUT_MAX`` bytes is re-encoded into the largest pack; only
+    larger ones are left as they are."""
+    ids = session_turns(cps, desk, 2)
+    pack_dir = repo_dir / 'objects' / 'pack'
+    at_limit, blob = rawobjects.pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX, 1)
+    largest, big_blob = rawobjects.pack_of_size(pack_dir, rollup.ROLL_INPUT_MAX + 4096, 2)
+    assert Path(at_limit + '.pack').stat().st_size == rollup.ROLL_INPUT_MAX
+    stats = _roll_up(cps)
+    assert (stats.packs_before, stats.packs_after) == (3, 1)
+    (rolled,) = _packs(repo_dir)
+    assert not Path(at_limit + '.pack').exists() and not Path(largest + '.pack').exists()
+    with PackView(str(rolled)[: -len('.pack')]) as view:
+        assert blob in view and big_blob in view
+    assert len(history(repo_dir)) == len(ids)
+    fsck(repo_dir)
+
+
+def test_a_largest_pack_that_cannot_be_opened_as_the_target_is_folded_too(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The system refuses to open the largest pack as the target (once: it opens again when
+    its objects are read): with no target, every pack the roll-up can read, the largest
+    included, goes into one new pack."""
+    session_turns(cps, desk, 3)
+    known = {sha: version_of(repo_dir, sha) for sha in history(repo_dir)}
+    (small,) = _packs(repo_dir)
+    largest, blob = rawobjects.pack_of_size(repo_dir / 'objects' / 'pack', 20_000, 3)
+    assert small.stat().st_size < 20_000
+    refused: list[str] = []
+
+    def refuse_once(event: str, args: tuple) -> None:
+        if event == 'open' and not refused and args[0] == largest + '.pack' and args[1] is None:
+            refused.append(args[0])
+            raise OSError(errno.EMFILE, 'Too many open files', args[0])
+
+    with engine.locked(cps.desk_config) as session, armed(refuse_once):
+        stats = storage.roll_up(session.repo)
+    packfolder.wait_for_removals()
+    assert refused, 'the largest pack was never opened'
+    assert (stats.packs_before, stats.packs_after) == (2, 1)
+    (rolled,) = _packs(repo_dir)
+    assert not small.exists() and not Path(largest + '.pack').exists()
+    with PackView(str(rolled)[: -len('.pack')]) as view:
+        assert blob in view
+    for sha, content in known.items():
+        assert version_of(repo_dir, sha) == content
+    fsck(repo_dir)
+
+
 def _pack_sizes(folder: Path, sizes: list[int]) -> Path:
     """A pack folder whose packs have these sizes (only their sizes are looked at)."""
     pack_dir = folder / 'objects' / 'pack'
@@ -184,6 +259,8 @@ def test_when_the_pack_sizes_call_for_a_roll_up(tmp_path: Path) -> None:
     assert not needed('below', [limit // 4, limit // 2, largest])
     assert needed('reached', [limit // 2, limit - limit // 2, largest])
     assert not needed('below-beside-big', [limit // 2, small + 1, largest * 2])
+    # A pack of exactly ROLL_INPUT_MAX is still small: here it alone reaches the limit.
+    assert needed('exactly-the-input-limit', [small, small + 1])
     # Or more than MAX_SMALL_PACKS small packs, however small.
     many = rollup.MAX_SMALL_PACKS
     assert not needed('as-many', [100] * many + [largest])
@@ -198,6 +275,9 @@ def test_loose_objects_are_looked_at_by_the_eighth_commit(tmp_path: Path) -> Non
         workspace = tmp_path / f'attempt-{attempt}'
         desk, repo_dir = workspace / 'desk', workspace / 'repo.git'
         desk.mkdir(parents=True)
+        # Each attempt's own content: attempts made within the same second would otherwise
+        # repeat the same commit ids, and the same prefixes.
+        write(desk, 'notes/attempt.md', f'attempt {attempt}\n')
         cps = Checkpoints(repo_dir, desk)
         ids = session_turns(cps, desk, 1)
         for i in range(rollup.LOOSE_LIMIT):
@@ -210,6 +290,60 @@ def test_loose_objects_are_looked_at_by_the_eighth_commit(tmp_path: Path) -> Non
         assert storage.loose_count(repo_dir) == 0
         return
     pytest.skip('no run of eight commit ids without the prefixes in 60 attempts')
+
+
+def _loose_left(repo_dir: Path, count: int) -> None:
+    """``count`` loose objects, as another tool may leave them, none of them in a pack."""
+    start = storage.loose_count(repo_dir)
+    for i in range(count):
+        rawobjects.blob(
+            repo_dir, b'%s left loose by another tool %d\n' % (os.urandom(8).hex().encode(), i)
+        )
+    assert storage.loose_count(repo_dir) == start + count
+
+
+def test_the_hook_looks_at_loose_objects_on_every_eighth_commit_of_each_repository(
+    tmp_path: Path,
+) -> None:
+    """``maybe_pack`` counts the commits of each repository on its own, from the first one the
+    process makes: with ids that never start with 0 or 8, loose objects are packed by the
+    eighth commit after the last look, not before; two repositories committing in turn do not
+    add up to eight; and an id starting with 0 or 8 makes the hook look at once."""
+    ordinary = b'1' * 40  # a commit id that does not by itself make the hook look
+    repos = []
+    for name in ('first', 'second'):
+        workspace = tmp_path / name
+        desk, repo_dir = workspace / 'desk', workspace / 'repo.git'
+        desk.mkdir(parents=True)
+        cps = Checkpoints(repo_dir, desk)
+        cps.set_tracked_paths(['notes'])  # the repository, and no commit of this process yet
+        _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+        repos.append((cps, repo_dir))
+
+    def commit(index: int, sha: bytes = ordinary) -> storage.StorageStats | None:
+        cps, _ = repos[index]
+        with engine.locked(cps.desk_config) as session:  # as a snapshot runs the hook
+            return rollup.maybe_pack(session.repo, sha)
+
+    for _ in range(rollup.CHECK_EVERY - 1):  # seven commits each, in turn
+        assert commit(0) is None and commit(1) is None
+    assert [storage.loose_count(repo_dir) for _, repo_dir in repos] == [rollup.LOOSE_LIMIT] * 2
+    for index, (_, repo_dir) in enumerate(repos):  # the eighth looks
+        assert commit(index) is not None
+        assert storage.loose_count(repo_dir) == 0
+    # Counted again from the look: seven commits pass it by, the eighth packs.
+    _, repo_dir = repos[0]
+    _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+    for _ in range(rollup.CHECK_EVERY - 1):
+        assert commit(0) is None
+    assert storage.loose_count(repo_dir) == rollup.LOOSE_LIMIT
+    assert commit(0) is not None
+    assert storage.loose_count(repo_dir) == 0
+    # An id starting with 0 or 8 looks whatever the count.
+    _loose_left(repo_dir, rollup.LOOSE_LIMIT)
+    assert commit(0) is None
+    assert commit(0, b'8' + ordinary[1:]) is not None
+    assert storage.loose_count(repo_dir) == 0
 
 
 def test_a_repository_of_loose_objects_only_is_packed(

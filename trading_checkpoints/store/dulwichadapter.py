@@ -13,7 +13,7 @@ is wrapped here, so a dulwich release that renames one breaks this module alone:
 - ``DiskObjectStore._remove_pack(pack)``: closes a pack and drops it from that cache before
   its files are deleted. When it fails, the pack is closed and its files deleted here.
 - ``Pack._basename``: the path of a pack's files without their suffix (``.pack``, ``.idx``,
-  and the ``.bitmap`` or ``.rev`` another tool may add beside them).
+  and the ``.bitmap``, ``.rev`` or ``.mtimes`` another tool may add beside them).
 
 dulwich types object ids and ref names as ``NewType``\\ s of ``bytes`` (``ObjectID``, ``Ref``);
 the store's are plain ``bytes`` (40 lowercase hex digits, or a ``refs/...`` name), checked where
@@ -77,16 +77,23 @@ def delete_loose_object(store: DiskObjectStore, sha: bytes) -> None:
 
 
 def remove_pack(store: DiskObjectStore, pack: Pack) -> None:
-    """Closes ``pack``, drops it from dulwich's cache and deletes its files; a pack marked
-    with a ``.keep`` file is never deleted (nothing happens)."""
-    if os.path.lexists(pack_basename(pack) + '.keep'):
+    """Closes ``pack``, drops it from dulwich's cache and deletes its files, with the
+    ``.bitmap``, ``.rev`` or ``.mtimes`` another tool may have left beside them (dulwich
+    deletes only the pack and its index); a pack marked with a ``.keep`` file is never deleted
+    (nothing happens)."""
+    base = pack_basename(pack)
+    if os.path.lexists(base + '.keep'):
         return
+    for suffix in ('.bitmap', '.rev', '.mtimes'):
+        try:
+            os.remove(base + suffix)
+        except OSError:
+            pass
     try:
         store._remove_pack(pack)
     except (OSError, AttributeError, NotImplementedError):
         pack.close()
-        base = pack_basename(pack)
-        for suffix in ('.pack', '.idx', '.bitmap', '.rev'):
+        for suffix in ('.pack', '.idx'):
             try:
                 os.remove(base + suffix)
             except OSError:

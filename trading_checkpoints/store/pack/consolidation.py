@@ -31,28 +31,20 @@ from .objects import (
     pack_count,
 )
 from .reachability import reachable, read_shallow, ref_heads
-from .window import MAX_DEPTH, WINDOW, ProgressFn, write_pack
+from .window import write_pack
 
 
-def consolidate(
-    repo: Repository,
-    *,
-    window: int = WINDOW,
-    max_depth: int = MAX_DEPTH,
-    progress: ProgressFn | None = None,
-) -> StorageStats:
+def consolidate(repo: Repository) -> StorageStats:
     """Rewrites everything reachable from the refs into one pack and removes all the rest.
 
     Unreachable objects (the history a prune cut off, objects a crash orphaned) are dropped.
     Must run under the repository's lock.
     """
     with naming_damage(repo.path, 'compact the storage', 'update'):
-        return _consolidate(repo, window, max_depth, progress)
+        return _consolidate(repo)
 
 
-def _consolidate(
-    repo: Repository, window: int, max_depth: int, progress: ProgressFn | None
-) -> StorageStats:
+def _consolidate(repo: Repository) -> StorageStats:
     store = object_store(repo)
     before = objects_size(repo.path)
     packs_before = pack_count(repo.path)
@@ -65,13 +57,11 @@ def _consolidate(
         for sha, path in keep.items()
         if not any(object_id(sha) in pack for pack in marked)
     ]
-    new_pack, deltas = write_pack(
-        store, objects, window=window, max_depth=max_depth, progress=progress
-    )
+    new_pack, deltas = write_pack(store, objects)
     new_name = new_pack.name() if new_pack is not None else None
     gitfiles.rewrite_reflogs(repo.path, set(keep))  # before anything they name is removed
     if new_pack is not None:
-        for suffix in ('.bitmap', '.rev'):  # another tool's indexes of a pack of the same name
+        for suffix in ('.bitmap', '.rev', '.mtimes'):  # another tool's, of a pack of this name
             try:
                 os.remove(pack_basename(new_pack) + suffix)
             except OSError:

@@ -137,12 +137,14 @@ def roll_up(repo: Repository) -> StorageStats:
         if not objects:
             return StorageStats(0, 0, packs_before, packs_before, len(loose), before, before)
         plan = packplan.plan(objects, target, lambda sha: commit_tree(repo, sha))
-        written = target.basename if target is not None else None
         if plan.records:
             written = packwrite.write(pack_dir, target, plan.records, durable=True)
             fsync_folder(pack_dir)
             packplan.remember_recent(pack_dir, written, plan.records)
-        for basename in sources if written is not None else []:
+        else:  # every object is in the target already (without one, each is a record)
+            assert target is not None
+            written = target.basename
+        for basename in sources:
             if basename != written:
                 packfolder.remove(basename)
         if target is not None and written != target.basename:
@@ -167,11 +169,11 @@ def roll_up(repo: Repository) -> StorageStats:
 
 
 def _delete_loose(
-    store: DiskObjectStore, placed: list[bytes], written: str | None, loose: set[bytes]
+    store: DiskObjectStore, placed: list[bytes], written: str, loose: set[bytes]
 ) -> None:
     """Deletes the loose objects now in the pack ``written`` (an unreadable one stays)."""
     gone = set(placed)
-    if written is not None and len(gone) < len(loose):
+    if len(gone) < len(loose):
         try:
             with PackView(written) as view:
                 gone.update(sha for sha in loose if sha in view)
