@@ -17,6 +17,7 @@ from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops.results import StorageUse
 from trading_checkpoints.ops.retention import Limits, write_limits
 from trading_checkpoints.ops.storageuse import describe, folder_size, size_text
+from trading_checkpoints.store.pack.folder import wait_for_removals
 
 
 def test_status_measures_the_repository_without_limits(cps: Checkpoints, desk: Path) -> None:
@@ -54,6 +55,7 @@ def test_a_symlink_in_the_repository_is_counted_as_itself(tmp_path: Path) -> Non
 def test_with_limits_it_says_what_a_prune_would_drop_now(cps: Checkpoints, desk: Path) -> None:
     session_turns(cps, desk, 5)
     write_limits(cps.repository_directory, Limits(keep=2))
+    wait_for_removals()  # the packs replaced meanwhile are gone: both measures see the same
     storage = cps.status().storage
     plan = cps.prune(keep=2, dry_run=True)
     assert storage is not None

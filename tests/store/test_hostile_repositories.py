@@ -21,6 +21,7 @@ from helpers.reading import files_of, version_of
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.cli import cli
+from trading_checkpoints.store.pack.folder import wait_for_removals
 
 
 @pytest.fixture
@@ -375,6 +376,7 @@ def test_prune_of_a_commit_naming_a_missing_tree_is_a_clear_error(setup, tree_sh
     tmp_path, desk, repo, cps = setup
     (desk / 'notes' / 'mine.md').write_text('saved')
     cps.snapshot('second')
+    wait_for_removals()  # the tail pack the snapshot replaced is gone before the listing
     (repo / 'refs' / 'heads' / 'main').write_text(commit(repo, tree_sha) + '\n')
     before = files_of(tmp_path)
     with pytest.raises(CheckpointError, match='missing'):
