@@ -14,58 +14,19 @@ read, from a profile hook. Each test pins a check found by ``benchmarks/mutation
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
-from helpers.faults import armed
+from helpers.faults import armed, at_first_read, opened_for_reading
 from helpers.reading import version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.desk import statcache
 from trading_checkpoints.store.repo import PRIVATE_DIR
-
-
-def _opened_for_reading(name: str) -> Callable[[str, tuple], bool]:
-    """Whether an audit event is the scan opening desk file ``name`` (by its bare name,
-    through its folder's descriptor) to read it."""
-
-    def check(event: str, args: tuple) -> bool:
-        if event != 'open' or len(args) < 3 or args[0] != name or not isinstance(args[2], int):
-            return False
-        return not args[2] & (os.O_WRONLY | os.O_RDWR)
-
-    return check
-
-
-@contextlib.contextmanager
-def _while_read(name: str, action: Callable[[], None]) -> Iterator[list[str]]:
-    """Runs ``action`` once, at the first ``os.read`` after desk file ``name`` is opened for
-    reading (between the scan's two ``fstat`` calls on it); yields a list naming it once run."""
-    opened: list[bool] = []
-    done: list[str] = []
-    is_it = _opened_for_reading(name)
-
-    def on_open(event: str, args: tuple) -> None:
-        if not opened and is_it(event, args):
-            opened.append(True)
-
-    def profile(frame, event: str, arg) -> None:  # noqa: ANN001 - sys.setprofile's signature
-        if opened and not done and event == 'c_call' and arg is os.read:
-            done.append(name)
-            action()
-
-    sys.setprofile(profile)
-    try:
-        with armed(on_open):
-            yield done
-    finally:
-        sys.setprofile(None)
 
 
 def _cache(repo_dir: Path) -> statcache.StatCache:
@@ -82,7 +43,7 @@ def test_a_changed_file_vanishing_before_it_is_read_is_recorded_as_deleted(
     assert cps.snapshot('first') is not None
     write(desk, 'notes/a.md', 'changed, then removed\n')
     done: list[str] = []
-    is_it = _opened_for_reading('a.md')
+    is_it = partial(opened_for_reading, 'a.md')
 
     def remove(event: str, args: tuple) -> None:
         if not done and is_it(event, args):
@@ -114,7 +75,7 @@ def test_a_file_changing_while_read_is_recorded_and_never_trusted_by_its_stat(
         with open(desk / 'notes' / 'a.md', 'ab') as handle:
             handle.write(b'grown while read\n')
 
-    with _while_read('a.md', grow) as done:
+    with at_first_read('a.md', grow) as done:
         result = cps.snapshot_with_result('a.md grows while it is read')
     assert done and result.checkpoint_id is not None
     recorded = version_of(repo_dir, result.checkpoint_id)
@@ -209,7 +170,7 @@ def test_a_file_vanishing_mid_scan_by_name_leaves_every_other_row_in_place(
             write(desk, path, f'{path}, second version\n')
     write(desk, 'skills/agent/added.md', 'added\n')  # last in walk order
     done: list[str] = []
-    is_it = _opened_for_reading(vanishing.rpartition('/')[2])
+    is_it = partial(opened_for_reading, vanishing.rpartition('/')[2])
 
     def remove(event: str, args: tuple) -> None:
         if not done and is_it(event, args):

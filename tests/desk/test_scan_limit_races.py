@@ -15,26 +15,18 @@ profile hook). Each test pins a check found by ``benchmarks/mutation.py`` (scan)
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
-from helpers.faults import armed
+from helpers.faults import armed, at_first_read, opened_for_reading
 from helpers.reading import version_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.desk.scan import REPLACED, STREAM_THRESHOLD, too_large
 
 MIB = 1 << 20
-
-
-def _is_opened_for_reading(name: str, event: str, args: tuple) -> bool:
-    if event != 'open' or len(args) < 3 or args[0] != name or not isinstance(args[2], int):
-        return False
-    return not args[2] & (os.O_WRONLY | os.O_RDWR)
 
 
 @contextlib.contextmanager
@@ -45,7 +37,7 @@ def _at_open(name: str, action: Callable[[], None], skip: int = 0) -> Iterator[l
     seen = [0]
 
     def act(event: str, args: tuple) -> None:
-        if not done and _is_opened_for_reading(name, event, args):
+        if not done and opened_for_reading(name, event, args):
             seen[0] += 1
             if seen[0] > skip:
                 done.append(name)
@@ -53,30 +45,6 @@ def _at_open(name: str, action: Callable[[], None], skip: int = 0) -> Iterator[l
 
     with armed(act):
         yield done
-
-
-@contextlib.contextmanager
-def _at_first_read(name: str, action: Callable[[], None]) -> Iterator[list[str]]:
-    """Runs ``action`` once, at the first ``os.read`` after desk file ``name`` is opened for
-    reading (while it is read)."""
-    opened: list[bool] = []
-    done: list[str] = []
-
-    def on_open(event: str, args: tuple) -> None:
-        if not opened and _is_opened_for_reading(name, event, args):
-            opened.append(True)
-
-    def profile(frame, event: str, arg) -> None:  # noqa: ANN001 - sys.setprofile's signature
-        if opened and not done and event == 'c_call' and arg is os.read:
-            done.append(name)
-            action()
-
-    sys.setprofile(profile)
-    try:
-        with armed(on_open):
-            yield done
-    finally:
-        sys.setprofile(None)
 
 
 def _append(path: Path, count: int) -> Callable[[], None]:
@@ -145,7 +113,7 @@ def test_a_large_file_growing_while_read_within_the_limit_is_left_out_as_replace
     write(desk, 'notes/large.bin', b'b' * size)
     write(desk, 'notes/other.md', 'second\n')
     grow = _append(desk / 'notes' / 'large.bin', growth)
-    with _at_first_read('large.bin', grow) as done:
+    with at_first_read('large.bin', grow) as done:
         if verb == 'snapshot':
             result = cps.snapshot_with_result('grows while it is read')
         else:

@@ -81,6 +81,39 @@ def armed(action: Callable[[str, tuple], None]) -> Iterator[None]:
         _ARMED.remove(action)
 
 
+def opened_for_reading(name: str, event: str, args: tuple) -> bool:
+    """Whether an audit event is the opening of file ``name`` (by its bare name, as the desk's
+    reads open it through its folder's descriptor) for reading only."""
+    if event != 'open' or len(args) < 3 or args[0] != name or not isinstance(args[2], int):
+        return False
+    return not args[2] & (os.O_WRONLY | os.O_RDWR)
+
+
+@contextlib.contextmanager
+def at_first_read(name: str, action: Callable[[], None]) -> Iterator[list[str]]:
+    """Runs ``action`` once, at the first ``os.read`` after file ``name`` is opened for reading
+    (between a reader's opening and its reading); yields a list naming it once run. A profile
+    hook (``sys.setprofile``) sees the call, in this process."""
+    opened: list[bool] = []
+    done: list[str] = []
+
+    def on_open(event: str, args: tuple) -> None:
+        if not opened and opened_for_reading(name, event, args):
+            opened.append(True)
+
+    def profile(frame, event: str, arg) -> None:  # noqa: ANN001 - sys.setprofile's signature
+        if opened and not done and event == 'c_call' and arg is os.read:
+            done.append(name)
+            action()
+
+    sys.setprofile(profile)
+    try:
+        with armed(on_open):
+            yield done
+    finally:
+        sys.setprofile(None)
+
+
 def kill_self_at(event_number: int) -> None:
     """In a child: SIGKILL this process just before its Nth file-system mutation."""
     seen = [0]
