@@ -304,3 +304,56 @@ def test_a_file_grown_past_the_streaming_threshold_is_not_read_back_for_line_cou
     assert version_of(repo_dir, step)['notes/grows.md'][1].startswith(line)
     newest = cps.list()[0]
     assert (newest.files_changed, newest.lines_added, newest.lines_removed) == (1, None, None)
+
+
+def _put(desk: Path, kind: str, text: str) -> None:
+    """``notes/a.md``: a file holding ``text``, or a symlink to it."""
+    path = desk / 'notes' / 'a.md'
+    if kind == 'file':
+        write(desk, 'notes/a.md', text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(path):
+        path.unlink()
+    os.symlink(text, path)
+
+
+def _now(desk: Path, kind: str) -> str:
+    path = desk / 'notes' / 'a.md'
+    return path.read_text() if kind == 'file' else os.readlink(path)
+
+
+@pytest.mark.parametrize('kind', ['file', 'symlink'])
+def test_a_file_the_scan_read_and_that_changes_during_the_restore_is_stopped_by_its_guard(
+    cps: Checkpoints, desk: Path, repo_dir: Path, kind: str
+) -> None:
+    """The restore trusts the scan's own reading of a file or link (the scan names it
+    ``hashed``) and reads again only what the stat cache vouched for. One the scan read that
+    another writer changes afterwards (here while the pre-snapshot moves the branch) is caught
+    by the checkout's guard: the restore completes through its journal, saying so, and every
+    version stays in a checkpoint (the unsaved edit in the pre-snapshot, the racing write in
+    the save made before completing)."""
+    _put(desk, kind, 'v1\n')
+    v1 = cps.snapshot('v1')
+    _put(desk, kind, 'v2\n')
+    assert cps.snapshot('v2') is not None
+    _put(desk, kind, 'unsaved edit\n')  # stale in the stat cache: the scan reads it
+    done: list[str] = []
+    branch = str(repo_dir / 'refs' / 'heads' / 'main')
+
+    def race(event: str, args: tuple) -> None:
+        if not done and event == 'os.rename' and os.fsdecode(args[1]) == branch:
+            done.append('racing write')
+            _put(desk, kind, 'racing write\n')
+
+    assert v1 is not None
+    with armed(race):
+        result = cps.restore_with_result(v1)
+    assert done, 'the pre-snapshot moved no branch'
+    assert result.recovered is not None, 'the restore started over instead of being guarded'
+    assert _now(desk, kind) == 'v1\n'
+    kept = set()
+    for checkpoint in cps.list(None):
+        entry = version_of(repo_dir, checkpoint.checkpoint_id).get('notes/a.md')
+        kept.add(None if entry is None else entry[1])
+    assert {b'unsaved edit\n', b'racing write\n'} <= kept
