@@ -269,6 +269,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    'walk': (
+        'trading_checkpoints.desk.walk.*',
+        [
+            'tests/desk/test_walk.py',
+            'tests/desk/test_statcache.py',
+            'tests/desk/test_mount_points.py',
+            'tests/store/test_hostile_repositories.py',
+            'tests/ops/test_snapshot_list_restore.py',
+            'tests/ops/test_removed_tracked_paths.py',
+            'tests/desk/test_symlink_races.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
 }
 
 
