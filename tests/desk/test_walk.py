@@ -196,3 +196,44 @@ def test_a_folder_that_is_not_the_one_its_parent_listed_is_not_listed(desk: Path
         assert fd is not None
         listing = walk.list_folder(fd, 'memory/a', (listed.st_dev, listed.st_ino))
     assert listing.replaced and listing.names == []
+
+
+@pytest.mark.parametrize('odd', ['a\nb.md', 'a\rb.md', 'a\\b.md'])
+def test_a_name_git_cannot_store_is_left_out_however_plain_its_neighbours(
+    desk: Path, odd: str
+) -> None:
+    """One name with one character git cannot store (a newline, a carriage return, a
+    backslash) among plain ones: the one test of all the folder's names at once still sends it
+    to the name check, which leaves it out and says why."""
+    write(desk, 'notes/plain.md', 'plain\n')
+    (desk / 'notes' / odd).write_text('odd\n')
+    names, _, skipped = walked(desk)
+    assert names == ['notes/plain.md']
+    assert [path for path, _ in skipped] == [f'notes/{odd}']
+
+
+def test_a_nested_repository_alone_in_its_folder_is_left_out(desk: Path) -> None:
+    """A folder holding only a nested repository's ``.git`` (so the folder's listing starts
+    with a dot and has no other name): nothing of it is walked, and it is left out silently."""
+    write(desk, 'notes/a.md', 'a\n')
+    write(desk, 'notes/sub/.git/config', '[core]\n')
+    names, _, skipped = walked(desk)
+    assert names == ['notes/a.md']
+    assert skipped == []
+
+
+def test_each_name_is_looked_at_in_its_own_folder_whatever_the_working_folder_holds(
+    desk: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The walk looks at every name through its folder's descriptor: a working folder holding
+    a folder of the same name as a desk file (or a file named like a desk folder) changes
+    nothing."""
+    write(desk, 'notes/a.md', 'a file\n')
+    elsewhere = tmp_path / 'elsewhere'
+    (elsewhere / 'a.md').mkdir(parents=True)
+    (elsewhere / 'notes').write_text('not the folder\n')
+    expected = walked(desk)
+    monkeypatch.chdir(elsewhere)
+    names, numbers, skipped = walked(desk)
+    assert (names, numbers, skipped) == expected
+    assert names == ['notes/a.md']
