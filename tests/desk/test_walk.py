@@ -237,3 +237,18 @@ def test_each_name_is_looked_at_in_its_own_folder_whatever_the_working_folder_ho
     names, numbers, skipped = walked(desk)
     assert (names, numbers, skipped) == expected
     assert names == ['notes/a.md']
+
+
+@pytest.mark.skipif(sys.platform == 'darwin', reason='macOS refuses names that are not UTF-8')
+def test_a_name_that_is_not_utf8_alone_in_its_folder_is_left_out(desk: Path) -> None:
+    """A folder whose only name is not UTF-8 (no other name to make its listing look odd):
+    it is still checked, left out and reported."""
+    folder = desk / 'notes' / 'odd'
+    folder.mkdir(parents=True)
+    odd = os.fsdecode(b'\xff.md')
+    with open(os.path.join(os.fsencode(folder), b'\xff.md'), 'wb') as handle:
+        handle.write(b'bytes\n')
+    write(desk, 'notes/a.md', 'a\n')
+    names, _, skipped = walked(desk)
+    assert names == ['notes/a.md']
+    assert skipped == [(f'notes/odd/{odd}', walk.BAD_NAME)]
