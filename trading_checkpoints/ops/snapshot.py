@@ -128,10 +128,8 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     When nothing changed, no checkpoint is made, and the paths the message declares are kept
     as an announcement (see ``external.announce``), so the write that follows is attributed.
     """
-    if earlier is not None and earlier.scan is not None and _reusable(session, earlier):
-        result, cache = earlier.scan
-    else:
-        result, cache = session.scan(record=True)
+    reusable = None if earlier is None else _reusable(session, earlier)
+    result, cache = reusable if reusable is not None else session.scan(record=True)
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
     sha = session.commit(result, cache, message, writes(session, attribution, message))
     if sha is None:
@@ -195,8 +193,8 @@ def _setup(session: ReadSession) -> tuple[object, ...]:
     return (session.allowlist.entries, session.desk.max_file_size, session.desk.context)
 
 
-def _reusable(session: LockedSession, earlier: Look) -> bool:
-    """Whether a scan made without the lock serves under it, as a scan made now would.
+def _reusable(session: LockedSession, earlier: Look) -> tuple[Scan, StatCache] | None:
+    """The scan made without the lock, when it serves under it as a scan made now would.
 
     It does when nothing moved that it depended on: no restore was completed or is pending
     (a restore writes the desk only while its record exists), the branch (every commit, a
@@ -205,17 +203,20 @@ def _reusable(session: LockedSession, earlier: Look) -> bool:
     to a budget and hashes large files without keeping them).
     """
     repo = session.repo
+    if earlier.scan is None:  # the answer came from a watcher: there is no scan
+        return None
     if session.recovery is not None or journal.pending(repo.path):
-        return False
-    if repo.head() != earlier.head or _setup(session) != earlier.setup or earlier.scan is None:
-        return False
+        return None
+    if repo.head() != earlier.head or _setup(session) != earlier.setup:
+        return None
     result, _ = earlier.scan
     files = result.files
-    return all(
+    held = all(
         files[path][1] in result.new_blobs or repo.contains(files[path][1])
         for path in result.changed
         if path in files
     )
+    return earlier.scan if held else None
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def main(expected: str) -> None:
     finally:
         listener.close()
         try:
-            if _same_file(path):
+            if _still_ours(path):
                 os.unlink(path)
         except OSError:
             pass
@@ -237,10 +237,7 @@ def _reap(children: set[int]) -> None:
 
 
 def _still_ours(path: str) -> bool:
-    return _same_file(path)
-
-
-def _same_file(path: str) -> bool:
+    """Whether the socket file at ``path`` is still the one this server listens on."""
     try:
         info = os.lstat(path)
     except OSError:
