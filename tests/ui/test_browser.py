@@ -226,10 +226,14 @@ def test_new_checkpoints_appear_while_it_runs(
     async def script(app: Browser, pilot: Pilot) -> None:
         write(desk, 'Memory.md', 'written by another process\n')
         taken = Checkpoints(cps.repository_directory, desk).snapshot('meanwhile')
+        # The reload shows the new row first and puts the cursor back after the next refresh:
+        # wait for both (up to 5 s), then check them.
         for _ in range(100):
             await pilot.pause(0.05)
-            if visible(app)[0].startswith(str(taken)):
-                break
+            selected = cursor(app)
+            if visible(app)[0].startswith(str(taken)) and isinstance(selected, Row):
+                if selected.checkpoint.checkpoint_id == history[-1]:
+                    break
         assert visible(app)[0].startswith(f'{taken}  ')
         assert cursor(app).checkpoint.checkpoint_id == history[-1]  # type: ignore[union-attr]
         await pilot.press('q')
