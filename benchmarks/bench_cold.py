@@ -10,10 +10,12 @@ It installs this checkout (``pip install '.[mcp]'``, not editable, so nothing is
 the source tree) into a virtualenv, builds two alike workspaces whose desk ``main`` holds
 ``--files`` tracked 1 KB files (and one checkpoint of them; a person's verbs run on the first,
 the hooks on the second: see ``main``), then times each command as a new process,
-started the way a harness starts a hook: the console script by its absolute path, stdin from a
-file, no terminal. Every round runs every command once, in turn, so a load that comes and goes
-touches all of them alike; the figures are medians over the rounds, in milliseconds, and the
-ratios are against the same virtualenv's ``python -c pass`` measured in the same rounds (and, for
+started the way a harness starts a hook: by its absolute path, stdin from a file, no terminal.
+A person's verbs run the console script; the hook rows run the command ``checkpoints hook
+install`` writes into a harness's settings for that installation (``hook_command``). Every
+round runs every command once, in turn, so a load that comes and goes touches all of them
+alike; the figures are medians over the rounds, in milliseconds, and the ratios are against
+the same virtualenv's ``python -c pass`` measured in the same rounds (and, for
 reference, against ``git status`` on a git repository holding the same files).
 
 Each verb is timed twice: as the console script runs it (on the warm command server, started
@@ -41,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -179,6 +182,19 @@ def timed_mcp(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return elapsed
 
 
+def hook_command(bin_dir: Path) -> list[str]:
+    """The hook command ``checkpoints hook install`` writes for this installation (what a
+    harness runs for every event), as words."""
+    code = (
+        'from trading_checkpoints.agent.hooks.install import command_line; '
+        'print(command_line("claude"))'
+    )
+    done = subprocess.run(
+        [str(bin_dir / 'python'), '-c', code], capture_output=True, text=True, check=True
+    )
+    return shlex.split(done.stdout)
+
+
 def bash_pair(
     hook: list[str], workspace: Path, before: Path, after: Path, env: dict[str, str]
 ) -> float:
@@ -206,23 +222,19 @@ def command_rows(
     write_event = hook_event('claude_pre_tool_use_write.json', hooked, base)
     bash_before = hook_event('claude_pre_tool_use_bash.json', hooked, base)
     bash_after = hook_event('claude_post_tool_use_bash.json', hooked, base)
-    hook = [command, 'hook', '--harness', 'claude']
+    hook = hook_command(bin_dir)
     off = {**env, 'CHECKPOINTS_SERVER': 'off'}
     verbs: dict[str, tuple[list[str], Path, Path | None]] = {
-        'checkpoints --help': (['--help'], desk, None),
-        'list': (['list'], desk, None),
-        'status (clean)': (['status'], desk, None),
-        'snapshot (no-op)': (['snapshot'], desk, None),
-        'hook PreToolUse Write (unchanged desk)': (
-            ['hook', '--harness', 'claude'],
-            hooked,
-            write_event,
-        ),
+        'checkpoints --help': ([command, '--help'], desk, None),
+        'list': ([command, 'list'], desk, None),
+        'status (clean)': ([command, 'status'], desk, None),
+        'snapshot (no-op)': ([command, 'snapshot'], desk, None),
+        'hook PreToolUse Write (unchanged desk)': (hook, hooked, write_event),
     }
     rows: dict[str, Callable[[], float]] = {}
     for name, (argv, cwd, stdin) in verbs.items():
-        rows[name] = partial(timed_process, [command, *argv], cwd, stdin, env)
-        rows[f'{name}, no server'] = partial(timed_process, [command, *argv], cwd, stdin, off)
+        rows[name] = partial(timed_process, argv, cwd, stdin, env)
+        rows[f'{name}, no server'] = partial(timed_process, argv, cwd, stdin, off)
     for row, environment in ((BASH_PAIR, env), (f'{BASH_PAIR}, no server', off)):
         rows[row] = partial(bash_pair, hook, hooked, bash_before, bash_after, environment)
     mcp = [command, '--workspace', str(workspace), 'mcp']

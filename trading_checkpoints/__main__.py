@@ -1,5 +1,7 @@
-"""``python -m trading_checkpoints`` runs the ``checkpoints`` command."""
+"""``python -m trading_checkpoints`` runs the ``checkpoints`` command, in this process."""
 
-from .cli import main
+import sys
 
-main()
+from .warm.command import run
+
+sys.exit(run(sys.argv[1:]))

@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from helpers.builders import write
 from helpers.cli import checkpoints
 from helpers.hookrun import event
 
+from trading_checkpoints.agent.hooks.install import HOOK_SCRIPT, is_ours
 from trading_checkpoints.workspace import Workspace
 
 CLAUDE_SETTINGS = {
@@ -47,7 +49,7 @@ def ours(settings: dict) -> list[tuple[str, str, str]]:
         for event, groups in settings['hooks'].items()
         for group in groups
         for hook in group['hooks']
-        if ' hook --harness ' in hook['command']
+        if is_ours(hook['command'])
     ]
 
 
@@ -73,9 +75,12 @@ def test_install_merges_idempotently_and_uninstall_removes_only_its_own(
 
     added = ours(installed)
     [command] = {command for _, _, command in added}
-    program = shlex.split(command)[0]
-    assert os.path.isabs(program) and os.access(program, os.X_OK)
-    assert command.endswith(f' hook --harness {harness}')
+    # The interpreter running checkpoints, and the hook script beside it.
+    interpreter, script, *rest = shlex.split(command)
+    assert os.path.isabs(interpreter) and os.access(interpreter, os.X_OK)
+    assert os.path.samefile(interpreter, sys.executable)
+    assert script == str(Path(sys.executable).absolute().parent / HOOK_SCRIPT)
+    assert rest == ['--harness', harness]
     if harness == 'claude':
         tools = 'Write|Edit|MultiEdit|NotebookEdit|Bash'
         assert sorted(added) == [
@@ -206,3 +211,50 @@ def test_doctor_says_what_a_harness_would_see(
 
     nowhere = checkpoints('hook', 'doctor', '--from', str(elsewhere), workspace=workspace, env=env)
     assert 'events from there are ignored' in nowhere.stdout
+
+
+@pytest.mark.parametrize(
+    'command, ours_too',
+    [
+        ('/opt/venv/bin/python /opt/venv/bin/checkpoints-hook --harness claude', True),
+        ("'/opt/my venv/bin/python3.11' '/opt/my venv/bin/checkpoints-hook'", True),
+        ('/opt/venv/bin/checkpoints-hook --harness gemini --strict', True),
+        ('/opt/venv/bin/checkpoints hook --harness claude', True),
+        ('checkpoints hook', True),
+        ('/usr/bin/python3 -m trading_checkpoints hook --harness claude', True),
+        ('python -m trading_checkpoints.agent.hooks --harness gemini', True),
+        ('/opt/venv/bin/checkpoints-hook install --harness claude', False),
+        ('/opt/venv/bin/python /opt/venv/bin/checkpoints-hook uninstall', False),
+        ('/opt/venv/bin/checkpoints hook install --harness claude', False),
+        ('/opt/venv/bin/checkpoints list', False),
+        ('echo /opt/venv/bin/checkpoints-hook', False),
+        ('/opt/venv/bin/python /opt/venv/bin/other-hook --harness claude', False),
+        ('notify-send done', False),
+        ('', False),
+    ],
+)
+def test_uninstall_knows_every_spelling_of_the_hook_command(command: str, ours_too: bool) -> None:
+    """What uninstall removes and install replaces: the hook command in any spelling this or
+    an earlier version wrote, and nothing else (not a setup verb, not another program)."""
+    assert is_ours(command) is ours_too
+
+
+def test_install_writes_the_console_script_where_the_hook_script_is_missing(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """An installation without ``checkpoints-hook`` beside its interpreter (a checkout run
+    from its folder) gets ``checkpoints hook`` in the spelling that runs there, and it runs."""
+    python = tmp_path / 'bin' / 'python'
+    python.parent.mkdir()
+    python.symlink_to(sys.executable)
+    code = (
+        'from trading_checkpoints.agent.hooks.install import command_line;'
+        'print(command_line("claude"))'
+    )
+    done = subprocess.run(
+        [str(python), '-c', code], capture_output=True, text=True, check=True, timeout=60
+    )
+    words = shlex.split(done.stdout)
+    assert HOOK_SCRIPT not in done.stdout
+    assert words[-3:] == ['hook', '--harness', 'claude'], words
+    assert is_ours(done.stdout.strip())

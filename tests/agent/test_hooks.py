@@ -268,7 +268,7 @@ def test_the_manual_shows_what_install_writes() -> None:
     blocks = [json.loads(b) for b in re.findall(r'```json\n(.*?)```', section, re.S)]
     assert len(blocks) == 2
     for settings, harness in zip(blocks, ('claude', 'gemini'), strict=True):
-        command = f'/opt/venv/bin/checkpoints hook --harness {harness}'
+        command = f'/opt/venv/bin/python /opt/venv/bin/checkpoints-hook --harness {harness}'
         assert settings == merged({}, harness, command)
         hooks = settings['hooks']
         assert {EVENTS[name][0] for name in hooks} == {harness}

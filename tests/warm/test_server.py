@@ -247,7 +247,7 @@ def test_ctrl_c_reaches_the_served_command(tmp_path: Path, runtime: Path) -> Non
     here = interrupted(runtime, desk, served=False)
     there = interrupted(runtime, desk, served=True)
     assert there == here
-    assert here[0] != 0
+    assert here == (130, b'checkpoints hook: interrupted\n')
     assert not gone(server, timeout=0), 'the server goes on'
 
 
@@ -391,3 +391,57 @@ def test_browse_runs_in_the_client_never_on_the_server(tmp_path: Path, runtime: 
     assert done.returncode == 1, done.stderr
     assert b"needs the optional 'ui' extra" in done.stderr
     assert children_of(server) == []
+
+
+HOLD_LOCK = (
+    'import sys, time\n'
+    'from pathlib import Path\n'
+    'from trading_checkpoints.core.lock import exclusive\n'
+    'from trading_checkpoints.core.repofiles import RepoFile\n'
+    'with exclusive(RepoFile(Path(sys.argv[1]), "checkpoints/lock"), verb="restore"):\n'
+    '    print("held", flush=True)\n'
+    '    time.sleep(3)\n'
+)
+
+
+def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """As in-process: one ``note:`` line naming the holder, not Python's warning format."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    repository = desk.parent.parent / '.checkpoints' / 'main.git'
+    holder = subprocess.Popen(
+        [sys.executable, '-c', HOLD_LOCK, str(repository)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment(),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == 'held'
+        client = subprocess.Popen(
+            [sys.executable, '-c', CLIENT, 'snapshot', '-m', 'behind a restore'],
+            cwd=desk,
+            env=client_env(runtime),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        served = False
+        deadline = time.monotonic() + 30
+        while not served and client.poll() is None and time.monotonic() < deadline:
+            served = bool(children_of(server))
+            time.sleep(0.02)
+        out, err = client.communicate(timeout=60)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert served, 'the command ran in a child of the server'
+    assert client.returncode == 0, err
+    assert 'Snapshot' in out
+    notes = [line for line in err.splitlines() if 'waiting for the checkpoint lock' in line]
+    assert len(notes) == 1, err
+    assert notes[0].startswith('note: ') and f'pid {holder.pid}' in notes[0], err
+    assert 'LockWaitWarning' not in err

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import difflib
 import sys
-import warnings
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
+from ..errors.lockwaits import show_lock_waits
 from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
 from .options import JSON_KEY, target_options
 from .target import DEFAULT_WORKSPACE, DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
@@ -236,32 +236,8 @@ for command in (
     cli.add_command(command)
 
 
-def _print_lock_waits() -> None:
-    """A writer waiting a second for the lock says so, once, on stderr (``note: waiting for
-    the checkpoint lock ..., held by another process (pid 4242 on host (restore), ...)``);
-    every other warning is shown as Python shows it."""
-    from ..errors import LockWaitWarning
-
-    shown_otherwise = warnings.showwarning
-
-    def show(
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        if issubclass(category, LockWaitWarning):
-            click.echo(f'note: {message}', err=True)
-        else:
-            shown_otherwise(message, category, filename, lineno, file, line)
-
-    warnings.showwarning = show
-    warnings.simplefilter('always', LockWaitWarning)
-
-
 def main() -> None:
-    """The console script ``checkpoints`` (and ``python -m trading_checkpoints``)."""
-    _print_lock_waits()
+    """``checkpoints`` run in this process, with ``sys.argv`` (``warm/command.py`` runs it the
+    same way, for the console script and ``python -m trading_checkpoints``)."""
+    show_lock_waits()
     cli.main(prog_name=PROGRAM)

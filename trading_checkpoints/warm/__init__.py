@@ -13,7 +13,12 @@ and the client exits with the child's status.
 - ``client``: the console script: the server when it can, else the command in-process, never
   both; imports almost nothing;
 - ``server``: the warm process: one per user and installation, started by the first client
-  that finds none, gone after a while without clients.
+  that finds none, gone after a while without clients;
+- ``command``: one command line run in a process (the server's child, or the client when no
+  server took it): a hook event straight to the hook's parser, the rest through the group.
+
+A harness runs ``checkpoints-hook`` (``bin/``, what ``checkpoints hook install`` registers):
+the client's ``hook_main``, without the console script's own imports.
 
 Optional: ``CHECKPOINTS_SERVER=off`` runs every command in-process, and so do commands whose
 stdin is a terminal (a person at a prompt) and the long-running verbs (``mcp``, ``watch``).

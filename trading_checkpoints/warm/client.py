@@ -24,6 +24,7 @@ import sys
 
 from . import address, wire
 
+HOOK = 'hook'
 SWITCH = 'CHECKPOINTS_SERVER'
 OFF = ('0', 'off', 'no', 'false')
 IN_PROCESS_VERBS = frozenset({'mcp', 'watch', 'browse'})
@@ -31,16 +32,22 @@ FORWARDED_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT')
 SERVER_GONE = 'error: the command server stopped while running the command; run it again'
 
 
-def main() -> None:
-    """Runs ``checkpoints ARGS...``: on the warm server when it can, else here."""
-    argv = sys.argv[1:]
+def main(argv: list[str] | None = None) -> None:
+    """Runs ``checkpoints ARGV`` (``sys.argv[1:]`` by default): on the warm server when it
+    can, else here."""
+    argv = sys.argv[1:] if argv is None else argv
     if wanted(argv):
         status = run_on_server(argv)
         if status is not None:
             sys.exit(status)
-    from ..cli import main as run_here
+    from .command import run
 
-    run_here()
+    sys.exit(run(argv))
+
+
+def hook_main() -> None:
+    """The ``checkpoints-hook`` script (``bin/``): ``checkpoints hook ARGS...``."""
+    main([HOOK, *sys.argv[1:]])
 
 
 def wanted(argv: list[str]) -> bool:

@@ -101,6 +101,19 @@ def preload() -> None:
     # One step into those libraries' own lazy imports, not further: dulwich's reach every part
     # of it (merge, rebase, LFS), which no verb uses.
     _preload(libraries, lambda importer, name: _top(name) == _top(importer))
+    _warm_parsers()
+
+
+def _warm_parsers() -> None:
+    """Builds the hook's parser and parses a command line with it and with the command group,
+    so a child finds the parser built and the regular expressions parsing compiles in ``re``'s
+    cache (a hook event's child otherwise spends a few milliseconds on them)."""
+    from ..agent.hooks.process import parser
+    from ..cli.app import cli
+
+    parser().parse_args(['--harness', 'claude'])
+    with cli.make_context('checkpoints', ['status'], resilient_parsing=True):
+        pass
 
 
 def _top(name: str) -> str:
@@ -343,23 +356,11 @@ def _stream(fd: int, mode: str, like: object) -> io.TextIOWrapper:
 
 
 def _run(args: list[str]) -> int:
-    from ..cli.app import cli
     from ..cli.target import PROGRAM
+    from .command import run
 
     sys.argv = [PROGRAM, *args]
     try:
-        cli.main(args, prog_name=PROGRAM)
-    except SystemExit as done:
-        return _status(done.code)
+        return run(args)
     except KeyboardInterrupt:
         return 130
-    return 0
-
-
-def _status(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1

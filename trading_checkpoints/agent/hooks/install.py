@@ -2,8 +2,10 @@
 
 ``install`` merges three hook entries into a Claude Code or Gemini CLI settings file (a prompt
 opens a turn; before and after a write or shell tool) with an absolute command, so a harness
-started without this virtualenv on its PATH still finds it: the ``checkpoints`` console script
-beside the running interpreter, else that interpreter with ``-m trading_checkpoints``. Every
+started without this virtualenv on its PATH still finds it: the running interpreter with the
+``checkpoints-hook`` script beside it (``checkpoints hook`` without the console script's own
+start), else the ``checkpoints`` console script there, else that interpreter with
+``-m trading_checkpoints``. Every
 other key of the file is kept; an existing file is copied aside first (``<name>.<time>.bak``)
 and replaced through a temporary file (the target of a symlink is what is written); a second
 install writes nothing. ``uninstall`` removes the entries whose command runs this hook, and
@@ -32,6 +34,7 @@ from ...errors import CheckpointError, FileAccessError, InvalidSettingError
 from .events import CLAUDE, GEMINI, SHELL_TOOLS, WRITE_TOOLS
 
 PACKAGE = 'trading_checkpoints'
+HOOK_SCRIPT = 'checkpoints-hook'  # bin/checkpoints-hook, installed beside the console script
 
 # The events each harness gets, and the matcher of the tool events (None: no matcher).
 CLAUDE_TOOLS = ('Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Bash')
@@ -66,9 +69,20 @@ def program() -> list[str]:
     return [str(interpreter), '-m', PACKAGE]
 
 
+def hook_program() -> list[str]:
+    """The absolute command that runs ``checkpoints hook`` with this installation: this
+    interpreter and the ``checkpoints-hook`` script beside it (the interpreter named, so the
+    script's own first line does not matter), else :func:`program` and ``hook``."""
+    interpreter = Path(sys.executable).absolute()
+    script = interpreter.parent / HOOK_SCRIPT
+    if script.is_file():
+        return [str(interpreter), str(script)]
+    return [*program(), 'hook']
+
+
 def command_line(harness: str) -> str:
     """The hook command a settings file gets (shell words, quoted where needed)."""
-    return shlex.join([*program(), 'hook', '--harness', harness])
+    return shlex.join([*hook_program(), '--harness', harness])
 
 
 def is_ours(command: object) -> bool:
@@ -79,9 +93,18 @@ def is_ours(command: object) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    if len(words) < 2:
+    if not words:
         return False
-    if os.path.basename(words[0]) == 'checkpoints':
+    first = os.path.basename(words[0])
+    if first == HOOK_SCRIPT:
+        rest = ['hook', *words[1:]]
+    elif (
+        first.startswith('python') and len(words) > 1 and os.path.basename(words[1]) == HOOK_SCRIPT
+    ):
+        rest = ['hook', *words[2:]]  # an interpreter running the script
+    elif len(words) < 2:
+        return False
+    elif first == 'checkpoints':
         rest = words[1:]
     elif len(words) > 2 and words[1] == '-m' and words[2] in (PACKAGE, f'{PACKAGE}.agent.hooks'):
         rest = words[3:] if words[2] == PACKAGE else ['hook', *words[3:]]

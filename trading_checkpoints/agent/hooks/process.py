@@ -10,6 +10,7 @@ write tool exits 2 instead, which blocks the tool and tells the agent why.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +18,10 @@ from pathlib import Path
 from .dispatch import run
 from .events import HARNESSES, MAX_EVENT_BYTES, NON_BLOCKING, OK, Options
 
+INTERRUPTED = 130  # as a shell reports a command ended by Ctrl-C; not 2, which would block
 
+
+@functools.cache  # built once (the warm server builds it before forking its children)
 def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(
         prog='checkpoints hook',
@@ -41,7 +45,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Reads one event from stdin, acts on it, prints what the harness expects; the exit status."""
+    """Reads one event from stdin, acts on it, prints what the harness expects; the exit status.
+
+    Ctrl-C ends it with one line on stderr and status 130; a harness that stopped reading its
+    output gets status 1 and nothing more (a non-blocking error either way)."""
+    try:
+        return _handle(argv)
+    except KeyboardInterrupt:
+        print('checkpoints hook: interrupted', file=sys.stderr, flush=True)
+        return INTERRUPTED
+    except BrokenPipeError:
+        return NON_BLOCKING
+
+
+def _handle(argv: Sequence[str] | None) -> int:
     try:
         args = parser().parse_args(argv)
     except SystemExit as stop:  # argparse's usage error is 2, which would block every tool
