@@ -72,6 +72,17 @@ class RefStore:
         refs = self._dulwich().refs
         return refs  # type: ignore[return-value]
 
+    def _unlogged_refs(self, *names: str) -> DiskRefsContainer:
+        """dulwich's refs for writing a ref without a reflog: a container of its own while
+        dulwich's repository is not open (opening it reads and checks more than a ref needs),
+        else the repository's (whose reads another module may rely on)."""
+        if self._opened():
+            return self._refs(*names)
+        from dulwich.refs import DiskRefsContainer
+
+        gitfiles.check_refs(self.path, *names)
+        return DiskRefsContainer(self.path)
+
     def forget(self) -> None:
         """Forgets the refs other than ``main`` read so far (someone may write them now)."""
         self._read.clear()
@@ -253,7 +264,8 @@ class RefStore:
                 raise
             gitfiles.remove(self.path, file_name)  # ours: a link or a FIFO there is replaced
             current = None
-        refs = self._refs(file_name) if _PLAIN_NAME.fullmatch(name) else self._refs()
+        plain = _PLAIN_NAME.fullmatch(name)
+        refs = self._unlogged_refs(file_name) if plain else self._unlogged_refs()
         try:
             ref = ref_name(name)
             if current is None and refs.read_loose_ref(ref) is not None:
