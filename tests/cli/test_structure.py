@@ -85,11 +85,22 @@ def test_no_dulwich_without_a_repository(args: list[str], tmp_path: Path) -> Non
     assert done.stderr.splitlines()[-1] == 'CODE 0 False', done.stderr
 
 
-def test_the_entry_points() -> None:
+def test_the_commands_are_plain_scripts_that_import_only_the_client() -> None:
+    """``checkpoints`` and ``checkpoints-hook`` are installed from bin/ (no entry point, whose
+    wrapper imports ``re`` first); each imports the warm server's client and calls it."""
+    import ast
+
     text = (ROOT / 'pyproject.toml').read_text()
-    # The console script is the warm server's client, which runs cli.main when it cannot hand
-    # the command over (tests/warm checks that both print the same).
-    assert 'checkpoints = "trading_checkpoints.warm.client:main"' in text
+    assert 'script-files = ["bin/checkpoints", "bin/checkpoints-hook"]' in text
+    assert '[project.scripts]' not in text
+    for name, call in (('checkpoints', 'main'), ('checkpoints-hook', 'hook_main')):
+        script = ROOT / 'bin' / name
+        assert script.read_text().startswith('#!python\n')  # pip points it at the interpreter
+        body = ast.parse(script.read_text()).body
+        imports = [ast.unparse(n) for n in body if isinstance(n, ast.Import | ast.ImportFrom)]
+        assert imports == [f'from trading_checkpoints.warm.client import {call}']
+        calls = [ast.unparse(node) for node in body if isinstance(node, ast.Expr)][1:]
+        assert calls == [f'{call}()']
     from trading_checkpoints.cli import cli, main
     from trading_checkpoints.warm import client
 

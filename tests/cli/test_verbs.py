@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
 from helpers.builders import write
 from helpers.cli import checkpoints
+from helpers.processes import environment
 
 
 def test_snapshot_list_restore_round_trip(workspace: Path, desk: Path) -> None:
@@ -116,6 +118,24 @@ def test_demo_in_a_temporary_folder_leaves_nothing(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_console_script_is_declared() -> None:
-    text = (ROOT / 'pyproject.toml').read_text()
-    assert 'checkpoints = "trading_checkpoints.warm.client:main"' in text
+def test_the_installed_commands_run() -> None:
+    """pip installed bin/checkpoints and bin/checkpoints-hook beside this interpreter, their
+    first line pointing at it; both run as commands (no terminal, so the warm server is off
+    only by the environment)."""
+    folder = Path(sys.executable).parent
+    for name, args, expected in (
+        ('checkpoints', ['--version'], 'checkpoints '),
+        ('checkpoints-hook', ['--help'], 'usage: checkpoints hook'),
+    ):
+        script = folder / name
+        first = script.read_text().splitlines()[0]
+        assert first.startswith('#!') and 'python' in first, (script, first)
+        done = subprocess.run(
+            [str(script), *args],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            env=environment({'CHECKPOINTS_SERVER': 'off'}),
+            timeout=60,
+        )
+        assert done.returncode == 0 and done.stdout.startswith(expected), (name, done)
