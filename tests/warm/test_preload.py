@@ -23,8 +23,9 @@ from trading_checkpoints import Checkpoints
 # does and prints the modules it imported that the preloaded parent had not.
 RUN_AFTER_PRELOAD = r"""
 import json, os, sys
-from trading_checkpoints.warm import server
-server.preload()
+from trading_checkpoints.warm.command import run
+from trading_checkpoints.warm.preload import preload
+preload()
 report = []
 for line in sys.stdin.read().splitlines():
     folder, stdin, *argv = json.loads(line)
@@ -37,7 +38,7 @@ for line in sys.stdin.read().splitlines():
         os.dup2(os.open(stdin or os.devnull, os.O_RDONLY), 0)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
         sys.stdin = open(0)
-        status = server._run(argv)
+        status = run(argv)
         os.write(writer, json.dumps([status, sorted(set(sys.modules) - before)]).encode())
         os._exit(0)
     os.close(writer)

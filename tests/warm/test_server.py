@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import NO_TEXTUAL, ROOT
 from helpers.builders import write
+from helpers.hookrun import event as hook_event
 from helpers.processes import environment
 
 from trading_checkpoints import Checkpoints
@@ -94,6 +95,31 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def serving(server: int) -> list[int]:
+    """The server's children running a client's command: each has taken the client's stdin
+    (the server's own, and so a waiting child's, is /dev/null)."""
+    found = []
+    for child in children_of(server):
+        try:
+            if os.readlink(f'/proc/{child}/fd/0') != os.devnull:
+                found.append(child)
+        except OSError:
+            continue
+    return found
+
+
+def waiting(server: int, timeout: float = 30) -> int:
+    """The server's child waiting for the next client (once there is one)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = serving(server)
+        idle = [child for child in children_of(server) if child not in busy]
+        if len(idle) == 1:
+            return idle[0]
+        time.sleep(0.02)
+    raise AssertionError(f'no child of the server {server} waits for a client')
+
+
 def gone(pid: int, timeout: float = 30) -> bool:
     """Whether ``pid`` has ended (exited, or a zombie its parent has yet to reap)."""
     deadline = time.monotonic() + timeout
@@ -150,31 +176,38 @@ def test_served_commands_print_and_exit_as_in_process(tmp_path: Path, runtime: P
 
 
 def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, runtime: Path) -> None:
-    """The command runs in the server's child (which reads the client's own stdin), and the
-    client relays its status; a write made there is made once."""
+    """The command runs in the server's child forked ahead of the client (which reads the
+    client's own stdin: a hook event), and the client relays its status; a write made there is
+    made once."""
     desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
-    before = len(Checkpoints(desk.parent.parent / '.checkpoints' / 'main.git', desk).list(None))
+    before = len(Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None))
+    ahead = waiting(server)
     client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'snapshot', '-m', '-'],
-        cwd=desk,
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=workspace,
         env=client_env(runtime),
-        stdin=subprocess.PIPE,
+        stdin=subprocess.PIPE,  # the hook reads its event until the end of its input
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 30
-        while not children_of(server) and time.monotonic() < deadline:
+        while not serving(server) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert children_of(server), 'the command runs in a child of the server'
+        served = serving(server)
+        # The child forked ahead of the client took it, and the next one waits already.
+        assert served == [ahead], (served, ahead, children_of(server), client.poll())
+        assert reading_stdin(ahead)
+        assert waiting(server) not in (ahead, server)
     finally:
-        out, err = client.communicate(timeout=60)
-    assert client.returncode == 0, err
-    assert b'Snapshot' in out
-    after = Checkpoints(desk.parent.parent / '.checkpoints' / 'main.git', desk).list(None)
+        out, err = client.communicate(hook_event('claude_pre_tool_use_write.json', workspace), 60)
+    assert (client.returncode, out, err) == (0, b'', b'')
+    after = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None)
     assert len(after) == before + 1, 'one snapshot, not two'
+    assert after[0].tool == 'claude:Write'
 
 
 def reading_stdin(pid: int, timeout: float = 60) -> bool:
@@ -220,9 +253,9 @@ def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
         if served:
             server = server_pid(runtime)
             deadline = time.monotonic() + 30
-            while not children_of(server) and time.monotonic() < deadline:
+            while not serving(server) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            [reader] = children_of(server)
+            [reader] = serving(server)
             assert forwarding(client.pid)
         else:
             reader = client.pid
@@ -267,9 +300,9 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
     )
     try:
         deadline = time.monotonic() + 30
-        while not children_of(server) and time.monotonic() < deadline:
+        while not serving(server) and time.monotonic() < deadline:
             time.sleep(0.02)
-        [child] = children_of(server)
+        [child] = serving(server)
         assert forwarding(client.pid) and reading_stdin(child)
         os.kill(child, signal.SIGKILL)
         _, err = client.communicate(timeout=60)
@@ -324,8 +357,46 @@ def test_an_idle_server_goes_away(tmp_path: Path, runtime: Path) -> None:
     desk = workspace_with_history(tmp_path)
     run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER_IDLE='1')
     server = server_pid(runtime)
+    ahead = waiting(server)
     assert gone(server, timeout=30)
+    assert gone(ahead, timeout=0), 'its waiting child went first'
     assert not list((runtime / address.FOLDER_NAME).glob('*.sock'))
+
+
+def test_a_stopped_server_takes_its_waiting_child_along(tmp_path: Path, runtime: Path) -> None:
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    os.kill(server, signal.SIGTERM)
+    assert gone(server, timeout=30)
+    assert gone(ahead, timeout=0)
+    assert not list((runtime / address.FOLDER_NAME).glob('*.sock'))
+
+
+def test_a_killed_servers_waiting_child_goes_and_leaves_the_lock_free(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """SIGKILL leaves the parent no chance to retire its waiting child: the child notices
+    within a second or two and goes, and it never held the server's lock, so the next client
+    starts a new server at once; every command runs meanwhile."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    [lock] = (runtime / address.FOLDER_NAME).glob('*.lock')
+    held = [os.readlink(fd) for fd in Path(f'/proc/{ahead}/fd').iterdir()]
+    assert str(lock) not in held, 'the waiting child does not hold the server lock'
+    os.kill(server, signal.SIGKILL)
+    assert gone(server, timeout=30)
+    listed = run(runtime, 'list', cwd=desk)  # served by the orphan, or in-process: either once
+    assert listed.returncode == 0 and b'second' in listed.stdout, listed.stderr
+    assert gone(ahead, timeout=10), 'the orphaned waiting child went'
+    started = run(runtime, 'list', cwd=desk)
+    assert started.returncode == 0, started.stderr
+    replacement = server_pid(runtime)
+    assert replacement != server
+    waiting(replacement)
 
 
 def test_changed_code_is_served_by_a_server_of_its_own(tmp_path: Path) -> None:
@@ -390,7 +461,7 @@ def test_browse_runs_in_the_client_never_on_the_server(tmp_path: Path, runtime: 
     done = run(runtime, 'browse', cwd=desk, PYTHONPATH=hidden)
     assert done.returncode == 1, done.stderr
     assert b"needs the optional 'ui' extra" in done.stderr
-    assert children_of(server) == []
+    assert serving(server) == []
 
 
 HOLD_LOCK = (
@@ -424,21 +495,21 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
             [sys.executable, '-c', CLIENT, 'snapshot', '-m', 'behind a restore'],
             cwd=desk,
             env=client_env(runtime),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,  # not /dev/null, which would hide the child (``serving``)
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )
         served = False
         deadline = time.monotonic() + 30
         while not served and client.poll() is None and time.monotonic() < deadline:
-            served = bool(children_of(server))
+            served = bool(serving(server))
             time.sleep(0.02)
-        out, err = client.communicate(timeout=60)
+        out, err = client.communicate(b'', timeout=60)
     finally:
         holder.kill()
         holder.wait()
     assert served, 'the command ran in a child of the server'
+    out, err = out.decode(), err.decode()
     assert client.returncode == 0, err
     assert 'Snapshot' in out
     notes = [line for line in err.splitlines() if 'waiting for the checkpoint lock' in line]

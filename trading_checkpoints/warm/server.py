@@ -1,34 +1,39 @@
 """The warm server: one process per user and installation that has imported every verb, and
-forks a child per command.
+runs each command in a child forked from that state.
 
 Started by a client that found none (``client.start_server``), detached from any terminal. It:
 
 1. checks that the socket it would listen on is the one the client expected (same code), and
    that no other server holds the socket's lock file (``<socket>.lock``, which holds the
    serving process's pid); else it exits;
-2. imports the command and everything the verbs import lazily (click, the engine, dulwich),
-   down to the libraries imported inside functions (``preload``);
+2. imports the command and everything the verbs import lazily (``preload.py``);
 3. listens on the socket, closed to other users (a private folder, and each peer's user
    checked with ``SO_PEERCRED``);
-4. for each connection, forks: the child takes the client's stdin, stdout and stderr, folder,
-   environment and umask, answers ``pid N``, runs the command exactly as ``checkpoints`` would
-   in-process, and answers ``exit N``;
+4. keeps one child *waiting*: forked ahead of the next client, it has already paid for the
+   fork and for copying the memory a command writes to, and waits in ``accept``. The child
+   that takes a connection tells the parent (which forks the next waiting child), takes the
+   client's stdin, stdout and stderr, folder, environment and umask, answers ``pid N``, runs
+   the command exactly as ``checkpoints`` would in-process, and answers ``exit N``;
 5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
-   none received, or as soon as its socket file is removed or replaced.
+   none received, as soon as its socket file is removed or replaced, on SIGTERM, or when it
+   cannot keep a child waiting; it first retires the waiting child.
 
 The parent never runs a command itself, so every child starts from the state right after the
 imports: no memo, open repository or lock survives from one command into another. Commands take
 the repository's lock as they always do; two commands at once are two processes, as they would
 be without the server.
+
+A client's command runs exactly once (``client.py``): until a child has answered ``pid N``,
+nothing has run, and a child that ends before (retired, its parent gone, a refused peer) only
+makes the client run the command itself.
 """
 
 from __future__ import annotations
 
 import fcntl
+import gc
 import io
 import os
-import pkgutil
-import re
 import select
 import signal
 import socket
@@ -36,21 +41,14 @@ import struct
 import sys
 import time
 import traceback
-from collections.abc import Callable
-from importlib import import_module
-from importlib.util import resolve_name
-from types import ModuleType
+from typing import NoReturn
 
 from ..core import private
 from . import address, wire
+from .preload import preload
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
 DEFAULT_IDLE = 300.0
-# Never preloaded: the MCP SDK and the terminal browser are heavy, and their verbs run
-# in-process.
-NOT_PRELOADED = ('trading_checkpoints.agent.mcp', 'trading_checkpoints.ui')
-# Libraries only the long-running verbs use (run in-process, never on the server).
-NOT_PRELOADED_LIBRARIES = frozenset({'mcp', 'pydantic', 'textual', 'rich', 'watchfiles'})
 REQUEST_TIMEOUT = 10.0
 STREAMS = 3
 
@@ -64,117 +62,25 @@ def main(expected: str) -> None:
     lock = _lock(path)
     if lock is None:
         return  # another server is starting or running for this installation
-    preload()
-    listener = _listen(path)
+    signal.signal(signal.SIGTERM, _stop)
     try:
-        _serve(listener, path, _idle_seconds())
-    finally:
-        listener.close()
+        preload()
+        listener = _listen(path)
         try:
-            if _still_ours(path):
-                os.unlink(path)
-        except OSError:
-            pass
+            _serve(listener, path, lock, _idle_seconds())
+        finally:
+            listener.close()
+            try:
+                if _still_ours(path):
+                    os.unlink(path)
+            except OSError:
+                pass
+    finally:
         os.close(lock)
 
 
-def preload() -> None:
-    """Imports every module of the package a verb may need (the MCP server's excepted), and
-    every module those import inside their functions.
-
-    The verbs import some libraries only where they need them (dulwich's ``Repo`` and
-    ``client``, ``concurrent.futures``), so a cold start that only reads never pays for them,
-    and those libraries do the same with their own modules (dulwich's ``worktree``); importing
-    the package's modules reaches none of them, and a served command would import them in its
-    child, every time. Their names come from the modules' own import statements (a library's
-    only within that library, one step deep), so there is no list to keep up to date.
-    """
-    import trading_checkpoints
-
-    ours = [
-        module.name
-        for module in pkgutil.walk_packages(trading_checkpoints.__path__, 'trading_checkpoints.')
-        # the MCP SDK, and the modules that run a command when imported
-        if not module.name.startswith(NOT_PRELOADED) and not module.name.endswith('.__main__')
-    ]
-    libraries = _preload(ours, lambda importer, name: _top(name) not in NOT_PRELOADED_LIBRARIES)
-    # One step into those libraries' own lazy imports, not further: dulwich's reach every part
-    # of it (merge, rebase, LFS), which no verb uses.
-    _preload(libraries, lambda importer, name: _top(name) == _top(importer))
-    _warm_parsers()
-
-
-def _warm_parsers() -> None:
-    """Builds the hook's parser and parses a command line with it and with the command group,
-    so a child finds the parser built and the regular expressions parsing compiles in ``re``'s
-    cache (a hook event's child otherwise spends a few milliseconds on them)."""
-    from ..agent.hooks.process import parser
-    from ..cli.app import cli
-
-    parser().parse_args(['--harness', 'claude'])
-    with cli.make_context('checkpoints', ['status'], resilient_parsing=True):
-        pass
-
-
-def _top(name: str) -> str:
-    return name.partition('.')[0]
-
-
-def _preload(names: list[str], wanted: Callable[[str, str], bool]) -> list[str]:
-    """Imports ``names``, then what each imports inside its functions where ``wanted(importer,
-    imported)``; returns the latter's names."""
-    found: dict[str, None] = {}
-    for name in names:
-        try:
-            loaded = import_module(name)
-        except ImportError:
-            continue  # an optional extra or library that is not installed (watch, ui)
-        for imported, attributes in _imported_in_functions(loaded):
-            if not wanted(name, imported):
-                continue
-            try:
-                module = import_module(imported)
-            except ImportError:
-                continue
-            for attribute in attributes:  # ``from X import Y`` may import X.Y on access
-                try:
-                    getattr(module, attribute, None)
-                except ImportError:
-                    continue
-            found[imported] = None
-    return list(found)
-
-
-# An indented import: inside a function (or a ``try``/``if``): its module, or its package and
-# the names taken from it (on the first line).
-_INDENTED_IMPORT = re.compile(
-    r'^[ \t]+(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+\(?([\w, \t]*)|import[ \t]+([\w.]+))',
-    re.MULTILINE,
-)
-
-
-def _imported_in_functions(module: ModuleType) -> list[tuple[str, list[str]]]:
-    """The imports indented in ``module``'s source (inside its functions): each module's
-    absolute name, with the names a ``from`` import takes from it."""
-    source = getattr(module, '__file__', None)
-    if source is None or not source.endswith('.py'):
-        return []
-    try:
-        with open(source, encoding='utf-8') as file:
-            text = file.read()
-    except (OSError, ValueError):
-        return []
-    found: list[tuple[str, list[str]]] = []
-    for origin, names, plain in _INDENTED_IMPORT.findall(text):
-        if plain:
-            found.append((plain, []))
-            continue
-        try:
-            absolute = resolve_name(origin, module.__package__ or '')
-        except (ImportError, ValueError):
-            continue
-        found.append((absolute, [name.split()[0] for name in names.split(',') if name.strip()]))
-    return found
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # the parent's ``finally`` blocks retire the waiting child
 
 
 def _lock(path: str) -> int | None:
@@ -209,43 +115,135 @@ def _idle_seconds() -> float:
     return value if value > 0 else DEFAULT_IDLE
 
 
-def _serve(listener: socket.socket, path: str, idle: float) -> None:
-    children: set[int] = set()
+PID = struct.Struct('=i')
+WAIT_TIMEOUT = 1.0  # how often a waiting child checks that its parent is still there
+
+
+def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
+    """Keeps one child waiting for the next client (see the module notes) until it is time to
+    stop; each child that took a client says so with its pid on a pipe."""
+    taken, told = os.pipe()
+    running: set[int] = set()
+    waiting: int | None = None
     last = time.monotonic()
-    while True:
-        ready, _, _ = select.select([listener], [], [], min(idle, 5.0))
-        _reap(children)
-        if children:
-            last = time.monotonic()
-        if not _still_ours(path):
-            return
-        if not ready:
-            if time.monotonic() - last >= idle and not children:
+    try:
+        while True:
+            if waiting is None:
+                waiting = _fork_waiting(listener, (lock, taken), told)
+                if waiting is None:
+                    return  # no child can wait: clients run their commands themselves
+            ready, _, _ = select.select([taken], [], [], min(idle, 5.0))
+            ended = _ended(waiting)  # before reading: a child says it took a client first
+            if ready or ended:
+                for pid in _pids(_read_ready(taken)):
+                    running.add(pid)
+                    last = time.monotonic()
+                    if pid == waiting:
+                        waiting = None
+            if ended and waiting is not None:
+                waiting = None
+                return  # it took no client: ended by a signal, or failed
+            _reap(running)
+            if running:
+                last = time.monotonic()
+            if not _still_ours(path):
                 return
-            continue
-        try:
-            connection, _ = listener.accept()
-        except OSError:
-            continue
-        last = time.monotonic()
-        if private.peer_uid(connection) != os.getuid():
-            connection.close()
-            continue
+            if time.monotonic() - last >= idle and not running:
+                return
+    finally:
+        if waiting is not None:
+            _retire(waiting)
+        os.close(taken)
+        os.close(told)
+
+
+def _read_ready(fd: int) -> bytes:
+    """What the pipe holds now (nothing when it is empty)."""
+    ready, _, _ = select.select([fd], [], [], 0)
+    return os.read(fd, PID.size * 64) if ready else b''
+
+
+def _pids(data: bytes) -> list[int]:
+    usable = len(data) - len(data) % PID.size
+    return [PID.unpack_from(data, at)[0] for at in range(0, usable, PID.size)]
+
+
+def _fork_waiting(listener: socket.socket, closed: tuple[int, ...], told: int) -> int | None:
+    """A new waiting child's pid, None when none could be forked."""
+    parent = os.getpid()
+    try:
         pid = os.fork()
-        if pid == 0:
-            listener.close()
-            _child(connection)  # never returns
-        children.add(pid)
-        connection.close()
+    except OSError:
+        return None
+    if pid == 0:
+        for fd in closed:  # the server's lock (held by the parent alone) and the pipe's end
+            os.close(fd)
+        _wait_for_client(listener, told, parent)  # never returns
+    return pid
+
+
+class _Retired(Exception):
+    """The parent retired the waiting child (SIGUSR1) before it took a client."""
+
+
+def _retired(signum: int, frame: object) -> None:
+    raise _Retired
+
+
+def _wait_for_client(listener: socket.socket, told: int, parent: int) -> NoReturn:
+    """The waiting child: takes the next client of this user, tells the parent, and runs the
+    command (``_child``).
+
+    Until it tells the parent, it may be ended at any point (SIGUSR1 to retire it, SIGTERM, its
+    parent gone) and no command has run: a client it accepted sees the connection close before
+    ``pid N`` and runs the command itself. Once it has taken a client it ignores SIGUSR1.
+    """
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGUSR1, _retired)
+        # Touches every object the command may touch (their reference counts): the pages the
+        # child shares with the parent are copied now, not while a client waits.
+        gc.get_objects()
+        listener.settimeout(WAIT_TIMEOUT)
+        while True:
+            if os.getppid() != parent:
+                os._exit(0)  # the server is gone: no one would fork the next waiting child
+            try:
+                connection, _ = listener.accept()
+            except (TimeoutError, ConnectionAbortedError):
+                continue
+            if private.peer_uid(connection) == os.getuid():
+                break
+            connection.close()
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+        listener.close()
+        os.write(told, PID.pack(os.getpid()))
+        os.close(told)
+    except BaseException:  # noqa: BLE001 - retired, or anything else: no command has run
+        os._exit(0)
+    _child(connection)
+
+
+def _retire(pid: int) -> None:
+    """Ends the waiting child, or, if it has just taken a client, waits for its command."""
+    try:
+        os.kill(pid, signal.SIGUSR1)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def _ended(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done != 0
 
 
 def _reap(children: set[int]) -> None:
     for pid in list(children):
-        try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            done = pid
-        if done:
+        if _ended(pid):
             children.discard(pid)
 
 
@@ -258,7 +256,7 @@ def _still_ours(path: str) -> bool:
     return (info.st_dev, info.st_ino) == _identity
 
 
-def _child(connection: socket.socket) -> None:
+def _child(connection: socket.socket) -> NoReturn:
     """Runs one command for the client on ``connection`` and exits with its status."""
     status = 1
     try:
