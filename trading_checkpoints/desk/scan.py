@@ -37,6 +37,7 @@ UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 STREAM_THRESHOLD = 8 * 1024 * 1024
 MEMORY_BUDGET = 64 * 1024 * 1024
 _CHUNK = 1 << 20
+_FEW = 8  # paths looked up one by one (a C-level search of the names each)
 
 _FORMAT_MASK = 0o170000
 _S_IFREG, _S_IFLNK = stat.S_IFREG, stat.S_IFLNK
@@ -112,6 +113,27 @@ class Scan:
         if self._positions is None:
             self._positions = dict(zip(self.names, range(len(self.names)), strict=True))
         return self._positions
+
+    def entry(self, row: int) -> FileEntry:
+        """The entry of the file in row ``row``."""
+        mode = git_mode(self.numbers[row * FIELDS + 4])
+        return (mode, self.shas[row * SHA_SIZE : (row + 1) * SHA_SIZE].hex().encode())
+
+    def entries(self, paths: Iterable[str]) -> dict[str, FileEntry]:
+        """The entries of those of ``paths`` the scan found; a few are looked up without
+        making the dict of every file."""
+        wanted = list(paths)
+        if self._files is not None or len(wanted) > _FEW:
+            files = self.files
+            return {path: files[path] for path in wanted if path in files}
+        found = {}
+        names = self.names
+        for path in wanted:
+            try:
+                found[path] = self.entry(names.index(path))
+            except ValueError:
+                continue
+        return found
 
     def key(self, path: str) -> StatKey | None:
         """The stat of a file when hashed (``UNSTABLE_KEY`` for one never to be trusted), or

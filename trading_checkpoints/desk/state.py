@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.fs import realpath
 from ..core.paths import Allowlist
 from ..core.repofiles import RepoFile
-from ..core.trees import FileEntry, RawObject, build_trees, dirty_folders
+from ..core.trees import FileEntry, RawObject, build_trees_of, dirty_folders
 from ..errors import ConcurrentChangeError, FileAccessError
 from . import checkout, scan, statcache
 from .folders import DeskFolders
@@ -105,7 +105,7 @@ class DeskState:
     def trees(self, result: Scan, cache: StatCache) -> tuple[dict[str, bytes], list[RawObject]]:
         """Tree ids of the scanned files, building only the folders that changed."""
         dirty = dirty_folders(result.changed, result.removed)
-        return build_trees(result.files, dirty, cache.trees)
+        return build_trees_of(result.names, result.entry, dirty, cache.trees)
 
     # -- before a checkout ---------------------------------------------------------------
 

@@ -237,21 +237,22 @@ class LockedSession(ReadSession):
 
     def _changes(self, result: Scan, cache: StatCache, head: bytes | None) -> list[Change]:
         """``(path, old, new)`` of the files a commit of this scan changes."""
-        files = result.files
         if head is None:
-            return [(path, None, entry) for path, entry in files.items()]
+            return [(path, None, entry) for path, entry in result.files.items()]
         if cache.commit == head:
-            index = cache.index
+            rows = cache.rows([*result.changed, *result.removed])
 
             def old(path: str) -> FileEntry | None:
-                position = index.get(path)
+                position = rows.get(path)
                 if position is None:
                     return None
                 return (git_mode(cache.numbers[position * 5 + 4]), cache.sha(position))
 
-            changes = [(path, old(path), files[path]) for path in result.changed if path in files]
+            found = result.entries(sorted(result.changed))
+            changes = [(path, old(path), entry) for path, entry in found.items()]
             return changes + [(path, old(path), None) for path in result.removed]
         held, _ = self.flatten(self.repo.commit_info(head).tree)
+        files = result.files
         return [
             (p, held.get(p), files.get(p))
             for p in sorted(set(held) | set(files))

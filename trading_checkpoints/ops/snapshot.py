@@ -210,11 +210,9 @@ def _reusable(session: LockedSession, earlier: Look) -> tuple[Scan, StatCache] |
     if repo.head() != earlier.head or _setup(session) != earlier.setup:
         return None
     result, _ = earlier.scan
-    files = result.files
     held = all(
-        files[path][1] in result.new_blobs or repo.contains(files[path][1])
-        for path in result.changed
-        if path in files
+        sha in result.new_blobs or repo.contains(sha)
+        for _, sha in result.entries(result.changed).values()
     )
     return earlier.scan if held else None
 
