@@ -220,11 +220,11 @@ def scan(
     listed, walked = walk(folders, allowlist, result.skipped)
     names, numbers = listed, array('q', walked)
     if max_file_size and names and max(numbers[0::FIELDS]) > max_file_size:
-        names, numbers = _without_large(names, numbers, max_file_size, result, result.exempt)
+        names, numbers = without_large(names, numbers, max_file_size, result, result.exempt)
     if names == cache.names:
-        _compare_in_place(folders, names, numbers, cache, result, sink)
+        compare_in_place(folders, names, numbers, cache, result, sink)
     else:
-        _compare_by_name(folders, names, numbers, cache, result, sink)
+        compare_by_name(folders, names, numbers, cache, result, sink)
     for path in sorted(result.oversize | {p for p, why in result.skipped if why == REPLACED}):
         position = cache.index.get(path)
         if position is not None and path not in result.files:
@@ -237,7 +237,7 @@ def _git_mode_of_cached(cache: StatCache, position: int) -> int:
     return git_mode(cache.numbers[position * FIELDS + 4])
 
 
-def _without_large(
+def without_large(
     names: list[str], numbers: array, limit: int, result: Scan, exempt: frozenset[str]
 ) -> tuple[list[str], array]:
     """The walk without the regular files larger than ``limit`` (reported as skipped)."""
@@ -254,7 +254,7 @@ def _without_large(
     return kept_names, kept
 
 
-def _compare_in_place(
+def compare_in_place(
     folders: DeskFolders,
     names: list[str],
     numbers: array,
@@ -301,7 +301,7 @@ def _compare_in_place(
     result.refreshed = not any_difference
 
 
-def _compare_by_name(
+def compare_by_name(
     folders: DeskFolders,
     names: list[str],
     numbers: array,
