@@ -30,6 +30,8 @@ from trading_checkpoints import Checkpoints
 from trading_checkpoints.core import private
 from trading_checkpoints.desk import narrow, vouch
 from trading_checkpoints.desk import scan as scans
+from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops.session import open_reading
 from trading_checkpoints.store.repo import ShadowRepo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -127,7 +129,7 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
     return Walks(monkeypatch)
 
 
-def vouched(cps: Checkpoints, walks: Walks) -> None:
+def until_vouched(cps: Checkpoints, walks: Walks) -> None:
     """Snapshots until one is answered by the watcher without any walk (a walk right after a
     write finds racy entries to read again, and a walk that changed the cache cannot vouch)."""
     for _ in range(200):
@@ -239,7 +241,7 @@ def test_a_narrowed_snapshot_commits_what_a_full_walk_commits(
     the same snapshot by walking everything: the same tree, the same files left out."""
     desk = checkpoints.desk_directory
     for round_ in range(1 if change in CARRIED else 2):  # then after the snapshot's own record
-        vouched(checkpoints, walks)
+        until_vouched(checkpoints, walks)
         other = tmp_path / f'other{round_}.git'
         shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
         if round_:
@@ -265,3 +267,99 @@ def test_a_narrowed_snapshot_commits_what_a_full_walk_commits(
         before = walks.count()
         assert checkpoints.snapshot('noop') is None
         assert walks.count() == before  # the snapshot left the watcher a record
+
+
+def test_a_stale_record_costs_a_full_walk(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: Walks,
+    runtime: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot taken where the watcher is not asked (another runtime folder) moves the
+    branch and rewrites the stat cache: the watcher's record no longer holds, and the next
+    snapshot walks everything, then leaves a record again."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    write(desk, 'notes/day0/n0.md', 'unseen by the watcher\n')
+    elsewhere = runtime / 'elsewhere'
+    elsewhere.mkdir(mode=0o700)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
+    assert checkpoints.snapshot('elsewhere') is not None
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    write(desk, 'notes/day1/n0.md', 'seen\n')
+    before = walks.count()
+    assert checkpoints.snapshot('after') is not None
+    assert walks.count() == (before[0] + 1, before[1])
+    # The report reaches the watcher after the snapshot returns: a write made at once could
+    # come first, and the record would not be kept. The no-op is answered after the report.
+    before = walks.count()
+    assert checkpoints.snapshot('noop') is None
+    assert walks.count() == before
+    write(desk, 'notes/day2/n0.md', 'narrowed again\n')
+    before = walks.count()
+    assert checkpoints.snapshot('again') is not None
+    assert walks.count() == (before[0], before[1] + 1)
+
+
+def serve(path: str, answer: bytes) -> socket.socket:
+    """A listener on the watcher's socket that answers every question with ``answer``."""
+    listener, _ = private.listen(path, 4)
+    listener.settimeout(0.2)
+
+    def run() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with connection:
+                try:
+                    connection.recv(65536)
+                    connection.sendall(answer + b'\n')
+                except OSError:
+                    continue  # a report: nothing is read back
+
+    threading.Thread(target=run, daemon=True).start()
+    return listener
+
+
+@pytest.mark.parametrize(
+    'since',
+    [
+        'not a dict',
+        {'folders': ['notes']},  # no record
+        {'record': {'state': None, 'answer': {}}, 'folders': ['notes']},  # another state
+        'the state, with folders not a list',
+        'the state, with a folder not a path',
+    ],
+)
+def test_an_answer_that_does_not_hold_costs_a_full_walk(
+    checkpoints: Checkpoints, walks: Walks, since: object
+) -> None:
+    """Whatever a listener on the watcher's socket answers that is not a whole answer whose
+    record is the state now, the snapshot walks everything and records the change."""
+    name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
+    assert name is not None
+    path = vouch.socket_path(name, create=True)
+    assert path is not None
+    if isinstance(since, str) and since.startswith('the state'):
+        with open_reading(checkpoints.desk_config) as session:
+            assert session is not None
+            head = session.repo.head()
+            assert head is not None
+            state = vouched.state(session, head)
+        folders: object = 'notes' if 'not a list' in since else [['notes']]
+        record = {'state': state, 'answer': {'external': [], 'basis': 'unknown', 'skipped': []}}
+        since = {'record': record, 'folders': folders}
+    listener = serve(path, json.dumps({'token': 1, 'since': since}).encode())
+    try:
+        write(checkpoints.desk_directory, 'notes/day0/n0.md', 'changed\n')
+        before = walks.count()
+        assert checkpoints.snapshot('changed') is not None
+        assert walks.count() == (before[0] + 1, before[1])
+    finally:
+        listener.close()
+        os.unlink(path)

@@ -63,10 +63,9 @@ class Vouch:
         self.changed = threading.Condition()
         self.generation = 0
         self.record: tuple[int, vouch.Record] | None = None
-        # Since the record: the folders in which a tracked entry changed, and the folders
-        # made (None: not known, the next snapshot walks everything).
+        # The folders in which a tracked entry changed since the record (None: not known,
+        # the next snapshot walks everything).
         self.touched: set[str] | None = set()
-        self.fresh: set[str] = set()
         self.lost = False
         self.waiting: set[int] = set()  # cookies a request waits for
         self.seen: set[int] = set()  # of those, the ones whose event was read
@@ -149,7 +148,6 @@ class Vouch:
         """No record, and nothing changed since one (under ``changed``)."""
         self.record = None
         self.touched = set()
-        self.fresh = set()
 
     def _touch(self, *folders: str) -> None:
         """Notes folders in which something changed since the record (under ``changed``)."""
@@ -157,7 +155,7 @@ class Vouch:
         if touched is None:
             return
         touched.update(folders)
-        if len(touched) + len(self.fresh) > MAX_TOUCHED:
+        if len(touched) > MAX_TOUCHED:
             self.touched = None
 
     # -- events ----------------------------------------------------------------------------
@@ -223,8 +221,6 @@ class Vouch:
                 if mask & (inotify.MOVED_FROM | inotify.MOVED_TO):
                     again = True
                 elif mask & inotify.CREATE:
-                    self.fresh.add(path)  # what it held before it was watched is unseen
-                    self._touch()
                     try:
                         folders.add(path)
                     except (Unwatchable, OSError, RecursionError):
@@ -277,11 +273,7 @@ class Vouch:
             if record is not None and record[0] == self.generation:
                 answer['clean'] = record[1]  # the caller checks it still holds
             elif record is not None and self.touched is not None:
-                answer['since'] = {
-                    'record': record[1],
-                    'folders': sorted(self.touched),
-                    'fresh': sorted(self.fresh),
-                }
+                answer['since'] = {'record': record[1], 'folders': sorted(self.touched)}
             return answer
 
     def _clean(self, request: dict[str, Any]) -> None:

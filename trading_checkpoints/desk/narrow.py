@@ -1,12 +1,17 @@
 """A scan narrowed to the folders that changed since a walk found the desk clean.
 
 A running ``checkpoints watch`` knows, besides its record of the last clean walk, in which
-folders a tracked entry changed since (``touched``) and which folders were made since
-(``fresh``): :class:`Since`. The stat cache then still describes every other folder exactly
-as that walk found it, so a scan need not walk them: :func:`scan_since` walks the rest
-(``walk.walk_since``: every tracked entry, each touched folder's listing, each fresh or
-unknown folder whole, with the walk's own checks), takes everything else from the cache, and
-compares the files it found with the cache's rows they replace, as a full scan would.
+folders a tracked entry was made, changed, removed or moved since (:class:`Since`). The stat
+cache then still describes every other folder exactly as that walk found it, so a scan need
+not walk them: :func:`scan_since` walks the rest (``walk.walk_since``: every tracked entry,
+each touched folder's listing, each folder the cache does not know whole, with the walk's own
+checks), takes everything else from the cache, and compares the files it found with the
+cache's rows they replace, as a full scan would.
+
+Why the cache's other folders can be trusted: a folder the cache knows (it held tracked files)
+that was changed, removed or replaced since had an event in it (its files' removal at
+least) or in its parent, so it is touched; a folder made since is not known, and is walked
+whole, whatever was made in it before the watcher watched it.
 
 The result is the :class:`~.scan.Scan` a full scan would give (the same files, ids, changes
 and files left out; the order of the rows may differ, which nothing depends on), or None when
@@ -42,12 +47,10 @@ class Since:
 
     Attributes:
         touched: The folders in which an entry was made, changed, removed or moved since.
-        fresh: The folders made since: walked whole.
         skipped: What that walk left out, and why.
     """
 
     touched: frozenset[str]
-    fresh: frozenset[str]
     skipped: tuple[tuple[str, str], ...]
 
 
@@ -67,7 +70,7 @@ def scan_since(
     result = Scan(started_ns=time.time_ns())
     result.max_file_size = max_file_size
     walked: list[tuple[str, str]] = []
-    found = walk_since(folders, allowlist, cache.trees, since.touched, since.fresh, walked)
+    found = walk_since(folders, allowlist, cache.trees, since.touched, walked)
     drop = _replaced_rows(cache.names, found)
     if not _trusted_beside(cache, drop):
         return None

@@ -16,9 +16,9 @@ Two requests, one line of JSON each:
   the record of that state (``clean``: the branch head then, what the snapshot answered, what
   it depended on). A caller whose state differs from the record walks, and reports under the
   token. When the desk changed since the record, and the watcher knows where, the answer
-  holds instead ``since``: the record, the folders in which a tracked entry changed since
-  (``folders``) and the folders made since (``fresh``); a caller whose state is the record's
-  walks only those (``desk/narrow.py``).
+  holds instead ``since``: the record and the folders in which a tracked entry was made,
+  changed, removed or moved since (``folders``); a caller whose state is the record's walks
+  only those (``desk/narrow.py``).
 - ``clean``: a walk that began after a ``token`` was given found the desk equal to the newest
   checkpoint; the watcher keeps the record only when no change arrived between the token and
   the report's own cookie.
@@ -70,8 +70,8 @@ def socket_path(name: str, create: bool = False) -> str | None:
 def ask(name: str, entries: tuple[str, ...]) -> Record | None:
     """The watcher's answer for the tracked paths ``entries``: ``{'token': n}``, with
     ``'clean': record`` when the desk is as the record found it, or ``'since': {'record':
-    record, 'folders': [...], 'fresh': [...]}`` when it knows where it changed since; None
-    when there is no watcher or any doubt."""
+    record, 'folders': [...]}`` when it knows where it changed since; None when there is no
+    watcher or any doubt."""
     answer = _exchange(name, {'op': 'ask', 'entries': list(entries)}, wait=True)
     if not isinstance(answer, dict):
         return None

@@ -107,26 +107,18 @@ def walk_since(
     allowlist: Allowlist,
     known: Collection[str],
     touched: Collection[str],
-    fresh: Collection[str],
     skipped: list[tuple[str, str]],
 ) -> Narrowed:
     """The walk of the folders that changed since a previous walk, the rest being as it found.
 
     ``known``: the folders that held tracked files then; ``touched``: the folders in which an
-    entry was made, changed, removed or moved since; ``fresh``: the folders made since (what
-    they held when they were made was never seen). Every tracked entry is looked at again;
-    a folder that is fresh, below a fresh one or not known is walked whole, as :func:`walk`
-    walks it; a touched folder is listed, and its subfolders that are not known, or fresh,
-    are walked whole; a known subfolder that is gone from its listing is gone. Each folder is
-    entered and listed by the same code as :func:`walk`'s, with the same checks.
+    entry was made, changed, removed or moved since. Every tracked entry is looked at again; a
+    folder not known is walked whole, as :func:`walk` walks it; a touched folder is listed,
+    and its subfolders that are not known are walked whole; a known subfolder that is gone
+    from its listing is gone. Each folder is entered and listed by the same code as
+    :func:`walk`'s, with the same checks.
     """
     found = Narrowed(allowlist.entries)
-    fresh = frozenset(fresh)
-
-    def whole(path: str) -> bool:
-        if path not in known:
-            return True
-        return any(folder in fresh for folder in (path, *_above(path)))
 
     def walk_whole(path: str, identity: Identity) -> None:
         found.below.append(path)
@@ -136,7 +128,7 @@ def walk_since(
         st = folders.lstat(entry)
         kind = -1 if st is None else st.st_mode & _FORMAT_MASK
         if st is not None and kind == _S_IFDIR:
-            if whole(entry):
+            if entry not in known:
                 walk_whole(entry, (st.st_dev, st.st_ino))
             continue
         found.below.append(entry)  # not a folder: nothing is below it
@@ -150,7 +142,7 @@ def walk_since(
     below_known: dict[str, list[str]] = {}
     for folder in known:
         below_known.setdefault(folder.rpartition('/')[0], []).append(folder)
-    for folder in sorted(set(touched) | fresh, key=lambda path: path.count('/')):
+    for folder in sorted(touched, key=lambda path: path.count('/')):
         if not folder or not allowlist.covers(folder):
             continue  # above the tracked paths: the entries were looked at again
         if any(folder.startswith(done + '/') or folder == done for done in found.below):
@@ -160,7 +152,7 @@ def walk_since(
             found.below.append(folder)  # its parent is touched and lists what it is now
             continue
         identity = (st.st_dev, st.st_ino)
-        if whole(folder):
+        if folder not in known:
             walk_whole(folder, identity)
             continue
         fd = folders.folder(folder)
@@ -173,20 +165,10 @@ def walk_since(
         present = set()
         for path, seen in subfolders:
             present.add(path)
-            if whole(path):
+            if path not in known:
                 walk_whole(path, seen)
         found.below.extend(path for path in below_known.get(folder, ()) if path not in present)
     return found
-
-
-def _above(path: str) -> list[str]:
-    """The folders above a path, nearest first, ending with the desk itself (``''``)."""
-    out = []
-    while '/' in path:
-        path = path.rpartition('/')[0]
-        out.append(path)
-    out.append('')
-    return out
 
 
 def _gather(

@@ -81,11 +81,10 @@ class Asked:
             return None
         try:
             touched = frozenset(_texts(changed['folders']))
-            fresh = frozenset(_texts(changed['fresh']))
             skipped = tuple((str(path), str(why)) for path, why in record['answer']['skipped'])
         except (KeyError, TypeError, ValueError):
             return None
-        return Since(touched, fresh, skipped)
+        return Since(touched, skipped)
 
     def state(self, head: bytes) -> dict[str, Any] | None:
         """The :func:`state` before a walk, when there is a watcher to report to."""
