@@ -363,3 +363,32 @@ def test_an_answer_that_does_not_hold_costs_a_full_walk(
     finally:
         listener.close()
         os.unlink(path)
+
+
+def test_status_walks_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """A status after a change walks only the touched folders and says what a full walk says
+    (the same desk seen through a copy of the repository that no watcher serves)."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    write(desk, 'notes/day0/n0.md', 'changed\n')
+    write(desk, 'notes/day1/new.md', 'new\n')
+    (desk / 'notes/day2/n1.md').unlink()
+    before = walks.count()
+    status = checkpoints.status()
+    assert walks.count() == (before[0], before[1] + 1)
+    walked = Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).status()
+    assert (status.changes, status.external, status.basis) == (
+        walked.changes,
+        walked.external,
+        walked.basis,
+    )
+    assert sorted(status.skipped) == sorted(walked.skipped)
+    assert [change.path for change in status.changes] == [
+        'notes/day0/n0.md',
+        'notes/day1/new.md',
+        'notes/day2/n1.md',
+    ]

@@ -15,6 +15,13 @@ returns. A cookie made after the request arrived is therefore queued after every
 before the request was sent; the answer is given only once the cookie's event was read, so all
 those changes have moved the generation already.
 
+Besides the generation, the watcher keeps the folders in which such an event happened since the
+record (``touched``: the folder of an entry made, changed, removed or moved, a folder whose own
+metadata changed, a folder removed and its parent); a snapshot whose state is still the
+record's walks only those (``desk/narrow.py``). An event whose folder is not known, or more
+than :data:`MAX_TOUCHED` folders, make it say nothing but the generation (the caller walks
+everything); a folder moved makes it start over (no record).
+
 The watcher declines (the caller walks) when the queue overflowed, when a folder was moved or
 a watched filesystem unmounted, when a folder could not be watched, until a new walk reports
 again; and for good when the desk itself was removed or moved. A new folder is watched when its
