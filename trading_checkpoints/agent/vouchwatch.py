@@ -15,6 +15,13 @@ returns. A cookie made after the request arrived is therefore queued after every
 before the request was sent; the answer is given only once the cookie's event was read, so all
 those changes have moved the generation already.
 
+Besides the generation, the watcher keeps the folders in which such an event happened since the
+record (``touched``: the folder of an entry made, changed, removed or moved, a folder whose own
+metadata changed, a folder removed and its parent); a snapshot whose state is still the
+record's walks only those (``desk/narrow.py``). An event whose folder is not known, or more
+than :data:`MAX_TOUCHED` folders, make it say nothing but the generation (the caller walks
+everything); a folder moved makes it start over (no record).
+
 The watcher declines (the caller walks) when the queue overflowed, when a folder was moved or
 a watched filesystem unmounted, when a folder could not be watched, until a new walk reports
 again; and for good when the desk itself was removed or moved. A new folder is watched when its
@@ -39,6 +46,8 @@ from . import inotify
 from .inotify import Folders, Queue, Unwatchable
 
 COOKIE_WAIT = 0.04  # seconds a request waits for its cookie's event
+# Touched folders beyond which a snapshot walks everything rather than each folder named.
+MAX_TOUCHED = 256
 READ_TIMEOUT = 1.0  # seconds a connection may take to send its request
 _COOKIE_MASK = inotify.CREATE | inotify.ONLYDIR | 0x02000000  # IN_DONT_FOLLOW
 
@@ -61,6 +70,9 @@ class Vouch:
         self.changed = threading.Condition()
         self.generation = 0
         self.record: tuple[int, vouch.Record] | None = None
+        # The folders in which a tracked entry changed since the record (None: not known,
+        # the next snapshot walks everything).
+        self.touched: set[str] | None = set()
         self.lost = False
         self.waiting: set[int] = set()  # cookies a request waits for
         self.seen: set[int] = set()  # of those, the ones whose event was read
@@ -127,7 +139,7 @@ class Vouch:
             self.queue.close()
             self.queue = None
         self.generation += 1
-        self.record = None
+        self._forget()
         try:
             queue = Queue()
             self.queue = queue
@@ -138,6 +150,20 @@ class Vouch:
 
     def _wanted(self, path: str) -> bool:
         return self.allowlist.covers(path) or self.allowlist.is_ancestor(path)
+
+    def _forget(self) -> None:
+        """No record, and nothing changed since one (under ``changed``)."""
+        self.record = None
+        self.touched = set()
+
+    def _touch(self, *folders: str) -> None:
+        """Notes folders in which something changed since the record (under ``changed``)."""
+        touched = self.touched
+        if touched is None:
+            return
+        touched.update(folders)
+        if len(touched) > MAX_TOUCHED:
+            self.touched = None
 
     # -- events ----------------------------------------------------------------------------
 
@@ -175,9 +201,11 @@ class Vouch:
             folder = folders.paths.get(wd)
             if folder is None:
                 self.generation += 1  # a watch this queue no longer maps: assume a change
+                self.touched = None  # somewhere
                 continue
             if mask & (inotify.IGNORED | inotify.DELETE_SELF | inotify.MOVE_SELF | inotify.UNMOUNT):
                 self.generation += 1
+                self._touch(folder, folder.rpartition('/')[0])
                 if folder == '':
                     self.lost = True  # the desk itself was removed or moved
                 if mask & inotify.IGNORED:
@@ -187,6 +215,7 @@ class Vouch:
                 continue
             if not name:
                 self.generation += 1  # the folder's own metadata
+                self._touch(folder)
                 continue
             if inotify.is_git(name):
                 continue  # the walk never reads a folder named .git
@@ -194,6 +223,7 @@ class Vouch:
             if not self._wanted(path):
                 continue
             self.generation += 1
+            self._touch(folder)
             if mask & inotify.ISDIR:
                 if mask & (inotify.MOVED_FROM | inotify.MOVED_TO):
                     again = True
@@ -246,8 +276,11 @@ class Vouch:
             if self.lost:
                 return {}
             answer: dict[str, Any] = {'token': self.generation}
-            if self.record is not None and self.record[0] == self.generation:
-                answer['clean'] = self.record[1]  # the caller checks it still holds
+            record = self.record
+            if record is not None and record[0] == self.generation:
+                answer['clean'] = record[1]  # the caller checks it still holds
+            elif record is not None and self.touched is not None:
+                answer['since'] = {'record': record[1], 'folders': sorted(self.touched)}
             return answer
 
     def _clean(self, request: dict[str, Any]) -> None:
@@ -256,6 +289,7 @@ class Vouch:
             return
         with self.changed:
             if not self.lost and token == self.generation:
+                self._forget()
                 self.record = (token, record)
 
     def _synced(self) -> bool:

@@ -7,6 +7,7 @@ then the body), so the desk side never needs dulwich; the store writes the raw o
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 FILE_MODE = 0o100644
 EXECUTABLE_MODE = 0o100755
@@ -64,21 +65,35 @@ def build_trees(
     A folder absent from ``cached`` counts as dirty. Returns the ids by folder (``''`` is the
     root) and the raw tree objects that were built.
     """
-    by_parent: dict[str, list[tuple[str, FileEntry]]] = {}
-    for path, entry in files.items():
-        parent, _, name = path.rpartition('/')
-        group = by_parent.get(parent)
-        if group is None:
-            by_parent[parent] = group = []
-        group.append((name, entry))
-    all_folders = set(by_parent)
+    names = list(files)
+    return build_trees_of(names, list(files.values()).__getitem__, dirty, cached)
+
+
+def build_trees_of(
+    names: list[str],
+    entry: Callable[[int], FileEntry],
+    dirty: set[str],
+    cached: dict[str, bytes],
+) -> tuple[dict[str, bytes], list[RawObject]]:
+    """:func:`build_trees` for files given as a column of paths, ``entry(row)`` giving the
+    entry of the file in row ``row``; entries are asked for only in the folders built (a
+    snapshot of one change among 100,000 files asks for a few)."""
+    parents = [name.rpartition('/')[0] for name in names]
+    all_folders = set(parents)
     all_folders.add('')  # an empty desk still has an (empty) root tree
-    for folder in by_parent:
+    for folder in list(all_folders):
         while folder:
             folder = folder.rpartition('/')[0]
             if folder in all_folders:
                 break
             all_folders.add(folder)
+    built_folders = {folder for folder in all_folders if folder in dirty or folder not in cached}
+    by_parent: dict[str, list[tuple[str, FileEntry]]] = {}
+    if built_folders:
+        for row, parent in enumerate(parents):
+            if parent in built_folders:
+                name = names[row][len(parent) + 1 if parent else 0 :]
+                by_parent.setdefault(parent, []).append((name, entry(row)))
     subfolders: dict[str, list[str]] = {}
     for folder in all_folders:
         if folder:
@@ -88,7 +103,7 @@ def build_trees(
     built: list[RawObject] = []
     # Deepest folders first, so subtrees are known before their parents.
     for folder in sorted(all_folders, key=lambda f: f.count('/') + (1 if f else 0), reverse=True):
-        if folder not in dirty and folder in cached:
+        if folder not in built_folders:
             ids[folder] = cached[folder]
             continue
         entries = [

@@ -37,6 +37,7 @@ UNSTABLE_KEY: StatKey = (-1, -1, -1, -1, -1)
 STREAM_THRESHOLD = 8 * 1024 * 1024
 MEMORY_BUDGET = 64 * 1024 * 1024
 _CHUNK = 1 << 20
+_FEW = 8  # paths looked up one by one (a C-level search of the names each)
 
 _FORMAT_MASK = 0o170000
 _S_IFREG, _S_IFLNK = stat.S_IFREG, stat.S_IFLNK
@@ -112,6 +113,27 @@ class Scan:
         if self._positions is None:
             self._positions = dict(zip(self.names, range(len(self.names)), strict=True))
         return self._positions
+
+    def entry(self, row: int) -> FileEntry:
+        """The entry of the file in row ``row``."""
+        mode = git_mode(self.numbers[row * FIELDS + 4])
+        return (mode, self.shas[row * SHA_SIZE : (row + 1) * SHA_SIZE].hex().encode())
+
+    def entries(self, paths: Iterable[str]) -> dict[str, FileEntry]:
+        """The entries of those of ``paths`` the scan found; a few are looked up without
+        making the dict of every file."""
+        wanted = list(paths)
+        if self._files is not None or len(wanted) > _FEW:
+            files = self.files
+            return {path: files[path] for path in wanted if path in files}
+        found = {}
+        names = self.names
+        for path in wanted:
+            try:
+                found[path] = self.entry(names.index(path))
+            except ValueError:
+                continue
+        return found
 
     def key(self, path: str) -> StatKey | None:
         """The stat of a file when hashed (``UNSTABLE_KEY`` for one never to be trusted), or
@@ -198,11 +220,11 @@ def scan(
     listed, walked = walk(folders, allowlist, result.skipped)
     names, numbers = listed, array('q', walked)
     if max_file_size and names and max(numbers[0::FIELDS]) > max_file_size:
-        names, numbers = _without_large(names, numbers, max_file_size, result, result.exempt)
+        names, numbers = without_large(names, numbers, max_file_size, result, result.exempt)
     if names == cache.names:
-        _compare_in_place(folders, names, numbers, cache, result, sink)
+        compare_in_place(folders, names, numbers, cache, result, sink)
     else:
-        _compare_by_name(folders, names, numbers, cache, result, sink)
+        compare_by_name(folders, names, numbers, cache, result, sink)
     for path in sorted(result.oversize | {p for p, why in result.skipped if why == REPLACED}):
         position = cache.index.get(path)
         if position is not None and path not in result.files:
@@ -215,7 +237,7 @@ def _git_mode_of_cached(cache: StatCache, position: int) -> int:
     return git_mode(cache.numbers[position * FIELDS + 4])
 
 
-def _without_large(
+def without_large(
     names: list[str], numbers: array, limit: int, result: Scan, exempt: frozenset[str]
 ) -> tuple[list[str], array]:
     """The walk without the regular files larger than ``limit`` (reported as skipped)."""
@@ -232,7 +254,7 @@ def _without_large(
     return kept_names, kept
 
 
-def _compare_in_place(
+def compare_in_place(
     folders: DeskFolders,
     names: list[str],
     numbers: array,
@@ -279,7 +301,7 @@ def _compare_in_place(
     result.refreshed = not any_difference
 
 
-def _compare_by_name(
+def compare_by_name(
     folders: DeskFolders,
     names: list[str],
     numbers: array,

@@ -22,6 +22,7 @@ import struct
 import sys
 import zlib
 from array import array
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..core import repofiles
@@ -43,6 +44,7 @@ SHA_SIZE = 20
 RACY_WINDOW_NS = 50_000_000
 COARSE_RACY_WINDOW_NS = 2_000_000_000
 _RACY_CHUNK = 512  # entries looked at together by racy_indices
+_FEW = 8  # paths looked up one by one (a C-level search of the names each)
 
 # The size recorded for a file whose stat moved while it was read: no real stat matches it, so
 # the file is read again by the next scan.
@@ -140,6 +142,21 @@ class StatCache:
     def sha(self, position: int) -> bytes:
         """The hex blob id of the entry at ``position``."""
         return self.shas[position * SHA_SIZE : (position + 1) * SHA_SIZE].hex().encode()
+
+    def rows(self, paths: Iterable[str]) -> dict[str, int]:
+        """The positions of those of ``paths`` the cache holds; a few are looked up without
+        making the index of every file."""
+        wanted = list(paths)
+        if self._index is not None or len(wanted) > _FEW:
+            index = self.index
+            return {path: index[path] for path in wanted if path in index}
+        found = {}
+        for path in wanted:
+            try:
+                found[path] = self.names.index(path)
+            except ValueError:
+                continue
+        return found
 
     @property
     def files(self) -> dict[str, tuple[StatKey, bytes]]:

@@ -17,10 +17,11 @@ from pathlib import Path
 from ..core.fs import realpath
 from ..core.paths import Allowlist
 from ..core.repofiles import RepoFile
-from ..core.trees import FileEntry, RawObject, build_trees, dirty_folders
+from ..core.trees import FileEntry, RawObject, build_trees_of, dirty_folders
 from ..errors import ConcurrentChangeError, FileAccessError
-from . import checkout, scan, statcache
+from . import checkout, narrow, scan, statcache
 from .folders import DeskFolders
+from .narrow import Since
 from .scan import BlobSink, Scan
 from .statcache import FIELDS, SHA_SIZE, StatCache, StatKey
 
@@ -88,24 +89,44 @@ class DeskState:
         return statcache.load(self.cache_path, self.context)
 
     def scan(
-        self, cache: StatCache, *, sink: BlobSink | None = None, exempt: Iterable[str] = ()
+        self,
+        cache: StatCache,
+        *,
+        sink: BlobSink | None = None,
+        exempt: Iterable[str] = (),
+        since: Since | None = None,
     ) -> Scan:
-        """The tracked files now (see ``scan.scan``), refusing a desk replaced meanwhile."""
-        result = scan.scan(
-            self.folders,
-            self.allowlist,
-            cache,
-            max_file_size=self.max_file_size,
-            sink=sink,
-            exempt=exempt,
-        )
+        """The tracked files now (see ``scan.scan``), refusing a desk replaced meanwhile.
+
+        ``since``: what changed since a walk found the desk equal to ``cache``; then only that
+        is walked (``narrow.scan_since``), when it can be.
+        """
+        result = None
+        if since is not None and not exempt:
+            result = narrow.scan_since(
+                self.folders,
+                self.allowlist,
+                cache,
+                since,
+                max_file_size=self.max_file_size,
+                sink=sink,
+            )
+        if result is None:
+            result = scan.scan(
+                self.folders,
+                self.allowlist,
+                cache,
+                max_file_size=self.max_file_size,
+                sink=sink,
+                exempt=exempt,
+            )
         self.check_held_still()
         return result
 
     def trees(self, result: Scan, cache: StatCache) -> tuple[dict[str, bytes], list[RawObject]]:
         """Tree ids of the scanned files, building only the folders that changed."""
         dirty = dirty_folders(result.changed, result.removed)
-        return build_trees(result.files, dirty, cache.trees)
+        return build_trees_of(result.names, result.entry, dirty, cache.trees)
 
     # -- before a checkout ---------------------------------------------------------------
 

@@ -15,7 +15,10 @@ Two requests, one line of JSON each:
   moment and, when no change to a tracked path arrived since the desk was last known clean,
   the record of that state (``clean``: the branch head then, what the snapshot answered, what
   it depended on). A caller whose state differs from the record walks, and reports under the
-  token.
+  token. When the desk changed since the record, and the watcher knows where, the answer
+  holds instead ``since``: the record and the folders in which a tracked entry was made,
+  changed, removed or moved since (``folders``); a caller whose state is the record's walks
+  only those (``desk/narrow.py``).
 - ``clean``: a walk that began after a ``token`` was given found the desk equal to the newest
   checkpoint; the watcher keeps the record only when no change arrived between the token and
   the report's own cookie.
@@ -66,15 +69,17 @@ def socket_path(name: str, create: bool = False) -> str | None:
 
 def ask(name: str, entries: tuple[str, ...]) -> Record | None:
     """The watcher's answer for the tracked paths ``entries``: ``{'token': n}``, with
-    ``'clean': record`` when the desk is as the record found it; None when there is no watcher
-    or any doubt."""
+    ``'clean': record`` when the desk is as the record found it, or ``'since': {'record':
+    record, 'folders': [...]}`` when it knows where it changed since; None when there is no
+    watcher or any doubt."""
     answer = _exchange(name, {'op': 'ask', 'entries': list(entries)}, wait=True)
     if not isinstance(answer, dict):
         return None
     if not isinstance(answer.get('token'), int):
         return None
-    if 'clean' in answer and not isinstance(answer['clean'], dict):
-        return None
+    for field in ('clean', 'since'):
+        if field in answer and not isinstance(answer[field], dict):
+            return None
     return answer
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Collection
 from itertools import chain
 from operator import attrgetter
 
@@ -76,6 +77,98 @@ def walk(
         else:
             skipped.append((entry, NOT_A_FILE))
     return names, numbers
+
+
+class Narrowed:
+    """What :func:`walk_since` found: the files of the folders it walked (``names``,
+    ``numbers`` as :func:`walk` gives them) and which of the previous walk's paths those
+    replace: the tracked entries themselves (``entries``), the files directly in a folder it
+    listed (``listed``), and everything below a folder it walked whole or found gone
+    (``below``)."""
+
+    __slots__ = ('names', 'numbers', 'entries', 'listed', 'below')
+
+    def __init__(self, entries: tuple[str, ...]) -> None:
+        self.names: list[str] = []
+        self.numbers: list[int] = []
+        self.entries = frozenset(entries)
+        self.listed: set[str] = set()
+        self.below: list[str] = []
+
+    def replaces(self, path: str) -> bool:
+        """Whether ``path``, as the previous walk found it, is looked at again here."""
+        if path in self.entries or path.rpartition('/')[0] in self.listed:
+            return True
+        return any(path.startswith(folder + '/') for folder in self.below)
+
+
+def walk_since(
+    folders: DeskFolders,
+    allowlist: Allowlist,
+    known: Collection[str],
+    touched: Collection[str],
+    skipped: list[tuple[str, str]],
+) -> Narrowed:
+    """The walk of the folders that changed since a previous walk, the rest being as it found.
+
+    ``known``: the folders that held tracked files then; ``touched``: the folders in which an
+    entry was made, changed, removed or moved since. Every tracked entry is looked at again; a
+    folder not known is walked whole, as :func:`walk` walks it; a touched folder is listed,
+    and its subfolders that are not known are walked whole; a known subfolder that is gone
+    from its listing is gone. Each folder is entered and listed by the same code as
+    :func:`walk`'s, with the same checks.
+    """
+    found = Narrowed(allowlist.entries)
+
+    def walk_whole(path: str, identity: Identity) -> None:
+        found.below.append(path)
+        _walk_folder(folders, (path, identity), found.names, found.numbers, skipped)
+
+    for entry in allowlist.entries:
+        st = folders.lstat(entry)
+        kind = -1 if st is None else st.st_mode & _FORMAT_MASK
+        if st is not None and kind == _S_IFDIR:
+            if entry not in known:
+                walk_whole(entry, (st.st_dev, st.st_ino))
+            continue
+        found.below.append(entry)  # not a folder: nothing is below it
+        if st is None:
+            continue
+        if kind == _S_IFREG or kind == _S_IFLNK:
+            found.names.append(entry)
+            found.numbers.extend(_KEY(st))
+        else:
+            skipped.append((entry, NOT_A_FILE))
+    below_known: dict[str, list[str]] = {}
+    for folder in known:
+        below_known.setdefault(folder.rpartition('/')[0], []).append(folder)
+    for folder in sorted(touched, key=lambda path: path.count('/')):
+        if not folder or not allowlist.covers(folder):
+            continue  # above the tracked paths: the entries were looked at again
+        if any(folder.startswith(done + '/') or folder == done for done in found.below):
+            continue  # walked whole, or gone, already
+        st = folders.lstat(folder)
+        if st is None or st.st_mode & _FORMAT_MASK != _S_IFDIR:
+            found.below.append(folder)  # its parent is touched and lists what it is now
+            continue
+        identity = (st.st_dev, st.st_ino)
+        if folder not in known:
+            walk_whole(folder, identity)
+            continue
+        fd = folders.folder(folder)
+        listing = None if fd is None else list_folder(fd, folder, identity)
+        found.listed.add(folder)
+        subfolders = _gather(listing, folder, found.names, found.numbers, skipped)
+        if listing is None or listing.replaced:
+            found.below.append(folder)
+            continue
+        present = set()
+        for path, seen in subfolders:
+            present.add(path)
+            if path not in known:
+                walk_whole(path, seen)
+        found.below.extend(path for path in below_known.get(folder, ()) if path not in present)
+    return found
 
 
 def _gather(

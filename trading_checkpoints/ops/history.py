@@ -342,7 +342,7 @@ def status(session: ReadSession) -> Status:
     from . import external, storageuse, vouched
 
     repo = session.repo
-    asked = before = None
+    asked = before = since = None
     first = repo.head()
     if first is not None:  # a running watcher may know the desk is the newest checkpoint
         asked = vouched.Asked(session)
@@ -351,7 +351,8 @@ def status(session: ReadSession) -> Status:
             ours, basis, _ = known_answer
             return Status(short_id(first), (), ours, basis, (), storageuse.measure(session))
         before = asked.state(first)
-    result, cache = session.scan()
+        since = asked.since(first)  # or where it changed since: only that is walked
+    result, cache = session.scan(since=since)
     head = repo.head()
     skipped = tuple(result.skipped)
     if head is None:

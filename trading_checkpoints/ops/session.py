@@ -23,6 +23,7 @@ from ..core.paths import Allowlist, path_problem
 from ..core.trees import TREE_MODE, FileEntry, RawObject
 from ..desk import checkout, statcache
 from ..desk.checkout import Plan
+from ..desk.narrow import Since
 from ..desk.scan import REPLACED, BlobSink, Scan, git_mode
 from ..desk.statcache import StatCache, StatKey
 from ..desk.state import DeskState, record_checkout, record_scan
@@ -76,17 +77,23 @@ class ReadSession:
 
     # -- the desk ------------------------------------------------------------------------
 
-    def scan(self) -> tuple[Scan, StatCache]:
+    def scan(self, *, since: Since | None = None) -> tuple[Scan, StatCache]:
         """The desk's tracked files now, and the stat cache they were compared with.
 
         A file left out for its size or because it changed while read keeps the entry the
-        newest checkpoint holds (see ``desk/scan.py``).
+        newest checkpoint holds (see ``desk/scan.py``). ``since``: what changed since a walk
+        found the desk equal to the stat cache, which then matches the newest checkpoint;
+        only that is walked (``desk/narrow.py``).
         """
-        return self._scan(None, ())
+        return self._scan(None, (), since)
 
-    def _scan(self, sink: BlobSink | None, exempt: Iterable[str]) -> tuple[Scan, StatCache]:
+    def _scan(
+        self, sink: BlobSink | None, exempt: Iterable[str], since: Since | None = None
+    ) -> tuple[Scan, StatCache]:
         cache = self.desk.load_cache()
-        result = self.desk.scan(cache, sink=sink, exempt=exempt)
+        if since is not None and (cache.commit != self.repo.head() or '' not in cache.trees):
+            since = None  # not the cache the clean walk left: it cannot be trusted beside
+        result = self.desk.scan(cache, sink=sink, exempt=exempt, since=since)
         missing = {p for p in result.oversize if p not in result.carried}
         missing |= {p for p, why in result.skipped if why == REPLACED and p not in result.carried}
         if missing:
@@ -171,10 +178,12 @@ class LockedSession(ReadSession):
         super().__init__(config, repo)
         self.recovery: Recovery | None = None
 
-    def scan(self, *, record: bool = False, exempt: Iterable[str] = ()) -> tuple[Scan, StatCache]:
+    def scan(
+        self, *, record: bool = False, exempt: Iterable[str] = (), since: Since | None = None
+    ) -> tuple[Scan, StatCache]:
         """Like :meth:`ReadSession.scan`; with ``record`` the fresh blobs go to the store as
         they are read (for a commit), and the ``exempt`` paths are read whatever their size."""
-        return self._scan(StoreSink(self.repo) if record else None, exempt)
+        return self._scan(StoreSink(self.repo) if record else None, exempt, since)
 
     # -- commits -------------------------------------------------------------------------
 
@@ -237,21 +246,22 @@ class LockedSession(ReadSession):
 
     def _changes(self, result: Scan, cache: StatCache, head: bytes | None) -> list[Change]:
         """``(path, old, new)`` of the files a commit of this scan changes."""
-        files = result.files
         if head is None:
-            return [(path, None, entry) for path, entry in files.items()]
+            return [(path, None, entry) for path, entry in result.files.items()]
         if cache.commit == head:
-            index = cache.index
+            rows = cache.rows([*result.changed, *result.removed])
 
             def old(path: str) -> FileEntry | None:
-                position = index.get(path)
+                position = rows.get(path)
                 if position is None:
                     return None
                 return (git_mode(cache.numbers[position * 5 + 4]), cache.sha(position))
 
-            changes = [(path, old(path), files[path]) for path in result.changed if path in files]
+            found = result.entries(sorted(result.changed))
+            changes = [(path, old(path), entry) for path, entry in found.items()]
             return changes + [(path, old(path), None) for path in result.removed]
         held, _ = self.flatten(self.repo.commit_info(head).tree)
+        files = result.files
         return [
             (p, held.get(p), files.get(p))
             for p in sorted(set(held) | set(files))

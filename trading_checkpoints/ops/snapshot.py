@@ -52,12 +52,14 @@ class Look:
         head: The branch when the scan began.
         setup: What the scan depended on besides the branch: the tracked paths, the size
             limit and the desk's stat cache context.
+        asked: What a running watcher answered before the scan (None: no watcher asked).
     """
 
     answer: SnapshotResult | None
     scan: tuple[Scan, StatCache] | None
     head: bytes
     setup: tuple[object, ...]
+    asked: vouched.Asked | None = None
 
 
 def look(config: DeskConfig, message: str) -> Look | None:
@@ -85,9 +87,11 @@ def look(config: DeskConfig, message: str) -> Look | None:
                 return Look(answer, None, head, _setup(session))
             before = asked.state(head)
             scanning = True
-            result, cache = session.scan()  # reads only: fresh blobs stay in memory
+            # Reads only (fresh blobs stay in memory); only what changed since the watcher's
+            # record, when it knows that.
+            result, cache = session.scan(since=asked.since(head))
             scanning = False
-            found = Look(None, (result, cache), head, _setup(session))
+            found = Look(None, (result, cache), head, _setup(session), asked)
             if not (_nothing_to_commit(result, cache, head) and not result.refreshed):
                 return found
             attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
@@ -134,6 +138,8 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     sha = session.commit(result, cache, message, writes(session, attribution, message))
     if sha is None:
         external.announce(session, message)
+    elif earlier is not None and earlier.asked is not None:
+        _report_commit(session, earlier.asked, result, cache, sha)
     recovery = session.recovery
     return SnapshotResult(
         checkpoint_id=short_id(sha),
@@ -189,6 +195,19 @@ def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
     return result.unchanged and cache.commit == head and '' in cache.trees
 
 
+def _report_commit(
+    session: LockedSession, asked: vouched.Asked, result: Scan, cache: StatCache, sha: bytes
+) -> None:
+    """Tells the watcher asked before the scan that the desk, as scanned, is the new commit
+    ``sha`` (unless the scan kept an entry of the newest checkpoint for a file it left out:
+    then the desk is not that commit), with what a no-op snapshot would answer now."""
+    if result.carried or cache.commit != sha or '' not in cache.trees:
+        return
+    attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
+    answer = (attribution.external, attribution.basis, tuple(result.skipped))
+    asked.report_commit(session, sha, answer)
+
+
 def _setup(session: ReadSession) -> tuple[object, ...]:
     return (session.allowlist.entries, session.desk.max_file_size, session.desk.context)
 
@@ -210,11 +229,9 @@ def _reusable(session: LockedSession, earlier: Look) -> tuple[Scan, StatCache] |
     if repo.head() != earlier.head or _setup(session) != earlier.setup:
         return None
     result, _ = earlier.scan
-    files = result.files
     held = all(
-        files[path][1] in result.new_blobs or repo.contains(files[path][1])
-        for path in result.changed
-        if path in files
+        sha in result.new_blobs or repo.contains(sha)
+        for _, sha in result.entries(result.changed).values()
     )
     return earlier.scan if held else None
 

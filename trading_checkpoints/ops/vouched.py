@@ -9,8 +9,14 @@ tracked path reached it since, every change made before the question included. T
 serves when the state read now is the same; then the walk would find the desk unchanged and
 give the same answer (nothing it reads differs), and that answer is given.
 
+When a tracked path changed since the record and the watcher knows in which folders, and
+the state read now is still the record's (the stat cache above all: it is the one the clean
+walk found the desk equal to), a scan walks only those folders (:meth:`Asked.since`,
+``desk/narrow.py``) and takes the rest from the stat cache.
+
 With every answer the watcher hands out a token; a walk made after it that finds the desk
-clean reports the record under that token (:meth:`Asked.report`). No watcher, or any doubt: a
+clean reports the record under that token (:meth:`Asked.report`), and so does a snapshot that
+committed what such a walk found (:meth:`Asked.report_commit`). No watcher, or any doubt: a
 plain walk, and nothing else differs.
 """
 
@@ -21,6 +27,7 @@ import os
 from typing import Any
 
 from ..desk import statcache, vouch
+from ..desk.narrow import Since
 from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from . import external, journal
@@ -40,6 +47,7 @@ class Asked:
         answer = answer or {}
         self.record: dict[str, Any] | None = answer.get('clean')
         self.token: int | None = answer.get('token')
+        self.changed: dict[str, Any] | None = answer.get('since')
 
     def answer(self, head: bytes) -> Answer | None:
         """The answer the walk would give, when the watcher's record serves (see the module
@@ -59,6 +67,24 @@ class Asked:
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+    def since(self, head: bytes) -> Since | None:
+        """What changed since the record, when the watcher knows it and everything else the
+        record's walk depended on is as it was (see the module notes), else None."""
+        changed = self.changed
+        if changed is None:
+            return None
+        record = changed.get('record')
+        if not isinstance(record, dict) or record.get('state') != state(self.session, head):
+            return None
+        if journal.pending(self.session.repo.path) or self.session.repo.read_head_again() != head:
+            return None
+        try:
+            touched = frozenset(_texts(changed['folders']))
+            skipped = tuple((str(path), str(why)) for path, why in record['answer']['skipped'])
+        except (KeyError, TypeError, ValueError):
+            return None
+        return Since(touched, skipped)
 
     def state(self, head: bytes) -> dict[str, Any] | None:
         """The :func:`state` before a walk, when there is a watcher to report to."""
@@ -84,6 +110,23 @@ class Asked:
         }
         vouch.report(self.name, self.token, record)
 
+    def report_commit(self, session: ReadSession, head: bytes, answer: Answer) -> None:
+        """A scan made after the token was committed as ``head``, ``session`` holding the lock
+        (which holds still what :func:`state` reads); ``answer``: what a no-op snapshot would
+        answer now. The watcher keeps the record when no change reached it since the token."""
+        if self.name is None or self.token is None:
+            return
+        external_paths, basis, skipped = answer
+        record = {
+            'state': state(session, head),
+            'answer': {
+                'external': list(external_paths),
+                'basis': basis,
+                'skipped': [list(item) for item in skipped],
+            },
+        }
+        vouch.report(self.name, self.token, record)
+
 
 def state(session: ReadSession, head: bytes) -> dict[str, Any]:
     """What a no-op's answer depends on besides the desk's files, as it is on disk now."""
@@ -98,6 +141,12 @@ def state(session: ReadSession, head: bytes) -> dict[str, Any]:
         'limit': session.desk.max_file_size,
         'desk': os.fsdecode(session.desk.context),
     }
+
+
+def _texts(items: object) -> list[str]:
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError('not a list of paths')
+    return items
 
 
 def _identity(path: str) -> list[int] | None:

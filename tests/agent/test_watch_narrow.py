@@ -1,0 +1,394 @@
+"""With `checkpoints watch` running, a snapshot after a change walks only the folders it touched.
+
+The watcher runs as its own process over a real desk (its capture made slow, so every change is
+left for the snapshot). Each change is made after the watcher vouched for the desk; then the
+snapshot must walk only what changed (``walk.walk_since``, never the full ``walk``), and
+commit exactly the tree a full walk commits: a second repository of the same desk, which no
+watcher serves, takes the same snapshot by walking everything, and the two trees and the files
+left out must be equal. After the narrowed snapshot the watcher vouches again at once (the
+no-op that follows walks nothing). A stale, killed or lying watcher costs a full walk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.processes import environment
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.core import private
+from trading_checkpoints.desk import narrow, vouch
+from trading_checkpoints.desk import scan as scans
+from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops.session import open_reading
+from trading_checkpoints.store.repo import ShadowRepo
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
+
+TRACKED = ('notes', 'Memory.md', 'skills/agent')
+LIMIT = 64
+
+WATCHER = """
+import sys
+from pathlib import Path
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent.watch import watch
+checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md',
+                          'skills/agent'), max_file_size=64)
+watch(checkpoints, quiet=30, echo=lambda line: None, ready=lambda: print('ready', flush=True))
+"""
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private runtime folder of the test's own for the watcher's socket."""
+    folder = Path(tempfile.mkdtemp(prefix='narrow-', dir='/tmp'))
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def build(desk: Path) -> None:
+    for day in range(3):
+        for index in range(4):
+            write(desk, f'notes/day{day}/n{index}.md', f'note {day} {index}\n')
+    write(desk, 'notes/day0/deep/inner.md', 'inner\n')
+    write(desk, 'notes/top.md', 'top\n')
+    write(desk, 'notes/odd\\name.md', 'a name git cannot store\n')
+    write(desk, 'notes/big.bin', b'x' * (LIMIT + 1))  # left out for its size, never stored
+    (desk / 'notes/link').symlink_to('day0/n0.md')
+    os.mkfifo(desk / 'notes/day1/pipe')
+    (desk / 'notes/empty').mkdir()
+    write(desk, 'Memory.md', 'memory\n')
+    write(desk, 'skills/agent/skill.md', 'skill\n')
+    write(desk, 'skills/other/untracked.md', 'untracked\n')
+    write(desk, 'scratch/draft.md', 'untracked\n')
+    write(desk, 'scratch/folder/inner.md', 'untracked\n')
+
+
+@pytest.fixture
+def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
+    desk = tmp_path / 'desk'
+    build(desk)
+    cps = Checkpoints(tmp_path / 'repo.git', desk, TRACKED, max_file_size=LIMIT)
+    assert cps.snapshot('start') is not None
+    return cps
+
+
+@pytest.fixture
+def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
+    desk, repository = str(checkpoints.desk_directory), str(checkpoints.repository_directory)
+    process = subprocess.Popen(
+        [sys.executable, '-c', WATCHER, repository, desk],
+        env=environment(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdout.readline() == 'ready\n'
+    yield process
+    process.kill()
+    process.wait(15)
+
+
+class Walks:
+    """How this process walked the desk: ``full`` walks and ``narrowed`` ones."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.full = 0
+        self.narrowed = 0
+        full, narrowed = scans.walk, narrow.walk_since
+
+        def walk(*args: object, **kwargs: object) -> object:
+            self.full += 1
+            return full(*args, **kwargs)  # type: ignore[arg-type]
+
+        def walk_since(*args: object, **kwargs: object) -> object:
+            self.narrowed += 1
+            return narrowed(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(scans, 'walk', walk)
+        monkeypatch.setattr(narrow, 'walk_since', walk_since)
+
+    def count(self) -> tuple[int, int]:
+        return self.full, self.narrowed
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
+    return Walks(monkeypatch)
+
+
+def until_vouched(cps: Checkpoints, walks: Walks) -> None:
+    """Snapshots until one is answered by the watcher without any walk (a walk right after a
+    write finds racy entries to read again, and a walk that changed the cache cannot vouch)."""
+    for _ in range(200):
+        before = walks.count()
+        assert cps.snapshot('noop') is None
+        if walks.count() == before:
+            return
+    raise AssertionError('the watcher never vouched')
+
+
+def swap_symlink(desk: Path) -> None:
+    fresh = desk / 'notes/link.new'
+    fresh.symlink_to('day1/n1.md')
+    fresh.rename(desk / 'notes/link')
+
+
+def remove_folder(desk: Path) -> None:
+    shutil.rmtree(desk / 'notes/day2')
+
+
+def replace_folder(desk: Path) -> None:
+    shutil.rmtree(desk / 'notes/day1')
+    write(desk, 'notes/day1/n0.md', 'a new folder of the same name\n')
+
+
+def folder_becomes_file(desk: Path) -> None:
+    shutil.rmtree(desk / 'notes/day0/deep')
+    write(desk, 'notes/day0/deep', 'now a file\n')
+
+
+def file_becomes_folder(desk: Path) -> None:
+    (desk / 'notes/top.md').unlink()
+    write(desk, 'notes/top.md/inside.md', 'now a folder\n')
+
+
+def entry_replaced(desk: Path) -> None:
+    shutil.rmtree(desk / 'skills')
+    write(desk, 'skills/agent/other.md', 'a new skills folder\n')
+
+
+def folder_becomes_symlink(desk: Path) -> None:
+    shutil.rmtree(desk / 'notes/day2')
+    (desk / 'notes/day2').symlink_to('day0')
+
+
+CHANGES: dict[str, Callable[[Path], object]] = {
+    'write': lambda desk: (desk / 'notes/day0/n0.md').write_text('changed\n'),
+    'write deep': lambda desk: (desk / 'notes/day0/deep/inner.md').write_text('changed\n'),
+    'top file': lambda desk: (desk / 'Memory.md').write_text('memory 2\n'),
+    'create': lambda desk: write(desk, 'notes/day1/new.md', 'new\n'),
+    'create beside folders': lambda desk: write(desk, 'notes/new.md', 'new\n'),
+    'delete': lambda desk: (desk / 'notes/day1/n1.md').unlink(),
+    'delete the top file': lambda desk: (desk / 'Memory.md').unlink(),
+    'rename in': lambda desk: (desk / 'scratch/draft.md').rename(desk / 'notes/draft.md'),
+    'rename out': lambda desk: (desk / 'notes/day1/n3.md').rename(desk / 'scratch/n3.md'),
+    'rename between folders': lambda desk: (desk / 'notes/day0/n1.md').rename(
+        desk / 'notes/day2/n9.md'
+    ),
+    'folder renamed': lambda desk: (desk / 'notes/day0').rename(desk / 'notes/moved'),
+    'folder renamed in': lambda desk: (desk / 'scratch/folder').rename(desk / 'notes/folder'),
+    'mkdir and write': lambda desk: write(desk, 'notes/fresh/deeper/a.md', 'a\n'),
+    'write into an empty folder': lambda desk: write(desk, 'notes/empty/a.md', 'a\n'),
+    'chmod +x': lambda desk: (desk / 'notes/day0/n2.md').chmod(0o755),
+    'symlink swap': swap_symlink,
+    'grows past the limit': lambda desk: (desk / 'notes/day2/n0.md').write_bytes(
+        b'y' * (LIMIT + 1)
+    ),
+    'shrinks under the limit': lambda desk: (desk / 'notes/big.bin').write_bytes(b'small\n'),
+    'a name git cannot store': lambda desk: write(desk, 'notes/day2/bad\nname.md', 'odd\n'),
+    'a fifo': lambda desk: os.mkfifo(desk / 'notes/day2/fifo'),
+    'folder removed': remove_folder,
+    'folder replaced': replace_folder,
+    'folder becomes a file': folder_becomes_file,
+    'file becomes a folder': file_becomes_folder,
+    'folder becomes a symlink': folder_becomes_symlink,
+    'a tracked folder replaced': entry_replaced,
+    'a tracked folder removed': lambda desk: shutil.rmtree(desk / 'skills/agent'),
+    'untracked only': lambda desk: write(desk, 'scratch/other.md', 'not tracked\n'),
+}
+# A folder moved makes the watcher start over: these snapshots walk everything.
+WALKED = {'folder renamed', 'folder renamed in'}
+# A file over the limit that a checkpoint holds keeps its entry: no walk finds the desk equal
+# to the newest checkpoint then, and the watcher never vouches for it.
+CARRIED = {'grows past the limit'}
+# Nothing a checkpoint holds changes.
+NO_COMMIT = {'untracked only', 'a fifo', 'a name git cannot store', 'grows past the limit'}
+
+
+def head_tree(repository: Path) -> bytes:
+    repo = ShadowRepo.open(repository)
+    assert repo is not None
+    try:
+        head = repo.head()
+        assert head is not None
+        return repo.commit_info(head).tree
+    finally:
+        repo.close()
+
+
+@pytest.mark.parametrize('change', sorted(CHANGES))
+def test_a_narrowed_snapshot_commits_what_a_full_walk_commits(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: Walks,
+    tmp_path: Path,
+    change: str,
+) -> None:
+    """The repository is copied before the change; the copy, which no watcher serves, takes
+    the same snapshot by walking everything: the same tree, the same files left out."""
+    desk = checkpoints.desk_directory
+    for round_ in range(1 if change in CARRIED else 2):  # then after the snapshot's own record
+        until_vouched(checkpoints, walks)
+        other = tmp_path / f'other{round_}.git'
+        shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+        if round_:
+            write(desk, 'notes/day0/n3.md', 'a second change\n')
+        else:
+            CHANGES[change](desk)
+        before = walks.count()
+        result = checkpoints.snapshot_with_result(f'{change} {round_}')
+        full, narrowed = walks.count()
+        if round_ == 0 and change in WALKED:
+            assert full > before[0]
+        elif round_ == 0 and change == 'untracked only':
+            assert (full, narrowed) == before  # the watcher still vouches
+        else:
+            assert (full, narrowed) == (before[0], before[1] + 1)
+        plain = Checkpoints(other, desk, TRACKED, max_file_size=LIMIT)
+        walked = plain.snapshot_with_result(f'{change} {round_}, walked')
+        assert head_tree(checkpoints.repository_directory) == head_tree(other)
+        assert sorted(result.skipped) == sorted(walked.skipped)
+        assert (result.checkpoint_id is None) == (walked.checkpoint_id is None)
+        assert (result.checkpoint_id is None) == (change in NO_COMMIT and not round_)
+    if change not in CARRIED:
+        before = walks.count()
+        assert checkpoints.snapshot('noop') is None
+        assert walks.count() == before  # the snapshot left the watcher a record
+
+
+def test_a_stale_record_costs_a_full_walk(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: Walks,
+    runtime: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A snapshot taken where the watcher is not asked (another runtime folder) moves the
+    branch and rewrites the stat cache: the watcher's record no longer holds, and the next
+    snapshot walks everything, then leaves a record again."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    write(desk, 'notes/day0/n0.md', 'unseen by the watcher\n')
+    elsewhere = runtime / 'elsewhere'
+    elsewhere.mkdir(mode=0o700)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
+    assert checkpoints.snapshot('elsewhere') is not None
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    write(desk, 'notes/day1/n0.md', 'seen\n')
+    before = walks.count()
+    assert checkpoints.snapshot('after') is not None
+    assert walks.count() == (before[0] + 1, before[1])
+    # The report reaches the watcher after the snapshot returns: a write made at once could
+    # come first, and the record would not be kept. The no-op is answered after the report.
+    before = walks.count()
+    assert checkpoints.snapshot('noop') is None
+    assert walks.count() == before
+    write(desk, 'notes/day2/n0.md', 'narrowed again\n')
+    before = walks.count()
+    assert checkpoints.snapshot('again') is not None
+    assert walks.count() == (before[0], before[1] + 1)
+
+
+def serve(path: str, answer: bytes) -> socket.socket:
+    """A listener on the watcher's socket that answers every question with ``answer``."""
+    listener, _ = private.listen(path, 4)
+    listener.settimeout(0.2)
+
+    def run() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with connection:
+                try:
+                    connection.recv(65536)
+                    connection.sendall(answer + b'\n')
+                except OSError:
+                    continue  # a report: nothing is read back
+
+    threading.Thread(target=run, daemon=True).start()
+    return listener
+
+
+@pytest.mark.parametrize(
+    'since',
+    [
+        'not a dict',
+        {'folders': ['notes']},  # no record
+        {'record': {'state': None, 'answer': {}}, 'folders': ['notes']},  # another state
+        'the state, with folders not a list',
+        'the state, with a folder not a path',
+    ],
+)
+def test_an_answer_that_does_not_hold_costs_a_full_walk(
+    checkpoints: Checkpoints, walks: Walks, since: object
+) -> None:
+    """Whatever a listener on the watcher's socket answers that is not a whole answer whose
+    record is the state now, the snapshot walks everything and records the change."""
+    name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
+    assert name is not None
+    path = vouch.socket_path(name, create=True)
+    assert path is not None
+    if isinstance(since, str) and since.startswith('the state'):
+        with open_reading(checkpoints.desk_config) as session:
+            assert session is not None
+            head = session.repo.head()
+            assert head is not None
+            state = vouched.state(session, head)
+        folders: object = 'notes' if 'not a list' in since else [['notes']]
+        record = {'state': state, 'answer': {'external': [], 'basis': 'unknown', 'skipped': []}}
+        since = {'record': record, 'folders': folders}
+    listener = serve(path, json.dumps({'token': 1, 'since': since}).encode())
+    try:
+        write(checkpoints.desk_directory, 'notes/day0/n0.md', 'changed\n')
+        before = walks.count()
+        assert checkpoints.snapshot('changed') is not None
+        assert walks.count() == (before[0] + 1, before[1])
+    finally:
+        listener.close()
+        os.unlink(path)
+
+
+def test_status_walks_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """A status after a change walks only the touched folders and says what a full walk says
+    (the same desk seen through a copy of the repository that no watcher serves)."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    write(desk, 'notes/day0/n0.md', 'changed\n')
+    write(desk, 'notes/day1/new.md', 'new\n')
+    (desk / 'notes/day2/n1.md').unlink()
+    before = walks.count()
+    status = checkpoints.status()
+    assert walks.count() == (before[0], before[1] + 1)
+    walked = Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).status()
+    assert (status.changes, status.external, status.basis) == (
+        walked.changes,
+        walked.external,
+        walked.basis,
+    )
+    assert sorted(status.skipped) == sorted(walked.skipped)
+    assert [change.path for change in status.changes] == [
+        'notes/day0/n0.md',
+        'notes/day1/new.md',
+        'notes/day2/n1.md',
+    ]
