@@ -42,6 +42,12 @@ def run(operation: str, root: Path) -> None:
 
 def main() -> None:
     operation, warm, root = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    # One flushing thread: strace counts a call's N-th time per thread, and a pool of several
+    # shares the flushes out differently from run to run, so a kill point would name another
+    # call (or none) in the killed run than in the traced one.
+    from trading_checkpoints.core import durability
+
+    durability._POOL_SIZE = 1
     run(operation, warm)
     try:
         os.close(os.open(MARKER, os.O_RDONLY))
