@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from helpers.builders import checkpoints_in, write
-from helpers.cli import checkpoints, shell, start
+from helpers.cli import checkpoints, shell
 from helpers.processes import environment
 
 RECORD = Path('.checkpoints') / 'main.git' / 'checkpoints' / 'restore-journal'
@@ -86,23 +84,16 @@ def _command(workspace: Path, *words: str) -> str:
 @pytest.mark.parametrize('files', [4_000, pytest.param(20_005, marks=pytest.mark.slow)])
 def test_ctrl_c_during_a_big_restore_says_how_far_it_got(workspace: Path, files: int) -> None:
     v1, v2 = _two_versions(workspace, files)
-    order = sorted(_desk_of(workspace, files, 'v1'))  # the order the restore writes them in
-    watched = workspace / 'desks' / 'main' / order[len(order) // 4]
-    restoring = start(
-        'restore', v1, '-q', workspace=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 300
-    while not watched.read_text().startswith('v1') and restoring.poll() is None:
-        assert time.monotonic() < deadline, 'the restore never reached a quarter'
-        time.sleep(0.002)
-    restoring.send_signal(signal.SIGINT)  # Ctrl-C, a quarter of the way in
-    out, err = (stream.decode() for stream in restoring.communicate(timeout=120))
+    # SIGINT as the restore is about to land its file a quarter of the way in (raised by the
+    # process itself at that moment: a signal sent from here could land after a fast restore).
+    restoring = _interrupted_at(files // 4, workspace, 'restore', v1, '-q')
+    out, err = restoring.stdout, restoring.stderr
     assert restoring.returncode == 130, (out, err)
     assert 'nothing was changed' not in err
     stopped = re.search(rf'stopped after changing (\d+) of {files} files in the desk', err)
     assert stopped, err
     changed = int(stopped.group(1))
-    assert 0 < changed < files, err
+    assert changed == files // 4 - 1, err  # stopped as it was about to land the quarter
     assert changed - 1 <= _holding(workspace, files, 'v1') <= changed  # the last may be part way
     assert 'the next checkpoints command on this desk completes it' in err
     before = re.search(r'undo it with: (.*)$', err, re.M)
