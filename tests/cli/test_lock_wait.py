@@ -7,38 +7,15 @@ into the lock file beside its pid) for three seconds while the command waits.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from helpers.builders import checkpoints_in, desk_in, new_workspace, repository_in, write
 from helpers.cli import checkpoints
-from helpers.processes import environment
+from helpers.processes import lock_holder
 
 from trading_checkpoints.core import lock
 from trading_checkpoints.core.repofiles import RepoFile
-
-HOLD = (
-    'import sys, time\n'
-    'from trading_checkpoints.core.lock import exclusive\n'
-    'from trading_checkpoints.core.repofiles import RepoFile\n'
-    'from pathlib import Path\n'
-    'with exclusive(RepoFile(Path(sys.argv[1]), "checkpoints/lock"), verb="restore"):\n'
-    '    print("held", flush=True)\n'
-    '    time.sleep(float(sys.argv[2]))\n'
-)
-
-
-def _holder(repository: Path, seconds: float) -> subprocess.Popen[str]:
-    holder = subprocess.Popen(
-        [sys.executable, '-c', HOLD, str(repository), str(seconds)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=environment(),
-    )
-    assert holder.stdout is not None and holder.stdout.readline().strip() == 'held'
-    return holder
 
 
 def test_a_waiting_snapshot_says_once_who_holds_the_lock(tmp_path: Path) -> None:
@@ -47,7 +24,7 @@ def test_a_waiting_snapshot_says_once_who_holds_the_lock(tmp_path: Path) -> None
     write(desk, 'Memory.md', 'v1')
     checkpoints_in(workspace).snapshot('v1')
     write(desk, 'Memory.md', 'v2')
-    holder = _holder(repository, 3)
+    holder = lock_holder(repository, 3)
     try:
         started = time.monotonic()
         done = checkpoints('snapshot', '-m', 'behind a restore', workspace=workspace)
@@ -75,7 +52,7 @@ def test_no_note_when_the_lock_is_free_or_soon_free(tmp_path: Path) -> None:
 def test_the_library_calls_on_wait_once_with_the_verb_and_pid(tmp_path: Path) -> None:
     repository = tmp_path / 'repo.git'
     (repository / 'checkpoints').mkdir(parents=True)
-    holder = _holder(repository, 2.5)
+    holder = lock_holder(repository, 2.5)
     told: list[str] = []
     try:
         lock_file = RepoFile(repository, 'checkpoints/lock')

@@ -72,3 +72,29 @@ def start_deleting(folder: os.PathLike[str] | str, names: list[str]) -> subproce
         '    os.unlink(os.path.join(sys.argv[1], name))\n'
     )
     return subprocess.Popen([sys.executable, '-c', code, os.fspath(folder), *names])
+
+
+# Holds a repository's lock as a restore does (the verb written beside the pid in the lock
+# file) for the given seconds; says ``held`` once it holds it.
+_HOLD_LOCK = (
+    'import sys, time\n'
+    'from pathlib import Path\n'
+    'from trading_checkpoints.core.lock import exclusive\n'
+    'from trading_checkpoints.core.repofiles import RepoFile\n'
+    'with exclusive(RepoFile(Path(sys.argv[1]), "checkpoints/lock"), verb="restore"):\n'
+    '    print("held", flush=True)\n'
+    '    time.sleep(float(sys.argv[2]))\n'
+)
+
+
+def lock_holder(repository: os.PathLike[str], seconds: float) -> subprocess.Popen[str]:
+    """Another process holding ``repository``'s lock as a restore does, from when this returns
+    for ``seconds``; the caller kills and waits for it."""
+    holder = subprocess.Popen(
+        [sys.executable, '-c', _HOLD_LOCK, os.fspath(repository), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=environment(),
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == 'held'
+    return holder

@@ -23,7 +23,7 @@ import pytest
 from helpers import NO_TEXTUAL, ROOT
 from helpers.builders import write
 from helpers.hookrun import event as hook_event
-from helpers.processes import environment
+from helpers.processes import environment, lock_holder
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.warm import address
@@ -464,17 +464,6 @@ def test_browse_runs_in_the_client_never_on_the_server(tmp_path: Path, runtime: 
     assert serving(server) == []
 
 
-HOLD_LOCK = (
-    'import sys, time\n'
-    'from pathlib import Path\n'
-    'from trading_checkpoints.core.lock import exclusive\n'
-    'from trading_checkpoints.core.repofiles import RepoFile\n'
-    'with exclusive(RepoFile(Path(sys.argv[1]), "checkpoints/lock"), verb="restore"):\n'
-    '    print("held", flush=True)\n'
-    '    time.sleep(3)\n'
-)
-
-
 def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     tmp_path: Path, runtime: Path
 ) -> None:
@@ -483,14 +472,8 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
     repository = desk.parent.parent / '.checkpoints' / 'main.git'
-    holder = subprocess.Popen(
-        [sys.executable, '-c', HOLD_LOCK, str(repository)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=environment(),
-    )
+    holder = lock_holder(repository, 3)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == 'held'
         client = subprocess.Popen(
             [sys.executable, '-c', CLIENT, 'snapshot', '-m', 'behind a restore'],
             cwd=desk,
