@@ -499,3 +499,78 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     assert len(notes) == 1, err
     assert notes[0].startswith('note: ') and f'pid {holder.pid}' in notes[0], err
     assert 'LockWaitWarning' not in err
+
+
+# recvfrom, recvmsg, poll, ppoll (x86_64): the first field of /proc/PID/syscall
+RECEIVING = ('45', '47', '7', '271')
+
+
+def receiving(pid: int, timeout: float = 60) -> bool:
+    """Whether ``pid`` is blocked reading (or polling) a socket: the client waiting for the
+    child."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fields = Path(f'/proc/{pid}/syscall').read_text().split()
+        except OSError:
+            fields = []
+        if fields[:1] and fields[0] in RECEIVING:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def stopped(pid: int, timeout: float = 30) -> bool:
+    """Whether ``pid`` is stopped (SIGSTOP has taken effect)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        if state == 'T':
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runtime: Path) -> None:
+    """SIGINT that reaches the client after the child has answered ``pid N`` but before the
+    client read it: the command started, so the client must forward the signal, never leave
+    the command running on its own. The two processes are held with SIGSTOP so the signal lands
+    exactly there: the waiting child until the client waits for its answer, then the client
+    until the child's command reads its stdin."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    os.kill(ahead, signal.SIGSTOP)
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # the hook reads its event from stdin: it blocks until EOF
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(ahead)
+        assert receiving(client.pid), 'the client sent its command and waits for the answer'
+        os.kill(client.pid, signal.SIGSTOP)
+        assert stopped(client.pid)
+        os.kill(ahead, signal.SIGCONT)
+        assert reading_stdin(ahead), 'the child answered and runs the command'
+        client.send_signal(signal.SIGINT)
+        os.kill(client.pid, signal.SIGCONT)
+        assert gone(ahead, timeout=20), 'the command was interrupted, not left running'
+        client.wait(timeout=60)
+        _, err = client.communicate(timeout=60)
+    finally:
+        for pid in (ahead, client.pid):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+        if not gone(ahead, timeout=0):
+            os.kill(ahead, signal.SIGKILL)
+    assert (client.returncode, err) == (130, b'checkpoints hook: interrupted\n')

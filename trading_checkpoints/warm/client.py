@@ -21,6 +21,7 @@ from __future__ import annotations
 import _socket  # socket's C core: ``socket`` itself imports enum and selectors (~10 ms)
 import os
 import sys
+import time  # built in, and loaded by the interpreter's own start
 
 from . import address, wire
 
@@ -79,22 +80,37 @@ def run_on_server(argv: list[str]) -> int | None:
             return None
         request = wire.encode(argv, os.getcwd(), _umask())
         fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+        caught: list[int] = []
+        previous = _catch_signals(caught)
+        status = None
         try:
             connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+            status = _relay(connection, caught)
         except OSError:
-            return None
-        return _relay(connection)
+            pass
+        if status is None:
+            _uncatch_signals(previous, caught)
+        return status
     finally:
         connection.close()
 
 
-def _relay(connection: _socket.socket) -> int | None:
-    """Reads the child's answers: None if it never took the command, else its exit status."""
+def _relay(connection: _socket.socket, caught: list[int]) -> int | None:
+    """Reads the child's answers: None if it never took the command, else its exit status.
+
+    Until ``pid N`` the signals forwarded later are only recorded in ``caught`` (the child may
+    be answering this moment): the answer then gets them, and a child that does not answer
+    within ``GRACE`` seconds of one is given up (the connection closed, it never starts)."""
     pending = b''
     child = None
+    connection.settimeout(POLL)
     while True:
         try:
             chunk = connection.recv(4096)
+        except TimeoutError:
+            if child is None and caught and time.monotonic() - caught[0] >= GRACE:
+                return None
+            continue
         except OSError:
             chunk = b''
         if not chunk:
@@ -108,19 +124,58 @@ def _relay(connection: _socket.socket) -> int | None:
             word, _, number = line.partition(b' ')
             if word == b'pid' and child is None:
                 child = int(number)
+                connection.settimeout(None)
                 _forward_signals(child)
+                for signum in caught[1::2]:
+                    _send(child, signum)
             elif word == b'exit' and child is not None:
                 return int(number)
+
+
+POLL = 0.2  # how often a client waiting for the child's answer looks at the signals it caught
+GRACE = 1.0  # how long it waits for the answer after a signal before giving the child up
+
+
+def _catch_signals(caught: list[int]) -> dict[int, object]:
+    """Records each forwarded signal received (when, then which) until the child answers; the
+    handlers it replaced."""
+    import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
+
+    def record(signum: int, frame: object) -> None:
+        if not caught:
+            caught.append(time.monotonic())
+        caught.append(signum)
+
+    previous = {}
+    for name in FORWARDED_SIGNALS:
+        number = getattr(_signal, name)
+        previous[number] = _signal.signal(number, record)
+    return previous
+
+
+def _uncatch_signals(previous: dict[int, object], caught: list[int]) -> None:
+    """The client's own handlers back; a signal received meanwhile acts on the client, as it
+    would have without the server (the command never started)."""
+    import _signal  # type: ignore[import-not-found]
+
+    for number, handler in previous.items():
+        _signal.signal(number, handler)
+    for signum in caught[1::2]:
+        _signal.raise_signal(signum)
+
+
+def _send(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
 
 
 def _forward_signals(pid: int) -> None:
     import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
 
     def forward(signum: int, frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
+        _send(pid, signum)
 
     for name in FORWARDED_SIGNALS:
         _signal.signal(getattr(_signal, name), forward)
