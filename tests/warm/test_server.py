@@ -574,3 +574,44 @@ def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runt
         if not gone(ahead, timeout=0):
             os.kill(ahead, signal.SIGKILL)
     assert (client.returncode, err) == (130, b'checkpoints hook: interrupted\n')
+
+
+def test_ctrl_c_before_any_child_answers_runs_nothing(tmp_path: Path, runtime: Path) -> None:
+    """SIGINT to a client whose command no child has taken yet (the waiting child held with
+    SIGSTOP): the client stops within a few seconds as the signal makes it stop, and the child
+    that takes the connection afterwards runs nothing and prints nothing on the client's
+    stderr."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    os.kill(ahead, signal.SIGSTOP)
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # a hook run would block reading it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(ahead)
+        assert receiving(client.pid), 'the client sent its command and waits for the answer'
+        client.send_signal(signal.SIGINT)
+        client.wait(timeout=30)
+        os.kill(ahead, signal.SIGCONT)
+        assert gone(ahead, timeout=20), 'the child ran nothing'
+        _, err = client.communicate(timeout=60)
+    finally:
+        try:
+            os.kill(ahead, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+        if not gone(ahead, timeout=0):
+            os.kill(ahead, signal.SIGKILL)
+    assert b'BrokenPipeError' not in err, err
+    assert client.returncode == -signal.SIGINT
+    assert err.decode().rstrip().endswith('KeyboardInterrupt'), err

@@ -264,7 +264,10 @@ def _child(connection: socket.socket) -> NoReturn:
         if request is None:
             os._exit(1)  # the client runs the command itself: it never saw ``pid``
         _become_client(request)
-        connection.sendall(f'pid {os.getpid()}\n'.encode())
+        try:
+            connection.sendall(f'pid {os.getpid()}\n'.encode())
+        except OSError:
+            os._exit(1)  # the client is gone before ``pid``: nothing runs, nothing to say
         status = _run([os.fsdecode(argument) for argument in request.argv])
     except BaseException:  # noqa: BLE001 - the child must always answer and exit
         traceback.print_exc()
