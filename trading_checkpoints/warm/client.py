@@ -5,7 +5,9 @@ The rule, stated once: **a command runs exactly once**. Until the server's child
 hangs up) falls back to running the command here. Once the child has taken it, the client only
 relays: it forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and exits with the child's
 status; a server that dies mid-command is reported, never retried (the command may have
-written half of what it meant to).
+written half of what it meant to). Such a signal received while the client waits for ``pid N``
+is held: the child that answers gets it; one that has not answered a second later is given up
+(it never starts the command), and the signal acts on the client, which runs nothing itself.
 
 Which commands go to the server: not when ``CHECKPOINTS_SERVER`` is ``off`` (or ``0``, ``no``,
 ``false``), not on a platform without Unix sockets, not when stdin is a terminal (a person may
@@ -18,6 +20,7 @@ client's own start is what a hook pays for every event.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
 import _socket  # socket's C core: ``socket`` itself imports enum and selectors (~10 ms)
 import os
 import sys
@@ -80,27 +83,30 @@ def run_on_server(argv: list[str]) -> int | None:
             return None
         request = wire.encode(argv, os.getcwd(), _umask())
         fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
-        caught: list[int] = []
-        previous = _catch_signals(caught)
+        held = _Held()
         status = None
         try:
             connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-            status = _relay(connection, caught)
+            status = _relay(connection, held)
         except OSError:
             pass
         if status is None:
-            _uncatch_signals(previous, caught)
+            held.release()
         return status
     finally:
         connection.close()
 
 
-def _relay(connection: _socket.socket, caught: list[int]) -> int | None:
+POLL = 0.2  # how often a client waiting for the child's answer looks for a signal it held
+GRACE = 1.0  # how long it waits for the answer after such a signal before giving the child up
+
+
+def _relay(connection: _socket.socket, held: _Held) -> int | None:
     """Reads the child's answers: None if it never took the command, else its exit status.
 
-    Until ``pid N`` the signals forwarded later are only recorded in ``caught`` (the child may
-    be answering this moment): the answer then gets them, and a child that does not answer
-    within ``GRACE`` seconds of one is given up (the connection closed, it never starts)."""
+    Until ``pid N`` the signals the client forwards are held (the child may be answering this
+    moment): the answer gets them, and a child that has not answered ``GRACE`` seconds after
+    one is given up (the connection closed, it never starts the command)."""
     pending = b''
     child = None
     connection.settimeout(POLL)
@@ -108,7 +114,7 @@ def _relay(connection: _socket.socket, caught: list[int]) -> int | None:
         try:
             chunk = connection.recv(4096)
         except TimeoutError:
-            if child is None and caught and time.monotonic() - caught[0] >= GRACE:
+            if child is None and held.signals and time.monotonic() - held.since >= GRACE:
                 return None
             continue
         except OSError:
@@ -126,42 +132,40 @@ def _relay(connection: _socket.socket, caught: list[int]) -> int | None:
                 child = int(number)
                 connection.settimeout(None)
                 _forward_signals(child)
-                for signum in caught[1::2]:
+                for signum in held.signals:
                     _send(child, signum)
             elif word == b'exit' and child is not None:
                 return int(number)
 
 
-POLL = 0.2  # how often a client waiting for the child's answer looks at the signals it caught
-GRACE = 1.0  # how long it waits for the answer after a signal before giving the child up
+class _Held:
+    """The forwarded signals received while the client waits for the child's ``pid N``, and
+    when the first came; a signal the client ignores stays ignored."""
 
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.since = 0.0
+        self.previous: dict[int, object] = {}
+        for name in FORWARDED_SIGNALS:
+            number = getattr(_signal, name)
+            if _signal.getsignal(number) != _signal.SIG_IGN:
+                self.previous[number] = _signal.signal(number, self.hold)
 
-def _catch_signals(caught: list[int]) -> dict[int, object]:
-    """Records each forwarded signal received (when, then which) until the child answers; the
-    handlers it replaced."""
-    import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
+    def hold(self, signum: int, frame: object) -> None:
+        if not self.signals:
+            self.since = time.monotonic()
+        self.signals.append(signum)
 
-    def record(signum: int, frame: object) -> None:
-        if not caught:
-            caught.append(time.monotonic())
-        caught.append(signum)
-
-    previous = {}
-    for name in FORWARDED_SIGNALS:
-        number = getattr(_signal, name)
-        previous[number] = _signal.signal(number, record)
-    return previous
-
-
-def _uncatch_signals(previous: dict[int, object], caught: list[int]) -> None:
-    """The client's own handlers back; a signal received meanwhile acts on the client, as it
-    would have without the server (the command never started)."""
-    import _signal  # type: ignore[import-not-found]
-
-    for number, handler in previous.items():
-        _signal.signal(number, handler)
-    for signum in caught[1::2]:
-        _signal.raise_signal(signum)
+    def release(self) -> None:
+        """The client's own handlers back, and the signals held act on the client as they
+        would have without the server (no command started): it never goes on to run the
+        command itself after one."""
+        for number, handler in self.previous.items():
+            _signal.signal(number, handler)
+        for signum in self.signals:
+            _signal.raise_signal(signum)
+        if self.signals:
+            raise SystemExit(128 + self.signals[0])
 
 
 def _send(pid: int, signum: int) -> None:
@@ -172,8 +176,6 @@ def _send(pid: int, signum: int) -> None:
 
 
 def _forward_signals(pid: int) -> None:
-    import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
-
     def forward(signum: int, frame: object) -> None:
         _send(pid, signum)
 
