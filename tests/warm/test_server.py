@@ -615,3 +615,47 @@ def test_ctrl_c_before_any_child_answers_runs_nothing(tmp_path: Path, runtime: P
     assert b'BrokenPipeError' not in err, err
     assert client.returncode == -signal.SIGINT
     assert err.decode().rstrip().endswith('KeyboardInterrupt'), err
+
+
+def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime: Path) -> None:
+    """SIGKILL to the waiting child (held with SIGSTOP while a client connects to it): the
+    server notices its end at once, not at its next periodic look (it waits up to 5 s between
+    looks, and is killed here just after it started such a wait), and stops; the client, whose
+    connection no one took, runs the command itself, once."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    first = waiting(server)
+    here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'list'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert gone(first), 'the first waiting child took the client, ran it and ended'
+        client.communicate(timeout=60)
+        ahead = waiting(server)  # forked when the parent heard of the client: its wait began
+        os.kill(ahead, signal.SIGSTOP)
+        client = subprocess.Popen(
+            [sys.executable, '-c', CLIENT, 'list'],
+            cwd=desk,
+            env=client_env(runtime),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert receiving(client.pid), 'the client connected and waits for an answer'
+        os.kill(ahead, signal.SIGKILL)
+        killed = time.monotonic()
+        assert gone(server, timeout=30)
+        assert time.monotonic() - killed < 2.5, 'the server stopped as its waiting child ended'
+        out, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+    assert (client.returncode, out, err) == (here.returncode, here.stdout, here.stderr)

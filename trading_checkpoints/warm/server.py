@@ -125,14 +125,16 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
     taken, told = os.pipe()
     running: set[int] = set()
     waiting: int | None = None
+    alive = -1  # a pipe's end whose other end only the waiting child holds: at its end, EOF
     last = time.monotonic()
     try:
         while True:
             if waiting is None:
-                waiting = _fork_waiting(listener, (lock, taken), told)
-                if waiting is None:
+                forked = _fork_waiting(listener, (lock, taken), told)
+                if forked is None:
                     return  # no child can wait: clients run their commands themselves
-            ready, _, _ = select.select([taken], [], [], min(idle, 5.0))
+                waiting, alive = forked
+            ready, _, _ = select.select([taken, alive], [], [], min(idle, 5.0))
             ended = _ended(waiting)  # before reading: a child says it took a client first
             if ready or ended:
                 for pid in _pids(_read_ready(taken)):
@@ -143,6 +145,9 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
             if ended and waiting is not None:
                 waiting = None
                 return  # it took no client: ended by a signal, or failed
+            if waiting is None:
+                os.close(alive)
+                alive = -1
             _reap(running)
             if running:
                 last = time.monotonic()
@@ -153,8 +158,9 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
     finally:
         if waiting is not None:
             _retire(waiting)
-        os.close(taken)
-        os.close(told)
+        for fd in (taken, told, alive):
+            if fd >= 0:
+                os.close(fd)
 
 
 def _read_ready(fd: int) -> bytes:
@@ -168,18 +174,25 @@ def _pids(data: bytes) -> list[int]:
     return [PID.unpack_from(data, at)[0] for at in range(0, usable, PID.size)]
 
 
-def _fork_waiting(listener: socket.socket, closed: tuple[int, ...], told: int) -> int | None:
-    """A new waiting child's pid, None when none could be forked."""
+def _fork_waiting(
+    listener: socket.socket, closed: tuple[int, ...], told: int
+) -> tuple[int, int] | None:
+    """A new waiting child's pid and the end of a pipe that sees EOF when the child ends (it
+    alone holds the other end), None when none could be forked."""
     parent = os.getpid()
+    alive, held = os.pipe()
     try:
         pid = os.fork()
     except OSError:
+        os.close(alive)
+        os.close(held)
         return None
     if pid == 0:
-        for fd in closed:  # the server's lock (held by the parent alone) and the pipe's end
+        for fd in (*closed, alive):  # the server's lock (the parent's alone) and pipes' ends
             os.close(fd)
         _wait_for_client(listener, told, parent)  # never returns
-    return pid
+    os.close(held)
+    return pid, alive
 
 
 class _Retired(Exception):
