@@ -659,3 +659,51 @@ def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime
             client.kill()
         client.communicate()
     assert (client.returncode, out, err) == (here.returncode, here.stdout, here.stderr)
+
+
+def test_a_server_stopped_as_its_child_takes_a_client_keeps_no_one_waiting(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """SIGTERM reaches the server after its waiting child took a client but before the server
+    heard of it (the server held with SIGSTOP meanwhile): the command runs on, and the server
+    stops without waiting for it; a client that comes meanwhile is not left waiting on a socket
+    no one will take (it ran the command only when that command ended, here never)."""
+    desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
+    os.kill(server, signal.SIGSTOP)
+    first = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=workspace,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # the hook reads its event until the end of its input
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(server)
+        assert reading_stdin(ahead), 'the waiting child took the client and runs its command'
+        os.kill(server, signal.SIGTERM)
+        os.kill(server, signal.SIGCONT)
+        second = subprocess.run(
+            [sys.executable, '-c', CLIENT, 'list'],
+            cwd=desk,
+            env=client_env(runtime),
+            input=b'',
+            capture_output=True,
+            timeout=30,  # a client left waiting on the socket waits till the hook ends
+        )
+        assert (second.returncode, second.stdout, second.stderr) == (
+            here.returncode,
+            here.stdout,
+            here.stderr,
+        )
+        assert gone(server, timeout=30), 'the server stopped, its child still running'
+        assert not gone(ahead, timeout=0)
+    finally:
+        out, err = first.communicate(hook_event('claude_pre_tool_use_write.json', workspace), 60)
+    assert (first.returncode, out, err) == (0, b'', b'')
+    assert gone(ahead, timeout=30)

@@ -16,7 +16,8 @@ Started by a client that found none (``client.start_server``), detached from any
    the command exactly as ``checkpoints`` would in-process, and answers ``exit N``;
 5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
    none received, as soon as its socket file is removed or replaced, on SIGTERM, or when it
-   cannot keep a child waiting; it first retires the waiting child.
+   cannot keep a child waiting; it first retires the waiting child (one that has just taken a
+   client runs its command on, and the server does not wait for it).
 
 The parent never runs a command itself, so every child starts from the state right after the
 imports: no memo, open repository or lock survives from one command into another. Commands take
@@ -157,7 +158,7 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
                 return
     finally:
         if waiting is not None:
-            _retire(waiting)
+            _retire(waiting, alive, taken)
         for fd in (taken, told, alive):
             if fd >= 0:
                 os.close(fd)
@@ -237,13 +238,24 @@ def _wait_for_client(listener: socket.socket, told: int, parent: int) -> NoRetur
     _child(connection)
 
 
-def _retire(pid: int) -> None:
-    """Ends the waiting child, or, if it has just taken a client, waits for its command."""
+def _retire(pid: int, alive: int, taken: int) -> None:
+    """Ends the waiting child; one that has just taken a client runs its command on, as every
+    child that took one does once the server is gone (clients coming meanwhile must not wait
+    on a socket no one takes)."""
     try:
         os.kill(pid, signal.SIGUSR1)
-        os.waitpid(pid, 0)
     except OSError:
-        pass
+        return
+    while True:
+        ready, _, _ = select.select([alive, taken], [], [])
+        if taken in ready and pid in _pids(_read_ready(taken)):
+            return  # it took a client
+        if alive in ready:
+            try:
+                os.waitpid(pid, 0)  # it is ending: its pipe's end closed
+            except OSError:
+                pass
+            return
 
 
 def _ended(pid: int) -> bool:
