@@ -499,3 +499,211 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     assert len(notes) == 1, err
     assert notes[0].startswith('note: ') and f'pid {holder.pid}' in notes[0], err
     assert 'LockWaitWarning' not in err
+
+
+# recvfrom, recvmsg, poll, ppoll (x86_64): the first field of /proc/PID/syscall
+RECEIVING = ('45', '47', '7', '271')
+
+
+def receiving(pid: int, timeout: float = 60) -> bool:
+    """Whether ``pid`` is blocked reading (or polling) a socket: the client waiting for the
+    child."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            fields = Path(f'/proc/{pid}/syscall').read_text().split()
+        except OSError:
+            fields = []
+        if fields[:1] and fields[0] in RECEIVING:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def stopped(pid: int, timeout: float = 30) -> bool:
+    """Whether ``pid`` is stopped (SIGSTOP has taken effect)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
+        if state == 'T':
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runtime: Path) -> None:
+    """SIGINT that reaches the client after the child has answered ``pid N`` but before the
+    client read it: the command started, so the client must forward the signal, never leave
+    the command running on its own. The two processes are held with SIGSTOP so the signal lands
+    exactly there: the waiting child until the client waits for its answer, then the client
+    until the child's command reads its stdin."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    os.kill(ahead, signal.SIGSTOP)
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # the hook reads its event from stdin: it blocks until EOF
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(ahead)
+        assert receiving(client.pid), 'the client sent its command and waits for the answer'
+        os.kill(client.pid, signal.SIGSTOP)
+        assert stopped(client.pid)
+        os.kill(ahead, signal.SIGCONT)
+        assert reading_stdin(ahead), 'the child answered and runs the command'
+        client.send_signal(signal.SIGINT)
+        os.kill(client.pid, signal.SIGCONT)
+        assert gone(ahead, timeout=20), 'the command was interrupted, not left running'
+        client.wait(timeout=60)
+        _, err = client.communicate(timeout=60)
+    finally:
+        for pid in (ahead, client.pid):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+        if not gone(ahead, timeout=0):
+            os.kill(ahead, signal.SIGKILL)
+    assert (client.returncode, err) == (130, b'checkpoints hook: interrupted\n')
+
+
+def test_ctrl_c_before_any_child_answers_runs_nothing(tmp_path: Path, runtime: Path) -> None:
+    """SIGINT to a client whose command no child has taken yet (the waiting child held with
+    SIGSTOP): the client stops within a few seconds as the signal makes it stop, and the child
+    that takes the connection afterwards runs nothing and prints nothing on the client's
+    stderr."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    os.kill(ahead, signal.SIGSTOP)
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # a hook run would block reading it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(ahead)
+        assert receiving(client.pid), 'the client sent its command and waits for the answer'
+        client.send_signal(signal.SIGINT)
+        client.wait(timeout=30)
+        os.kill(ahead, signal.SIGCONT)
+        assert gone(ahead, timeout=20), 'the child ran nothing'
+        _, err = client.communicate(timeout=60)
+    finally:
+        try:
+            os.kill(ahead, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+        if not gone(ahead, timeout=0):
+            os.kill(ahead, signal.SIGKILL)
+    assert b'BrokenPipeError' not in err, err
+    assert client.returncode == -signal.SIGINT
+    assert err.decode().rstrip().endswith('KeyboardInterrupt'), err
+
+
+def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime: Path) -> None:
+    """SIGKILL to the waiting child (held with SIGSTOP while a client connects to it): the
+    server notices its end at once, not at its next periodic look (it waits up to 5 s between
+    looks, and is killed here just after it started such a wait), and stops; the client, whose
+    connection no one took, runs the command itself, once."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    first = waiting(server)
+    here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
+    client = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'list'],
+        cwd=desk,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert gone(first), 'the first waiting child took the client, ran it and ended'
+        client.communicate(timeout=60)
+        ahead = waiting(server)  # forked when the parent heard of the client: its wait began
+        os.kill(ahead, signal.SIGSTOP)
+        client = subprocess.Popen(
+            [sys.executable, '-c', CLIENT, 'list'],
+            cwd=desk,
+            env=client_env(runtime),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert receiving(client.pid), 'the client connected and waits for an answer'
+        os.kill(ahead, signal.SIGKILL)
+        killed = time.monotonic()
+        assert gone(server, timeout=30)
+        assert time.monotonic() - killed < 2.5, 'the server stopped as its waiting child ended'
+        out, err = client.communicate(timeout=60)
+    finally:
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+    assert (client.returncode, out, err) == (here.returncode, here.stdout, here.stderr)
+
+
+def test_a_server_stopped_as_its_child_takes_a_client_keeps_no_one_waiting(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """SIGTERM reaches the server after its waiting child took a client but before the server
+    heard of it (the server held with SIGSTOP meanwhile): the command runs on, and the server
+    stops without waiting for it; a client that comes meanwhile is not left waiting on a socket
+    no one will take (it ran the command only when that command ended, here never)."""
+    desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    ahead = waiting(server)
+    here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
+    os.kill(server, signal.SIGSTOP)
+    first = subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=workspace,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,  # the hook reads its event until the end of its input
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert stopped(server)
+        assert reading_stdin(ahead), 'the waiting child took the client and runs its command'
+        os.kill(server, signal.SIGTERM)
+        os.kill(server, signal.SIGCONT)
+        second = subprocess.run(
+            [sys.executable, '-c', CLIENT, 'list'],
+            cwd=desk,
+            env=client_env(runtime),
+            input=b'',
+            capture_output=True,
+            timeout=30,  # a client left waiting on the socket waits till the hook ends
+        )
+        assert (second.returncode, second.stdout, second.stderr) == (
+            here.returncode,
+            here.stdout,
+            here.stderr,
+        )
+        assert gone(server, timeout=30), 'the server stopped, its child still running'
+        assert not gone(ahead, timeout=0)
+    finally:
+        out, err = first.communicate(hook_event('claude_pre_tool_use_write.json', workspace), 60)
+    assert (first.returncode, out, err) == (0, b'', b'')
+    assert gone(ahead, timeout=30)

@@ -5,7 +5,9 @@ The rule, stated once: **a command runs exactly once**. Until the server's child
 hangs up) falls back to running the command here. Once the child has taken it, the client only
 relays: it forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and exits with the child's
 status; a server that dies mid-command is reported, never retried (the command may have
-written half of what it meant to).
+written half of what it meant to). Such a signal received while the client waits for ``pid N``
+is held: the child that answers gets it; one that has not answered a second later is given up
+(it never starts the command), and the signal acts on the client, which runs nothing itself.
 
 Which commands go to the server: not when ``CHECKPOINTS_SERVER`` is ``off`` (or ``0``, ``no``,
 ``false``), not on a platform without Unix sockets, not when stdin is a terminal (a person may
@@ -18,9 +20,11 @@ client's own start is what a hook pays for every event.
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
 import _socket  # socket's C core: ``socket`` itself imports enum and selectors (~10 ms)
 import os
 import sys
+import time  # built in, and loaded by the interpreter's own start
 
 from . import address, wire
 
@@ -79,22 +83,40 @@ def run_on_server(argv: list[str]) -> int | None:
             return None
         request = wire.encode(argv, os.getcwd(), _umask())
         fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+        held = _Held()
+        status = None
         try:
             connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+            status = _relay(connection, held)
         except OSError:
-            return None
-        return _relay(connection)
+            pass
+        if status is None:
+            held.release()
+        return status
     finally:
         connection.close()
 
 
-def _relay(connection: _socket.socket) -> int | None:
-    """Reads the child's answers: None if it never took the command, else its exit status."""
+POLL = 0.2  # how often a client waiting for the child's answer looks for a signal it held
+GRACE = 1.0  # how long it waits for the answer after such a signal before giving the child up
+
+
+def _relay(connection: _socket.socket, held: _Held) -> int | None:
+    """Reads the child's answers: None if it never took the command, else its exit status.
+
+    Until ``pid N`` the signals the client forwards are held (the child may be answering this
+    moment): the answer gets them, and a child that has not answered ``GRACE`` seconds after
+    one is given up (the connection closed, it never starts the command)."""
     pending = b''
     child = None
+    connection.settimeout(POLL)
     while True:
         try:
             chunk = connection.recv(4096)
+        except TimeoutError:
+            if child is None and held.signals and time.monotonic() - held.since >= GRACE:
+                return None
+            continue
         except OSError:
             chunk = b''
         if not chunk:
@@ -108,19 +130,54 @@ def _relay(connection: _socket.socket) -> int | None:
             word, _, number = line.partition(b' ')
             if word == b'pid' and child is None:
                 child = int(number)
+                connection.settimeout(None)
                 _forward_signals(child)
+                for signum in held.signals:
+                    _send(child, signum)
             elif word == b'exit' and child is not None:
                 return int(number)
 
 
-def _forward_signals(pid: int) -> None:
-    import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
+class _Held:
+    """The forwarded signals received while the client waits for the child's ``pid N``, and
+    when the first came; a signal the client ignores stays ignored."""
 
+    def __init__(self) -> None:
+        self.signals: list[int] = []
+        self.since = 0.0
+        self.previous: dict[int, object] = {}
+        for name in FORWARDED_SIGNALS:
+            number = getattr(_signal, name)
+            if _signal.getsignal(number) != _signal.SIG_IGN:
+                self.previous[number] = _signal.signal(number, self.hold)
+
+    def hold(self, signum: int, frame: object) -> None:
+        if not self.signals:
+            self.since = time.monotonic()
+        self.signals.append(signum)
+
+    def release(self) -> None:
+        """The client's own handlers back, and the signals held act on the client as they
+        would have without the server (no command started): it never goes on to run the
+        command itself after one."""
+        for number, handler in self.previous.items():
+            _signal.signal(number, handler)
+        for signum in self.signals:
+            _signal.raise_signal(signum)
+        if self.signals:
+            raise SystemExit(128 + self.signals[0])
+
+
+def _send(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def _forward_signals(pid: int) -> None:
     def forward(signum: int, frame: object) -> None:
-        try:
-            os.kill(pid, signum)
-        except OSError:
-            pass
+        _send(pid, signum)
 
     for name in FORWARDED_SIGNALS:
         _signal.signal(getattr(_signal, name), forward)

@@ -16,7 +16,8 @@ Started by a client that found none (``client.start_server``), detached from any
    the command exactly as ``checkpoints`` would in-process, and answers ``exit N``;
 5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
    none received, as soon as its socket file is removed or replaced, on SIGTERM, or when it
-   cannot keep a child waiting; it first retires the waiting child.
+   cannot keep a child waiting; it first retires the waiting child (one that has just taken a
+   client runs its command on, and the server does not wait for it).
 
 The parent never runs a command itself, so every child starts from the state right after the
 imports: no memo, open repository or lock survives from one command into another. Commands take
@@ -125,14 +126,16 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
     taken, told = os.pipe()
     running: set[int] = set()
     waiting: int | None = None
+    alive = -1  # a pipe's end whose other end only the waiting child holds: at its end, EOF
     last = time.monotonic()
     try:
         while True:
             if waiting is None:
-                waiting = _fork_waiting(listener, (lock, taken), told)
-                if waiting is None:
+                forked = _fork_waiting(listener, (lock, taken), told)
+                if forked is None:
                     return  # no child can wait: clients run their commands themselves
-            ready, _, _ = select.select([taken], [], [], min(idle, 5.0))
+                waiting, alive = forked
+            ready, _, _ = select.select([taken, alive], [], [], min(idle, 5.0))
             ended = _ended(waiting)  # before reading: a child says it took a client first
             if ready or ended:
                 for pid in _pids(_read_ready(taken)):
@@ -143,6 +146,9 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
             if ended and waiting is not None:
                 waiting = None
                 return  # it took no client: ended by a signal, or failed
+            if waiting is None:
+                os.close(alive)
+                alive = -1
             _reap(running)
             if running:
                 last = time.monotonic()
@@ -152,9 +158,10 @@ def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
                 return
     finally:
         if waiting is not None:
-            _retire(waiting)
-        os.close(taken)
-        os.close(told)
+            _retire(waiting, alive, taken)
+        for fd in (taken, told, alive):
+            if fd >= 0:
+                os.close(fd)
 
 
 def _read_ready(fd: int) -> bytes:
@@ -168,18 +175,25 @@ def _pids(data: bytes) -> list[int]:
     return [PID.unpack_from(data, at)[0] for at in range(0, usable, PID.size)]
 
 
-def _fork_waiting(listener: socket.socket, closed: tuple[int, ...], told: int) -> int | None:
-    """A new waiting child's pid, None when none could be forked."""
+def _fork_waiting(
+    listener: socket.socket, closed: tuple[int, ...], told: int
+) -> tuple[int, int] | None:
+    """A new waiting child's pid and the end of a pipe that sees EOF when the child ends (it
+    alone holds the other end), None when none could be forked."""
     parent = os.getpid()
+    alive, held = os.pipe()
     try:
         pid = os.fork()
     except OSError:
+        os.close(alive)
+        os.close(held)
         return None
     if pid == 0:
-        for fd in closed:  # the server's lock (held by the parent alone) and the pipe's end
+        for fd in (*closed, alive):  # the server's lock (the parent's alone) and pipes' ends
             os.close(fd)
         _wait_for_client(listener, told, parent)  # never returns
-    return pid
+    os.close(held)
+    return pid, alive
 
 
 class _Retired(Exception):
@@ -224,13 +238,24 @@ def _wait_for_client(listener: socket.socket, told: int, parent: int) -> NoRetur
     _child(connection)
 
 
-def _retire(pid: int) -> None:
-    """Ends the waiting child, or, if it has just taken a client, waits for its command."""
+def _retire(pid: int, alive: int, taken: int) -> None:
+    """Ends the waiting child; one that has just taken a client runs its command on, as every
+    child that took one does once the server is gone (clients coming meanwhile must not wait
+    on a socket no one takes)."""
     try:
         os.kill(pid, signal.SIGUSR1)
-        os.waitpid(pid, 0)
     except OSError:
-        pass
+        return
+    while True:
+        ready, _, _ = select.select([alive, taken], [], [])
+        if taken in ready and pid in _pids(_read_ready(taken)):
+            return  # it took a client
+        if alive in ready:
+            try:
+                os.waitpid(pid, 0)  # it is ending: its pipe's end closed
+            except OSError:
+                pass
+            return
 
 
 def _ended(pid: int) -> bool:
@@ -264,7 +289,10 @@ def _child(connection: socket.socket) -> NoReturn:
         if request is None:
             os._exit(1)  # the client runs the command itself: it never saw ``pid``
         _become_client(request)
-        connection.sendall(f'pid {os.getpid()}\n'.encode())
+        try:
+            connection.sendall(f'pid {os.getpid()}\n'.encode())
+        except OSError:
+            os._exit(1)  # the client is gone before ``pid``: nothing runs, nothing to say
         status = _run([os.fsdecode(argument) for argument in request.argv])
     except BaseException:  # noqa: BLE001 - the child must always answer and exit
         traceback.print_exc()
