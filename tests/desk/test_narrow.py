@@ -15,12 +15,16 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import armed, opened_for_reading
 
 from trading_checkpoints.core.paths import Allowlist
+from trading_checkpoints.core.trees import blob_id
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.desk.narrow import Since, scan_since
 from trading_checkpoints.desk.statcache import StatCache
 from trading_checkpoints.desk.state import DeskState, record_scan
+from trading_checkpoints.store.objectio import StoreSink
+from trading_checkpoints.store.repo import ShadowRepo
 
 TRACKED = ('notes', 'Memory.md', 'skills/agent')
 LIMIT = 64
@@ -65,6 +69,14 @@ CHANGES: dict[str, tuple[Callable[[Path], object], set[str]]] = {
         lambda desk: (desk / 'notes/day1/run.sh').write_bytes(b'#' * (LIMIT + 1)),
         {'notes/day1'},
     ),
+    'file becomes a fifo': (
+        lambda desk: ((desk / 'notes/day0/n2.md').unlink(), os.mkfifo(desk / 'notes/day0/n2.md')),
+        {'notes/day0'},
+    ),
+    'rewritten the same': (
+        lambda desk: (desk / 'notes/day0/n0.md').write_text('note 0 0\n'),
+        {'notes/day0'},
+    ),
     'renamed between folders': (
         lambda desk: (desk / 'notes/day0/n1.md').rename(desk / 'notes/day2/n1.md'),
         {'notes/day0', 'notes/day2'},
@@ -96,6 +108,7 @@ def test_a_narrowed_scan_equals_a_full_one(
     assert sorted(narrowed.skipped) == sorted(full.skipped)
     assert (narrowed.changed, narrowed.removed) == (full.changed, full.removed)
     assert (narrowed.carried, narrowed.oversize) == (full.carried, full.oversize)
+    assert (narrowed.unchanged, narrowed.refreshed) == (full.unchanged, full.refreshed)
     assert state.trees(narrowed, cache)[0][''] == state.trees(full, cache)[0]['']
 
 
@@ -190,3 +203,55 @@ def test_without_a_size_limit_every_file_is_kept(tmp_path: Path) -> None:
     assert 'notes/day0/huge.md' in narrowed.files
     assert narrowed.oversize == set()
     same_scans(state, cache, narrowed, full)
+
+
+STREAMED = scans.STREAM_THRESHOLD + 1  # streamed into the store, not read whole
+
+
+@pytest.mark.parametrize('where', ['in place', 'spliced', 'kept racy'])
+def test_a_streamed_file_goes_into_the_store(tmp_path: Path, where: str) -> None:
+    """A file over the streaming threshold that the narrowed scan reads is streamed into the
+    store it was given, as in a full scan: one rewritten where the walk found the same files
+    (in place), one made there (spliced), one racy outside the folder walked (its row kept)."""
+    desk = tmp_path / 'desk'
+    name = 'skills/agent/stream.bin' if where == 'kept racy' else 'notes/day0/stream.bin'
+    if where != 'spliced':
+        write(desk, name, b'a' * STREAMED)
+    desk, state, cache, first = recorded(tmp_path, limit=0)
+    content = b'b' * STREAMED
+    (desk / name).write_bytes(content)
+    if where == 'kept racy':
+        row = cache.names.index(name)
+        now = os.lstat(desk / name)
+        stat = (now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino, now.st_mode)
+        cache.numbers[row * 5 : row * 5 + 5] = scans.array('q', stat)
+        cache.racy = scans.array('q', [row])
+        write(desk, 'notes/day0/new.md', 'new\n')
+    repo = ShadowRepo.create(tmp_path / 'repo', TRACKED)
+    full = state.scan(cache, sink=StoreSink(repo))
+    since = Since(frozenset({'notes/day0'}), tuple(first.skipped))
+    narrowed = state.scan(cache, sink=StoreSink(repo), since=since)
+    assert blob_id(content) in full.stored
+    assert blob_id(content) in narrowed.stored
+    same_scans(state, cache, narrowed, full)
+
+
+def test_a_file_growing_past_the_limit_as_it_is_read_is_left_out(tmp_path: Path) -> None:
+    """Under the limit when walked, past it when opened for reading: left out as too large,
+    as a full scan does (the narrowed scan reads with the desk's limit)."""
+    desk, state, cache, first = recorded(tmp_path)
+    path = desk / 'notes/day0/n0.md'
+    path.write_text('short\n')
+    done: list[str] = []
+
+    def grow(event: str, args: tuple) -> None:
+        if not done and opened_for_reading('n0.md', event, args):
+            done.append('n0.md')
+            with open(path, 'ab') as handle:
+                handle.write(b'g' * (2 * LIMIT))
+
+    with armed(grow):
+        narrowed = state.scan(cache, since=Since(frozenset({'notes/day0'}), tuple(first.skipped)))
+    assert done == ['n0.md']
+    assert 'notes/day0/n0.md' in narrowed.oversize
+    assert ('notes/day0/n0.md', scans.too_large(LIMIT)) in narrowed.skipped
