@@ -29,6 +29,7 @@ from trading_checkpoints.store.repo import ShadowRepo
 TRACKED = ('notes', 'Memory.md', 'skills/agent')
 LIMIT = 64
 OLD = 1_600_000_000  # seconds: no entry of the cache is racy
+BEFORE_1970 = -86_400 * 10**9  # nanoseconds: a stat column may hold negative numbers
 
 
 def build(desk: Path) -> None:
@@ -47,6 +48,7 @@ def build(desk: Path) -> None:
     for folder, _, names in os.walk(desk):
         for name in names:
             os.utime(os.path.join(folder, name), (OLD, OLD), follow_symlinks=False)
+    os.utime(desk / 'notes/day2/n2.md', ns=(BEFORE_1970, BEFORE_1970))
 
 
 CHANGES: dict[str, tuple[Callable[[Path], object], set[str]]] = {
@@ -73,6 +75,7 @@ CHANGES: dict[str, tuple[Callable[[Path], object], set[str]]] = {
         lambda desk: ((desk / 'notes/day0/n2.md').unlink(), os.mkfifo(desk / 'notes/day0/n2.md')),
         {'notes/day0'},
     ),
+    'nothing changed': (lambda desk: None, {'notes/day0'}),
     'rewritten the same': (
         lambda desk: (desk / 'notes/day0/n0.md').write_text('note 0 0\n'),
         {'notes/day0'},
