@@ -282,6 +282,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    'narrow': (
+        'trading_checkpoints.desk.narrow.*',
+        [
+            'tests/desk/test_narrow.py',  # in-process: what mutmut learns coverage from
+            'tests/agent/test_watch_narrow.py',  # real watchers: the scan runs in the test too
+            *FOUND_BY_MUTATION,
+        ],
+    ),
 }
 
 
