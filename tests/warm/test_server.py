@@ -68,6 +68,20 @@ def run(
     )
 
 
+def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[bytes]:
+    """``checkpoints hook --harness claude`` through the console script's entry point, its
+    stdin a pipe left open: the hook reads its event until the end of it, so the command
+    blocks there until the test writes or closes it."""
+    return subprocess.Popen(
+        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        cwd=cwd,
+        env=client_env(runtime, **extra),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
 def server_pid(runtime: Path, timeout: float = 60) -> int:
     """The pid of the server for this checkout, once it listens."""
     deadline = time.monotonic() + timeout
@@ -185,14 +199,7 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     server = server_pid(runtime)
     before = len(Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None))
     ahead = waiting(server)
-    client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=workspace,
-        env=client_env(runtime),
-        stdin=subprocess.PIPE,  # the hook reads its event until the end of its input
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    client = hook_client(runtime, workspace)
     try:
         deadline = time.monotonic() + 30
         while not serving(server) and time.monotonic() < deadline:
@@ -241,14 +248,7 @@ def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     """``checkpoints hook`` blocked on its stdin, then SIGINT, as a terminal's Ctrl-C sends it
     to the foreground process: its status and stderr."""
     extra = {} if served else {'CHECKPOINTS_SERVER': 'off'}
-    client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=desk,
-        env=client_env(runtime, **extra),
-        stdin=subprocess.PIPE,  # the hook reads its event from stdin: it blocks until EOF
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    client = hook_client(runtime, desk, **extra)
     try:
         if served:
             server = server_pid(runtime)
@@ -290,14 +290,7 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
     desk = workspace_with_history(tmp_path)
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
-    client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=desk,
-        env=client_env(runtime),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    client = hook_client(runtime, desk)
     try:
         deadline = time.monotonic() + 30
         while not serving(server) and time.monotonic() < deadline:
@@ -542,14 +535,7 @@ def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runt
     server = server_pid(runtime)
     ahead = waiting(server)
     os.kill(ahead, signal.SIGSTOP)
-    client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=desk,
-        env=client_env(runtime),
-        stdin=subprocess.PIPE,  # the hook reads its event from stdin: it blocks until EOF
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    client = hook_client(runtime, desk)
     try:
         assert stopped(ahead)
         assert receiving(client.pid), 'the client sent its command and waits for the answer'
@@ -586,14 +572,7 @@ def test_ctrl_c_before_any_child_answers_runs_nothing(tmp_path: Path, runtime: P
     server = server_pid(runtime)
     ahead = waiting(server)
     os.kill(ahead, signal.SIGSTOP)
-    client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=desk,
-        env=client_env(runtime),
-        stdin=subprocess.PIPE,  # a hook run would block reading it
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    client = hook_client(runtime, desk)
     try:
         assert stopped(ahead)
         assert receiving(client.pid), 'the client sent its command and waits for the answer'
@@ -675,14 +654,7 @@ def test_a_server_stopped_as_its_child_takes_a_client_keeps_no_one_waiting(
     ahead = waiting(server)
     here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
     os.kill(server, signal.SIGSTOP)
-    first = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=workspace,
-        env=client_env(runtime),
-        stdin=subprocess.PIPE,  # the hook reads its event until the end of its input
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    first = hook_client(runtime, workspace)
     try:
         assert stopped(server)
         assert reading_stdin(ahead), 'the waiting child took the client and runs its command'
