@@ -99,16 +99,7 @@ class Asked:
         now = state(self.session, head)
         if now != before or self.session.repo.read_head_again() != head:
             return
-        external_paths, basis, skipped = answer
-        record = {
-            'state': now,
-            'answer': {
-                'external': list(external_paths),
-                'basis': basis,
-                'skipped': [list(item) for item in skipped],
-            },
-        }
-        vouch.report(self.name, self.token, record)
+        self._send(now, answer)
 
     def report_commit(self, session: ReadSession, head: bytes, answer: Answer) -> None:
         """A scan made after the token was committed as ``head``, ``session`` holding the lock
@@ -116,9 +107,14 @@ class Asked:
         answer now. The watcher keeps the record when no change reached it since the token."""
         if self.name is None or self.token is None:
             return
+        self._send(state(session, head), answer)
+
+    def _send(self, now: dict[str, Any], answer: Answer) -> None:
+        """Hands the watcher the record: the state the answer depended on, and the answer."""
+        assert self.name is not None and self.token is not None
         external_paths, basis, skipped = answer
         record = {
-            'state': state(session, head),
+            'state': now,
             'answer': {
                 'external': list(external_paths),
                 'basis': basis,
