@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..errors.lockwaits import show_lock_waits
-from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
+from . import agent, blame, browse, complete, core, history, remote, render, retention, turns, undo
 from .options import JSON_KEY, target_options
 from .target import DEFAULT_WORKSPACE, DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
@@ -216,6 +216,7 @@ for command in (
     history.diff,
     history.show,
     history.log,
+    blame.blame,
     undo.undo,
     undo.redo,
     undo.seal,

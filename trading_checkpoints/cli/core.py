@@ -33,13 +33,14 @@ _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
 
 
 def change_note(item: Any) -> str:
-    """``(2 files, +10/-3)``; ``(2 files)`` when the checkpoint recorded no line counts (its
-    commit did not have both sides of a changed text file at hand); nothing without stats."""
+    """``(2 files, +10/-3)``; ``(2 files, +?/-?)`` when the checkpoint recorded no line counts
+    (its commit did not have both sides of a changed text file at hand); nothing without
+    stats."""
     if item.files_changed is None:
         return ''
     files = f'{item.files_changed} file{"" if item.files_changed == 1 else "s"}'
     if item.lines_added is None or item.lines_removed is None:
-        return f'  ({files})'
+        return f'  ({files}, +?/-?)'
     return f'  ({files}, +{item.lines_added}/-{item.lines_removed})'
 
 
@@ -77,25 +78,39 @@ def note_recovery(checkpoints: Any, target: Target) -> None:
     help='Hide the bookkeeping of restores, undos and redos (their commits and the snapshots '
     'they take first): only the checkpoints taken before writes.',
 )
+@click.option(
+    '--turns',
+    'with_turns',
+    is_flag=True,
+    help="Name each checkpoint's agent turn and the turn's prompt (its label, as stored).",
+)
 @json_option(
-    'Print a JSON array of {"id", "created_at", "reason", "tool", "paths", "turn", "action"}.'
+    'Print a JSON array of {"id", "created_at", "reason", "tool", "paths", "turn", "action", '
+    '"files_changed", "lines_added", "lines_removed"} (with --turns, "turn_label" too).'
 )
 @target_options
 @verb('desk')
-def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) -> None:
+def list_command(
+    target: Target, limit: int, agent_only: bool, with_turns: bool, as_json: bool
+) -> None:
     """List checkpoints, newest first.
 
     \b
     Examples:
       checkpoints list
       checkpoints list -n 0 --agent-only      # all of them, without restore bookkeeping
+      checkpoints list --turns                # with each one's turn and the turn's prompt
       checkpoints list -n 5 --json
     """
     checkpoints = target.lister()
     items, more, exact = gather(checkpoints, limit, agent_only)
     note_recovery(checkpoints, target)
+    prompts = render.turn_labels(target, items) if with_turns else {}
     if as_json:
-        render.echo_json([item.to_dict() for item in items])
+        rows = [item.to_dict() for item in items]
+        if with_turns:
+            rows = [{**row, 'turn_label': prompts.get(row['turn'])} for row in rows]
+        render.echo_json(rows)
         return
     if not items:
         which = 'agent checkpoints' if agent_only and more == 0 else 'checkpoints'
@@ -103,8 +118,12 @@ def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) ->
         click.echo(f'Take one with: {target.command("snapshot", "-m", "why")}')
         return
     for item in items:
+        turn = ''
+        if with_turns and item.turn:
+            turn = f'  [{render.turn_note(item.turn, prompts.get(item.turn))}]'
         click.echo(
             f'{ident(item.checkpoint_id)}  {item.created_at}  {item.reason}{change_note(item)}'
+            + turn
         )
     if more:
         count = f'{more}' if exact else f'more than {more}'
