@@ -258,7 +258,7 @@ class _Tracker:
     def checkpoint(self, info: CommitInfo, previous: str, *, first: bool) -> None:
         """The checkpoint ``info`` (``previous``: the message of the one before it)."""
         label = label_of(info.message)
-        turn = metadata.parse(info.message).turn
+        turn = metadata.parse(info.message).turn if label is not None else None
         if label is not None and turn is not None:
             self.labels.setdefault(turn, label)
         if info.tree == self.tree:
