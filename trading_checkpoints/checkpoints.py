@@ -274,8 +274,8 @@ class Checkpoints:
                 ``at`` names the moment whose checkpoint to return to (see :meth:`checkpoint_at`).
             paths: Restore only these files or folders (desk-relative); the rest of the desk
                 is left as it is. The pre-snapshot still records the whole desk.
-            dry_run: Change nothing (no pre-snapshot, no writes) and return the plan as a
-                :class:`RestoreResult` with ``dry_run=True``.
+            dry_run: Change nothing and return the plan (``dry_run=True``); where the
+                restore would refuse, the same error (its message says it would).
             force: True (the default) makes every tracked path match the checkpoint, files
                 changed outside the agent included (they are kept in the pre-snapshot and
                 listed in ``RestoreResult.external``). False reverts only the agent's changes

@@ -228,6 +228,12 @@ def test_restore_turn_refuses_a_conflict_unless_forced_or_kept(workspace: Path, 
     async def script(client: Session) -> None:
         refused = await client.error('restore_turn', turn_id='msg_1')
         assert 'refusing to rewind turn msg_1' in refused and 'Memory.md' in refused
+        assert refused.endswith(
+            "(on_external='keep' leaves them as they are; force=true puts them back as before "
+            'the turn, keeping what it overwrites in the pre-snapshot)'
+        )
+        planned = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
+        assert planned == refused.replace('refusing to', 'would refuse to'), 'as the run decides'
         assert (desk / 'notes/msg_1.md').exists(), 'nothing was changed'
         kept = await client.ok('restore_turn', turn_id='msg_1', on_external='keep')
         assert kept['deleted'] == ['notes/msg_1.md'] and kept['written'] == []

@@ -15,7 +15,7 @@ is not someone else's change).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core.ids import short_id
 from ..core.trees import FileEntry
@@ -24,7 +24,7 @@ from ..errors import ExternalChangesError, NoCheckpointsError, TurnConflictError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import Writer
-from . import credits, external, history, restore
+from . import credits, dryrun, external, history, restore
 from .credits import Then
 from .request import Request
 from .results import RestoreResult
@@ -68,24 +68,20 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
         on_external=policy,
     )
     try:
-        result = restore.restore(session, request)
+        return restore.restore(session, request)  # a dry run refuses where the run would
     except TurnConflictError:
         raise
     except ExternalChangesError as refused:
         paths = refused.paths
         shown = ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
         raise TurnConflictError(
-            f'refusing to rewind turn {turn_id}: {len(paths)} file(s) it wrote were changed '
-            f'since by another turn or writer: {shown}; nothing was changed (force it to put '
-            'them back as before the turn, the current ones kept in the pre-snapshot, or keep '
-            'them as they are)',
+            f'{dryrun.refusing(dry_run)} rewind turn {turn_id}: {len(paths)} file(s) it wrote '
+            f'were changed since by another turn or writer: {shown}; nothing was changed '
+            '(force it to put them back as before the turn, the current ones kept in the '
+            'pre-snapshot, or keep them as they are)',
             paths,
             turn=turn_id,
         ) from None
-    if dry_run:
-        touched = {*result.written, *result.deleted}
-        return replace(result, external=tuple(sorted(touched & rewind.others)))
-    return result
 
 
 def plan(
