@@ -126,8 +126,10 @@ def show(target: Target, args: tuple[str, ...], at: str | None, patch: bool, as_
       checkpoints show 3f2a9c1 memory/chart.png --json
       checkpoints show --at 2025-03-14T14:30:00+01:00 Memory.md
     """
+    if at is None and not args:
+        raise click.UsageError("missing argument 'ID' (or --at TIME).")
     given = args if at is not None else args[1:]
-    if len(given) > 1 or (at is None and not args):
+    if len(given) > 1:
         wanted = '[PATH] (with --at)' if at is not None else 'ID [PATH]'
         raise click.UsageError(f'show takes {wanted}, not {len(args)} argument(s)')
     if at is None and not _HEX_ARG.fullmatch(args[0]):
