@@ -87,7 +87,8 @@ def show(lines: Any) -> None:
     width = max(len(row[2]) for row in rows)
     digits = len(str(rows[-1][3]))
     for shown, when, who, number, text in rows:
-        click.echo(f'{ident(shown)} {when:<25}  {who:<{width}}  {number:>{digits}}) {text}')
+        line = f' {text}' if text else ''  # an empty line leaves no trailing space
+        click.echo(f'{ident(shown)} {when:<25}  {who:<{width}}  {number:>{digits}}){line}')
     labelled = [(turn, label) for turn, label in turns.items() if label]
     if labelled:
         click.echo('')
