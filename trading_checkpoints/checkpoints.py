@@ -21,13 +21,12 @@ from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError
 from .ops import blame as blames
-from .ops import describe as descriptions
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
-from .ops.asof import Moment, chosen, named
-from .ops.asof import checkpoint_at as checkpoint_held_at
+from .ops.asof import Moment
 from .ops.guard import Guard, before_write
+from .ops.heldat import Held, chosen, held, named
 from .ops.results import (
     Checkpoint,
     Diff,
@@ -189,10 +188,17 @@ class Checkpoints:
         return listing.list_checkpoints(self.repository_directory, limit)
 
     def checkpoint_at(self, at: Moment) -> Checkpoint:
-        """The checkpoint the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
-        ``'3d'``: see ``ops/asof.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        """The state the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
+        ``'3d'``: see ``ops/asof.py``): the newest checkpoint taken at or before it, or the
+        agent's write sealed after that checkpoint and before the moment (see
+        ``ops/heldat.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        return self.held_at(at).checkpoint
+
+    def held_at(self, at: Moment) -> Held:
+        """:meth:`checkpoint_at`, and what it is: a checkpoint or the agent's sealed write (with
+        its turn), and whether the desk changed after it and before the moment unrecorded."""
         engine.complete_pending(self.desk_config, report_to=self)
-        return checkpoint_held_at(self.repository_directory, at)
+        return held(self.repository_directory, at)
 
     def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
         """``limit`` checkpoints from full id ``start`` (default: the newest) back, with their
@@ -205,16 +211,10 @@ class Checkpoints:
         with engine.reading(self.desk_config, report_to=self) as session:
             return history.introduced(session, checkpoint_id, patches=patches)
 
-    def describe(self, checkpoint_id: str, *, patches: bool = False) -> descriptions.Description:
-        """A checkpoint as ``git show`` describes a commit (see ``ops/describe.py``)."""
-        with engine.reading(self.desk_config, report_to=self) as session:
-            return descriptions.describe(session, checkpoint_id, patches=patches)
-
     def blame(
         self, path: str, checkpoint_id: str | None = None, *, at: Moment | None = None
     ) -> blames.Blame:
-        """Each line of file ``path`` with the checkpoint that introduced it, its time and who
-        wrote it (see ``ops/blame.py``): in the desk now, at a checkpoint, or at moment ``at``."""
+        """Who wrote each line of ``path`` (``ops/blame.py``), in the desk or at an id or ``at``."""
         with engine.reading(self.desk_config, report_to=self) as session:
             return blames.blame(session, path, chosen(session, checkpoint_id, at))
 

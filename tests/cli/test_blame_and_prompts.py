@@ -109,7 +109,7 @@ def test_show_id_describes_the_checkpoint_as_git_show_a_commit(
     form = json.loads(checkpoints('show', ids['watch'], '--json', cwd=desk).stdout)
     assert form['checkpoint']['action'] == 'captured' and form['turn_label'] is None
     assert form['written_by'] == [
-        {'path': 'Memory.md', 'turn': None, 'session': None, 'changed_after': False}
+        {'path': 'Memory.md', 'turn': None, 'session': None, 'uncertain': False}
     ]
     change = form['changes'][0]
     assert (change['added_lines'], change['removed_lines'], change['patch']) == (1, 0, None)

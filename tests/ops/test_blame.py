@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import authors
 from helpers.authors import append, hook_write
-from helpers.builders import write
+from helpers.builders import StoreClock, write
 from helpers.gitcli import git, needs_git
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -216,3 +216,22 @@ def test_carry_keeps_each_kept_line_s_mark_in_order_and_marks_the_rest_new(
     while shared < min(len(old), len(new)) and old[shared] == new[shared]:
         shared += 1
     assert all(carried[i] == i for i in range(shared))
+
+
+def test_at_a_moment_after_the_agent_s_sealed_write_blames_that_write(
+    cps: Checkpoints, desk: Path
+) -> None:
+    with StoreClock(authors.START) as clock:
+        write(desk, 'Memory.md', '# Memory\n')
+        cps.snapshot('start')
+        clock.at += 60
+        hook_write(cps, 't-1', 'add AAPL', 'S1', '- Watchlist: AAPL')  # sealed, not checkpointed
+        clock.at += 60
+        append(desk, '- a person, later')
+    held = cps.held_at('2025-03-14T14:31:30Z')
+    assert held.sealed
+    lines = cps.blame('Memory.md', at='2025-03-14T14:31:30Z').lines
+    assert [line.text for line in lines] == ['# Memory', '- Watchlist: AAPL']
+    assert (lines[1].origin.state, lines[1].origin.author.kind) == ('seal', 'agent')
+    assert lines[1].origin.author.turn == 't-1'
+    assert lines[1].origin.checkpoint_id == held.checkpoint.checkpoint_id

@@ -140,7 +140,9 @@ def show(target: Target, args: tuple[str, ...], at: str | None, patch: bool, as_
     checkpoints = target.checkpoints()
     checkpoint_id = held_at(checkpoints, at, None) if at is not None else args[0]
     if not given:
-        described = checkpoints.describe(checkpoint_id, patches=patch)
+        from ..ops.describe import describe
+
+        described = describe(checkpoints, checkpoint_id, patches=patch)
         if as_json:
             render.echo_json(described.to_dict())
         else:
@@ -168,13 +170,13 @@ def show(target: Target, args: tuple[str, ...], at: str | None, patch: bool, as_
 
 
 def _writers(written: Any) -> list[tuple[str, list[str]]]:
-    """Who made the changes a checkpoint holds, grouped: ``turn t-1`` (``, then someone
-    else`` for a path changed again after the turn wrote it) or ``no turn``."""
+    """Who made the changes a checkpoint holds, grouped: ``turn t-1`` (``or someone else``
+    where that is uncertain) or ``no turn``."""
     groups: dict[str, list[str]] = {}
     for item in written:
         who = f'turn {item.turn}' if item.turn else 'no turn'
-        if item.turn and item.changed_after:
-            who += ', then someone else'
+        if item.turn and item.uncertain:
+            who += ' or someone else'
         groups.setdefault(who, []).append(item.path)
     return list(groups.items())
 

@@ -8,8 +8,9 @@ checkpoint that holds it:
 
 - ``agent``: a turn wrote it (its id, session, the tool as far as recorded, and the turn's
   prompt label); also a write a tool announced outside any turn (declared paths, no turn);
-- ``uncertain``: a turn wrote the file, then someone else changed it again before the
-  checkpoint, so its lines are either's;
+- ``uncertain``: a turn wrote the file, and someone else changed it again before the
+  checkpoint (or another writer at work at the same time may have written it), so its lines
+  are either's;
 - ``watch``: recorded by ``checkpoints watch`` and written by no turn (a process no hook sees,
   or a person);
 - ``outside``: written by no turn, recorded by a snapshot (a person, or another process);
@@ -44,9 +45,10 @@ except ImportError:  # pragma: no cover - typing_extensions comes with the mcp e
 from ..core.ids import short_id
 from ..core.trees import SYMLINK_MODE, TREE_MODE, FileEntry
 from ..desk.scan import LazyFiles
-from ..errors import InvalidArgumentError, NotInCheckpointError
+from ..errors import InvalidArgumentError, NoCheckpointsError, NotInCheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
+from ..store.metadata import Writer
 from ..store.repo import ShadowRepo
 from . import credits, external, history
 from .listing import walk
@@ -160,26 +162,26 @@ def blame(session: ReadSession, path: str, checkpoint_id: str | None) -> Blame:
     """The blame of file ``path`` at ``checkpoint_id``, or in the desk now (None)."""
     repo = session.repo
     wanted = history.normalize_path(path, session.allowlist)
-    start = repo.resolve(checkpoint_id) if checkpoint_id is not None else repo.head()
-    if start is None:
-        raise NotInCheckpointError(
-            f'no checkpoints yet in {repo.path}: nothing to blame {wanted!r} on',
-            path=wanted,
-            checkpoint='',
-        )
+    head = repo.head()
+    if head is None:
+        raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
+    start = repo.resolve(checkpoint_id) if checkpoint_id is not None else head
+    sealed = start != head and start == repo.read_ref(external.SEAL_REF)
     tracker = _Tracker(repo, wanted)
-    with closing(walk(repo.path, start)) as commits:
+    with closing(walk(repo.path, head if sealed else start)) as commits:
         chain = list(commits)
     previous = ''
     for position, info in enumerate(reversed(chain)):
         tracker.checkpoint(info, previous, first=position == 0)
         previous = info.message
-    if checkpoint_id is not None:
-        label = checkpoint_id.strip()
-        entry = tracker.entry
-    else:
+    if checkpoint_id is None:
         label = 'the desk'
         entry = _desk(session, tracker, chain[0])
+    else:
+        label = checkpoint_id.strip()
+        if sealed:  # the agent's sealed write (as --at finds it), on the newest checkpoint
+            _sealed(repo, tracker, chain[0], credits.unrecorded(repo, chain[0].tree, ()))
+        entry = tracker.entry
     _require_file(tracker, entry, label)
     lines = tracker.lines
     return Blame(
@@ -199,10 +201,7 @@ def _desk(session: ReadSession, tracker: _Tracker, head: CommitInfo) -> FileEntr
     found, cache = session.scan()
     outside = external.attribute(session, LazyFiles(found), session.known_tree(found, cache))
     since = credits.unrecorded(repo, head.tree, outside.external)
-    if since.sealed is not None:
-        seal = since.sealed
-        author = _author(since.writer, seal, head.message, path, tracker.labels)
-        tracker.change(_entry_at(repo, seal.tree, path), _origin(SEAL, seal, author), since.writer)
+    _sealed(repo, tracker, head, since)
     entry = found.files.get(path)
     if entry is not None and entry[0] == SYMLINK_MODE:
         entry = None
@@ -210,10 +209,9 @@ def _desk(session: ReadSession, tracker: _Tracker, head: CommitInfo) -> FileEntr
         tracker.change(entry, _origin(DESK, None, Author(UNKNOWN)), None)
         return entry
     credit = since.credit(path)
-    writer = credits.writer_of(credit)
-    if writer is not None:
-        tool = credits.tool_of('', head.message, writer)
-        author = Author(AGENT, writer.turn, writer.session, tool, tracker.labels.get(writer.turn))
+    writers = credits.writers_of(credit)
+    if writers:
+        author = _agent(credit, writers, '', head.message, tracker.labels)
     elif outside.basis == external.UNKNOWN:
         author = Author(UNKNOWN)  # nothing records what the agent wrote since
     elif since.sealed is None and path not in since.outside:
@@ -224,6 +222,17 @@ def _desk(session: ReadSession, tracker: _Tracker, head: CommitInfo) -> FileEntr
     data = session.desk.reader(found)(path, entry[1])
     tracker.change(entry, _origin(DESK, None, author), credit, data)
     return entry
+
+
+def _sealed(
+    repo: ShadowRepo, tracker: _Tracker, head: CommitInfo, since: credits.Unrecorded
+) -> None:
+    """Carries the blame on to the agent's write sealed since the newest checkpoint, if any."""
+    seal = since.sealed
+    if seal is not None:
+        author = _author(since.writer, seal, head.message, tracker.path, tracker.labels)
+        entry = _entry_at(repo, seal.tree, tracker.path)
+        tracker.change(entry, _origin(SEAL, seal, author), since.writer)
 
 
 def _require_file(tracker: _Tracker, entry: FileEntry | None, label: str) -> None:
@@ -358,15 +367,9 @@ def _author(
     """Who made a version (see the module notes), from the record of the checkpoint (or seal)
     holding it, ``info``, and of the one before it (``previous``)."""
     message = info.message
-    writer = credits.writer_of(credit)
-    if writer is not None:
-        return Author(
-            UNCERTAIN if isinstance(credit, credits.Then) else AGENT,
-            writer.turn,
-            writer.session,
-            credits.tool_of(message, previous, writer),
-            labels.get(writer.turn),
-        )
+    writers = credits.writers_of(credit)
+    if writers:
+        return _agent(credit, writers, message, previous, labels)
     action = metadata.action_of(message)
     if action == metadata.CAPTURED and metadata.parse(message).tool == WATCH_TOOL:
         return Author(WATCH, tool=WATCH_TOOL)
@@ -374,6 +377,24 @@ def _author(
         return Author(UNKNOWN)
     tool = credits.declared_tool(previous, path)
     return Author(AGENT, tool=tool) if tool is not None else Author(OUTSIDE)
+
+
+def _agent(
+    credit: credits.Credit,
+    writers: tuple[Writer, ...],
+    message: str,
+    previous: str,
+    labels: dict[str, str],
+) -> Author:
+    """The turn that wrote a version (or the turns that may have: ``t-1 or t-2``)."""
+    kind = AGENT if credits.certain(credit) else UNCERTAIN
+    if len(writers) > 1:
+        turns = ' or '.join(writer.turn for writer in writers)
+        sessions = ' or '.join(writer.session or '-' for writer in writers)
+        return Author(kind, turns, sessions)
+    writer = writers[0]
+    tool = credits.tool_of(message, previous, writer)
+    return Author(kind, writer.turn, writer.session, tool, labels.get(writer.turn))
 
 
 def _entry_at(repo: ShadowRepo, tree: bytes, path: str) -> FileEntry | None:
@@ -397,7 +418,7 @@ def describe(author: Author) -> str:
     if author.kind in (AGENT, UNCERTAIN):
         tool = f' ({author.tool})' if author.tool else ''
         who = f'turn {author.turn}{tool}' if author.turn else f'the agent{tool}'
-        return who if author.kind == AGENT else f'{who} or someone after it'
+        return who if author.kind == AGENT else f'{who} or someone else'
     return {
         WATCH: 'seen by watch',
         OUTSIDE: 'outside the agent',

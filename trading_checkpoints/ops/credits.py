@@ -4,9 +4,11 @@ turn (``rewind``) and blaming a file's lines (``blame``) share.
 Each checkpoint says who made the changes it holds, relative to the checkpoint before it
 (:func:`of_checkpoint`):
 
-- ``Checkpoint-Wrote-By`` (and ``-Wrote``): that turn wrote the listed paths, then someone
-  else those also named by ``Checkpoint-Changed-After`` (:class:`Then`); the checkpoint's other
-  changes were made by no turn (see ``snapshot.writes`` for how a snapshot tells).
+- ``Checkpoint-Wrote-By`` (and ``-Wrote``), once per writer: that turn wrote the listed
+  paths, then someone else those also named by ``Checkpoint-Changed-After`` (:class:`Then`);
+  those named by ``Checkpoint-Maybe-Wrote`` it may have written, as may another writer at work
+  at the same time (:class:`Maybe`: uncertain); the checkpoint's other changes were made by no
+  turn (see ``snapshot.writes`` for how a snapshot tells).
 - a restore, undo or redo: each path it changed is credited to whoever wrote the entry it put
   back, as the caller's walk saw it (``seen``).
 - a checkpoint without that record (made by an older version): the changes are credited to
@@ -42,7 +44,14 @@ class Then:
     writer: Writer
 
 
-Credit = Writer | Then | None  # who made a change (None: no turn)
+@dataclass(frozen=True)
+class Maybe:
+    """A change any of ``writers`` may have made (they were at work at once: uncertain)."""
+
+    writers: frozenset[Writer]
+
+
+Credit = Writer | Then | Maybe | None  # who made a change (None: no turn)
 
 _Seen = TypeVar('_Seen')
 
@@ -55,13 +64,19 @@ def of_checkpoint(
     caller's walk met so far, for a restore's changes. None: no turn."""
     if metadata.action_of(message) in RESTORING:
         return lambda path, new: seen.get((path, new))
-    record = metadata.written(message)
-    if record is not None:
+    groups = metadata.written_groups(message)
+    if groups:
 
         def credit(path: str, new: FileEntry | None) -> Credit:
-            if path in record.changed_after:
-                return Then(record.writer)
-            return record.writer if path in record.paths else None
+            maybe = frozenset(group.writer for group in groups if path in group.maybe)
+            if maybe:
+                return Maybe(maybe)
+            for group in groups:
+                if path in group.changed_after:
+                    return Then(group.writer)
+                if path in group.paths:
+                    return group.writer
+            return None
 
         return credit
     writer = metadata.writer_of(previous)
@@ -71,11 +86,19 @@ def of_checkpoint(
     return lambda path, new: writer if not declared or history.under(path, declared) else None
 
 
-def writer_of(credit: object) -> Writer | None:
-    """The turn a credit names: the writer, or the writer someone changed the path after."""
+def writers_of(credit: object) -> tuple[Writer, ...]:
+    """The turns a credit names: the writer, the writer someone changed the path after, or
+    each writer that may have made it (sorted)."""
     if isinstance(credit, Then):
-        return credit.writer
-    return credit if isinstance(credit, Writer) else None
+        return (credit.writer,)
+    if isinstance(credit, Maybe):
+        return tuple(sorted(credit.writers, key=lambda w: (w.turn, w.session or '')))
+    return (credit,) if isinstance(credit, Writer) else ()
+
+
+def certain(credit: object) -> bool:
+    """Whether a credit names its writer for certain (not :class:`Then` nor :class:`Maybe`)."""
+    return not isinstance(credit, (Then, Maybe))
 
 
 def tool_of(message: str, previous: str, writer: Writer) -> str | None:

@@ -4,6 +4,7 @@ the tool and turn it was taken for (with the turn's prompt label), and what it c
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 try:  # pydantic (the MCP SDK) reads TypedDicts from typing_extensions on Python < 3.12
     from typing_extensions import TypedDict
@@ -12,7 +13,9 @@ except ImportError:  # pragma: no cover - typing_extensions comes with the mcp e
 
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
-from . import credits, history, turns
+from . import credits, engine, history, turns
+from .deskconfig import DeskConfig
+from .engine import RecoveryReport
 from .results import ChangeRow, Checkpoint, CheckpointRow, Diff, checkpoint_from
 from .session import ReadSession
 
@@ -21,7 +24,13 @@ class WrittenForm(TypedDict):
     path: str
     turn: str | None
     session: str | None
-    changed_after: bool
+    uncertain: bool
+
+
+class Described(RecoveryReport, Protocol):
+    """What describing a checkpoint needs of its desk (``trading_checkpoints.Checkpoints``)."""
+
+    desk_config: DeskConfig
 
 
 class DescriptionForm(TypedDict):
@@ -37,17 +46,18 @@ class DescriptionForm(TypedDict):
 
 @dataclass(frozen=True)
 class Written:
-    """Who made one change a checkpoint holds: ``turn`` (None: no turn, such as a person),
-    and whether someone else changed the path again before the checkpoint."""
+    """Who made one change a checkpoint holds: ``turn`` (None: no turn, such as a person;
+    ``t-1 or t-2`` when either may have), and whether that is uncertain (someone else changed
+    the path again before the checkpoint, or another writer was at work at the same time)."""
 
     path: str
     turn: str | None
     session: str | None = None
-    changed_after: bool = False
+    uncertain: bool = False
 
     def to_dict(self) -> WrittenForm:
         return WrittenForm(
-            path=self.path, turn=self.turn, session=self.session, changed_after=self.changed_after
+            path=self.path, turn=self.turn, session=self.session, uncertain=self.uncertain
         )
 
 
@@ -88,8 +98,14 @@ class Description:
         )
 
 
-def describe(session: ReadSession, checkpoint_id: str, *, patches: bool) -> Description:
-    """Checkpoint ``checkpoint_id`` described (see the module notes)."""
+def describe(checkpoints: Described, checkpoint_id: str, *, patches: bool = False) -> Description:
+    """Checkpoint ``checkpoint_id`` of a desk (``trading_checkpoints.Checkpoints``) described
+    (see the module notes); ``patches``: with the diff of each text file."""
+    with engine.reading(checkpoints.desk_config, report_to=checkpoints) as session:
+        return _describe(session, checkpoint_id, patches)
+
+
+def _describe(session: ReadSession, checkpoint_id: str, patches: bool) -> Description:
     repo = session.repo
     sha = repo.resolve(checkpoint_id)
     info = repo.commit_info(sha)
@@ -117,9 +133,10 @@ def _written(session: ReadSession, info: CommitInfo, diff: Diff) -> tuple[Writte
     for change in diff.changes:
         new = None if change.new_id is None else (change.new_mode or 0, change.new_id.encode())
         given = credit(change.path, new)
-        writer = credits.writer_of(given)
-        turn, by = (writer.turn, writer.session) if writer is not None else (None, None)
-        found.append(Written(change.path, turn, by, isinstance(given, credits.Then)))
+        writers = credits.writers_of(given)
+        turn = ' or '.join(w.turn for w in writers) or None
+        by = ' or '.join(w.session or '-' for w in writers) if writers else None
+        found.append(Written(change.path, turn, by, not credits.certain(given)))
     return tuple(found)
 
 
