@@ -1,6 +1,6 @@
 """``checkpoints blame`` on a long history, against ``git blame`` of the same file in the same run.
 
-    python benchmarks/bench_blame.py [--checkpoints 10000] [--lines 200] [--runs 5]
+    python benchmarks/bench_blame.py [--checkpoints 10000] [--lines 200] [--runs 5] [--keep DIR]
 
 Builds a desk whose Memory.md changes in every checkpoint (agent turns of five writes each:
 a line appended while it has fewer than ``--lines``, else one line rewritten or dropped), then
@@ -10,7 +10,8 @@ times, as medians of ``--runs`` alternating runs:
 - ``git blame --first-parent NEWEST -- Memory.md`` on the same repository (a new process);
 - ``Checkpoints.blame`` in this process (its caches warm after the first run).
 
-and prints the ratio of the first two. Not a test: numbers depend on the machine.
+and prints the ratio of the first two. ``--keep DIR`` builds the workspace in DIR, or times the
+one built there before (the build takes minutes). Not a test: numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -70,18 +71,24 @@ def main() -> None:
     parser.add_argument('--checkpoints', type=int, default=10_000)
     parser.add_argument('--lines', type=int, default=200)
     parser.add_argument('--runs', type=int, default=5)
+    parser.add_argument('--keep', type=Path, metavar='DIR')
     args = parser.parse_args()
     git = shutil.which('git')
     if git is None:
         sys.exit('git is not installed: it is the baseline')
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = str(args.keep or scratch)
         desk = Path(folder) / 'desks' / 'main'
-        desk.mkdir(parents=True)
         repository = Path(folder) / '.checkpoints' / 'main.git'
         cps = Checkpoints(repository, desk)
-        started = time.perf_counter()
-        newest = build(desk, cps, args.checkpoints, args.lines)
-        print(f'{args.checkpoints} checkpoints built in {time.perf_counter() - started:.0f} s')
+        if repository.is_dir():
+            newest = cps.list(1)[0].checkpoint_id
+            print(f'the workspace in {folder}: {len(cps.list(None))} checkpoints')
+        else:
+            desk.mkdir(parents=True)
+            started = time.perf_counter()
+            newest = build(desk, cps, args.checkpoints, args.lines)
+            print(f'{args.checkpoints} checkpoints built in {time.perf_counter() - started:.0f} s')
         env = {**os.environ, 'PYTHONPATH': str(ROOT), 'CHECKPOINTS_SERVER': 'off'}
         ours_command = [sys.executable, '-m', 'trading_checkpoints', '--workspace', folder]
         ours_command += ['blame', 'Memory.md', '--at', newest, '--json']
@@ -102,7 +109,7 @@ def main() -> None:
         library = median_ms(lambda: cps.blame('Memory.md', newest), args.runs)
         lines = len(cps.blame('Memory.md', newest).lines)
         ours_ms, git_ms = statistics.median(ours_samples), statistics.median(git_samples)
-        print(f'Memory.md: {lines} lines, changed in each of {args.checkpoints} checkpoints')
+        print(f'Memory.md: {lines} lines at the newest checkpoint')
         print(f'checkpoints blame (process)   {ours_ms:9.1f} ms')
         print(f'git blame --first-parent      {git_ms:9.1f} ms')
         print(f'Checkpoints.blame (in-process) {statistics.median(library):8.1f} ms')
