@@ -162,7 +162,7 @@ def held_at(checkpoints: Any, at: str, given: str | None) -> str:
     if held.sealed:
         turn = f' in turn {held.turn}' if held.turn else ''
         said = (
-            f'note: at {at} the desk held the agent\'s sealed write{turn}, '
+            f"note: at {at} the desk held the agent's sealed write{turn}, "
             f'{render.ident(found.checkpoint_id)} ({found.created_at})'
         )
     else:
