@@ -195,9 +195,12 @@ class Target:
         return ' '.join(shlex.quote(part) for part in parts)
 
 
-def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
-    """The target named by the options, the environment and the current folder."""
-    cwd = Path(os.path.abspath(os.getcwd()))
+def resolve(
+    workspace_option: str | None, desk_option: str | None, cwd: Path | None = None
+) -> Target:
+    """The target named by the options, the environment and the current folder (or ``cwd``,
+    a folder a command is run from)."""
+    cwd = Path(os.path.abspath(cwd if cwd is not None else os.getcwd()))
     environment_workspace = os.environ.get(WORKSPACE_VARIABLE) or None
     if workspace_option is not None:
         root, workspace_source = _absolute(workspace_option), 'option'

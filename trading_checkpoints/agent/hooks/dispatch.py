@@ -44,11 +44,11 @@ from .events import (
 if TYPE_CHECKING:
     from ...checkpoints import Checkpoints
 
+from .lastevent import record_event, record_failure
 from .place import (
     desk_name,
     find_workspace,
     open_turn,
-    record_event,
     session_id,
     session_word,
     shell_desks,
@@ -71,7 +71,7 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
             return None
         prompt = event.get('prompt')
         turn = open_turn(workspace, session, prompt if isinstance(prompt, str) else '')
-        return _done(workspace, name, None, f'opened turn {turn}')
+        return _done(workspace, harness, name, None, f'opened turn {turn}')
     if kind not in (BEFORE_TOOL, AFTER_TOOL):
         return None
     tool = text(event, 'tool_name') or ''
@@ -96,9 +96,11 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     return action.recorded(name, lambda: action.write(desk, by_place, paths))
 
 
-def _done(workspace: Path, event: str, tool: str | None, line: str | None) -> str | None:
+def _done(
+    workspace: Path, harness: str, event: str, tool: str | None, line: str | None
+) -> str | None:
     if line is not None:
-        record_event(workspace, event, tool, line)
+        record_event(workspace, harness, event, tool, line)
     return line
 
 
@@ -120,9 +122,9 @@ class Action:
         try:
             line = work()
         except HookError as error:
-            record_event(self.workspace, event, self.tool, f'failed: {error}')
+            record_failure(self.workspace, self.harness, event, self.tool, str(error))
             raise
-        return _done(self.workspace, event, self.tool, line)
+        return _done(self.workspace, self.harness, event, self.tool, line)
 
     def failed(self, desk: str, what: str, error: Exception) -> HookError:
         if isinstance(error, OSError):
