@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.builders import write
 from helpers.cli import checkpoints
 from helpers.processes import environment
 
@@ -19,7 +20,9 @@ SETTINGS = {'claude': '.claude/settings.local.json', 'gemini': '.gemini/settings
 
 @pytest.fixture
 def home(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / 'home').mkdir()
+    """A home of the test's own (the user's settings never read or written), where Gemini CLI
+    trusts the test's folders."""
+    write(tmp_path, 'home/.gemini/trustedFolders.json', json.dumps({str(tmp_path): 'TRUST_FOLDER'}))
     return {'HOME': str(tmp_path / 'home')}
 
 
@@ -139,3 +142,37 @@ def test_doctor_shows_the_last_failure_with_its_error_text_per_harness(
     assert 'PreToolUse Write: checkpoint ' in handled
     [kept] = [line for line in lines(later) if line.startswith('last failed')]
     assert kept.startswith('last failed ok      claude: '), 'an older failure: shown, no problem'
+
+
+def test_gemini_project_settings_in_a_folder_it_does_not_trust_are_a_problem(
+    project: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI reads a folder's project settings only where it trusts the folder."""
+    env = {'HOME': str(tmp_path / 'another-home')}
+    done = checkpoints('hook', 'install', '--harness', 'gemini', cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    settings = project / SETTINGS['gemini']
+    listed = tmp_path / 'another-home' / '.gemini' / 'trustedFolders.json'
+    untrusted = (
+        f'Gemini CLI ignores {settings}: {project} is not a trusted folder (trust it when Gemini '
+        f'CLI asks, or add "{project}": "TRUST_FOLDER" to {listed})'
+    )
+    assert f'Note: {untrusted}.' in lines(done)
+    report = checkpoints('hook', 'doctor', '--harness', 'gemini', cwd=project, env=env)
+    assert report.returncode == 1 and f'gemini      problem {untrusted}' in lines(report)
+    # TRUST_PARENT on a folder trusts its parent, and what is below it.
+    write(
+        tmp_path,
+        'another-home/.gemini/trustedFolders.json',
+        json.dumps({str(project / 'workspace'): 'TRUST_PARENT'}),
+    )
+    report = checkpoints('hook', 'doctor', '--harness', 'gemini', cwd=project, env=env)
+    assert report.returncode == 0, report.stdout
+    # The longest rule wins.
+    write(
+        tmp_path,
+        'another-home/.gemini/trustedFolders.json',
+        json.dumps({str(tmp_path): 'TRUST_FOLDER', str(project): 'DO_NOT_TRUST'}),
+    )
+    report = checkpoints('hook', 'doctor', '--harness', 'gemini', cwd=project, env=env)
+    assert report.returncode == 1 and f'gemini      problem {untrusted}' in lines(report)

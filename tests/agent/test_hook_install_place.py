@@ -22,8 +22,9 @@ SETTINGS = {'claude': '.claude/settings.local.json', 'gemini': '.gemini/settings
 
 @pytest.fixture
 def home(tmp_path: Path) -> dict[str, str]:
-    """A home of the test's own: the user's global settings are never read or written."""
-    (tmp_path / 'home').mkdir()
+    """A home of the test's own (the user's settings never read or written), where Gemini CLI
+    trusts the test's folders."""
+    write(tmp_path, 'home/.gemini/trustedFolders.json', json.dumps({str(tmp_path): 'TRUST_FOLDER'}))
     return {'HOME': str(tmp_path / 'home')}
 
 
@@ -67,7 +68,7 @@ def test_install_in_the_folder_holding_workspace_writes_its_project_settings(
     [command] = commands(settings)
     assert bound_workspace(command) == project / 'workspace'
     assert not (project / 'workspace' / SETTINGS[harness]).exists()
-    assert not (Path(home['HOME']) / f'.{harness}').exists()
+    assert not (Path(home['HOME']) / f'.{harness}' / 'settings.json').exists()
     pasted = shell(check_line(done.stdout), cwd=project.parent, env=home)
     assert pasted.returncode == 0, pasted.stdout + pasted.stderr
     assert 'No problems found.' in pasted.stdout

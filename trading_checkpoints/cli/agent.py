@@ -213,6 +213,7 @@ def hook_install(
       checkpoints hook install --harness claude --settings .claude/settings.json --dry-run
     """
     from ..agent.hooks import install
+    from ..agent.hooks.doctor import gemini_trusts, untrusted
 
     workspace = _bound(target, everywhere)
     path = install.settings_file(harness, settings, everywhere, target.cwd)
@@ -230,6 +231,8 @@ def hook_install(
         click.echo(f'{name} reads it in every project.')
     elif settings is None:
         click.echo(f'{name} started in {target.cwd} reads it.')
+        if harness == 'gemini' and not gemini_trusts(target.cwd):
+            click.echo(f'Note: {untrusted(target.cwd, path)}.')
     check = ['checkpoints', 'hook', 'doctor', '--harness', harness, '--from', str(target.cwd)]
     if settings is not None:
         check += ['--settings', str(path)]

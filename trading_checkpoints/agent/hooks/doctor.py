@@ -19,7 +19,7 @@ from pathlib import Path
 from ...errors import CheckpointError
 from ...workspace import desk_at
 from . import settingsfile
-from .events import HARNESSES, SHELL_TOOLS
+from .events import GEMINI, HARNESSES, SHELL_TOOLS
 from .install import (
     ENTRIES,
     NAMES,
@@ -148,7 +148,8 @@ def _check_folder(report: Report, harness: str, folder: Path) -> bool:
     """Checks the files ``harness`` reads when started in ``folder``; whether any has the
     hooks."""
     installed = False
-    for path in [*project_settings(harness, folder), global_settings(harness)]:
+    project = project_settings(harness, folder)
+    for path in [*project, global_settings(harness)]:
         try:
             data = settingsfile.read(path).data
         except CheckpointError as error:
@@ -156,9 +157,47 @@ def _check_folder(report: Report, harness: str, folder: Path) -> bool:
             continue
         if _check_file(report, harness, path, data):
             installed = True
+            if harness == GEMINI and path in project and not gemini_trusts(folder):
+                report.add(harness, untrusted(folder, path), problem=True)
         elif os.path.lexists(path):
             report.add(harness, f'not installed in {path}')
     return installed
+
+
+TRUSTED_FOLDERS = ('.gemini', 'trustedFolders.json')
+
+
+def untrusted(folder: Path, path: Path) -> str:
+    listed = Path.home().joinpath(*TRUSTED_FOLDERS)
+    return (
+        f'Gemini CLI ignores {path}: {folder} is not a trusted folder (trust it when Gemini '
+        f'CLI asks, or add "{folder}": "TRUST_FOLDER" to {listed})'
+    )
+
+
+def gemini_trusts(folder: Path) -> bool:
+    """Whether Gemini CLI started in ``folder`` reads its project settings: the folder is
+    trusted (the longest matching rule of ``~/.gemini/trustedFolders.json``; a
+    ``TRUST_PARENT`` rule trusts its folder's parent), or folder trust is switched off."""
+    if os.environ.get('GEMINI_CLI_TRUST_WORKSPACE') == 'true':
+        return True
+    try:
+        user = settingsfile.read(global_settings(GEMINI)).data
+        rules = settingsfile.read(Path.home().joinpath(*TRUSTED_FOLDERS)).data
+    except CheckpointError:
+        return False
+    security = user.get('security')
+    trust = security.get('folderTrust') if isinstance(security, dict) else None
+    if isinstance(trust, dict) and trust.get('enabled') is False:
+        return True
+    here = os.path.realpath(folder)
+    best, level = -1, None
+    for rule, value in rules.items():
+        effective = os.path.dirname(rule) if value == 'TRUST_PARENT' else rule
+        base = os.path.realpath(effective)
+        if (here == base or here.startswith(base.rstrip(os.sep) + os.sep)) and len(rule) > best:
+            best, level = len(rule), value
+    return level in ('TRUST_FOLDER', 'TRUST_PARENT')
 
 
 def _installed_nowhere(report: Report, asked: list[str], folder: Path) -> None:
