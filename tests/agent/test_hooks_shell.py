@@ -174,6 +174,14 @@ def test_the_command_line_is_never_stored(workspace: Path, desk: Path) -> None:
         ('ghp_abcdefghijklmnopqrstuvwxyz0123456789 --x', 'a command'),
         ('', 'a command'),
         (None, 'a command'),
+        # Quotes are respected: a separator inside them starts no command, so the word after
+        # it (a token, say) is an argument, never a program name.
+        ('echo "a|b" ; echo TOKEN123 > /dev/null', 'echo'),
+        ("printf 'x;TOKEN123' && grep -c 'y&&TOKEN456' f", 'printf, grep'),
+        ('git commit -m "fix; TOKEN123" # x; TOKEN456', 'git'),
+        ('echo "unterminated; TOKEN123', 'a command'),
+        ('if true; then touch a; fi', 'true, touch'),
+        ('for TOKEN123 in a b; do cat $TOKEN123; done', 'cat'),
         (
             ' ; '.join(f'tool{n:02d}' for n in range(30)),
             ', '.join(f'tool{n:02d}' for n in range(10)),

@@ -14,7 +14,7 @@ from ..errors import NoWorkspaceError
 from . import render
 from .options import dry_run_option, json_option, reports_errors, target_options, verb
 from .render import style
-from .target import DESK_KEY, WORKSPACE_KEY, Target, resolve
+from .target import DESK_KEY, WORKSPACE_KEY, Target
 
 F = TypeVar('F', bound=Callable[..., Any])
 
@@ -308,12 +308,13 @@ def hook_doctor(
       checkpoints hook doctor --settings ~/.gemini/settings.json
     """
     from ..agent.hooks.doctor import doctor
+    from ..workspace import locate_workspace
 
     start = Path(os.path.abspath(folder if folder is not None else target.cwd))
     # Where a hook whose command names no workspace acts: found from the folder as every verb
     # finds it (an option given here reaches no harness).
-    spot = resolve(None, None, cwd=start)
-    found = spot.workspace if spot.workspace.is_dir() else None
+    spot, _ = locate_workspace(start)
+    found = spot if spot.is_dir() else None
     where = settings.expanduser().absolute() if settings is not None else None
     report = doctor(harness, start, where, found)
     if as_json:
