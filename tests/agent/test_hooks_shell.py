@@ -119,15 +119,15 @@ def test_a_gemini_shell_command_in_a_desk_folder(workspace: Path, desk: Path) ->
 
 def test_a_command_that_changes_nothing_leaves_no_checkpoint(workspace: Path, desk: Path) -> None:
     cps = started(workspace, {'Memory.md': 'v0\n', 'notes/a.md': 'a\n'})
-    before = event('gemini_before_tool_shell.json', workspace)  # ls notes
-    ok(hook(before), stdout='{}\n')  # the turn's start is marked
     listed = cps.list(None)
-    ok(hook(before), stdout='{}\n')  # the turn already started: nothing new
+    ok(hook(event('gemini_before_agent.json', workspace)), stdout='{}\n')  # a turn opens
+    before = event('gemini_before_tool_shell.json', workspace)  # ls notes
+    ok(hook(before), stdout='{}\n')  # no row for the turn's start: nothing changed
     assert cps.list(None) == listed
     run_tool(before, workspace / 'desks' / 'main')
     after = event('gemini_before_tool_shell.json', workspace, hook_event_name='AfterTool')
     ok(hook(after), stdout='{}\n')
-    assert cps.list(None) == listed
+    assert cps.list(None) == listed and cps.turns() == []
 
 
 def test_a_command_run_from_the_workspace_concerns_every_desk(workspace: Path, desk: Path) -> None:

@@ -23,15 +23,19 @@ GEMINI = 'gemini'
 HARNESSES = (CLAUDE, GEMINI)
 
 PROMPT, BEFORE_TOOL, AFTER_TOOL = 'prompt', 'before-tool', 'after-tool'
+TOOL_FAILED, STOP = 'tool-failed', 'stop'
 
 # hook_event_name -> (harness, what it means here)
 EVENTS: dict[str, tuple[str, str]] = {
     'UserPromptSubmit': (CLAUDE, PROMPT),
     'PreToolUse': (CLAUDE, BEFORE_TOOL),
     'PostToolUse': (CLAUDE, AFTER_TOOL),
+    'PostToolUseFailure': (CLAUDE, TOOL_FAILED),
+    'Stop': (CLAUDE, STOP),
     'BeforeAgent': (GEMINI, PROMPT),
     'BeforeTool': (GEMINI, BEFORE_TOOL),
     'AfterTool': (GEMINI, AFTER_TOOL),
+    'AfterAgent': (GEMINI, STOP),
 }
 
 # tool_name -> the tool_input fields that name the file it writes (the first one present).

@@ -92,12 +92,9 @@ def desk_name(
     return 'main', False
 
 
-def shell_desks(options: Options, workspace: Path, folder: str | None) -> list[str]:
-    """The desks a shell command may write: the one named or the one it runs in, else every
-    desk of the workspace that has a folder."""
-    named = chosen_desk(options) or desk_holding(workspace, folder)
-    if named:
-        return [named] if desk_name_problem(named) is None or chosen_desk(options) else []
+def all_desks(workspace: Path) -> list[str]:
+    """Every desk of the workspace that has a folder (a shell command may write any of them:
+    ``../other/notes/x.md`` from inside one desk reaches another)."""
     try:
         entries = sorted(os.scandir(workspace / DESKS), key=lambda entry: entry.name)
     except OSError:
