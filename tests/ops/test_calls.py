@@ -60,6 +60,11 @@ def test_a_write_changed_after_while_a_shell_ran_is_uncertain_for_both() -> None
     assert found.uncertain == {A: {'notes/a.md'}, B: {'notes/a.md'}} and not found.wrote
 
 
+def test_a_shell_begun_after_the_write_ended_changed_it_for_certain() -> None:
+    found = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), at_work('s', B, SHELL, 3))
+    assert found.wrote == {B: {'notes/a.md'}} and not found.uncertain and not found.changed_after
+
+
 def test_a_shell_that_ended_before_the_write_ended_is_no_suspect() -> None:
     shell = Call('s', B, 'claude:Bash', SHELL, (), 0, 1, UNFINISHED)
     found = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), shell)
