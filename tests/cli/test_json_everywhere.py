@@ -56,33 +56,26 @@ def test_remote_add_and_remove_print_what_they_did_as_json(tmp_path: Path) -> No
 
 
 def test_hook_install_and_uninstall_print_what_they_did_to_the_file_as_json(
-    tmp_path: Path,
+    tmp_path: Path, workspace: Path
 ) -> None:
     settings = tmp_path / 'settings.json'
-    dry = checkpoints(
-        'hook', 'install', '--harness', 'claude', '--settings', str(settings), '--dry-run',
-        '--json',
-    )  # fmt: skip
-    planned = json.loads(dry.stdout)
+
+    def hook(*args: str) -> dict[str, object]:
+        given = ['--harness', 'claude', '--settings', str(settings), '--json']
+        done = checkpoints('hook', *args, *given, workspace=workspace)
+        assert done.returncode == 0, done.stderr
+        form: dict[str, object] = json.loads(done.stdout)
+        return form
+
+    planned = hook('install', '--dry-run')
     assert planned['changed'] and planned['dry_run'] and not settings.exists()
-    assert planned['path'] == str(settings) and 'hooks' in json.loads(planned['after'])
-    done = json.loads(
-        checkpoints(
-            'hook', 'install', '--harness', 'claude', '--settings', str(settings), '--json'
-        ).stdout
-    )
+    assert planned['path'] == str(settings) and planned['workspace'] == str(workspace)
+    assert 'hooks' in json.loads(str(planned['after']))
+    done = hook('install')
     assert done == {**planned, 'dry_run': False}
-    assert json.loads(settings.read_text()) == json.loads(planned['after'])
-    again = json.loads(
-        checkpoints(
-            'hook', 'install', '--harness', 'claude', '--settings', str(settings), '--json'
-        ).stdout
-    )
+    assert json.loads(settings.read_text()) == json.loads(str(planned['after']))
+    again = hook('install')
     assert (again['changed'], again['after']) == (False, None)
-    removed = json.loads(
-        checkpoints(
-            'hook', 'uninstall', '--harness', 'claude', '--settings', str(settings), '--json'
-        ).stdout
-    )
+    removed = hook('uninstall')
     assert removed['changed'] and removed['backup'] is not None
     assert 'checkpoints' not in settings.read_text()
