@@ -148,7 +148,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     from pydantic import Field
 
     from ..checkpoints import Checkpoints
-    from ..ops.turns import labels, snapshot_in_turn
+    from ..ops.turns import snapshot_in_turn
     from .mcperrors import missing_desk, tool_error_text
     from .mcpresults import (
         BlameOutcome,
@@ -434,10 +434,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         with `at`, from the checkpoint the desk held then."""
         name, cps = existing(desk)
         entries = cps.log(path, limit, at=at)
-        turns = {e.checkpoint.turn for e in entries if e.checkpoint.turn}
-        prompts = labels(cps.repository_directory, turns) if turns else {}
-        rows = [log_row(e, prompts.get(e.checkpoint.turn or '')) for e in entries]
-        return LogOutcome(desk=name, path=path, entries=rows)
+        return LogOutcome(desk=name, path=path, entries=[log_row(e) for e in entries])
 
     @server.tool(annotations=read_only)
     @tool_errors

@@ -215,8 +215,8 @@ class LogOutcome(TypedDict):
     entries: list[LogRow]
 
 
-def log_row(entry: LogEntry, label: str | None = None) -> LogRow:
-    """The entry's form without the kind of each change, with its turn's prompt ``label``."""
+def log_row(entry: LogEntry) -> LogRow:
+    """The entry's form without the kind of each change."""
     form = entry.to_dict()
     return LogRow(
         id=form['id'],
@@ -225,7 +225,7 @@ def log_row(entry: LogEntry, label: str | None = None) -> LogRow:
         tool=form['tool'],
         paths=form['paths'],
         turn=form['turn'],
-        turn_label=label,
+        turn_label=form['turn_label'],
         action=form['action'],
         changed=form['changed'],
     )

@@ -248,14 +248,8 @@ def log(target: Target, path: str | None, limit: int, at: str | None, as_json: b
         used = None
     with suggesting(target, [path or ''], [used or ''], checkpoints.effective_tracked_paths):
         entries = checkpoints.log(used, limit or _ALL, at=at)
-    prompts = render.turn_labels(target, [entry.checkpoint for entry in entries])
     if as_json:
-        render.echo_json(
-            [
-                {**entry.to_dict(), 'turn_label': prompts.get(entry.checkpoint.turn)}
-                for entry in entries
-            ]
-        )
+        render.echo_json([entry.to_dict() for entry in entries])
         return
     if not entries:
         if used is None:
@@ -274,7 +268,7 @@ def log(target: Target, path: str | None, limit: int, at: str | None, as_json: b
             if value
         ]
         if c.turn:
-            extra.append(render.turn_note(c.turn, prompts.get(c.turn)))
+            extra.append(render.turn_note(c.turn, entry.turn_label))
         suffix = f'  [{" ".join(extra)}]' if extra else ''
         click.echo(f'{ident(c.checkpoint_id)}  {c.created_at}  {printable(c.reason)}{suffix}')
         for change in entry.changes[:20]:

@@ -44,8 +44,8 @@ def printable(text: str) -> str:
 
 def turn_labels(target: Target, checkpoints: Sequence[Any]) -> dict[str | None, str]:
     """The prompt label of the turn of each of ``checkpoints`` that has one (see
-    ``ops.turns.labels``)."""
-    from ..ops.turns import labels
+    ``ops.prompts.labels``)."""
+    from ..ops.prompts import labels
 
     turns = {c.turn for c in checkpoints if c.turn}
     found: dict[str | None, str] = {}

@@ -52,8 +52,8 @@ from ..store.metadata import Writer
 from ..store.repo import ShadowRepo
 from . import credits, external, history
 from .listing import walk
+from .prompts import label_of
 from .session import ReadSession
-from .turns import label_of
 
 AGENT, UNCERTAIN, WATCH, OUTSIDE, UNKNOWN = 'agent', 'uncertain', 'watch', 'outside', 'unknown'
 CHECKPOINT, SEAL, DESK = 'checkpoint', 'seal', 'desk'  # what holds a line's first version

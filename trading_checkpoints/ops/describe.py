@@ -13,7 +13,7 @@ except ImportError:  # pragma: no cover - typing_extensions comes with the mcp e
 
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
-from . import credits, engine, history, turns
+from . import credits, engine, history, prompts
 from .deskconfig import DeskConfig
 from .engine import RecoveryReport
 from .results import ChangeRow, Checkpoint, CheckpointRow, Diff, checkpoint_from
@@ -112,7 +112,7 @@ def _describe(session: ReadSession, checkpoint_id: str, patches: bool) -> Descri
     meta = metadata.parse(info.message)
     label = None
     if meta.turn is not None:
-        label = turns.labels(repo.path, [meta.turn], sha).get(meta.turn)
+        label = prompts.labels(repo.path, [meta.turn], sha).get(meta.turn)
     diff = history.introduced(session, info.sha)  # the line counts come with the patches
     if not patches:
         diff = replace(diff, changes=tuple(replace(c, patch=None) for c in diff.changes))

@@ -205,7 +205,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     # The decision, dry or not: a dry run refuses where the run would.
     decision.raise_if_refused(request)
     with dryrun.refusals(request.dry_run):
-        _vet(session, the_plan, scan, current, exempt=revert)
+        # A dry run did not read the files over the size limit it reverts: the run does.
+        _vet(session, the_plan, scan, current, exempt=revert if request.dry_run else set())
         read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
         repo.check_ref_settable(external.SEAL_REF)  # the last stage writes it: refused now
     if request.dry_run:
@@ -525,7 +526,8 @@ def _vet(
     exempt: set[str],
 ) -> None:
     """Refuses, before the first write, a plan that could not finish or would lose bytes;
-    ``exempt``: files over the size limit the restore reverts (saved first by the run)."""
+    ``exempt``: files over the size limit a dry run reverts, which the run reads (and saves
+    first) before it vets them."""
     for path in the_plan.write:
         if path in scan.oversize and path not in exempt:
             raise OverSizeLimitError(
@@ -534,6 +536,8 @@ def _vet(
                 path=path,
                 limit=session.desk.max_file_size,
             )
+    if exempt:
+        the_plan = Plan([p for p in the_plan.write if p not in exempt], the_plan.delete)
     session.desk.check_plan(the_plan, current)
 
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -36,7 +36,7 @@ from ..store import metadata
 from ..store.repo import ShadowRepo
 from . import engine
 from .deskconfig import DeskConfig
-from .listing import walk
+from .prompts import LABEL_PREFIX, label_of
 from .results import Checkpoint, SnapshotResult, TurnInfo, checkpoint_from
 
 
@@ -60,7 +60,6 @@ class CheckpointsLike(Protocol):
     def seal(self) -> str: ...
 
 
-_LABEL_PREFIX = 'Turn label: '
 _MAX_LABEL = 200
 
 # The open turn of each desk repository (keyed by its real path) in the current context.
@@ -164,7 +163,7 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
 def labelled(reason: str, label: str) -> str:
     """A turn's first checkpoint's message: the reason, and the turn's label below it."""
     body = reason.strip() or 'snapshot'
-    return f'{body}\n\n{_LABEL_PREFIX}{_one_line(label, _MAX_LABEL)}' if label.strip() else body
+    return f'{body}\n\n{LABEL_PREFIX}{_one_line(label, _MAX_LABEL)}' if label.strip() else body
 
 
 def mark(config: DeskConfig, message: str) -> ShortId:
@@ -314,39 +313,6 @@ def turns(checkpoints: CheckpointsLike, limit: int | None = 20) -> list[TurnInfo
         repo.close()
     chosen = order if limit is None else order[:limit]
     return [TurnInfo(t, labels.get(t, ''), tuple(grouped[t])) for t in chosen]
-
-
-def label_of(message: str) -> str | None:
-    """The turn label a checkpoint's message carries (a turn's first checkpoint), or None."""
-    for line in message.splitlines()[1:]:
-        if line.startswith(_LABEL_PREFIX):
-            return line[len(_LABEL_PREFIX) :].strip()
-    return None
-
-
-def labels(
-    repository: Path, wanted: Collection[str], start: bytes | None = None, lookback: int = 200
-) -> dict[str, str]:
-    """The labels (the user's prompt, as stored) of the turns ``wanted``: each is read from the
-    turn's first checkpoint, found walking the branch from ``start`` (default: the newest
-    checkpoint) back. A turn is given up once ``lookback`` checkpoints went by since its last
-    one (as :func:`started` judges a turn new); a turn without a label is left out."""
-    missing = {turn for turn in wanted if turn}
-    found: dict[str, str] = {}
-    last: dict[str, int] = {}
-    with closing(walk(repository, start)) as commits:
-        for position, info in enumerate(commits):
-            if not missing:
-                break
-            turn = metadata.parse(info.message).turn
-            if turn in missing:
-                last[turn] = position
-                label = label_of(info.message)
-                if label is not None:
-                    found[turn] = label
-                    missing.discard(turn)
-            missing -= {t for t in missing if t in last and position - last[t] > lookback}
-    return found
 
 
 def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> ShortId:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..checkpoints import Checkpoint, Checkpoints
 from ..core.ids import CommitId
-from ..ops.turns import labels
+from ..ops.prompts import labels
 
 PAGE_SIZE = 200
 
@@ -78,7 +78,7 @@ class Timeline:
         return added
 
     def look_up_labels(self, turns: set[str]) -> None:
-        """Reads the prompts of the turns not looked up yet (see ``ops.turns.labels``)."""
+        """Reads the prompts of the turns not looked up yet (see ``ops.prompts.labels``)."""
         wanted = turns - self.looked_up
         if wanted:
             self.labels.update(labels(self.checkpoints.repository_directory, wanted))
