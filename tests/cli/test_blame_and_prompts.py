@@ -157,3 +157,36 @@ def test_a_prompt_s_control_characters_are_never_sent_to_the_terminal(
         shown = checkpoints(*args, cwd=desk).stdout
         assert '\x1b' not in shown and '\x07' not in shown, args
         assert 'clear the screen \\x1b[2J\\x07 now' in shown, args
+
+
+def test_blame_of_a_history_built_with_the_command_line(desk: Path, cps: Checkpoints) -> None:
+    """Two turns declared, written and sealed through the command line, then a person's line
+    recorded by a plain snapshot; blame names each, and --at an id blames the older version."""
+
+    def run(*args: str) -> str:
+        done = checkpoints(*args, cwd=desk)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    write(desk, 'Memory.md', '# Memory\n')
+    run('snapshot', '-m', 'start')
+    for turn, line in (('t-1', '- Watchlist: AAPL'), ('t-2', '- Risk limit: 2%')):
+        run('snapshot', '--turn', turn, '--tool', 'write_file', '--path', 'Memory.md')
+        append(desk, line)
+        run('seal')
+    before_the_person = run('snapshot', '-m', 'end of the session').split()[1]
+    append(desk, '- my own note')
+    run('snapshot', '-m', "a person's note")
+    rows = json.loads(run('blame', 'Memory.md', '--json'))['lines']
+    assert [(row['who'], row['turn'], row['tool']) for row in rows] == [
+        ('unknown', None, None),
+        ('agent', 't-1', 'write_file'),
+        ('agent', 't-2', 'write_file'),
+        ('outside', None, None),
+    ]
+    older = json.loads(run('blame', 'Memory.md', '--at', before_the_person, '--json'))
+    assert [row['text'] for row in older['lines']] == [
+        '# Memory',
+        '- Watchlist: AAPL',
+        '- Risk limit: 2%',
+    ]
