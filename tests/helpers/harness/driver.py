@@ -203,6 +203,7 @@ class Session:
         self.harness = harness
         self.home = home
         self.timeout = timeout
+        self.finished: Run | None = None
         command = harness.installed().command
         self.model = harness.model(script).__enter__()
         self._runtime = Path(tempfile.mkdtemp(prefix='hr-'))  # short: a socket path's limit
@@ -224,17 +225,32 @@ class Session:
             start_new_session=True,  # its hooks and shells too are ended on a timeout
         )
 
+    def kill(self) -> Run:
+        """Ends the harness at once, its hooks and shells with it; what it did so far."""
+        if self.finished is None:
+            self._kill()
+        return self.wait()
+
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # already gone
+
     def wait(self) -> Run:
+        """Waits for the harness to end (killed after the timeout); what it did."""
+        if self.finished is not None:
+            return self.finished
         try:
             stdout, stderr = self.process.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
+            self._kill()
             stdout, stderr = self.process.communicate()
             stderr += f'\n[killed after {self.timeout} s]'
         finally:
             self.model.__exit__(None, None, None)
             shutil.rmtree(self._runtime, ignore_errors=True)
-        return Run(
+        self.finished = Run(
             self.harness,
             self.process.returncode,
             stdout,
@@ -242,6 +258,7 @@ class Session:
             list(self.model.requests),
             transcript(self.home) if self.harness.name == 'claude' else [],
         )
+        return self.finished
 
 
 def run(
