@@ -123,6 +123,9 @@ def _npm_install(pin: Pin, prefix: Path) -> None:
                 '--no-audit',
                 '--no-fund',
                 '--no-save',
+                '--fetch-retries=1',  # an unreachable registry fails in seconds, not minutes
+                '--fetch-retry-mintimeout=2000',
+                '--fetch-retry-maxtimeout=5000',
                 '--prefix',
                 str(prefix),
                 f'{pin.package}@{pin.version}',
@@ -136,8 +139,17 @@ def _npm_install(pin: Pin, prefix: Path) -> None:
     except (OSError, subprocess.SubprocessError) as error:
         raise Missing(f'npm install {pin.package}@{pin.version} failed: {error}') from None
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ['no output'])[-1]
-        raise Missing(f'npm install {pin.package}@{pin.version} failed: {last}')
+        raise Missing(f'npm install {pin.package}@{pin.version} failed: {_npm_error(done.stderr)}')
+
+
+def _npm_error(stderr: str) -> str:
+    """The line of npm's error output that says what went wrong."""
+    lines = [line.removeprefix('npm error').strip() for line in stderr.splitlines()]
+    lines = [
+        line for line in lines if line and not line.startswith(('code ', 'syscall ', 'errno '))
+    ]
+    telling = [line for line in lines if not line.startswith('A complete log')]
+    return (telling or lines or ['no output'])[0]
 
 
 def install(pin: Pin) -> Installed:
