@@ -35,6 +35,9 @@ def test_claude_turn_of_writes(workspace: Path, desk: Path) -> None:
     ok(hook(event('claude_post_tool_use_write.json', workspace)))
     ok(hook(event('claude_pre_tool_use_edit.json', workspace)))
     write(desk, 'Memory.md', 'v1')
+    # The harness reports each tool's end (a write tool left unanswered is closed as
+    # unfinished by the session's next event: see test_hooks_calls.py).
+    ok(hook(event('claude_pre_tool_use_edit.json', workspace, hook_event_name='PostToolUse')))
     ok(hook(event('claude_pre_tool_use_multiedit.json', workspace)))
     write(desk, 'memory/people.md', 'Anne and Robert')
 
