@@ -31,8 +31,9 @@ pytestmark = pytest.mark.harness
 PROMPT = 'rewrite the plan'
 PLAN, AGENTS, PERSONS = 'the plan\n', "the agent's plan\n", "the person's plan\n"
 OPEN = (
-    "a refused write leaves its announcement open: the person's later edit of notes/plan.md "
-    "counts as the agent's"
+    '`hook install` registers no Stop or PostToolUseFailure hook (Claude Code) nor AfterAgent '
+    "(Gemini CLI), so the refused write's call is never closed: the person's later edit of "
+    "notes/plan.md counts as the agent's"
 )
 
 

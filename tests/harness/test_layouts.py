@@ -27,7 +27,7 @@ from helpers.harness.scenario import (
     listing,
     make_layout,
     shared,
-    turn_changes,
+    turn_files,
     turns,
 )
 
@@ -38,18 +38,18 @@ TOKEN = 'TOKEN123'
 QUOTED = f'echo "x|{TOKEN} y"'  # a token after a quoted "|"
 AGENT_PATHS = {'notes/new.md', 'notes/old.md', 'notes/shell.md', 'notes/gone.md', 'notes/quoted.md'}
 
+# The project settings a harness started in a folder reads (tests/harness/test_settings_files.py).
+READ = {
+    'claude': ['.claude/settings.json', '.claude/settings.local.json'],
+    'gemini': ['.gemini/settings.json'],
+}
 NOT_REACHED = {
     'project': 'started in the folder holding ./workspace, nothing is captured: `hook install` '
-    'refuses there ("no workspace found"), and a hook looks for a workspace only upward from '
-    "the event's folder, never at ./workspace",
+    'refuses there ("no workspace found"), so the harness runs no hook',
     'desk': 'started in a desk, nothing is captured: `hook install` there writes the '
     "workspace's settings (workspace/.claude, workspace/.gemini), and the harness reads only "
     "the desk's own",
 }
-EMPTY = (
-    'a read-only shell command that opens the turn leaves an empty checkpoint ("before Bash: cat")'
-)
-LEAK = 'the program names are split at a quoted "|", so the token after it is kept in the message'
 
 
 def _xfail(reason: str) -> pytest.MarkDecorator:
@@ -95,10 +95,7 @@ def _play(harness: Harness, start_in: str, folder: Path) -> dict[str, Any]:
     assert done.code == 0 and len(done.tool_results()) == 7, done
     return {
         'install': [installed.returncode, installed.stdout + installed.stderr],
-        'settings_read': [
-            str(start.joinpath(*harness.project_settings[:1], name))
-            for name in ('settings.json', 'settings.local.json')
-        ],
+        'settings_read': [str(start / name) for name in READ[harness.name]],
     }
 
 
@@ -139,7 +136,7 @@ def test_install_writes_the_settings_the_harness_reads(played):
 @pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_every_change_is_captured_in_the_prompts_turn(played):
     layout, _ = played
-    assert turn_changes(layout, the_turn(layout)) == AGENT_PATHS
+    assert turn_files(layout, the_turn(layout)) == AGENT_PATHS
     assert all(row['tool'] not in ('claude:Read', 'gemini:read_file') for row in listing(layout))
     status = cli(layout, 'status', '--json')
     assert '"changes": []' in status.stdout and '"external": []' in status.stdout, status.stdout
@@ -154,23 +151,21 @@ def test_restore_turn_puts_the_desk_back(played, tmp_path: Path):
 
 
 @needs_git
-@pytest.mark.parametrize(
-    'start_in', where(*NOT_REACHED.items(), *((folder, EMPTY) for folder in FOLDERS))
-)
+@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_read_only_commands_leave_no_checkpoint(played):
     layout, _ = played
-    assert 'notes/new.md' in turn_changes(layout, the_turn(layout))
-    assert empty_commits(layout.repository()) == []
+    assert 'notes/new.md' in turn_files(layout, the_turn(layout))
+    # (A turn's first checkpoint, before a write tool, is kept even when nothing changed.)
+    empty = empty_commits(layout.repository())
+    assert not [subject for subject in empty if 'Bash' in subject or 'shell' in subject], empty
     reasons = [row['reason'] for row in listing(layout)]
     assert not [reason for reason in reasons if 'cat' in reason or 'ls' in reason.split()], reasons
 
 
 @needs_git
-@pytest.mark.parametrize(
-    'start_in', where(*NOT_REACHED.items(), *((folder, LEAK) for folder in FOLDERS))
-)
+@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_no_command_text_is_stored(played):
     layout, _ = played
-    assert 'notes/quoted.md' in turn_changes(layout, the_turn(layout))
+    assert 'notes/quoted.md' in turn_files(layout, the_turn(layout))
     assert TOKEN not in git_messages(layout.repository())
     assert TOKEN not in cli(layout, 'log', '-n', '0').stdout

@@ -24,17 +24,13 @@ from helpers.harness.scenario import (
     desk_texts,
     make_layout,
     shared,
-    turn_changes,
+    turn_files,
     turns,
 )
 
 pytestmark = pytest.mark.harness
 
 A, B = 'session A writes a.md', 'session B writes b.md'
-MIXED = (
-    "A's shell command captures everything that changed while it ran: B's hooked write "
-    "(notes/b.md) is credited to A's turn, and nothing to B's"
-)
 START = 120  # seconds for A's command to start
 
 
@@ -91,13 +87,11 @@ def turn_of(layout: Layout, label: str) -> str:
     return found[0]
 
 
-@pytest.mark.xfail(strict=True, reason=MIXED)
 def test_each_turn_holds_its_own_sessions_file(played: Layout):
-    assert turn_changes(played, turn_of(played, A)) == {'notes/a.md'}
-    assert turn_changes(played, turn_of(played, B)) == {'notes/b.md'}
+    assert turn_files(played, turn_of(played, A)) == {'notes/a.md'}
+    assert turn_files(played, turn_of(played, B)) == {'notes/b.md'}
 
 
-@pytest.mark.xfail(strict=True, reason=f"{MIXED}, so restore-turn A deletes B's file")
 def test_restore_turn_of_one_session_keeps_the_others_file(played: Layout, tmp_path: Path):
     layout = Layout(copied(played.root, tmp_path))
     done = cli(layout, 'restore-turn', turn_of(layout, A))
@@ -105,7 +99,6 @@ def test_restore_turn_of_one_session_keeps_the_others_file(played: Layout, tmp_p
     assert desk_texts(layout) == {**DESK_FILES, 'notes/b.md': 'B\n'}
 
 
-@pytest.mark.xfail(strict=True, reason=f'{MIXED}, so restore-turn B has nothing to restore')
 def test_restore_turn_of_the_other_session_takes_back_its_file(played: Layout, tmp_path: Path):
     layout = Layout(copied(played.root, tmp_path))
     done = cli(layout, 'restore-turn', turn_of(layout, B))

@@ -22,7 +22,7 @@ from helpers.harness.scenario import (
     desk_texts,
     make_layout,
     shared,
-    turn_changes,
+    turn_files,
     turns,
     versions_of,
 )
@@ -31,10 +31,6 @@ pytestmark = pytest.mark.harness
 
 PROMPT = 'note it in the other desk too'
 SAVED, PERSONS, AGENTS = 'saved\n', "the person's edit\n", "the agent's line\n"
-UNSEEN = (
-    'a shell command run in desk main snapshots only desk main: desk other, which it writes '
-    '(../other/notes/x.md), gets no checkpoint before or after it'
-)
 
 
 def _play(harness: Harness, folder: Path) -> dict[str, Any]:
@@ -65,17 +61,14 @@ def the_turn(layout: Layout, desk: str) -> str:
 
 
 @needs_git
-@pytest.mark.xfail(strict=True, reason=f"{UNSEEN}, so the person's edit there is lost")
 def test_the_persons_unsaved_edit_in_the_sibling_desk_is_kept(played: Layout):
     assert PERSONS in versions_of(played.repository('other'), 'notes/x.md')
 
 
-@pytest.mark.xfail(strict=True, reason=f'{UNSEEN}, so no turn holds the change')
 def test_the_change_in_the_sibling_desk_is_credited_to_the_turn(played: Layout):
-    assert turn_changes(played, the_turn(played, 'other'), 'other') == {'notes/x.md'}
+    assert turn_files(played, the_turn(played, 'other'), 'other') == {'notes/x.md'}
 
 
-@pytest.mark.xfail(strict=True, reason=f'{UNSEEN}, so restore-turn cannot put it back')
 def test_restore_turn_in_the_sibling_desk_brings_the_persons_edit_back(
     played: Layout, tmp_path: Path
 ):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -129,6 +130,7 @@ class FakeModel:
         self.requests: list[Request] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._prefix = secrets.token_hex(6)
         self._server = _Server(('127.0.0.1', 0), _Handler)
         self._server.model = self
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -159,8 +161,10 @@ class FakeModel:
     def next_reply(self) -> Reply:
         return self._script.next()
 
-    def new_id(self) -> int:
-        return next(self._ids)
+    def new_id(self) -> str:
+        """An id no other model server gives (as the real APIs' are: two sessions never share
+        a ``tool_use_id``)."""
+        return f'{self._prefix}{next(self._ids):04d}'
 
     @property
     def played(self) -> int:
@@ -208,7 +212,7 @@ class AnthropicModel(FakeModel):
         reply = self._reply_for(request)
         model = request.body.get('model', 'claude-fake')
         message = {
-            'id': f'msg_{self.new_id():04d}',
+            'id': f'msg_{self.new_id()}',
             'type': 'message',
             'role': 'assistant',
             'model': model,
@@ -269,7 +273,7 @@ class AnthropicModel(FakeModel):
         return [
             {
                 'type': 'tool_use',
-                'id': f'toolu_{self.new_id():04d}',
+                'id': f'toolu_{self.new_id()}',
                 'name': call.tool,
                 'input': call.input,
             }
@@ -284,7 +288,7 @@ class AnthropicModel(FakeModel):
             reply = self._reply_for(request)
             stop = 'end_turn' if isinstance(reply, str) else 'tool_use'
             return 200, {
-                'id': f'msg_{self.new_id():04d}',
+                'id': f'msg_{self.new_id()}',
                 'type': 'message',
                 'role': 'assistant',
                 'model': request.body.get('model', 'claude-fake'),
@@ -319,8 +323,8 @@ class GeminiModel(FakeModel):
             parts: list[dict[str, Any]] = [{'text': reply}]
         else:
             parts = [
-                {'functionCall': {'name': call.tool, 'args': call.input, 'id': f'call_{n}'}}
-                for n, call in ((self.new_id(), call) for call in reply)
+                {'functionCall': {'name': call.tool, 'args': call.input, 'id': self.new_id()}}
+                for call in reply
             ]
         return {
             'candidates': [

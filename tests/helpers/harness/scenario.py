@@ -100,10 +100,11 @@ def desk_texts(layout: Layout, desk: str = 'main') -> dict[str, str]:
     return {path: data.decode() for path, (_, data) in tracked(files_of(layout.desk(desk))).items()}
 
 
-def turn_changes(layout: Layout, turn: str, desk: str = 'main') -> set[str]:
-    """Every path the checkpoints of a turn changed (``log``: each against the one before)."""
-    rows = cli_json(layout, 'log', '-n', '0', desk=desk)
-    return {path for row in rows if row['turn'] == turn for path in row['changed']}
+def turn_files(layout: Layout, turn: str, desk: str = 'main') -> set[str]:
+    """The files ``restore-turn TURN`` would put back (the files the product credits to the
+    turn), as its dry run says."""
+    plan = cli_json(layout, 'restore-turn', turn, '--dry-run', desk=desk)
+    return set(plan['written']) | set(plan['deleted'])
 
 
 def git_messages(repository: Path) -> str:
@@ -112,14 +113,17 @@ def git_messages(repository: Path) -> str:
 
 
 def empty_commits(repository: Path) -> list[str]:
-    """The commits (real git) whose tree is their parent's: checkpoints that hold no change."""
-    lines = git(repository, 'log', '--all', '--format=%H %T %P').splitlines()
+    """The subjects of the commits (real git) whose tree is their parent's: checkpoints that
+    hold no change."""
+    lines = git(repository, 'log', '--all', '--format=%H %T %P %s').splitlines()
     trees = {line.split()[0]: line.split()[1] for line in lines}
-    return [
-        line
-        for line in lines
-        if len(line.split()) == 3 and trees.get(line.split()[2]) == line.split()[1]
-    ]
+    empty = []
+    for line in lines:
+        _, tree, *rest = line.split(' ', 3)
+        parent, subject = (rest + [''])[:2]
+        if trees.get(parent) == tree:
+            empty.append(subject)
+    return empty
 
 
 def versions_of(repository: Path, path: str) -> list[str]:
