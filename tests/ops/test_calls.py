@@ -3,6 +3,7 @@ and a record file read as the untrusted file it is."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -58,6 +59,11 @@ def test_a_write_changed_after_by_no_call_is_changed_after() -> None:
 def test_a_write_changed_after_while_a_shell_ran_is_uncertain_for_both() -> None:
     found = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), at_work('s', B, SHELL, 0))
     assert found.uncertain == {A: {'notes/a.md'}, B: {'notes/a.md'}} and not found.wrote
+
+
+def test_a_shell_begun_after_the_write_ended_changed_it_for_certain() -> None:
+    found = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), at_work('s', B, SHELL, 3))
+    assert found.wrote == {B: {'notes/a.md'}} and not found.uncertain and not found.changed_after
 
 
 def test_a_shell_that_ended_before_the_write_ended_is_no_suspect() -> None:
@@ -154,23 +160,30 @@ def test_a_commit_settles_what_ended_before_its_scan(cps: Checkpoints, desk: Pat
     assert list(calls.load(cps.repository_directory)) == ['shell'], 'the shell is still at work'
 
 
+def begun(**changes: object) -> bytes:
+    """A ``begin`` line of the record, with fields changed."""
+    line = {'op': 'begin', 'id': 'x', 'turn': 't', 'tool': 'w', 'kind': 'write', 'paths': []}
+    line.update({'t': 1, **changes})  # a fixed time: the ids of the cases must not change
+    return json.dumps(line).encode()
+
+
 @pytest.mark.parametrize(
     'line',
     [
         b'not json',
         b'[1, 2]',
-        b'{"op": "begin", "id": "x", "turn": "t", "tool": "w", "kind": "write", "paths": ["../x"], "t": 1}',
-        b'{"op": "begin", "id": "x", "turn": "t", "tool": "w", "kind": "write", "paths": ["/etc/passwd"], "t": 1}',
-        b'{"op": "begin", "id": "x", "turn": "", "tool": "w", "kind": "write", "paths": [], "t": 1}',
-        b'{"op": "begin", "id": "x", "turn": "t", "tool": "w", "kind": "rm -rf", "paths": [], "t": 1}',
-        b'{"op": "begin", "id": "x", "turn": "t", "tool": "w", "kind": "write", "paths": [], "t": "soon"}',
+        begun(paths=['../x']),
+        begun(paths=['/etc/passwd']),
+        begun(turn=''),
+        begun(kind='rm -rf'),
+        begun(t='soon'),
         b'{"op": "end", "id": "nobody", "outcome": "wrote", "left": {}, "t": 1}',
     ],
 )
 def test_a_malformed_line_is_left_out(cps: Checkpoints, line: bytes) -> None:
-    good = b'{"op":"begin","id":"ok","turn":"t","session":"S","tool":"w","kind":"shell","paths":[],"t":%d}\n'
+    good = begun(id='ok', session='S', kind='shell')
     record_file(cps).parent.mkdir(exist_ok=True)
-    record_file(cps).write_bytes(line + b'\n' + good % time.time_ns())
+    record_file(cps).write_bytes(line + b'\n' + good + b'\n')
     assert list(calls.load(cps.repository_directory)) == ['ok']
 
 

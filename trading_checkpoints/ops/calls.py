@@ -323,35 +323,36 @@ def credit(calls: Mapping[str, Call], changes: Sequence[tuple[str, FileEntry | N
     ordered = sorted(calls.values(), key=lambda call: (call.ended or call.began, call.began))
     for path, entry in changes:
         wrote = [c for c in ordered if c.outcome == WROTE and path in c.left]
+        suspects = [c for c in ordered if c.outcome != WROTE and c.may_write(path)]
         if wrote:
             last = max(wrote, key=lambda call: call.ended or 0)
             if last.left[path] == entry:
                 found.wrote.setdefault(last.writer, set()).add(path)
                 continue
-            later = [
-                c
-                for c in ordered
-                if c is not last
-                and c.may_write(path)
-                and (c.ended is None or c.ended > (last.ended or 0))
-            ]
-            if not later:
+            done = last.ended or 0
+            suspects = [c for c in ordered if c is not last and c.may_write(path)]
+            suspects = [c for c in suspects if c.ended is None or c.ended > done]
+            if not suspects:  # changed after it, while no call was at work: by no call
                 found.wrote.setdefault(last.writer, set()).add(path)
                 found.changed_after.setdefault(last.writer, set()).add(path)
                 continue
-            for call in [last, *later]:
-                found.uncertain.setdefault(call.writer, set()).add(path)
-            continue
-        candidates = [c for c in ordered if c.outcome != WROTE and c.may_write(path)]
-        writers = {c.writer for c in candidates}
-        if not candidates:
-            found.unknown.append(path)
-        elif len(writers) == 1 and all(c.outcome is None for c in candidates):
-            found.wrote.setdefault(next(iter(writers)), set()).add(path)
-        else:
-            for writer in writers:
-                found.uncertain.setdefault(writer, set()).add(path)
+            if any(c.began < done for c in suspects):  # at work together: either came last
+                suspects.append(last)
+        _decide(found, path, suspects)
     return found
+
+
+def _decide(found: Credit, path: str, suspects: list[Call]) -> None:
+    """Credits ``path`` among the calls that may have written it: none (the caller decides),
+    one turn's calls that ran to the end (that turn), else each of them as uncertain."""
+    writers = {call.writer for call in suspects}
+    if not suspects:
+        found.unknown.append(path)
+    elif len(writers) == 1 and all(call.outcome != UNFINISHED for call in suspects):
+        found.wrote.setdefault(next(iter(writers)), set()).add(path)
+    else:
+        for writer in writers:
+            found.uncertain.setdefault(writer, set()).add(path)
 
 
 def settle(

@@ -286,6 +286,19 @@ def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
         return None
 
 
+def sealed_write_time(repo: ShadowRepo) -> str | None:
+    """When the agent's write the current seal records was sealed (None: no such seal, or it
+    names the newest checkpoint itself): a checkpoint that supersedes it keeps that time, so
+    the state after the write can be found at a moment (``heldat``)."""
+    head = repo.head()
+    seal = current_seal(repo, head)
+    if seal is None or head is None or seal.sha.encode() == head:
+        return None
+    if metadata.action_of(seal.message) in (ANNOUNCE, RESTORED_STATE):
+        return None
+    return seal.created_at
+
+
 def mark_sealed(session: LockedSession) -> None:
     """After a restore: the newest checkpoint is the state the product left."""
     repo = session.repo

@@ -136,7 +136,8 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     result, cache = reusable if reusable is not None else session.scan(record=True)
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
     record = calls.load(session.repo.path)
-    sha = session.commit(result, cache, message, writes(session, attribution, message, record))
+    sealed = _with_seal_time(session.repo, message)
+    sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
     if sha is None:
         external.announce(session, message)
     else:
@@ -219,10 +220,18 @@ def commit_desk(session: LockedSession, message: str) -> bytes | None:
     known = session.known_tree(result, cache)
     attribution = external.attribute(session, LazyFiles(result), known)
     record = calls.load(session.repo.path)
-    sha = session.commit(result, cache, message, writes(session, attribution, message, record))
+    sealed = _with_seal_time(session.repo, message)
+    sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
     if sha is not None:
         calls.settle(session, record, result.started_ns)
     return sha
+
+
+def _with_seal_time(repo: ShadowRepo, message: str) -> str:
+    """The message of a commit that supersedes the seal of an agent's write, with when the
+    seal was made (``Checkpoint-Sealed-At``)."""
+    when = external.sealed_write_time(repo)
+    return message if when is None else metadata.with_trailer(message, metadata.SEALED_AT, when)
 
 
 def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:

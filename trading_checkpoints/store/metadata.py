@@ -44,6 +44,7 @@ WROTE_SESSION = 'Checkpoint-Wrote-Session'
 WROTE = 'Checkpoint-Wrote'
 CHANGED_AFTER = 'Checkpoint-Changed-After'  # a path someone else changed after the writer
 MAYBE_WROTE = 'Checkpoint-Maybe-Wrote'  # a path the writer may have written, another too
+SEALED_AT = 'Checkpoint-Sealed-At'  # when the seal a checkpoint supersedes was made
 CAPTURED = 'captured'  # the action of a checkpoint recording a change already made
 
 _GROUPED = frozenset({WROTE_SESSION, WROTE, CHANGED_AFTER, MAYBE_WROTE})  # after a Wrote-By

@@ -53,6 +53,7 @@ from .events import (
     target_paths,
     text,
 )
+from .lastevent import record_event, record_failure
 from .place import (
     all_desks,
     chosen_desk,
@@ -60,7 +61,6 @@ from .place import (
     desk_name,
     find_workspace,
     open_turn,
-    record_event,
     session_id,
     session_word,
     turn_of,
@@ -86,10 +86,10 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
             return None
         closed = Action(workspace, harness, kind, '', session, None).close_session()
         if kind == STOP:
-            return _done(workspace, name, None, closed)
+            return _done(workspace, harness, name, None, closed)
         prompt = event.get('prompt')
         turn = open_turn(workspace, session, prompt if isinstance(prompt, str) else '')
-        return _done(workspace, name, None, f'opened turn {turn}')
+        return _done(workspace, harness, name, None, f'opened turn {turn}')
     if kind not in (BEFORE_TOOL, AFTER_TOOL, TOOL_FAILED):
         return None
     tool = text(event, 'tool_name') or ''
@@ -133,9 +133,11 @@ def _targets(
     return targets
 
 
-def _done(workspace: Path, event: str, tool: str | None, line: str | None) -> str | None:
+def _done(
+    workspace: Path, harness: str, event: str, tool: str | None, line: str | None
+) -> str | None:
     if line is not None:
-        record_event(workspace, event, tool, line)
+        record_event(workspace, harness, event, tool, line)
     return line
 
 
@@ -164,9 +166,9 @@ class Action:
         try:
             line = work()
         except HookError as error:
-            record_event(self.workspace, event, self.tool, f'failed: {error}')
+            record_failure(self.workspace, self.harness, event, self.tool, str(error))
             raise
-        return _done(self.workspace, event, self.tool, line)
+        return _done(self.workspace, self.harness, event, self.tool, line)
 
     def failed(self, desk: str, what: str, error: Exception) -> HookError:
         if isinstance(error, OSError):

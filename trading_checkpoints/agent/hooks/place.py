@@ -8,8 +8,7 @@ target file (or the shell command's folder) is in, else the one ``cwd`` is in, e
 a shell command run elsewhere in the workspace concerns every desk.
 
 The open turn of each session is kept in ``<workspace>/.checkpoints/hooks/`` (one small file
-per session, removed after 30 days), beside ``last-event.json``, what the last event that did
-something did (for ``checkpoints hook doctor``).
+per session, removed after 30 days), beside what the last events did (``lastevent``).
 """
 
 from __future__ import annotations
@@ -216,36 +215,3 @@ def _forget_old_sessions(folder: Path) -> None:
                 os.unlink(entry.path)
         except OSError:
             pass
-
-
-# -- the last event that did something (for `checkpoints hook doctor`) ------------------------
-
-
-def record_event(workspace: Path, event: str, tool: str | None, outcome: str) -> None:
-    """Keeps what an event did, best effort (not flushed: it is a note for people, and a hook
-    never fails for its own bookkeeping)."""
-    record = {
-        'time': datetime.now(timezone.utc).isoformat(timespec='seconds'),
-        'event': event[:100],
-        'tool': (tool or '')[:100],
-        'outcome': outcome[:500],
-    }
-    try:
-        folder = state_folder(workspace, create=True)
-        temporary = folder / f'.{LAST_EVENT}.{os.getpid()}.tmp'
-        temporary.write_bytes(json.dumps(record).encode())
-        os.replace(temporary, folder / LAST_EVENT)
-    except (OSError, CheckpointError):
-        pass
-
-
-def last_event(workspace: Path) -> dict[str, str] | None:
-    """What the last event that did something did, as :func:`record_event` kept it."""
-    try:
-        data = _read_small(state_folder(workspace, create=False) / LAST_EVENT)
-        record = json.loads(data) if data is not None else None
-    except (ValueError, CheckpointError):
-        return None
-    if not isinstance(record, dict):
-        return None
-    return {key: str(record.get(key, '')) for key in ('time', 'event', 'tool', 'outcome')}
