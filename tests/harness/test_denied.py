@@ -30,11 +30,6 @@ pytestmark = pytest.mark.harness
 
 PROMPT = 'rewrite the plan'
 PLAN, AGENTS, PERSONS = 'the plan\n', "the agent's plan\n", "the person's plan\n"
-OPEN = (
-    '`hook install` registers no Stop or PostToolUseFailure hook (Claude Code) nor AfterAgent '
-    "(Gemini CLI), so the refused write's call is never closed: the person's later edit of "
-    "notes/plan.md counts as the agent's"
-)
 
 
 def deny_in(settings: Path, folder: Path) -> None:
@@ -79,7 +74,6 @@ def played(harness: Harness, shared_folder: Path) -> Layout:
     return Layout(folder)
 
 
-@pytest.mark.xfail(strict=True, reason=f'{OPEN}, and restore-turn reverts it without --force')
 def test_restore_turn_keeps_a_persons_edit_of_the_refused_file(played: Layout, tmp_path: Path):
     layout = Layout(copied(played.root, tmp_path))
     for turn in turns(layout):
@@ -87,7 +81,6 @@ def test_restore_turn_keeps_a_persons_edit_of_the_refused_file(played: Layout, t
     assert desk_texts(layout)['notes/plan.md'] == PERSONS
 
 
-@pytest.mark.xfail(strict=True, reason=f'{OPEN}: status does not call it external')
 def test_status_calls_the_persons_edit_external(played: Layout):
     status = json.loads(cli(played, 'status', '--json').stdout)
     assert status['external'] == ['notes/plan.md'], status

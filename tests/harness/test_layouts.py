@@ -31,7 +31,8 @@ from helpers.harness.scenario import (
     turns,
 )
 
-pytestmark = pytest.mark.harness
+FOLDERS = ('project', 'workspace', 'desk')  # where the harness starts
+pytestmark = [pytest.mark.harness, pytest.mark.parametrize('start_in', FOLDERS)]
 
 PROMPT = 'tidy up the notes'
 TOKEN = 'TOKEN123'
@@ -43,31 +44,6 @@ READ = {
     'claude': ['.claude/settings.json', '.claude/settings.local.json'],
     'gemini': ['.gemini/settings.json'],
 }
-NOT_REACHED = {
-    'project': 'started in the folder holding ./workspace, nothing is captured: `hook install` '
-    'refuses there ("no workspace found"), so the harness runs no hook',
-    'desk': 'started in a desk, nothing is captured: `hook install` there writes the '
-    "workspace's settings (workspace/.claude, workspace/.gemini), and the harness reads only "
-    "the desk's own",
-}
-
-
-def _xfail(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
-FOLDERS = ('project', 'workspace', 'desk')
-
-
-def where(*failing: tuple[str, str]) -> list[Any]:
-    """The three folders, each marked with why its test fails today."""
-    reasons = dict.fromkeys(FOLDERS, '')
-    for folder, reason in failing:
-        reasons[folder] = f'{reasons[folder]}; {reason}' if reasons[folder] else reason
-    return [
-        pytest.param(folder, marks=_xfail(reason)) if reason else folder
-        for folder, reason in reasons.items()
-    ]
 
 
 def _play(harness: Harness, start_in: str, folder: Path) -> dict[str, Any]:
@@ -116,16 +92,6 @@ def the_turn(layout: Layout) -> str:
     return found[0]['turn_id']
 
 
-@pytest.mark.parametrize(
-    'start_in',
-    where(
-        (
-            'project',
-            'hook install refuses in the folder holding ./workspace ("no workspace found")',
-        ),
-        ('desk', "hook install in a desk writes the workspace's settings, not the desk's"),
-    ),
-)
 def test_install_writes_the_settings_the_harness_reads(played):
     _, record = played
     code, output = record['install']
@@ -133,7 +99,6 @@ def test_install_writes_the_settings_the_harness_reads(played):
     assert any(path in output for path in record['settings_read']), output
 
 
-@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_every_change_is_captured_in_the_prompts_turn(played):
     layout, _ = played
     assert turn_files(layout, the_turn(layout)) == AGENT_PATHS
@@ -142,7 +107,6 @@ def test_every_change_is_captured_in_the_prompts_turn(played):
     assert '"changes": []' in status.stdout and '"external": []' in status.stdout, status.stdout
 
 
-@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_restore_turn_puts_the_desk_back(played, tmp_path: Path):
     layout = Layout(copied(played[0].root, tmp_path))
     done = cli(layout, 'restore-turn', the_turn(layout))
@@ -151,7 +115,6 @@ def test_restore_turn_puts_the_desk_back(played, tmp_path: Path):
 
 
 @needs_git
-@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_read_only_commands_leave_no_checkpoint(played):
     layout, _ = played
     assert 'notes/new.md' in turn_files(layout, the_turn(layout))
@@ -163,7 +126,6 @@ def test_read_only_commands_leave_no_checkpoint(played):
 
 
 @needs_git
-@pytest.mark.parametrize('start_in', where(*NOT_REACHED.items()))
 def test_no_command_text_is_stored(played):
     layout, _ = played
     assert 'notes/quoted.md' in turn_files(layout, the_turn(layout))
