@@ -23,7 +23,6 @@ from .errors import InvalidArgumentError
 from .ops import blame as blames
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
-from .ops import snapshot as snapshots
 from .ops.asof import Moment
 from .ops.guard import Guard, before_write
 from .ops.heldat import Held, chosen, held, named
@@ -170,14 +169,7 @@ class Checkpoints:
         message = metadata.compose(reason, tool, paths, turn, session)
         deskconfig.check_desk(self.desk_config, must_exist=True)
         self.last_recovery = None
-        earlier = snapshots.look(self.desk_config, message)
-        if earlier is not None and earlier.answer is not None:
-            taken = earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        else:
-            with engine.locked(
-                self.desk_config, light=True, report_to=self, verb='snapshot'
-            ) as locked:
-                taken = snapshots.take(locked, message, earlier)
+        taken = engine.take_snapshot(self.desk_config, message, report_to=self)
         return first_of_turn(self.desk_config, turn, message, taken)
 
     def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:

@@ -281,3 +281,95 @@ def test_the_readme_layout_captures_shell_writes(tmp_path: Path) -> None:
     assert cps.status().external == ()
     cps.restore_turn(turn.turn_id)
     assert not (cps.desk_directory / 'notes/p.md').exists()
+
+
+def test_two_sessions_giving_the_same_call_id_are_two_calls(workspace: Path, desk: Path) -> None:
+    """Call ids are the harness's, unique within a session only: B's write with A's id is B's."""
+    cps = started(workspace, {'Memory.md': 'v0\n'})
+    a, b = Session(workspace, A), Session(workspace, B)
+    a.prompt('A: rewrite the memory')
+    b.prompt('B: add a note')
+    command = 'echo by-a > desks/main/Memory.md'
+    a.pre('Bash', 'toolu_same', command=command)
+    b.pre('Write', 'toolu_same', file_path=str(desk / 'notes/b.md'))
+    write(desk, 'notes/b.md', 'by B\n')
+    b.post('Write', 'toolu_same', file_path=str(desk / 'notes/b.md'))
+    bash(workspace, command)
+    a.post('Bash', 'toolu_same', command=command)
+    by_turn = {g.writer.turn: g.paths for g in groups(cps)}
+    assert by_turn.get(turn_of(cps, A)) == {'Memory.md'}, by_turn
+
+
+def test_a_failed_shell_command_is_captured_as_the_commands(workspace: Path, desk: Path) -> None:
+    """Claude Code reports a command that exits non-zero with PostToolUseFailure only: what it
+    wrote before failing is the command's."""
+    cps = started(workspace, {'Memory.md': 'v0\n'})
+    agent = Session(workspace, A)
+    agent.prompt('try something')
+    command = 'echo half > desks/main/Memory.md; exit 1'
+    call = agent.call('Bash', command=command)
+    subprocess.run(['bash', '-c', command], cwd=workspace, timeout=60)
+    agent.post('Bash', call, failed=True, command=command)
+    assert {g.writer.turn: (g.paths, g.maybe) for g in groups(cps)} == {
+        turn_of(cps, A): ({'Memory.md'}, frozenset())
+    }
+    cps.restore_turn(turn_of(cps, A))
+    assert (desk / 'Memory.md').read_text() == 'v0\n'
+
+
+def test_shell_commands_of_one_session_side_by_side_stay_its_own(
+    workspace: Path, desk: Path
+) -> None:
+    """Gemini CLI runs a session's shell commands side by side and names no call ids; a write
+    tool's hook in between closes no shell command still running."""
+    cps = started(workspace, {'Memory.md': 'v0\n'})
+    first = 'echo one > desks/main/notes/one.md'
+    second = 'echo two > desks/main/notes/two.md'
+    gemini = Session(workspace, A)
+    ok(hook(gemini._event('BeforeAgent', prompt='two commands'), '--harness', 'gemini'), '{}\n')
+    for command in (first, second):
+        before = gemini._event(
+            'BeforeTool', tool_name='run_shell_command', tool_input={'command': command}
+        )
+        ok(hook(before, '--harness', 'gemini'), '{}\n')
+    (desk / 'notes').mkdir()
+    bash(workspace, first)  # the first command has written when the write tool starts
+    write_file = {'file_path': str(desk / 'Memory.md')}
+    ok(
+        hook(
+            gemini._event('BeforeTool', tool_name='write_file', tool_input=write_file),
+            '--harness',
+            'gemini',
+        ),
+        '{}\n',
+    )
+    write(desk, 'Memory.md', 'v1\n')
+    ok(
+        hook(
+            gemini._event('AfterTool', tool_name='write_file', tool_input=write_file),
+            '--harness',
+            'gemini',
+        ),
+        '{}\n',
+    )
+    for command in (second, first):  # they end in another order
+        if command == second:
+            bash(workspace, command)
+        after = gemini._event(
+            'AfterTool', tool_name='run_shell_command', tool_input={'command': command}
+        )
+        ok(hook(after, '--harness', 'gemini'), '{}\n')
+    turn = turn_of(cps, A)
+    credited: set[str] = set()
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        for info in repo.history(6):
+            for group in metadata.written_groups(info.message):
+                assert group.writer.turn == turn and not group.maybe, info.message
+                credited |= group.paths
+    finally:
+        repo.close()
+    assert credited == {'notes/one.md', 'notes/two.md', 'Memory.md'}
+    cps.restore_turn(turn)
+    assert not (desk / 'notes/one.md').exists() and not (desk / 'notes/two.md').exists()

@@ -37,6 +37,7 @@ parse, or names a path no tracked path allows, is left out; the file is read no 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -82,6 +83,8 @@ class Call:
         left: When ended: each of its paths' entry as it left them (None: absent); for an
             unfinished call, only the paths that changed since it began.
         before: Each named path's entry when it began (None: absent).
+        inputs: A digest of what the call was given (never the input itself), to pair the
+            hook after a call with the hook before it where the harness names no call id.
     """
 
     call_id: str
@@ -94,6 +97,7 @@ class Call:
     outcome: str | None = None
     left: Mapping[str, FileEntry | None] = field(default_factory=dict)
     before: Mapping[str, FileEntry | None] = field(default_factory=dict)
+    inputs: str = ''
 
     @property
     def open(self) -> bool:
@@ -173,8 +177,18 @@ def _fold(calls: dict[str, Call], item: dict[str, object]) -> None:
         if session is not None and not isinstance(session, str):
             return
         before = _entries(item.get('before')) or {}
+        inputs = item.get('inputs')
         writer = Writer(turn, session or None)
-        calls[call_id] = Call(call_id, writer, tool, kind, paths, when, before=before)
+        calls[call_id] = Call(
+            call_id,
+            writer,
+            tool,
+            kind,
+            paths,
+            when,
+            before=before,
+            inputs=inputs if isinstance(inputs, str) and len(inputs) <= 64 else '',
+        )
     elif item.get('op') == 'end':
         found = calls.get(call_id)
         outcome = item.get('outcome')
@@ -232,6 +246,7 @@ def _begin_line(call: Call) -> dict[str, object]:
         'kind': call.kind,
         'paths': list(call.paths),
         'before': _shown(call.before),
+        'inputs': call.inputs,
         't': call.began,
     }
 
@@ -260,13 +275,16 @@ def begin(
     writer: Writer,
     tool: str,
     paths: Sequence[str] | None,
+    inputs: str = '',
 ) -> Call:
     """Records that a call begins: a write call naming ``paths`` (desk-relative), or a shell
-    call (``paths`` None). Taken after the checkpoint of the desk before it."""
+    call (``paths`` None), given ``inputs`` (a digest). Taken after the checkpoint of the desk
+    before it."""
     named = tuple(paths or ())[:MAX_PATHS]
     kind = SHELL if paths is None else WRITE
     before = _read_entries(session, named)
-    call = Call(call_id, writer, tool, kind, named, time.time_ns(), before=before)
+    now = time.time_ns()
+    call = Call(call_id, writer, tool, kind, named, now, before=before, inputs=inputs[:64])
     append(RepoFile(session.repo.path, NAME), _line(_begin_line(call)))
     return call
 
@@ -296,13 +314,25 @@ def open_calls(repository: Path, session: str | None) -> list[Call]:
     ]
 
 
-def find(repository: Path, session: str | None, tool: str, paths: Sequence[str]) -> Call | None:
-    """The oldest call of ``session`` at work with ``tool`` on ``paths`` (for a harness that
-    names no call id)."""
+def find(
+    repository: Path, session: str | None, tool: str, paths: Sequence[str], inputs: str = ''
+) -> Call | None:
+    """The oldest call of ``session`` at work with ``tool`` on ``paths``, given the same
+    ``inputs`` when known (for a harness that names no call id)."""
     for call in open_calls(repository, session):
-        if call.tool == tool and (call.kind == SHELL or set(call.paths) == set(paths)):
+        if call.tool != tool or (call.kind == WRITE and set(call.paths) != set(paths)):
+            continue
+        if not inputs or not call.inputs or call.inputs == inputs:
             return call
     return None
+
+
+def digest(session: str | None, given: object) -> str:
+    """A digest of what a call was given, keyed by its session: enough to tell two calls
+    apart, never the input itself (a command line may carry tokens)."""
+    data = json.dumps(given, sort_keys=True, default=str).encode('utf-8', 'surrogatepass')
+    key = (session or '').encode('utf-8', 'surrogatepass')[:64]
+    return hashlib.blake2b(data, key=key, digest_size=8).hexdigest()
 
 
 def _read_entries(session: LockedSession, paths: Iterable[str]) -> dict[str, FileEntry | None]:

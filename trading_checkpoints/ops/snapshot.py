@@ -62,8 +62,10 @@ class Look:
     asked: vouched.Asked | None = None
 
 
-def look(config: DeskConfig, message: str) -> Look | None:
-    """Scans the desk without the lock; None when the snapshot must start under the lock."""
+def look(config: DeskConfig, message: str, announce: bool = True) -> Look | None:
+    """Scans the desk without the lock; None when the snapshot must start under the lock.
+    ``announce``: when nothing changed, the paths ``message`` declares are announced (see
+    :func:`take`)."""
     repository = config.repository
     if journal.pending(repository) or not head_is_sound(repository):
         return None  # the record is completed, or HEAD repaired, under the lock first
@@ -80,7 +82,8 @@ def look(config: DeskConfig, message: str) -> Look | None:
                 return None
             asked = vouched.Asked(session)
             known = asked.answer(head)
-            if known is not None and external.announcement(repo, message) is None:
+            quiet = not announce or external.announcement(repo, message) is None
+            if known is not None and quiet:
                 if _moved(repo, head):
                     return None
                 answer = SnapshotResult(None, known[0], known[1], known[2])
@@ -97,7 +100,7 @@ def look(config: DeskConfig, message: str) -> Look | None:
             attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
             skipped = tuple(result.skipped)
             asked.report(head, (attribution.external, attribution.basis, skipped), before)
-            if external.announcement(repo, message) is not None:
+            if announce and external.announcement(repo, message) is not None:
                 return found  # the announcement is written under the lock
             if _moved(repo, head):
                 return None  # a restore, a snapshot, a seal or a config write ran meanwhile
@@ -125,12 +128,15 @@ def _moved(repo: ShadowRepo, head: bytes) -> bool:
     return read_bytes(repo.path) != repo.config.data
 
 
-def take(session: LockedSession, message: str, earlier: Look | None = None) -> SnapshotResult:
+def take(
+    session: LockedSession, message: str, earlier: Look | None = None, announce: bool = True
+) -> SnapshotResult:
     """Commits the desk if it changed; says what was left out and what changed externally.
 
     ``earlier``: a scan made without the lock, used when it still holds (see :func:`_reusable`).
     When nothing changed, no checkpoint is made, and the paths the message declares are kept
-    as an announcement (see ``external.announce``), so the write that follows is attributed.
+    as an announcement (see ``external.announce``), so the write that follows is attributed;
+    not with ``announce`` False (a shell command's: its call on record says who is at work).
     """
     reusable = None if earlier is None else _reusable(session, earlier)
     result, cache = reusable if reusable is not None else session.scan(record=True)
@@ -139,7 +145,8 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
     if sha is None:
-        external.announce(session, message)
+        if announce:
+            external.announce(session, message)
     else:
         calls.settle(session, record, result.started_ns)
         if earlier is not None and earlier.asked is not None:

@@ -45,12 +45,15 @@ class ToolCall:
         tool: The tool as checkpoints name it (``claude:Write``).
         writer: The session's turn (None without a session: plain snapshots, no record).
         label: The turn's prompt, for its first checkpoint.
+        inputs: A digest of what the call was given (``calls.digest``), to pair its two
+            hooks where the harness names no call id.
     """
 
     call_id: str | None
     tool: str
     writer: Writer | None
     label: str = ''
+    inputs: str = ''
 
 
 def before_write(
@@ -83,13 +86,21 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
         return short_id(external.seal(session))
 
 
-def before_shell(checkpoints: CheckpointsLike, call: ToolCall, reason: str) -> ShortId | None:
-    """A checkpoint of the desk when it changed (None: it did not), and the call on record."""
-    session = call.writer.session if call.writer is not None else None
-    new_id = checkpoints.snapshot(reason, tool=call.tool, session=session)
-    if call.writer is not None:
-        _begin(checkpoints.desk_config, call, None)
-    return None if new_id is None else ShortId(new_id)
+def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | None:
+    """A checkpoint of the desk when it changed (None: it did not; never a mark of the turn's
+    start, as a write tool's first checkpoint is), in the session's turn, and the call on
+    record."""
+    writer = call.writer
+    if writer is None:
+        return engine.take_snapshot(
+            config, metadata.compose(reason, call.tool, None, None)
+        ).checkpoint_id
+    if not started(config.repository, writer.turn):
+        reason = labelled(reason, call.label)  # should it be the turn's first checkpoint
+    message = metadata.compose(reason, call.tool, None, writer.turn, writer.session)
+    new_id = engine.take_snapshot(config, message).checkpoint_id
+    _begin(config, call, None)
+    return new_id
 
 
 def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Capture:
@@ -109,20 +120,19 @@ def unfinished(
     call: ToolCall | None,
     session_id: str | None,
     paths: Sequence[str] = (),
-    keep: str | None = None,
+    kind: str | None = None,
 ) -> snapshot.Capture | None:
     """Closes as unfinished ``call`` (denied or failed), or every call of ``session_id`` still
-    at work but ``keep`` (``call`` None: the session moved on); None when there was none on
-    record."""
+    at work (of ``kind`` only, when given; ``call`` None: the session moved on); None when
+    there was none on record."""
     if not config.repository.is_dir():
         return None
     if call is not None:
         found = _find(config.repository, call, paths)
         ids = [found] if found is not None else []
     else:
-        ids = [
-            c.call_id for c in calls.open_calls(config.repository, session_id) if c.call_id != keep
-        ]
+        at_work = calls.open_calls(config.repository, session_id)
+        ids = [c.call_id for c in at_work if kind is None or c.kind == kind]
     if not ids:
         return None
     with engine.locked(config, light=True, verb='close') as session:
@@ -148,7 +158,7 @@ def _begin(config: DeskConfig, call: ToolCall, paths: Sequence[str] | None) -> N
     assert call.writer is not None
     call_id = call.call_id or calls.new_id()
     with engine.locked(config, light=True, verb='record') as session:
-        calls.begin(session, call_id, call.writer, call.tool, paths)
+        calls.begin(session, call_id, call.writer, call.tool, paths, call.inputs)
 
 
 def _find(repository: Path, call: ToolCall, paths: Sequence[str]) -> str | None:
@@ -158,5 +168,5 @@ def _find(repository: Path, call: ToolCall, paths: Sequence[str]) -> str | None:
         return call.call_id if call.call_id in calls.load(repository) else None
     if call.writer is None:
         return None
-    found = calls.find(repository, call.writer.session, call.tool, paths)
+    found = calls.find(repository, call.writer.session, call.tool, paths, call.inputs)
     return None if found is None else found.call_id

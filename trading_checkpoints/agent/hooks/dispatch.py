@@ -16,10 +16,12 @@
   credited to the session's turn less what other calls explain, and sealed (none when nothing
   changed). The command line itself is never kept: only the names of the programs it starts
   (see ``events.programs``).
-- A tool that failed (``PostToolUseFailure``), the session's next prompt or tool call, or the
-  agent stopping (``Stop``, ``AfterAgent``): the session's calls still at work are closed as
-  unfinished (``ops/toolcalls.py``: what they named and did not change is no longer the
-  agent's; what did change is uncertain).
+- A write tool that failed (``PostToolUseFailure``), the session's next write tool (both
+  harnesses run write tools one at a time), its next prompt, or the agent stopping (``Stop``,
+  ``AfterAgent``): the session's calls still at work (for a write tool, its write calls) are
+  closed as unfinished (``ops/toolcalls.py``: what they named and did not change is no longer
+  the agent's; what did change is uncertain). A shell command that failed (an exit status
+  other than 0) ran all the same: its failure event captures it as its after event does.
 - Anything else, or an event from a folder with no workspace: nothing, silently.
 """
 
@@ -101,7 +103,7 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
         if workspace is None:
             return None
         command = tool_input.get('command') if isinstance(tool_input, dict) else None
-        action = Action(workspace, harness, kind, tool, session, call_id)
+        action = Action(workspace, harness, kind, tool, session, call_id, tool_input)
         named = chosen_desk(options)
         desks = [named] if named else all_desks(workspace)
         return action.recorded(name, lambda: action.shell(desks, programs(command)))
@@ -111,7 +113,7 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     workspace = find_workspace(options, cwd, paths)
     if workspace is None:
         return None
-    action = Action(workspace, harness, kind, tool, session, call_id)
+    action = Action(workspace, harness, kind, tool, session, call_id, tool_input)
     targets = _targets(options, workspace, paths, cwd)
     return action.recorded(name, lambda: action.write(targets))
 
@@ -152,6 +154,7 @@ class Action:
         tool: str,
         session: str | None,
         call_id: str | None,
+        tool_input: object = None,
     ) -> None:
         self.workspace = workspace
         self.harness = harness
@@ -159,6 +162,7 @@ class Action:
         self.tool = tool
         self.session = session
         self.call_id = call_id
+        self.tool_input = tool_input
         self.label_tool = f'{harness}:{tool}'
 
     def recorded(self, event: str, work: Callable[[], str | None]) -> str | None:
@@ -184,12 +188,18 @@ class Action:
         )
 
     def call(self) -> ToolCall:
+        """The call as the desk's record knows it: its id (the harness's, within its session:
+        two sessions' ids never meet), its turn, and a digest of its input."""
+        from ...ops.calls import digest
         from ...ops.toolcalls import ToolCall
         from ...store.metadata import Writer
 
         turn = turn_of(self.workspace, self.session)
         writer = Writer(turn[0], session_id(self.session)) if turn is not None else None
-        return ToolCall(self.call_id, self.label_tool, writer, turn[1] if turn else '')
+        word = session_word(self.session) or '-'
+        call_id = f'{word}/{self.call_id[:100]}' if self.call_id else None
+        inputs = digest(self.session, [self.tool, self.tool_input])
+        return ToolCall(call_id, self.label_tool, writer, turn[1] if turn else '', inputs)
 
     def _desk(self, desk: str) -> Checkpoints:
         from ...workspace import Workspace
@@ -198,8 +208,10 @@ class Action:
 
     # -- the session moving on ------------------------------------------------------------------
 
-    def close_session(self, keep: str | None = None) -> str | None:
-        """Closes, in every desk, the session's calls still at work (all but ``keep``)."""
+    def close_session(self, kind: str | None = None) -> str | None:
+        """Closes, in every desk, the session's calls still at work (of ``kind`` only: a write
+        tool's hook before closes the session's write calls, which both harnesses run one at a
+        time; shell commands may run side by side)."""
         from ...ops import calls, toolcalls
 
         closed = []
@@ -208,10 +220,10 @@ class Action:
             if not config.repository.is_dir():
                 continue
             at_work = calls.open_calls(config.repository, session_id(self.session))
-            if not [c for c in at_work if c.call_id != keep]:
+            if not [c for c in at_work if kind is None or c.kind == kind]:
                 continue
             try:
-                done = toolcalls.unfinished(config, None, session_id(self.session), keep=keep)
+                done = toolcalls.unfinished(config, None, session_id(self.session), kind=kind)
             except (CheckpointError, OSError) as error:
                 raise self.failed(desk, 'the calls left at work', error) from error
             if done is not None:
@@ -224,7 +236,9 @@ class Action:
         """Before: a snapshot of each desk a tracked target is in; after: its seal; failed:
         the call closed as unfinished."""
         if self.kind == BEFORE_TOOL and self.session:
-            self.close_session(keep=self.call_id)
+            from ...ops.calls import WRITE
+
+            self.close_session(WRITE)
         lines = []
         for desk, by_place, paths in targets:
             if by_place and not _desk_name_ok(desk):
@@ -278,8 +292,6 @@ class Action:
 
     def shell(self, desks: list[str], shown: str) -> str | None:
         """Before: a snapshot of each desk; after: a capture of what the command changed."""
-        if self.kind == BEFORE_TOOL and self.session:
-            self.close_session(keep=self.call_id)
         lines: list[str | None] = []
         for desk in desks:
             what = f'{self.tool} ({shown})'
@@ -301,18 +313,15 @@ class Action:
         call = self.call()
         if self.kind == BEFORE_TOOL:
             cps = Checkpoints.open(cps.repository_directory, cps.desk_directory)  # retention
-            new_id = toolcalls.before_shell(cps, call, f'before {self.tool}: {shown}')
-            return (
-                None
-                if new_id is None
-                else f'checkpoint {new_id} of desk {desk!r} before {self.tool}'
-            )
+            reason = f'before {self.tool}: {shown}'
+            new_id = toolcalls.before_shell(cps.desk_config, call, reason)
+            if new_id is None:
+                return None
+            return f'checkpoint {new_id} of desk {desk!r} before {self.tool}'
         if not cps.repository_directory.is_dir():
             return None
-        if self.kind == TOOL_FAILED:
-            done = toolcalls.unfinished(cps.desk_config, call, None)
-        else:
-            done = toolcalls.after_shell(cps.desk_config, call, f'after {self.tool}: {shown}')
+        # A command that failed (exit status not 0) ran all the same: what it changed is its.
+        done = toolcalls.after_shell(cps.desk_config, call, f'after {self.tool}: {shown}')
         if done is None or done.checkpoint_id is None:
             return None
         changed = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
