@@ -333,8 +333,22 @@ def test_what_a_call_was_given_pairs_its_hooks(cps: Checkpoints) -> None:
     assert calls.find(where, 'A', 'gemini:write_file', ['notes/a.md']).call_id == 'c3'
     assert calls.find(where, 'A', 'gemini:write_file', ['notes/b.md']) is None
     assert calls.find(where, 'B', 'gemini:run_shell_command', ()).call_id == 'c4'
+    assert calls.find(where, 'B', 'gemini:run_shell_command', (), given).call_id == 'c4'
+    assert calls.find(where, 'A', 'gemini:run_shell_command', ()).call_id == 'c1'
     assert [c.call_id for c in calls.open_calls(where, 'B')] == ['c4']
-    assert calls.new_id() != calls.new_id() and calls.new_id().startswith('call-')
+    assert calls.new_id() != calls.new_id() and len(calls.new_id()) == len('call-') + 16
+
+
+def test_the_digest_of_any_input() -> None:
+    assert calls.digest('S', {'a': 1, 'b': 2}) == calls.digest('S', {'b': 2, 'a': 1})
+    assert calls.digest('S', {'path': Path('x')}) == calls.digest('S', {'path': 'x'})
+    assert len(calls.digest('S\udcff' * 40, 'echo \udcff')) == 16, 'lone surrogates, long keys'
+
+
+@pytest.mark.parametrize('inputs', [5, 'x' * 65, None])
+def test_a_digest_that_is_no_digest_is_none(cps: Checkpoints, inputs: object) -> None:
+    record_file(cps).write_bytes(begun(id='c', inputs=inputs) + b'\n')
+    assert calls.load(cps.repository_directory, now=2)['c'].inputs == ''
 
 
 def test_a_file_name_that_is_not_utf_8_is_recorded(cps: Checkpoints, desk: Path) -> None:
@@ -348,7 +362,7 @@ def test_a_file_name_that_is_not_utf_8_is_recorded(cps: Checkpoints, desk: Path)
 def test_settling_keeps_a_call_that_ended_once_the_scan_began(cps: Checkpoints) -> None:
     kept = Call('k', A, 'claude:Write', WRITE, ('notes/a.md',), 1, 5, WROTE, {'notes/a.md': NEW})
     gone = Call('g', B, 'claude:Write', WRITE, ('notes/b.md',), 1, 4, WROTE, {'notes/b.md': NEW})
-    at = at_work('s', C, SHELL, 2)
+    at, also = at_work('s', C, SHELL, 2), at_work('t', C, SHELL, 3)
     with engine.locked(cps.desk_config) as session:
-        calls.settle(session, {'k': kept, 'g': gone, 's': at}, seen_at=5)
-    assert calls.load(cps.repository_directory, now=6) == {'k': kept, 's': at}
+        calls.settle(session, {'s': at, 't': also, 'k': kept, 'g': gone}, seen_at=5)
+    assert calls.load(cps.repository_directory, now=6) == {'s': at, 't': also, 'k': kept}
