@@ -330,7 +330,7 @@ def find(
 def digest(session: str | None, given: object) -> str:
     """A digest of what a call was given, keyed by its session: enough to tell two calls
     apart, never the input itself (a command line may carry tokens)."""
-    data = json.dumps(given, sort_keys=True, default=str).encode('utf-8', 'surrogatepass')
+    data = json.dumps(given, sort_keys=True, default=str).encode('ascii')  # escapes the rest
     key = (session or '').encode('utf-8', 'surrogatepass')[:64]
     return hashlib.blake2b(data, key=key, digest_size=8).hexdigest()
 
