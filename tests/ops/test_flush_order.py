@@ -329,3 +329,24 @@ def test_the_flush_order_under_strace(tmp_path: Path, durable: bool) -> None:
     events = traced(code, output=tmp_path / 'strace.out')
     _outcome(repository, desk, target)
     check_orders(events, Places(repository, desk), durable)
+
+
+@pytest.mark.parametrize('durable', [True, False], ids=['durable', 'not-durable'])
+def test_a_compaction_makes_its_pack_durable_before_removing_the_old_ones(
+    tmp_path: Path, durable: bool
+) -> None:
+    repository, desk, _ = _prepared(tmp_path)
+    before = files_of(repository / 'objects' / 'pack')
+    with recording() as events:
+        Checkpoints(repository, desk, durable=durable).prune()
+        packfolder.wait_for_removals()
+    assert files_of(repository / 'objects' / 'pack') != before
+    assert pack_before_removal(events, Places(repository, desk)) >= 4
+
+
+def test_a_clone_makes_its_pack_durable_before_the_branch_names_it(tmp_path: Path) -> None:
+    repository, desk, _ = _prepared(tmp_path)
+    copy, copy_desk = tmp_path / 'copy.git', tmp_path / 'copy'
+    with recording() as events:
+        Checkpoints.clone(str(repository), copy, copy_desk)
+    assert pack_before_branch(events, Places(copy, copy_desk)) >= 2
