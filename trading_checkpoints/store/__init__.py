@@ -1,7 +1,7 @@
 """The shadow repository: objects, refs, commits, their trailers and everything else in it.
 
 Owns the repository object (``repo``: ``ShadowRepo``), its folder before it opens
-(``repofolder``), the refs (``refs``), git's files that dulwich reads too (``gitfiles``: refs,
+(``repofolder``), reading its objects (``objectread``), the refs (``refs``), git's files that dulwich reads too (``gitfiles``: refs,
 ``shallow``, the reflog, each checked or read through ``core.repofiles``), what a commit says
 (``commitinfo``, ``metadata``, ``changestats``, the on-disk memo ``commitmemo``), vetting a
 stored tree before it is used (``treevetting``), the pruned log (``prunedlog``), what a killed
