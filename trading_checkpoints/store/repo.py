@@ -2,9 +2,9 @@
 
 The one object the rest of the package holds for a repository: history and config here,
 reading objects in ``objectread.py`` and the refs in ``refs.py`` (both reached through the same
-object), the packs in the ``pack*`` modules. The repository is isolated from the user's git: we build commits ourselves (no
-porcelain, so no user config, hooks or signing are ever consulted), with a fixed identity, and
-we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
+object), the packs in the ``pack*`` modules. The repository is isolated from the user's git:
+we build commits ourselves (no porcelain, so no user config, hooks or signing are ever
+consulted), with a fixed identity, and we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
 """
 
 from __future__ import annotations
@@ -161,13 +161,15 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        # The folders are durable before HEAD can be: a power cut that keeps HEAD (the mark of
+        # a finished repository) never loses objects/pack, which nothing would make again.
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         for name, data in (
             ('config', repo_config.initial(tracked)),
             ('description', b'trading_checkpoints: snapshots of one desk\n'),
             ('HEAD', b'ref: ' + BRANCH + b'\n'),  # last: a repository without it is unfinished
         ):
             repofiles.replace(RepoFile(path, name), data)
-        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         config = repo_config.load(path)
         return cls(path, repo_config.open_dulwich(path, config), config)
 
