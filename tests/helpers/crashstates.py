@@ -1,22 +1,22 @@
 """The states a power cut can leave, under a stated persistence model, from a replayed trace.
 
-The model (weaker than ext4's default ``data=ordered``, so every state ext4 can leave is
-among these, and more):
+The model (meant to allow every state ext4's default ``data=ordered`` can leave, and more):
 
 - **File data** reaches the disk a page (4 KiB of the file) at a time, each page of each
   write or truncation on its own, in no order: any subset of a file's unflushed pages may be
   lost (a lost page keeps what the disk held before; past the end a lost page is a hole of
   zeros when a later page made it, else the file ends sooner). ``fsync``/``fdatasync`` of a
   file makes every write, truncation and permission change made to it before the call
-  durable.
+  durable, not its name.
 - **Folder entries** (a name made, removed, or renamed; a rename is atomic, as ext4
   journals it) reach the disk in the order they were made within each folder, but folders
   are independent of one another: the entries that survive are, for every folder, a prefix
   of the changes made in it. A rename belongs to both of its folders, a ``mkdir`` to the
   folder it makes (nothing inside it survives without it) and an ``rmdir`` to the folder it
-  removes. ``fsync`` of a folder makes every change made in it before the call durable, with
-  what those changes depend on. Data and names are independent: a name may survive without
-  the bytes written to its file, and the bytes without the name.
+  removes. ``fsync`` of a folder makes every change made in it before the call durable (a
+  rename: by a flush of either of its folders), with what those changes depend on. Data and
+  names are independent: a name may survive without the bytes written to its file, and the
+  bytes without the name.
 - ``sync``/``syncfs`` makes everything before it durable.
 
 A crash point is a moment between two calls; at each, the changes made before it that no

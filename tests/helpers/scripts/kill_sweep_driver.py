@@ -8,6 +8,12 @@ then one call opens :data:`MARKER` (a path that never exists): the sweep counts 
 file-system calls from there. Then the operation runs on ROOT: its calls are the kill points.
 Once it has returned, a line ``REPORTED`` on stdout says so (the power-loss check holds every
 checkpoint made before that line to the promise that a power cut no longer loses it).
+
+Every run of a world makes the same calls in each thread, so that a kill point (a call's N-th
+time in its thread) names the same call in the traced run and the killed one: the flushes run
+on one thread, and commits are stamped with one time, a minute after the world was built (a
+commit's id then never changes from run to run; one whose id starts with 0 or 8 also counts
+the loose objects, a call more).
 """
 
 from __future__ import annotations
@@ -80,14 +86,25 @@ def _watch_one_change(cps, desk: Path) -> None:
     watcher.join()
 
 
+class _WorldClock:
+    """The time commits and reflog entries are stamped with (``store.repo``'s ``time``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.at = os.stat(root / 'target').st_mtime + 60  # copies keep the world's times
+
+    def time(self) -> float:
+        return self.at
+
+
 def main() -> None:
     operation, warm, root = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     # One flushing thread: strace counts a call's N-th time per thread, and a pool of several
-    # shares the flushes out differently from run to run, so a kill point would name another
-    # call (or none) in the killed run than in the traced one.
+    # shares the flushes out differently from run to run.
     from trading_checkpoints.core import durability
+    from trading_checkpoints.store import repo as store_repo
 
     durability._POOL_SIZE = 1
+    store_repo.time = _WorldClock(root)  # type: ignore[assignment]
     run(operation, warm)
     try:
         os.close(os.open(MARKER, os.O_RDONLY))
