@@ -25,6 +25,7 @@ from trading_checkpoints import Checkpoints
 from trading_checkpoints.errors import RepositoryExistsError
 from trading_checkpoints.ops import journal
 from trading_checkpoints.ops.listing import list_checkpoints
+from trading_checkpoints.store.pack.folder import wait_for_removals
 
 KEEP = 3  # the prune's limit (the driver's ``prune(keep=3)``)
 ANOTHER_WRITER = b'written by another agent after the crash\n'
@@ -76,6 +77,12 @@ def copy(world: World, name: str) -> Path:
     shutil.rmtree(copied, ignore_errors=True)
     shutil.copytree(world.root, copied, symlinks=True)
     return copied
+
+
+def remove(run: Path) -> None:
+    """Removes a copy once checked (after this process's pack remover is done in it)."""
+    wait_for_removals()
+    shutil.rmtree(run)
 
 
 def paths(root: Path, desk_name: str = 'main') -> tuple[Path, Path]:

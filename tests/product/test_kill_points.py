@@ -27,7 +27,6 @@ The figures (kill points per operation, kills) are printed with ``-s`` and kept 
 
 from __future__ import annotations
 
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,7 @@ import pytest
 from helpers import SCRIPTS
 from helpers.killpoints import KillPoint, kill_points, needs_strace, run_killed_at, was_killed
 from helpers.processes import environment
-from helpers.sweepworld import Expected, World, build, check, copy
+from helpers.sweepworld import Expected, World, build, check, copy, remove
 
 OPERATIONS = ('snapshot', 'restore', 'prune', 'compaction', 'clone')
 
@@ -77,8 +76,8 @@ def _sweep(tmp_path: Path, operation: str, step: int) -> Figures:
         figures.runs += 1
         figures.killed += was_killed(done)
         _check(operation, world, run, point)
-        shutil.rmtree(run)
-        shutil.rmtree(warm)
+        remove(run)
+        remove(warm)
     print(
         f'\n{operation}: {figures.points} kill points, {figures.runs} runs, {figures.killed} killed'
     )

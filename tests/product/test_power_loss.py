@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +49,7 @@ from helpers.hookrun import event
 from helpers.processes import environment
 from helpers.reading import files_of, tracked, version_of
 from helpers.scripts.kill_sweep_driver import WATCHED
-from helpers.sweepworld import Expected, World, build, copy, ids_of, paths
+from helpers.sweepworld import Expected, World, build, copy, ids_of, paths, remove
 from helpers.sweepworld import check as check_next
 
 from trading_checkpoints import Checkpoints
@@ -153,7 +152,7 @@ def _run(world: World, operation: str, every: bool) -> Figures:
     for number, state in enumerate(checked):
         run = world.root.parent / f'{operation}-state-{number}'
         _check(world, operation, traced, state, run)
-        shutil.rmtree(run)
+        remove(run)
     power_only = sum(not state.killed for state in states)
     print(
         f'\n{operation}: {len(traced.ops)} ops, {figures.points} crash points, '
