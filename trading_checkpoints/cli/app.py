@@ -15,7 +15,20 @@ import click
 
 from ..errors.lockwaits import show_lock_waits
 from ..workspace import DEFAULT_WORKSPACE
-from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
+from . import (
+    agent,
+    blame,
+    browse,
+    complete,
+    core,
+    history,
+    listing,
+    remote,
+    render,
+    retention,
+    turns,
+    undo,
+)
 from .options import JSON_KEY, target_options
 from .target import DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
@@ -208,7 +221,7 @@ def cli(ctx: click.Context) -> None:
 
 
 for command in (
-    core.list_command,
+    listing.list_command,
     core.snapshot,
     core.restore,
     core.status,
@@ -217,6 +230,7 @@ for command in (
     history.diff,
     history.show,
     history.log,
+    blame.blame,
     undo.undo,
     undo.redo,
     undo.seal,
