@@ -10,6 +10,11 @@
 - ``gitcli``: the real git binary, isolated from the user's configuration, and ``git fsck``.
 - ``flushes``: the flushes, renames, removals and writes a process makes, by path, in order
   (recorded in this process, or under ``strace``).
+- ``killpoints``: a program's kill points (a call's N-th time in its thread, by strace) and a
+  run killed at one; ``sweepworld``: the world the crash sweeps copy and the checks after a
+  crash.
+- ``fstrace``, ``crashfs``, ``crashstates``: the power-loss model: a program's file calls under
+  strace, replayed on a model of a folder by inode, and the states a power cut can leave.
 - ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.

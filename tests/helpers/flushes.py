@@ -6,7 +6,8 @@ half of an ALICE-style check, Pillai et al., OSDI 2014). That order is recorded 
 as the same list of :class:`Event`:
 
 - :func:`recording`: in this process (where mutation testing sees the calls), a wrapper around
-  the ``os`` functions that flush, rename, remove, open for writing and write. Every flush of
+  the ``os`` functions that flush, rename, remove, make a folder, open for writing and write
+  (folders made show only here). Every flush of
   the package and of dulwich is an ``os.fsync`` (see ``core/durability.py``), every desk file
   is opened through ``os.open``; a descriptor's path is read from ``/proc/self/fd`` when the
   call returns. Files opened by the built-in ``open`` show only through their flushes.
@@ -36,6 +37,7 @@ RENAME = 'rename'  # path -> target
 REMOVE = 'remove'  # unlink or rmdir
 CREATE = 'create'  # opened for writing with O_CREAT (a new name, unless it existed)
 WRITE = 'write'  # opened for writing without O_CREAT, or written to
+MKDIR = 'mkdir'  # a folder made (recorded in this process only)
 
 PROC_FD = Path('/proc/self/fd')
 STRACE = shutil.which('strace')
@@ -68,6 +70,7 @@ _WRAPPED = (
     'unlink',
     'remove',
     'rmdir',
+    'mkdir',
     'open',
     'write',
     'pwrite',
@@ -127,6 +130,12 @@ def recording() -> Iterator[list[Event]]:
 
         return call
 
+    def mkdir(path, mode=0o777, *, dir_fd=None):
+        where = _at(path, dir_fd)
+        result = original['mkdir'](path, mode, dir_fd=dir_fd)
+        add(Event(MKDIR, where))
+        return result
+
     def open_(path, flags, mode=0o777, *, dir_fd=None):
         fd = original['open'](path, flags, mode, dir_fd=dir_fd)
         if flags & _WRITING:
@@ -151,6 +160,7 @@ def recording() -> Iterator[list[Event]]:
         'unlink': remove('unlink'),
         'remove': remove('remove'),
         'rmdir': remove('rmdir'),
+        'mkdir': mkdir,
         'open': open_,
         'write': write,
         'pwrite': pwrite,

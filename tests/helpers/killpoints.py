@@ -88,8 +88,8 @@ def _strace(*options: str) -> list[str]:
 def kill_points(
     argv: Sequence[str], env: Mapping[str, str], timeout: float = 300
 ) -> list[KillPoint]:
-    """Every call of :data:`FILE_CALLS` the program makes after opening :data:`MARKER`, in
-    order, as kill points (a pair made by two threads is listed once)."""
+    """Every call of :data:`FILE_CALLS` the program makes after opening :data:`MARKER`, as
+    kill points (a pair made by two threads is listed once), by call and ordinal."""
     with tempfile.NamedTemporaryFile('r', suffix='.strace') as trace:
         done = subprocess.run(
             [*_strace('-o', trace.name), *argv],
@@ -116,7 +116,9 @@ def kill_points(
         if point not in points:
             points.append(point)
     assert started, 'the program never opened the marker'
-    return points
+    # Each thread makes the same calls in every run, but threads interleave differently: in the
+    # order of the calls, and by ordinal, the list is the same every run.
+    return sorted(points, key=lambda point: (FILE_CALLS.index(point.syscall), point.ordinal))
 
 
 def run_killed_at(

@@ -22,6 +22,9 @@ the largest pack. Each order is a function named after it, asserting it on every
   ``refs/heads`` flushed after) before the seal moves.
 - ``branch_before_record_removal``: the branch, moved to the restored state, is durable before
   the restore record is removed.
+- ``folders_before_head``: every folder a new repository is made of is durable (its parent
+  flushed after it was made) before ``HEAD``, the mark of a finished repository, is put in
+  place (a first snapshot, a clone).
 
 The same checks run on events recorded in this process (a wrapper around ``os``) and on an
 ``strace`` of a second process doing the same, where ``strace`` can trace.
@@ -39,6 +42,7 @@ from helpers.builders import put
 from helpers.flushes import (
     CREATE,
     FLUSH,
+    MKDIR,
     PROC_FD,
     REMOVE,
     RENAME,
@@ -238,6 +242,25 @@ def branch_before_record_removal(events: list[Event], places: Places) -> None:
         _branch_durable_before(events, places, at, 'branch_before_record_removal', written)
 
 
+def folders_before_head(events: list[Event], repository: Path) -> int:
+    """Returns how many folders of the repository were made (each durable before HEAD)."""
+    root = os.path.realpath(repository)
+    head = _renames_to(events, os.path.join(root, 'HEAD'))
+    assert head, 'HEAD was not put in place by a rename'
+    made = [
+        i
+        for i, e in enumerate(events[: head[0]])
+        if e.kind == MKDIR and (e.path == root or e.path.startswith(root + os.sep))
+    ]
+    for at in made:
+        parent = os.path.dirname(events[at].path)
+        assert _flushed(events, parent, at, head[0]), (
+            f'ORDER folders_before_head: {parent} was not flushed after {events[at].path} was '
+            'made and before HEAD was put in place'
+        )
+    return len(made)
+
+
 def check_orders(events: list[Event], places: Places, durable: bool) -> None:
     removed = pack_before_removal(events, places)
     # The pre-snapshot's append, the restored commit's, the snapshot's, and the roll-up's
@@ -329,3 +352,36 @@ def test_the_flush_order_under_strace(tmp_path: Path, durable: bool) -> None:
     events = traced(code, output=tmp_path / 'strace.out')
     _outcome(repository, desk, target)
     check_orders(events, Places(repository, desk), durable)
+
+
+@pytest.mark.parametrize('durable', [True, False], ids=['durable', 'not-durable'])
+def test_a_compaction_makes_its_pack_durable_before_removing_the_old_ones(
+    tmp_path: Path, durable: bool
+) -> None:
+    repository, desk, _ = _prepared(tmp_path)
+    before = files_of(repository / 'objects' / 'pack')
+    with recording() as events:
+        Checkpoints(repository, desk, durable=durable).prune()
+        packfolder.wait_for_removals()
+    assert files_of(repository / 'objects' / 'pack') != before
+    assert pack_before_removal(events, Places(repository, desk)) >= 4
+
+
+def test_a_clone_makes_its_pack_durable_before_the_branch_names_it(tmp_path: Path) -> None:
+    repository, desk, _ = _prepared(tmp_path)
+    copy, copy_desk = tmp_path / 'copy.git', tmp_path / 'copy'
+    with recording() as events:
+        Checkpoints.clone(str(repository), copy, copy_desk)
+    assert pack_before_branch(events, Places(copy, copy_desk)) >= 2
+
+
+def test_a_new_repository_is_durable_before_its_head(tmp_path: Path) -> None:
+    desk, repository = tmp_path / 'desk', tmp_path / 'repo.git'
+    put(desk, 'Memory.md', '-', b'# memory\n')
+    with recording() as events:
+        assert Checkpoints(repository, desk).snapshot('the first') is not None
+    assert folders_before_head(events, repository) >= 5
+    copy, copy_desk = tmp_path / 'copy.git', tmp_path / 'copy'
+    with recording() as events:
+        Checkpoints.clone(str(repository), copy, copy_desk)
+    assert folders_before_head(events, copy) >= 5

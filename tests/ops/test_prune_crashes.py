@@ -53,3 +53,29 @@ def test_a_prune_killed_at_every_step_leaves_git_fsck_clean(tmp_path: Path) -> N
         assert [c.checkpoint_id for c in Checkpoints(repository, desk).list()] == ids[:-5:-1]
         fsck(repository)
     assert killed == steps, f'every one of the {steps} steps was a kill point'
+
+
+def test_a_prune_removes_an_index_lock_a_power_cut_left_at_its_pack(tmp_path: Path) -> None:
+    """A power cut can keep the ``.idx.lock`` a prune was writing and lose the holder's record
+    in the lock file (never flushed), so the next holder sees no crash to sweep up after: the
+    prune that writes the same pack again must still succeed (dulwich refuses a locked index)."""
+    workspace = new_workspace(tmp_path / 'ws')
+    desk, repository = desk_in(workspace), repository_in(workspace)
+    cps = Checkpoints(repository, desk)
+    ids = session_turns(cps, desk, 8)
+    trial = tmp_path / 'trial.git'
+    shutil.copytree(repository, trial)
+    Checkpoints(trial, desk).prune(keep=4)
+    wait_for_removals()
+    written = [p.name for p in (trial / 'objects' / 'pack').glob('pack-*.idx')]
+    assert len(written) == 1, written
+    assert not (repository / 'objects' / 'pack' / written[0]).exists(), 'a pack of its own'
+    stale = repository / 'objects' / 'pack' / f'{written[0]}.lock'
+    stale.write_bytes(b'\0' * 100)
+    assert (repository / 'checkpoints' / 'lock').read_bytes() == b'', 'no crash on record'
+    Checkpoints(repository, desk).prune(keep=4)
+    wait_for_removals()
+    assert not stale.exists()
+    assert [p.name for p in (repository / 'objects' / 'pack').glob('pack-*.idx')] == written
+    assert [c.checkpoint_id for c in Checkpoints(repository, desk).list(None)] == ids[:-5:-1]
+    fsck(repository)

@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trading_checkpoints import CheckpointError, Checkpoints
+from trading_checkpoints.store import objectread
 from trading_checkpoints.store import repo as repo_module
 from trading_checkpoints.store.commitmemo import NAME
 from trading_checkpoints.store.config import reader as configload
@@ -33,9 +34,9 @@ def test_packed_head_is_remembered_on_disk(repo_dir: Path, desk: Path, monkeypat
     assert memo.is_file()  # the packed newest commit was read once and kept
     _forget()
     opened = []
-    original = repo_module.ShadowRepo._read
+    original = objectread.ObjectReader.read
     monkeypatch.setattr(
-        repo_module.ShadowRepo, '_read', lambda self, *a: opened.append(a) or original(self, *a)
+        objectread.ObjectReader, 'read', lambda self, *a: opened.append(a) or original(self, *a)
     )
     assert Checkpoints(repo_dir, desk).snapshot('no-op again') is None
     assert opened == []  # a new process's no-op reads no git object
@@ -239,7 +240,7 @@ def test_tree_entries_are_kept_per_repository_within_a_budget(tmp_path: Path) ->
     cps = Checkpoints(tmp_path / 'repo.git', desk)
     sha = cps.snapshot('one')
     assert sha is not None
-    memo = repo_module._TREES
+    memo = objectread._TREES
     memo.clear()
     repo = repo_module.ShadowRepo.open(tmp_path / 'repo.git')
     assert repo is not None

@@ -1,31 +1,28 @@
 """Access to one desk's bare shadow repository, through dulwich only.
 
-The one object the rest of the package holds for a repository: objects, history and config
-here, the refs in ``refs.py`` (reached through the same object), the packs in the ``pack*``
-modules. The repository is isolated from the user's git: we build commits ourselves (no
-porcelain, so no user config, hooks or signing are ever consulted), with a fixed identity, and
-we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
+The one object the rest of the package holds for a repository: history and config here,
+reading objects in ``objectread.py`` and the refs in ``refs.py`` (both reached through the same
+object), the packs in the ``pack*`` modules. The repository is isolated from the user's git:
+we build commits ourselves (no porcelain, so no user config, hooks or signing are ever
+consulted), with a fixed identity, and we never read ``GIT_DIR`` or ``GIT_WORK_TREE``.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from ..core import repofiles
 from ..core.durability import fsync_folders
 from ..core.paths import Allowlist
 from ..core.repofiles import RepoFile
 from ..errors import (
-    ConcurrentChangeError,
     CorruptRepositoryError,
     FileAccessError,
     PrunedCheckpointError,
@@ -34,9 +31,9 @@ from ..errors import (
 from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
-from .damage import blame, object_damage, pack_replaced
-from .dulwichadapter import object_id, refresh_packs
-from .pack.packfile import listed_in_packs
+from .damage import blame, object_damage
+from .dulwichadapter import object_id
+from .objectread import COMMIT, HEX_SHA, ObjectReader
 from .refs import Reflog, RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
 
@@ -44,42 +41,13 @@ if TYPE_CHECKING:
     from dulwich.objects import Commit, ShaFile, Tree
     from dulwich.repo import Repo
 
-_Object = TypeVar('_Object', bound='ShaFile')
-_T = TypeVar('_T')
-
 IDENTITY = b'trading_checkpoints <checkpoints@trading-checkpoints.invalid>'
 PRIVATE_DIR = 'checkpoints'  # our own files inside the repository (lock, stat cache)
 
 
 _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
-_HEX_SHA = re.compile(rb'[0-9a-f]{40}')
 # (repository, sha) -> commit, see commit_info
 _COMMITS: dict[tuple[str, bytes], CommitInfo] = {}
-
-
-# (repository, sha) -> a tree's entries, see tree_entries; a tree never changes under its id,
-# so a process that restores or compares the same checkpoints again reads each tree once
-class _TreeMemo(dict):
-    """Tree entries by (repository, id), forgotten all at once past ``limit`` entries in all."""
-
-    limit = 100_000  # a few MB
-    held = 0
-
-    def remember(self, key: tuple[str, bytes], entries: list[tuple[bytes, int, bytes]]) -> None:
-        if self.held + len(entries) > self.limit:
-            self.clear()
-        self[key] = entries
-        self.held += len(entries)
-
-    def clear(self) -> None:
-        super().clear()
-        self.held = 0
-
-
-_TREES = _TreeMemo()
-
-# git's object type numbers (dulwich is imported only when an object is read through it)
-_COMMIT, _TREE, _BLOB = 1, 2, 3
 
 
 def _local_offset_seconds(now: float) -> int:
@@ -116,6 +84,7 @@ class ShadowRepo:
         # The refs read through this object are forgotten when a ref is written here or
         # dulwich's repository is handed out.
         self._refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
+        self._objects = ObjectReader(path, lambda: self._repo, lambda: self._dulwich is not None)
 
     def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
         """Runs ``upkeep`` (the sweep of stale lock files) before the first write of a ref or
@@ -192,13 +161,15 @@ class ShadowRepo:
             ('info',),
         ):
             path.joinpath(*parts).mkdir(parents=True, exist_ok=True)
+        # The folders are durable before HEAD can be: a power cut that keeps HEAD (the mark of
+        # a finished repository) never loses objects/pack, which nothing would make again.
+        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         for name, data in (
             ('config', repo_config.initial(tracked)),
             ('description', b'trading_checkpoints: snapshots of one desk\n'),
             ('HEAD', b'ref: ' + BRANCH + b'\n'),  # last: a repository without it is unfinished
         ):
             repofiles.replace(RepoFile(path, name), data)
-        fsync_folders([path / 'objects', path / 'refs', path / 'refs' / 'heads', path, path.parent])
         config = repo_config.load(path)
         return cls(path, repo_config.open_dulwich(path, config), config)
 
@@ -285,11 +256,11 @@ class ShadowRepo:
         info = _COMMITS.get(key)
         if info is not None:
             return info
-        info = self._commits.find(sha) if _HEX_SHA.fullmatch(sha) else None
+        info = self._commits.find(sha) if HEX_SHA.fullmatch(sha) else None
         if info is None:
             from dulwich.objects import Commit
 
-            commit = self._read(sha, Commit)
+            commit = self._objects.read(sha, Commit)
             if None in (commit.tree, commit.commit_time, commit.commit_timezone, commit.message):
                 # dulwich parses a truncated loose commit without complaint, fields missing.
                 raise CorruptRepositoryError(
@@ -308,7 +279,7 @@ class ShadowRepo:
         """Reads a commit from the store itself (not the memo): a clear error if it is damaged."""
         from dulwich.objects import Commit
 
-        self._read(sha, Commit)
+        self._objects.read(sha, Commit)
 
     def history(self, limit: int | None = None) -> Iterator[CommitInfo]:
         """Commits from the newest back along first parents."""
@@ -336,7 +307,7 @@ class ShadowRepo:
             )
         prefix = checkpoint_id.strip().lower().encode()
         try:
-            commits = self._from_store(lambda: self._commits_with_prefix(prefix))
+            commits = self._objects.from_store(lambda: self._commits_with_prefix(prefix))
         except KeyError as error:  # listed by an index, yet not found in its pack
             raise self._search_failed(checkpoint_id, error) from error
         except object_damage() as error:
@@ -373,120 +344,18 @@ class ShadowRepo:
 
     def _commits_with_prefix(self, prefix: bytes) -> list[bytes]:
         candidates = {sha for sha in self._repo.object_store.iter_prefix(prefix)}
-        return [sha for sha in sorted(candidates) if self._type_of(sha) == _COMMIT]
+        return [sha for sha in sorted(candidates) if self._objects.type_of(sha) == COMMIT]
 
-    def _type_of(self, sha: bytes) -> int:
-        type_num, _ = self._repo.object_store.get_raw(object_id(sha))
-        return type_num
-
-    # -- objects ---------------------------------------------------------------------------
-
-    def _from_store(self, read: Callable[[], _T]) -> _T:
-        """Runs a read of dulwich's object store, once more when a pack it had listed was
-        replaced meanwhile (see ``damage.pack_replaced``; another process writes packs without
-        waiting for readers): the list of packs is read again first. Replaced again during the
-        second read: a ``ConcurrentChangeError``. An object still not found raises KeyError."""
-        try:
-            return read()
-        except pack_replaced():
-            refresh_packs(self._repo.object_store)
-        try:
-            return read()
-        except KeyError:
-            raise
-        except pack_replaced() as error:
-            raise ConcurrentChangeError(
-                f'the packs of {self.path} were replaced twice while being read (another '
-                'process is writing checkpoints); run it again',
-                path=self.path,
-            ) from error
-
-    @contextmanager
-    def _object_errors(self, sha: bytes) -> Iterator[None]:
-        """Turns a missing or damaged object into a CorruptRepositoryError naming it."""
-        try:
-            yield
-        except KeyError as error:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} is missing from {self.path}', path=self.path
-            ) from error
-        except object_damage() as error:
-            path, problem = blame(self.path, error)
-            where = f'{path} is damaged ({problem})' if path is not None else problem
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is unreadable: {where}',
-                path=path or self.path,
-            ) from error
-
-    def _read(self, sha: bytes, kind: type[_Object]) -> _Object:
-        with self._object_errors(sha):
-            obj = self._read_loose(sha) if self._dulwich is None else None
-            if obj is None:
-                obj = self._from_store(lambda: self._repo.object_store[object_id(sha)])
-        if not isinstance(obj, kind):
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is a {obj.type_name.decode()}, '
-                f'not a {kind.type_name.decode()}',
-                path=self.path,
-            )
-        return obj
-
-    def _read_loose(self, sha: bytes) -> ShaFile | None:
-        """A loose object read without opening the dulwich repository (None if not loose).
-
-        A snapshot of an unchanged desk reads the newest commit this way and never pays for
-        opening the repository; packed objects (and alternates) go through dulwich.
-        """
-        if not _HEX_SHA.fullmatch(sha):
-            return None
-        data = gitfiles.read_loose_object(self.path, sha.decode())
-        if data is None:
-            return None
-        from dulwich.objects import ShaFile
-
-        return ShaFile.from_file(io.BytesIO(data))
+    # -- objects (read by objectread.ObjectReader) -------------------------------------------
 
     def contains(self, sha: bytes) -> bool:
-        if self._dulwich is None and _HEX_SHA.fullmatch(sha) and self._found_without_dulwich(sha):
-            return True
-        try:
-            return self._from_store(lambda: self._has(sha))
-        except KeyError:
-            return False
-        except object_damage():
-            return True  # there, but damaged: reading it says so
-
-    def _has(self, sha: bytes) -> bool:
-        if object_id(sha) in self._repo.object_store:
-            return True
-        raise KeyError(sha)  # perhaps in a pack that replaced one listed: looked for again
-
-    def _found_without_dulwich(self, sha: bytes) -> bool:
-        """A loose file or a pack index entry for the object (the seal check of a snapshot of an
-        unchanged desk, and ``status``, then never open dulwich); not found means ask dulwich,
-        which also knows alternates and packs whose index is damaged."""
-        hex_id = sha.decode()
-        objects = os.path.join(self.path, 'objects')
-        if os.path.isfile(os.path.join(objects, hex_id[:2], hex_id[2:])):
-            return True
-        return listed_in_packs(os.path.join(objects, 'pack'), bytes.fromhex(hex_id))
+        return self._objects.contains(sha)
 
     def read_blob(self, sha: bytes) -> bytes:
-        # The raw bytes straight from the store: no Blob object is built for a restore's reads.
-        with self._object_errors(sha):
-            type_num, raw = self._from_store(
-                lambda: self._repo.object_store.get_raw(object_id(sha))
-            )
-        if type_num != _BLOB:
-            from dulwich.objects import Blob
-
-            return self._read(sha, Blob).as_raw_string()  # raises, naming what it is instead
-        return raw
+        return self._objects.read_blob(sha)
 
     def read_tree(self, sha: bytes) -> Tree:
-        from dulwich.objects import Tree
-
-        return self._read(sha, Tree)
+        return self._objects.read_tree(sha)
 
     def flatten_tree(
         self,
@@ -499,36 +368,9 @@ class ShadowRepo:
         return treevetting.flatten_tree(self.tree_entries, tree_sha, allowlist, skipped)
 
     def tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
-        """A tree's entries exactly as stored, duplicates included (dulwich's Tree drops them).
-
-        Kept for the rest of the process (the caller must not change the list)."""
-        key = (os.fspath(self.path), sha)
-        entries = _TREES.get(key)
-        if entries is None:
-            entries = self._read_tree_entries(sha)
-            _TREES.remember(key, entries)
-        return entries
-
-    def _read_tree_entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
-        with self._object_errors(sha):
-            type_num, raw = self._from_store(
-                lambda: self._repo.object_store.get_raw(object_id(sha))
-            )
-        if type_num != _TREE:
-            raise CorruptRepositoryError(
-                f'the object {sha.decode()} in {self.path} is not a tree', path=self.path
-            )
-        from dulwich.errors import ObjectFormatException
-        from dulwich.objects import parse_tree
-
-        try:
-            # A list: the entries are kept (see tree_entries), and dulwich's pure-Python
-            # parse_tree returns a generator.
-            return list(parse_tree(bytes(raw), 20))
-        except (ObjectFormatException, ValueError) as error:
-            raise CorruptRepositoryError(
-                f'the tree {sha.decode()} in {self.path} is malformed: {error}', path=self.path
-            ) from error
+        """A tree's entries exactly as stored, duplicates included (kept for the process: the
+        caller must not change the list)."""
+        return self._objects.tree_entries(sha)
 
     def write_objects(self, objects: list[ShaFile]) -> None:
         """Stores new objects in a pack at once, never as loose files.

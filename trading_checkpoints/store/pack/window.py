@@ -11,14 +11,15 @@ write their packs this way.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from dulwich.objects import ShaFile
 from dulwich.pack import UnpackedObject, create_delta
 
+from ...core.durability import fsync_folder
 from ...errors import FileAccessError
 from ..dulwichadapter import pack_basename
 from .plan import alike
@@ -107,29 +108,37 @@ def write_pack(
     max_depth: int = MAX_DEPTH,
     progress: ProgressFn | None = None,
 ):  # -> (Pack | None, number of new deltas)
-    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count."""
+    """Writes one self-contained pack of ``objects`` with deltas; returns it and its delta count.
+
+    The pack and its index are flushed before each is renamed into place, and the folder after:
+    the pack may replace others (a consolidation) or a branch may name its objects next (a
+    fetch), and a power cut must find under its name either nothing or the whole pack. Must run
+    under the repository's lock: a lock file left at the index's name is stale, and removed.
+    """
     counter = [0]
     if not objects:
         return None, 0
     records = _deltified(objects, window, max_depth, progress, counter)
+    store.fsync_object_files = True  # dulwich flushes only when told
     try:
+        _remove_stale_index_lock(store.pack_dir, objects)
         pack = store.add_pack_data(len(objects), records)
     except OSError as error:
         raise FileAccessError(
             f'cannot write a pack into {store.path}: {error}', path=store.path, action='write'
         ) from error
     if pack is not None:
-        _fsync_pack(Path(pack_basename(pack)))
+        fsync_folder(os.path.dirname(pack_basename(pack)))
     return pack, counter[0]
 
 
-def _fsync_pack(basename: Path) -> None:
-    for suffix in ('.pack', '.idx'):
-        try:
-            fd = os.open(str(basename) + suffix, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _remove_stale_index_lock(pack_dir: str, objects: list[tuple[ShaFile, bytes | None]]) -> None:
+    """Removes the ``.idx.lock`` a writer cut off by a power loss may have left at the name the
+    pack will have (dulwich would refuse to write the index). The name is dulwich's: the SHA-1
+    of the objects' sorted binary ids."""
+    ids = sorted(obj.sha().digest() for obj, _ in objects)
+    name = hashlib.sha1(b''.join(ids)).hexdigest()
+    try:
+        os.remove(os.path.join(pack_dir, f'pack-{name}.idx.lock'))
+    except FileNotFoundError:
+        pass
