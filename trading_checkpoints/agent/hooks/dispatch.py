@@ -254,9 +254,8 @@ class Action:
 
     def _write(self, cps: Checkpoints, desk: str, by_place: bool, paths: list[str]) -> str | None:
         from ...checkpoints import Checkpoints
-        from ...core.paths import Allowlist
+        from ...core.paths import Allowlist, desk_relative
         from ...ops import toolcalls
-        from ...ops.guard import desk_relative
 
         folder = cps.desk_directory
         allowlist = Allowlist(cps.effective_tracked_paths())
