@@ -15,7 +15,19 @@ import click
 
 from ..errors.lockwaits import show_lock_waits
 from ..workspace import DEFAULT_WORKSPACE
-from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
+from . import (
+    agent,
+    browse,
+    complete,
+    core,
+    history,
+    protect,
+    remote,
+    render,
+    retention,
+    turns,
+    undo,
+)
 from .options import JSON_KEY, target_options
 from .target import DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
@@ -214,6 +226,8 @@ for command in (
     core.status,
     core.desks_command,
     core.track,
+    protect.protect,
+    protect.budget,
     history.diff,
     history.show,
     history.log,

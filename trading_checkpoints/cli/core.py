@@ -273,7 +273,8 @@ def restore(
 @target_options
 @verb('desk')
 def status(target: Target, quiet: bool, as_json: bool) -> None:
-    """Show what changed in the desk since the newest checkpoint, and what was external.
+    """Show what changed in the desk since the newest checkpoint, what was external, and the
+    desk's policy: its protected paths, and its size budgets with what each path holds now.
 
     A change is external when it differs from the state the agent left: the last `seal` (or
     restore/undo/redo), else the newest checkpoint outside the paths it declared.
@@ -283,9 +284,13 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
       checkpoints status
       checkpoints status --json
     """
-    result = target.checkpoints().status()
+    checkpoints = target.checkpoints()
+    result = checkpoints.status()
+    protected = checkpoints.protected()
+    uses = checkpoints.budgets() if checkpoints.desk_directory.is_dir() else []
     if as_json:
-        render.echo_json(result.to_dict())
+        budgets = [use.to_dict() for use in uses]
+        render.echo_json({**result.to_dict(), 'protected': list(protected), 'budgets': budgets})
         return
     if result.newest_id is None:
         click.echo(
@@ -321,10 +326,21 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
     if not result.clean:
         click.echo(f'Keep them with:    {target.command("snapshot", "-m", "why")}')
         click.echo(f'Discard them with: {target.command("restore")}')
+    policy_lines(protected, uses, quiet)
     if result.storage is not None:
         from ..ops.storageuse import describe
 
         click.echo(f'Storage: {describe(result.storage)}.')
+
+
+def policy_lines(protected: tuple[str, ...], uses: list[Any], quiet: bool) -> None:
+    """The desk's policy: what is protected, and each budget (marked when over)."""
+    if protected:
+        click.echo(f'Protected: {", ".join(protected)}')
+    over = [use for use in uses if use.over]
+    for use in uses if not quiet else over:
+        mark = style('  (over)', fg='red') if use.over else ''
+        click.echo(f'Budget: {use.budget.path} {use.describe()}{mark}')
 
 
 @click.command('desks')

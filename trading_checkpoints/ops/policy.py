@@ -72,7 +72,7 @@ class Budget:
 
     def describe(self) -> str:
         if self.tokens is not None:
-            return f'{self.tokens:,} tokens'
+            return f'{self.tokens:,} token{"" if self.tokens == 1 else "s"}'
         return size_text(self.limit)
 
 
@@ -87,14 +87,22 @@ class BudgetUse:
     def over(self) -> bool:
         return self.size > self.budget.limit
 
+    def held(self) -> str:
+        """What the path holds: ``24.0 KiB``, or ``about 6,144 tokens (24.0 KiB)``."""
+        size = size_text(self.size)
+        if self.budget.tokens is not None:
+            return f'about {self.size // BYTES_PER_TOKEN:,} tokens ({size})'
+        return size
+
+    def describe(self) -> str:
+        """``24.0 KiB of 20.0 KiB``."""
+        return f'{self.held()} of {self.budget.describe()}'
+
     def notice(self) -> str:
         """What the agent is told when it is over: ``Memory.md is 24.0 KiB, its budget is
         20.0 KiB: condense it``."""
         budget = self.budget
-        size = size_text(self.size)
-        if budget.tokens is not None:
-            size = f'about {self.size // BYTES_PER_TOKEN:,} tokens ({size})'
-        return f'{budget.path} is {size}, its budget is {budget.describe()}: condense it'
+        return f'{budget.path} is {self.held()}, its budget is {budget.describe()}: condense it'
 
     def to_dict(self) -> dict[str, object]:
         budget = self.budget
