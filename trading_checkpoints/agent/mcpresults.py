@@ -14,6 +14,7 @@ try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
 except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
     from typing import TypedDict
 
+from ..ops.policy import BudgetUse
 from ..ops.results import (
     ChangeRow,
     Checkpoint,
@@ -123,6 +124,27 @@ def restore_outcome(desk: str, result: RestoreResult) -> RestoreOutcome:
 class SealOutcome(TypedDict):
     desk: str
     seal_id: str
+
+
+class BudgetRow(TypedDict):
+    path: str
+    bytes: int
+    tokens: int | None
+    size: int
+    over: bool
+
+
+class ProtectedList(TypedDict):
+    desk: str
+    protected: list[str]
+    budgets: list[BudgetRow]
+
+
+def budget_row(use: BudgetUse) -> BudgetRow:
+    budget = use.budget
+    return BudgetRow(
+        path=budget.path, bytes=budget.limit, tokens=budget.tokens, size=use.size, over=use.over
+    )
 
 
 # -- looking back --------------------------------------------------------------------------
