@@ -33,6 +33,7 @@ CALLS: dict[str, dict[str, object]] = {
     'diff': {},
     'show_file': {'checkpoint_id': 'abcdef1', 'path': 'Memory.md'},
     'prune': {},
+    'list_protected': {},
 }
 
 

@@ -69,9 +69,9 @@ def refuse_writes(desk: Path, repository: Path, targets: Iterable[str], action: 
         )
 
 
-def denial(found: Iterable[Hit]) -> str:
+def denial(found: Iterable[Hit], desk: str | None = None) -> str:
     """Why a write is refused, as the agent is told: ``notes/limits.md is protected on this
-    desk: ...``."""
+    desk: ...`` (on desk ``desk``, when named)."""
     parts = []
     for hit in found:
         if hit.path == hit.entry:
@@ -81,9 +81,10 @@ def denial(found: Iterable[Hit]) -> str:
         else:
             how = f' (the same file or folder as {hit.entry})'
         parts.append(f'{hit.path}{how}')
+    where = 'this desk' if desk is None else f'desk {desk!r}'
     return (
-        f'{", ".join(dict.fromkeys(parts))} is protected on this desk: you may read it but not '
-        'change it (a person may; `checkpoints protect` lists the protected paths)'
+        f'{", ".join(dict.fromkeys(parts))} is protected on {where}: you may read it but not '
+        'change it (a person may; `checkpoints protect` lists the protected paths).'
     )
 
 
