@@ -89,10 +89,12 @@ def denial(found: Iterable[Hit], desk: str | None = None) -> str:
 
 
 def _hit(desk: Path, policy: Policy, identities: dict[Identity, str], target: str) -> Hit | None:
-    for path in spellings(desk, target):
+    found = spellings(desk, target)
+    for path in found:
         entry = policy.covering(path)
         if entry is not None:
             return Hit(target, path, entry)
+    for path in found:
         entry = _same_as(desk, path, identities)
         if entry is not None:
             return Hit(target, path, entry)

@@ -56,6 +56,7 @@ _VALUED = frozenset({'--desk', '--workspace'})
 PROGRAMS = frozenset({'checkpoints', 'trading_checkpoints'})
 REPOSITORIES = '.checkpoints'
 MAX_DEPTH = 3  # bash -c '...' inside bash -c '...'
+_RUNS_TEXT = frozenset({'-c', 'eval'})  # what runs the next word as a command line
 _VERB_TEXT = re.compile(r'checkpoints\b.*\b(protect|budget|track|hook)\b')
 TOLD = 'told.json'
 
@@ -142,7 +143,8 @@ def refuse_command(command: object, depth: int = 0) -> str | None:
     """Why a shell command is denied (None: it is not): it names the checkpoint repositories'
     folder (``.checkpoints``), or runs a checkpoints verb that changes the policy, what is
     tracked or the hooks (``protect``, ``budget``, ``track`` with paths, ``--remove`` or
-    ``--reset``; ``hook install``/``uninstall``), also inside ``bash -c '...'``."""
+    ``--reset``; ``hook install``/``uninstall``), also in the text a shell's ``-c`` or
+    ``eval`` runs."""
     if not isinstance(command, str):
         return None
     if REPOSITORIES in command:
@@ -161,8 +163,8 @@ def refuse_command(command: object, depth: int = 0) -> str | None:
             if verb is not None:
                 return _verb(verb)
             if depth < MAX_DEPTH:
-                for word in simple:
-                    if any(c.isspace() for c in word):  # bash -c '...', eval "..."
+                for before, word in zip(['', *simple], simple):
+                    if before in _RUNS_TEXT or simple[0] in _RUNS_TEXT:  # bash -c '...'
                         nested = refuse_command(word, depth + 1)
                         if nested is not None:
                             return nested
