@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers.builders import checkpoints_in, write
+from helpers.cli import shell as cli_shell
 from helpers.gitcli import git
 
 from trading_checkpoints import Checkpoints
@@ -374,3 +375,40 @@ def test_the_library_guard_refuses_what_the_hook_denies(cps):
         'notes/limits.md',
         'notes/rules',
     ]
+
+
+# -- what the hooks do not cover (docs/safety.md says so) ---------------------------------------
+
+
+def test_a_damaged_policy_fails_as_a_checkpoint_does(workspace, cps):
+    config = cps.repository_directory / 'config'
+    config.write_text(config.read_text() + '[checkpoints]\n\tprotected = ../elsewhere\n')
+    raw = event(
+        'claude',
+        'before',
+        workspace,
+        tool_name='Write',
+        tool_input={'file_path': f'{cps.desk_directory}/notes/limits.md'},
+    )
+    reply = run(raw, Options(workspace=workspace))
+    assert reply.code == 1 and 'could not read the policy for Write' in reply.stderr
+    assert run(raw, Options(workspace=workspace, strict=True)).code == 2
+
+
+def test_a_command_that_builds_its_words_at_run_time_is_not_seen(workspace, cps):
+    """A tripwire, not a sandbox: ``$p`` is ``protect`` only when the command runs."""
+    command = 'p=protect; checkpoints $p --remove notes/limits.md'
+    tool_input = {'command': command, 'description': 'x'}
+    assert answer(tool('claude', 'before', workspace, 'shell', tool_input)) == {}
+    done = cli_shell(command, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert answer(tool('claude', 'after', workspace, 'shell', tool_input)) == {}
+    assert cps.protected() == ('notes/rules',), 'the policy change is not undone'
+
+
+def test_a_tool_the_hooks_do_not_know_is_not_stopped(workspace, cps):
+    target = {'file_path': f'{cps.desk_directory}/notes/limits.md', 'content': 'x'}
+    raw = event('claude', 'before', workspace, tool_name='mcp__files__write', tool_input=target)
+    assert run(raw, Options(workspace=workspace)).stdout == ''
+    settings = {'file_path': str(workspace.parent / '.claude' / 'settings.local.json')}
+    assert answer(tool('claude', 'before', workspace, 'write', settings)) == {}

@@ -126,7 +126,7 @@ def handle(event: dict[str, Any], options: Options, answer: Answer | None = None
     if kind == BEFORE_TOOL:
         raw = target_paths(tool, tool_input, cwd, normalize=False)
         reached = [(desk, found) for desk, _, found in targets if _desk_name_ok(desk)]
-        denied = action.recorded(name, lambda: refuse_write(workspace, reached, raw))
+        denied = action.recorded(name, lambda: action.policy(refuse_write, workspace, reached, raw))
         if denied is not None:
             answer.deny.append(denied)
             return _done(workspace, harness, name, tool, f'denied {tool}: {denied}')
@@ -203,6 +203,18 @@ class Action:
             f'could not {verb} desk {desk!r} for {what}: {detail}',
             blocks=self.kind == BEFORE_TOOL,
         )
+
+    def policy(self, check: Callable[..., str | None], *args: Any) -> str | None:
+        """A policy check's answer; a policy that cannot be read fails as a checkpoint does
+        (``--strict`` blocks the tool)."""
+        try:
+            return check(*args)
+        except (CheckpointError, OSError) as error:
+            detail = f'{error.strerror}: {error.filename}' if isinstance(error, OSError) else error
+            raise HookError(
+                f'could not read the policy for {self.tool}: {detail}',
+                blocks=self.kind == BEFORE_TOOL,
+            ) from error
 
     def call(self) -> ToolCall:
         """The call as the desk's record knows it: its id (the harness's, within its session:

@@ -163,7 +163,7 @@ def refuse_command(command: object, depth: int = 0) -> str | None:
             if verb is not None:
                 return _verb(verb)
             if depth < MAX_DEPTH:
-                for before, word in zip(['', *simple], simple):
+                for before, word in zip(['', *simple[:-1]], simple, strict=True):
                     if before in _RUNS_TEXT or simple[0] in _RUNS_TEXT:  # bash -c '...'
                         nested = refuse_command(word, depth + 1)
                         if nested is not None:
