@@ -180,6 +180,10 @@ def test_a_guard_refuses_a_protected_target(started: Checkpoints, desk: Path, st
             (desk / 'notes' / 'rules' / 'new.md').write_text('x')
     assert refused.value.paths == ('notes/rules/new.md',)
     assert refused.value.protected == ('notes/rules',)
+    assert str(refused.value).startswith(
+        'refusing write_file notes/rules/new.md: notes/rules/new.md (in the protected folder '
+        'notes/rules) is protected on this desk: you may read it but not change it'
+    )
     assert not (desk / 'notes' / 'rules' / 'new.md').exists()
     assert len(started.list(None)) == taken
 

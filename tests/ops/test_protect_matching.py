@@ -40,6 +40,7 @@ def desk(tmp_path: Path) -> Path:
 def hit(desk: Path, target: str, *entries: str) -> Hit | None:
     found = hits(desk, policy(*(entries or PROTECTED)), [target])
     assert len(found) <= 1
+    assert all(each.target == target for each in found), 'the target as given'
     return found[0] if found else None
 
 
@@ -138,11 +139,30 @@ def test_the_same_file_under_another_name(desk: Path):
     os.link(desk / 'notes' / 'limits.md', desk / 'notes' / 'Limits.md')
     found = hit(desk, 'notes/Limits.md')
     assert found is not None and (found.path, found.entry) == ('notes/Limits.md', 'notes/limits.md')
-    assert denial([found]).startswith(
-        'notes/Limits.md (the same file or folder as notes/limits.md)'
+    assert denial([found]) == (
+        'notes/Limits.md (the same file or folder as notes/limits.md) is protected on this '
+        'desk: you may read it but not change it (a person may; `checkpoints protect` lists '
+        'the protected paths).'
     )
     os.link(desk / 'notes' / 'plan.md', desk / 'notes' / 'plan2.md')
     assert hit(desk, 'notes/plan2.md') is None, 'the same file as an unprotected one'
+    # A protected entry that does not exist does not hide the ones after it.
+    assert entry(desk, 'notes/Limits.md', 'notes/gone.md', 'notes/limits.md') == 'notes/limits.md'
+    # The same file at the top of the desk (the first folder level is looked at too).
+    os.link(desk / 'Memory.md', desk / 'Memory2.md')
+    assert entry(desk, 'Memory2.md', 'Memory.md') == 'Memory.md'
+
+
+def test_a_protected_link_to_the_desk_protects_all_of_it(desk: Path):
+    os.symlink('..', desk / 'notes' / 'all')
+    assert entry(desk, 'Memory.md', 'notes/all') == 'notes/all'
+    assert entry(desk, 'Memory.md', 'notes/plan.md') is None
+
+
+def test_a_name_no_checkpoint_could_hold_is_still_in_its_folder(desk: Path):
+    assert entry(desk, 'notes/rules/a\\b.md') == 'notes/rules'
+    assert entry(desk, 'notes/rules/line\nbreak.md') == 'notes/rules'
+    assert entry(desk, 'notes/rules/.git/config') == 'notes/rules'
 
 
 def test_a_protected_link_protects_the_file_it_leads_to(desk: Path):

@@ -23,6 +23,7 @@ from .options import (
     verbose_option,
 )
 from .paths import desk_paths, suggesting
+from .protect import desk_policy
 from .render import ident, style
 from .target import Target
 
@@ -286,11 +287,9 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
     """
     checkpoints = target.checkpoints()
     result = checkpoints.status()
-    protected = checkpoints.protected()
-    uses = checkpoints.budgets() if checkpoints.desk_directory.is_dir() else []
+    policy = desk_policy(checkpoints)
     if as_json:
-        budgets = [use.to_dict() for use in uses]
-        render.echo_json({**result.to_dict(), 'protected': list(protected), 'budgets': budgets})
+        render.echo_json({**result.to_dict(), **policy.to_dict()})
         return
     if result.newest_id is None:
         click.echo(
@@ -326,21 +325,11 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
     if not result.clean:
         click.echo(f'Keep them with:    {target.command("snapshot", "-m", "why")}')
         click.echo(f'Discard them with: {target.command("restore")}')
-    policy_lines(protected, uses, quiet)
+    policy.show(quiet)
     if result.storage is not None:
         from ..ops.storageuse import describe
 
         click.echo(f'Storage: {describe(result.storage)}.')
-
-
-def policy_lines(protected: tuple[str, ...], uses: list[Any], quiet: bool) -> None:
-    """The desk's policy: what is protected, and each budget (marked when over)."""
-    if protected:
-        click.echo(f'Protected: {", ".join(protected)}')
-    over = [use for use in uses if use.over]
-    for use in uses if not quiet else over:
-        mark = style('  (over)', fg='red') if use.over else ''
-        click.echo(f'Budget: {use.budget.path} {use.describe()}{mark}')
 
 
 @click.command('desks')

@@ -4,6 +4,9 @@ to an agent's shell command."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import click
 
 from ..errors import InvalidArgumentError
@@ -132,3 +135,29 @@ def budget_lines(uses: list) -> None:
     for use in uses:
         line = f'  {use.budget.path.ljust(width)}  {use.describe()}'
         click.echo(render.style(f'{line}  (over)', fg='red') if use.over else line)
+
+
+@dataclass(frozen=True)
+class DeskPolicy:
+    """What ``status`` shows of the desk's policy: the protected paths, and each budget with
+    its size now."""
+
+    protected: tuple[str, ...]
+    uses: list[Any]
+
+    def to_dict(self) -> dict[str, object]:
+        return {'protected': list(self.protected), 'budgets': [u.to_dict() for u in self.uses]}
+
+    def show(self, quiet: bool) -> None:
+        """A line for the protected paths, one per budget (only those over, with ``quiet``)."""
+        if self.protected:
+            click.echo(f'Protected: {", ".join(self.protected)}')
+        for use in self.uses:
+            if use.over or not quiet:
+                mark = render.style('  (over)', fg='red') if use.over else ''
+                click.echo(f'Budget: {use.budget.path} {use.describe()}{mark}')
+
+
+def desk_policy(checkpoints: Any) -> DeskPolicy:
+    uses = checkpoints.budgets() if checkpoints.desk_directory.is_dir() else []
+    return DeskPolicy(checkpoints.protected(), uses)

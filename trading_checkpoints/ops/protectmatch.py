@@ -22,12 +22,10 @@ not refused; once the file exists, every spelling is).
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.paths import desk_relative, path_problem
 from ..errors import ProtectedPathError
 from .policy import Policy, read
 
@@ -102,29 +100,32 @@ def _hit(desk: Path, policy: Policy, identities: dict[Identity, str], target: st
 
 
 def spellings(desk: Path, target: str) -> list[str]:
-    """The desk-relative paths ``target`` may write: as written, and as the system resolves
-    it (see the module notes); none when it lies outside the desk."""
-    found = []
-    lexical = desk_relative(desk, target)
-    if lexical is not None:
-        found.append(lexical)
-    full = target if os.path.isabs(target) else os.path.join(desk, target)
-    real = os.path.realpath(full)
-    base = os.path.realpath(desk)
-    if real.startswith(base.rstrip(os.sep) + os.sep):
-        relative = posixpath.normpath(os.path.relpath(real, base).replace(os.sep, '/'))
-        if path_problem(relative) is None and relative not in found:
-            found.append(relative)
+    """The desk-relative paths ``target`` may write: as written (``..`` folded as text, against
+    the desk's path as given and as resolved), and as the system resolves it (see the module
+    notes); none when it lies outside the desk. Any name counts: one a checkpoint could not
+    hold (a backslash, a newline) is still below the folder that holds it."""
+    full = os.path.join(desk, target)  # an absolute target stays as it is
+    written, real = os.path.abspath(full), os.path.realpath(full)
+    found: list[str] = []
+    for path, base in (
+        (written, os.path.abspath(desk)),
+        (written, os.path.realpath(desk)),
+        (real, os.path.realpath(desk)),
+    ):
+        if path.startswith(base + os.sep):
+            relative = os.path.relpath(path, base).replace(os.sep, '/')
+            if relative not in found:
+                found.append(relative)
     return found
 
 
 def _identities(desk: Path, entries: Iterable[str]) -> dict[Identity, str]:
     """The device and inode of each protected entry that exists (links followed: writing the
-    file a link leads to changes what the link reads)."""
+    file or folder a link leads to changes what the link reads)."""
     found: dict[Identity, str] = {}
     for entry in entries:
         try:
-            st = os.stat(os.path.join(desk, *entry.split('/')))
+            st = os.stat(os.path.join(desk, entry))
         except OSError:
             continue
         found.setdefault((st.st_dev, st.st_ino), entry)
@@ -132,13 +133,16 @@ def _identities(desk: Path, entries: Iterable[str]) -> dict[Identity, str]:
 
 
 def _same_as(desk: Path, path: str, identities: dict[Identity, str]) -> str | None:
-    """The protected entry that ``path`` or a folder above it is (by identity), or None."""
+    """The protected entry that ``path``, a folder above it or the desk itself is (by
+    identity: a protected link to the desk's own folder protects all of it), or None."""
     if not identities:
         return None
-    parts = path.split('/')
-    for depth in range(1, len(parts) + 1):
+    here = os.fspath(desk)
+    for part in [None, *path.split('/')]:
+        if part is not None:
+            here = os.path.join(here, part)
         try:
-            st = os.stat(os.path.join(desk, *parts[:depth]))
+            st = os.stat(here)
         except OSError:
             return None  # nothing there, nor below
         entry = identities.get((st.st_dev, st.st_ino))
