@@ -368,14 +368,14 @@ CASES: dict[str, Case] = {
     ),
     'a restore over a change made outside the agent': Case(
         errors.ExternalChangesError,
-        lambda w: {'paths': ('notes/a.md',)},
+        lambda w: {'paths': ('notes/a.md',), 'overrides': ('overwrite', 'keep')},
         setup=_external_change,
         library=lambda w: w.cps.restore(w.first, on_external='refuse'),
         verb=lambda w: ['restore', w.first, '--refuse-external'],
     ),
     "a rewind of a turn over a later turn's write": Case(
         errors.TurnConflictError,
-        lambda w: {'paths': ('Memory.md',), 'turn': 'msg_1'},
+        lambda w: {'paths': ('Memory.md',), 'overrides': ('overwrite', 'keep'), 'turn': 'msg_1'},
         setup=_two_turns_wrote_one_file,
         library=lambda w: w.cps.restore_turn('msg_1'),
         verb=lambda w: ['restore-turn', 'msg_1'],

@@ -21,6 +21,7 @@ from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError
+from .ops import blame as blames
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops.asof import Moment
@@ -194,17 +195,22 @@ class Checkpoints(PolicyVerbs):
         return held(self.repository_directory, at)
 
     def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
-        """``limit`` checkpoints from the one whose full id is ``start`` (default: the newest)
-        back, with their full ids and where the next page starts: a long history a page at a
-        time, each page reading only its own commits."""
+        """``limit`` checkpoints from full id ``start`` (default: the newest) back, with their
+        full ids and where the next page starts (each page reads only its own commits)."""
         engine.complete_pending(self.desk_config, report_to=self)
         return listing.page(self.repository_directory, limit, start)
 
     def introduced(self, checkpoint_id: str, *, patches: bool = True) -> Diff:
-        """What a checkpoint changed: the diff from the one before it (for the oldest kept,
-        from nothing: every file it holds is added)."""
+        """What a checkpoint changed from the one before it (the oldest kept: every file)."""
         with engine.reading(self.desk_config, report_to=self) as session:
             return history.introduced(session, checkpoint_id, patches=patches)
+
+    def blame(
+        self, path: str, checkpoint_id: str | None = None, *, at: Moment | None = None
+    ) -> blames.Blame:
+        """Who wrote each line of ``path`` (``ops/blame.py``), in the desk or at an id or ``at``."""
+        with engine.reading(self.desk_config, report_to=self) as session:
+            return blames.blame(session, path, chosen(session, checkpoint_id, at))
 
     @overload
     def restore(
@@ -262,8 +268,8 @@ class Checkpoints(PolicyVerbs):
                 ``at`` names the moment whose checkpoint to return to (see :meth:`checkpoint_at`).
             paths: Restore only these files or folders (desk-relative); the rest of the desk
                 is left as it is. The pre-snapshot still records the whole desk.
-            dry_run: Change nothing (no pre-snapshot, no writes) and return the plan as a
-                :class:`RestoreResult` with ``dry_run=True``.
+            dry_run: Change nothing and return the plan (``dry_run=True``); where the
+                restore would refuse, the same error (its message says it would).
             force: True (the default) makes every tracked path match the checkpoint, files
                 changed outside the agent included (they are kept in the pre-snapshot and
                 listed in ``RestoreResult.external``). False reverts only the agent's changes
@@ -319,13 +325,7 @@ class Checkpoints(PolicyVerbs):
         its path and kind (added, modified, deleted, type-changed, mode-changed) and, for text
         files, carries a unified diff; binary files are flagged. ``paths`` (files or folders,
         desk-relative) limits the diff to those. A desk file that snapshots leave out (too
-        large, ...) shows no change.
-
-        Example::
-
-            for change in checkpoints.diff('3f2a9c1').changes:
-                print(change.kind, change.path)
-        """
+        large, ...) shows no change."""
         with engine.reading(self.desk_config, report_to=self) as session:
             start = named(session, from_id, at, 'from_id')
             return history.diff(session, start, to_id, patches=patches, paths=paths)
@@ -342,10 +342,9 @@ class Checkpoints(PolicyVerbs):
     def log(
         self, path: str | None = None, limit: int | None = 20, *, at: Moment | None = None
     ) -> builtins.list[LogEntry]:
-        """Checkpoints newest first, each with the files that differ from the one before it
-        (``limit=None``: all of them); with ``at``, from the one the desk held then. With
-        ``path`` (a file or folder), only the checkpoints where something at or below it
-        changed; ``[]`` when none did (also for a path that never existed)."""
+        """Checkpoints newest first with the files each changed from the one before it
+        (``limit=None``: all); with ``at``, from the one the desk held then. With ``path`` (a
+        file or folder), only those that changed something there (``[]`` when none did)."""
         listing.check_limit(limit)
         engine.complete_pending(self.desk_config, report_to=self)
         with open_reading(self.desk_config) as session:

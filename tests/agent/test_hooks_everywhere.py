@@ -142,7 +142,11 @@ def test_two_sessions_interleaving_each_rewind_their_own(workspace: Path, desk: 
     assert refused.returncode == 1
     error = json.loads(refused.stderr)
     assert error['type'] == 'TurnConflictError'
-    assert error['fields'] == {'paths': ['notes/shared.md'], 'turn': turn_a}
+    assert error['fields'] == {
+        'paths': ['notes/shared.md'],
+        'overrides': ['overwrite', 'keep'],  # --force or --keep-external lets it go ahead
+        'turn': turn_a,
+    }
     assert (desk / 'notes/a.md').exists(), 'nothing was changed'
     forced = checkpoints('restore-turn', turn_a, '--force', workspace=workspace)
     assert forced.returncode == 0, forced.stderr

@@ -48,6 +48,11 @@ def test_tools_taking_an_id_take_a_time_instead(workspace: Path, desk: Path) -> 
         both = await client.error('restore', checkpoint_id=newest.checkpoint_id, at='0s')
         assert 'give a checkpoint id or a time, not both' in both
         assert 'is not a time' in await client.error('diff', at='last tuesday')
+        far = await client.error('show_file', path='Memory.md', at='1000000d')
+        assert far.endswith("'1000000d' reaches back past the year 1; give a shorter period, or a "
+                            'time (ISO 8601 with an offset (2025-03-14T14:30:00+01:00, or Z for '
+                            'UTC), or a period before now (90m, 2h, 3d))')  # fmt: skip
+        assert '\n' not in far and 'Overflow' not in far
         assert "missing argument 'checkpoint_id' (or 'at', a time)" in await client.error('restore')
 
     run_server(workspace, script)

@@ -150,7 +150,10 @@ def test_history_tools(workspace: Path, desk: Path) -> None:
         preview = await client.ok('restore', checkpoint_id=first, dry_run=True)
         assert preview['dry_run'] and preview['written'] == ['Memory.md']
         assert preview['undo_hint'] is None
-        turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True)
+        # v2 came after the turn: the rewind refuses, and so does its dry run.
+        refused = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
+        assert 'would refuse to rewind turn msg_1' in refused and 'force=true' in refused
+        turn_preview = await client.ok('restore_turn', turn_id='msg_1', dry_run=True, force=True)
         assert turn_preview['dry_run'] and turn_preview['written'] == ['Memory.md']
         assert (desk / 'Memory.md').read_text() == 'v2', 'dry runs write nothing'
         undone = await client.ok('undo')

@@ -34,11 +34,12 @@ def test_tools_declare_input_schemas_typed_results_and_hints(workspace: Path) ->
             'undo': {'written', 'created', 'deleted', 'external', 'undo_hint'},
             'prune': {'dry_run', 'limits', 'pruned', 'pruned_count', 'oldest_kept', 'note'},
             'diff': {'from_id', 'to_id', 'paths', 'files_changed', 'changes'},
+            'blame': {'desk', 'path', 'checkpoint', 'lines'},
         }
         for name, expected in outputs.items():
             schema = field(tools[name], 'output_schema', 'outputSchema')
             assert expected <= set(schema['properties']), name
-        for name in ('status', 'log', 'diff'):
+        for name in ('status', 'log', 'diff', 'blame'):
             hints = field(tools[name], 'annotations', 'annotations')
             assert field(hints, 'read_only_hint', 'readOnlyHint') is True, name
         hints = field(tools['prune'], 'annotations', 'annotations')
@@ -123,6 +124,7 @@ def test_log_and_diff_limited_to_paths(workspace: Path, desk: Path) -> None:
             'tool': 'write_file',
             'paths': ['notes/a.md'],
             'turn': 't-1',
+            'turn_label': None,  # the turn was opened without one
             'action': None,
             'changed': ['notes/a.md'],
         }
@@ -226,6 +228,12 @@ def test_restore_turn_refuses_a_conflict_unless_forced_or_kept(workspace: Path, 
     async def script(client: Session) -> None:
         refused = await client.error('restore_turn', turn_id='msg_1')
         assert 'refusing to rewind turn msg_1' in refused and 'Memory.md' in refused
+        assert refused.endswith(
+            "(on_external='keep' leaves them as they are; force=true puts them back as before "
+            'the turn, keeping what it overwrites in the pre-snapshot)'
+        )
+        planned = await client.error('restore_turn', turn_id='msg_1', dry_run=True)
+        assert planned == refused.replace('refusing to', 'would refuse to'), 'as the run decides'
         assert (desk / 'notes/msg_1.md').exists(), 'nothing was changed'
         kept = await client.ok('restore_turn', turn_id='msg_1', on_external='keep')
         assert kept['deleted'] == ['notes/msg_1.md'] and kept['written'] == []

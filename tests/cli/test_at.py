@@ -112,8 +112,8 @@ def test_a_time_before_the_first_checkpoint_is_a_clear_error(
     ('args', 'message'),
     [
         (['restore', '--at', '0s', 'abcdef1'], 'give a checkpoint ID or --at TIME, not both'),
-        (['show', '--at', '0s', 'abcdef1', 'Memory.md'], 'show takes PATH (with --at)'),
-        (['show', 'Memory.md'], 'show takes ID and PATH'),
+        (['show', '--at', '0s', 'abcdef1', 'Memory.md'], 'show takes [PATH] (with --at)'),
+        (['show', 'Memory.md'], 'show takes ID [PATH], or --at TIME [PATH]'),
         (['diff', '--at', '0s', 'abcdef1', 'abcdef2'], 'with --at, give one ID at most'),
     ],
 )
@@ -123,6 +123,19 @@ def test_an_id_and_a_time_together_are_a_usage_error(
     done = checkpoints(*args, workspace=workspace)
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
+
+
+@pytest.mark.parametrize('verb', [['show', 'Memory.md'], ['log'], ['diff'], ['blame', 'Memory.md']])
+def test_a_period_past_the_year_1_is_a_one_line_error(
+    workspace: Path, three: list[Checkpoint], verb: list[str]
+) -> None:
+    done = checkpoints(*verb, '--at', '1000000d', workspace=workspace)
+    assert done.returncode == 1 and done.stdout == ''
+    assert done.stderr == (
+        "error: '1000000d' reaches back past the year 1; give a shorter period, or a time "
+        '(ISO 8601 with an offset (2025-03-14T14:30:00+01:00, or Z for UTC), or a period '
+        'before now (90m, 2h, 3d))\n'
+    )
 
 
 def test_a_time_without_an_offset_is_refused_with_the_forms_it_takes(

@@ -38,7 +38,7 @@ def ids(root: Path, desk: str = 'main') -> list[str]:
     ('args', 'first', 'hint'),
     [
         (['list', '--frob'], "error: no such option '--frob'.", 'checkpoints list --help'),
-        (['show'], "error: missing argument '[ID] PATH'.", 'checkpoints show --help'),
+        (['show'], "error: missing argument 'ID' (or --at TIME).", 'checkpoints show --help'),
         (['list', '-n'], "error: option '-n' requires an argument", 'checkpoints list --help'),
         (['lst'], "error: no such verb 'lst'; did you mean 'list'?", 'checkpoints --help'),
         (['list', '-n', 'x'], "error: invalid value for '--limit' / '-n'", 'checkpoints list'),

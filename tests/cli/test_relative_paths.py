@@ -125,6 +125,9 @@ def test_a_path_leading_out_of_the_desk_is_refused_naming_where_it_was_taken_fro
         ('desks/fx/memory', ['restore', 'memory/lessons.md'], 'memory/lessons.md'),  # from root
         ('desks/fx/scratch', ['show', 'ID', 'plan.md'], 'notes/plan.md'),
         ('.', ['--desk', 'fx', 'diff', 'desks/fx/notes/plan.md'], 'notes/plan.md'),  # from here
+        ('desks/fx', ['show', 'ID', 'notes/pln.md'], 'notes/plan.md'),  # a typo: the closest
+        ('desks/fx', ['diff', 'ID', 'notse'], 'notes'),
+        ('desks/fx/notes', ['blame', 'plna.md'], 'notes/plan.md'),
     ],
 )
 def test_a_path_outside_the_tracked_set_suggests_the_tracked_one(

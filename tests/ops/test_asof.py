@@ -76,7 +76,17 @@ def test_a_period_before_now_finds_the_checkpoint_held_then(cps: Checkpoints, de
 
 @pytest.mark.parametrize(
     'given',
-    ['2025-03-14T14:30:00', datetime(2025, 3, 14, 14, 30), 'yesterday', '3', '', '2h ago', 5],
+    [
+        '2025-03-14T14:30:00',
+        datetime(2025, 3, 14, 14, 30),
+        'yesterday',
+        '3',
+        '',
+        '2h ago',
+        5,
+        '1000000d',  # before the year 1
+        '99999999999999999999d',
+    ],
 )
 def test_a_moment_that_is_not_one_is_refused_naming_at(given: object, cps: Checkpoints) -> None:
     with pytest.raises(InvalidArgumentError) as caught:

@@ -65,8 +65,10 @@ def test_a_file_another_session_changed_since_is_a_conflict(cps: Checkpoints, de
     )
     before, history = tree_of(desk), cps.list(None)
 
-    preview = cps.restore_turn('a-1', dry_run=True)
-    assert preview.external == ('Memory.md',), 'a dry run names the conflicts'
+    with pytest.raises(TurnConflictError) as planned:  # a dry run refuses as the run does
+        cps.restore_turn('a-1', dry_run=True)
+    assert planned.value.paths == ('Memory.md',), 'a dry run names the conflicts'
+    assert str(planned.value).startswith('would refuse to rewind turn a-1')
     with pytest.raises(TurnConflictError) as refused:
         cps.restore_turn('a-1')
     assert refused.value.paths == ('Memory.md',) and refused.value.turn == 'a-1'

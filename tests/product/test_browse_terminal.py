@@ -1,6 +1,7 @@
 """``checkpoints browse`` in a real terminal: tmux runs the command as a person would, the test
-reads the screen tmux shows, moves to a checkpoint, opens its diff, quits with ``q`` and checks
-the exit status. Marked slow (``python -m pytest -m slow tests/product/test_browse_terminal.py``);
+reads the screen tmux shows, moves to a checkpoint, opens its diff, undoes and redoes with
+``u`` and ``U`` (checking the desk's file each time), quits with ``q`` and checks the exit
+status. Marked slow (``python -m pytest -m slow tests/product/test_browse_terminal.py``);
 skipped where tmux or Textual is missing."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
-from helpers.builders import session_turns
+from helpers.builders import seconds_apart, session_turns
 
 from trading_checkpoints import Checkpoints
 
@@ -75,12 +76,10 @@ def terminal() -> Iterator[Terminal]:
     opened.stop()
 
 
-def test_browse_in_tmux_shows_the_timeline_and_a_diff_and_q_exits_0(
-    tmp_path: Path, workspace: Path, cps: Checkpoints, desk: Path, terminal: Terminal
-) -> None:
-    ids = session_turns(cps, desk, 3)
-    status = tmp_path / 'status'
-    program = shlex.join([sys.executable, '-m', 'trading_checkpoints', 'browse'])
+def browse(terminal: Terminal, desk: Path, status: Path, *args: str) -> None:
+    """Starts ``checkpoints browse ARGS`` in the terminal, from the desk; its exit status goes
+    to ``status``."""
+    program = shlex.join([sys.executable, '-m', 'trading_checkpoints', 'browse', *args])
     command = (
         # COLUMNS and LINES (pytest sets them) would override the terminal's own size.
         f'env -u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color '
@@ -88,6 +87,56 @@ def test_browse_in_tmux_shows_the_timeline_and_a_diff_and_q_exits_0(
         f'{program}; echo $? > {shlex.quote(str(status))}; sleep 600'
     )
     terminal.start(command, desk)
+
+
+def newest_note(screen: str) -> str:
+    """The text of the newest notification of a restore, undo or redo (the lowest one)."""
+    joined = ' '.join(screen.replace('▌', ' ').split())
+    return joined.rsplit('the desk holds', 1)[-1] if 'the desk holds' in joined else ''
+
+
+def exit_status(terminal: Terminal, status: Path) -> str:
+    deadline = time.monotonic() + 30
+    while not status.exists() or not status.read_text().strip():
+        assert time.monotonic() < deadline, f'browse did not exit:\n{terminal.screen()}'
+        time.sleep(0.1)
+    return status.read_text().strip()
+
+
+def test_u_and_shift_u_undo_and_redo_in_a_real_terminal(
+    tmp_path: Path, cps: Checkpoints, desk: Path, terminal: Terminal
+) -> None:
+    for number in (1, 2, 3):
+        (desk / 'Memory.md').write_text(f'v{number}\n')
+        cps.snapshot(f'v{number}')
+    newest = cps.list(1)[0].checkpoint_id
+    status = tmp_path / 'status'
+    browse(terminal, desk, status)
+    terminal.wait(lambda s: newest in s and 'U Redo' in s, 'the timeline and the keys')
+    for key, question, memory, back in (
+        ('u', 'Undo the last step?', 'v2\n', 'U redoes it'),
+        ('U', 'Redo the last undo?', 'v3\n', 'u undoes it'),
+        ('u', 'Undo the last step?', 'v2\n', 'U redoes it'),
+    ):
+        terminal.keys(key)
+        terminal.wait(lambda s, q=question: q in s and 'y: go ahead' in s, f'the plan of {key}')
+        terminal.keys('y')
+        terminal.wait(
+            lambda s, m=memory, b=back: (
+                (desk / 'Memory.md').read_text() == m and f'({b})' in newest_note(s)
+            ),  # the key that takes this step back
+            f'the desk and the note after {key}',
+        )
+    terminal.keys('q')
+    assert exit_status(terminal, status) == '0'
+
+
+def test_browse_in_tmux_shows_the_timeline_and_a_diff_and_q_exits_0(
+    tmp_path: Path, workspace: Path, cps: Checkpoints, desk: Path, terminal: Terminal
+) -> None:
+    ids = session_turns(cps, desk, 3)
+    status = tmp_path / 'status'
+    browse(terminal, desk, status)
     screen = terminal.wait(lambda s: ids[0] in s and 'q Quit' in s, 'the timeline')
     assert max(len(line) for line in screen.splitlines()) > 100, 'the app sees 120 columns'
     lines = screen.splitlines()
@@ -101,8 +150,16 @@ def test_browse_in_tmux_shows_the_timeline_and_a_diff_and_q_exits_0(
     assert f'{ids[0]} -> {ids[1]}' in screen
     assert '+note rewritten at turn 1' in screen
     terminal.keys('q')
-    deadline = time.monotonic() + 30
-    while not status.exists() or not status.read_text().strip():
-        assert time.monotonic() < deadline, f'browse did not exit:\n{terminal.screen()}'
-        time.sleep(0.1)
-    assert status.read_text().strip() == '0'
+    assert exit_status(terminal, status) == '0'
+
+
+def test_at_starts_on_the_checkpoint_the_desk_held_then(
+    tmp_path: Path, cps: Checkpoints, desk: Path, terminal: Terminal
+) -> None:
+    first, middle, newest = seconds_apart(cps, desk, 3, step=600)
+    status = tmp_path / 'status'
+    browse(terminal, desk, status, '--at', '15m')  # between the middle one and the newest
+    shown = f'checkpoint {middle.checkpoint_id}'
+    terminal.wait(lambda s: 'q Quit' in s and shown in s, 'the middle checkpoint selected')
+    terminal.keys('q')
+    assert exit_status(terminal, status) == '0'

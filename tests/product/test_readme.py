@@ -5,7 +5,9 @@
   one page are one session, played in order in a fresh folder with the output compared line by
   line. Checkpoint ids and times differ from run to run, so each id shown in the text is bound
   to the real one the first time the output shows it, and a command that names an id the
-  session has not shown yet fails: ids are taken from the output, never pasted. Paths under
+  session has not shown yet fails: ids are taken from the output, never pasted. So are times:
+  a time shown stands for the real one the output first shows in its place, and a command
+  naming a time uses that one (naming one not shown yet fails). Paths under
   ``/tmp/`` stand for the session's own folder. ``...`` in an expected line stands for text
   that differs from run to run (sizes in bytes).
 - ```json blocks (settings to paste) must parse.
@@ -75,7 +77,7 @@ VERBS = {
     'README.md': ({'demo', 'list', 'restore'}, 3),
     'docs/cli.md': ({'demo', 'list', 'diff', 'restore', 'undo', 'status', 'snapshot', 'log'}, 8),
     'docs/history.md': (
-        {'demo', 'diff', 'show', 'log', 'status', 'restore', 'undo', 'redo', 'seal'},
+        {'demo', 'diff', 'show', 'log', 'status', 'restore', 'undo', 'redo', 'seal', 'blame'},
         6,
     ),
     'docs/storage.md': ({'demo', 'prune', 'remote', 'push', 'clone', 'pull'}, 3),
@@ -175,11 +177,13 @@ def session(page: str) -> list[tuple[str, list[str]]]:
 
 
 class Ids:
-    """The page's ids, bound one to one to the real ids as the output shows them."""
+    """The page's ids, bound one to one to the real ids as the output shows them, and its
+    times, each bound to the real time the output first shows in its place."""
 
     def __init__(self) -> None:
         self.real: dict[str, str] = {}
         self.shown: dict[str, str] = {}
+        self.times: dict[str, str] = {}
 
     def bind(self, shown: str, real: str) -> None:
         assert self.real.setdefault(shown, real) == real, f'{shown} stood for {self.real[shown]}'
@@ -191,7 +195,12 @@ class Ids:
             assert shown in self.real, f'$ {command}: {shown} is used before the output shows it'
             return self.real[shown]
 
-        return re.sub(_ID, real, command)
+        def real_time(match: re.Match[str]) -> str:
+            shown = match.group(0)
+            assert shown in self.times, f'$ {command}: {shown} is used before the output shows it'
+            return self.times[shown]
+
+        return re.sub(_TIME, real_time, re.sub(_ID, real, command))
 
     def match(self, expected: str, actual: str) -> bool:
         """Whether ``actual`` is the line ``expected`` shows; binds the ids in it. ``...``
@@ -207,9 +216,10 @@ class Ids:
             pattern += re.escape(expected[position : token.start()])
             if token.group(1):
                 pattern += '([0-9a-f]{7})'
-                names.append(token.group(1))
+                names.append((True, token.group(1)))
             elif token.group(2):
-                pattern += _TIME
+                pattern += f'({_TIME})'
+                names.append((False, token.group(2)))
             else:
                 pattern += re.escape('...') if literal else '.*?'
             position = token.end()
@@ -217,8 +227,11 @@ class Ids:
         found = re.fullmatch(pattern, actual)
         if found is None:
             return False
-        for shown, real in zip(names, found.groups(), strict=True):
-            self.bind(shown, real)
+        for (is_id, shown), real in zip(names, found.groups(), strict=True):
+            if is_id:
+                self.bind(shown, real)
+            else:
+                self.times.setdefault(shown, real)
         return True
 
 

@@ -9,8 +9,8 @@ Tools (arguments are JSON-schema'd from the signatures below; results are struct
 :mod:`trading_checkpoints.agent.mcpresults`):
 
 - read only: ``list_desks``, ``list_checkpoints``, ``list_turns``, ``status``, ``log``,
-  ``diff`` (``paths`` limits it), ``show_file``, ``list_protected`` (the desk's policy: there
-  is no tool to change it).
+  ``diff`` (``paths`` limits it), ``show_file``, ``blame`` (who wrote each line),
+  ``list_protected`` (the desk's policy: there is no tool to change it).
 - writing: ``snapshot`` (``turn_id``, the agent's message id, groups the checkpoints of one
   turn so ``restore_turn`` can rewind it whole), ``seal`` (the state the agent left).
 - rewinding, always undoable: ``restore`` (``dry_run`` to preview, ``paths``),
@@ -49,10 +49,11 @@ INSTRUCTIONS = """\
 Checkpoints of an agent's working files (desks in a workspace). Take a `snapshot` before risky \
 edits (pass your message id as `turn_id`) and `seal` once your write is done; `status` shows \
 what changed since the newest checkpoint, `list_checkpoints` / `list_turns` / `log` the history; \
-`diff` and `show_file` inspect it; `restore` (try `dry_run` first), `restore_turn`, `undo` and \
-`redo` go back and forth. Every restore snapshots the current state first, so it can be undone \
-too. `prune` drops old checkpoints (a dry run unless dry_run=false). Only the tracked paths \
-(Memory.md, memory/, notes/, skills/agent/ by default) are ever read or written."""
+`diff`, `show_file` and `blame` (who wrote each line) inspect it; `restore` (try `dry_run` \
+first), `restore_turn`, `undo` and `redo` go back and forth. Every restore snapshots the current \
+state first, so it can be undone too. `prune` drops old checkpoints (a dry run unless \
+dry_run=false). Only the tracked paths (Memory.md, memory/, notes/, skills/agent/ by default) \
+are ever read or written."""
 
 F = TypeVar('F', bound=Callable[..., Any])
 
@@ -152,6 +153,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
     from ..ops.turns import snapshot_in_turn
     from .mcperrors import missing_desk, tool_error_text
     from .mcpresults import (
+        BlameOutcome,
         CheckpointList,
         DeskList,
         DiffOutcome,
@@ -164,6 +166,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         SnapshotOutcome,
         StatusOutcome,
         TurnList,
+        blame_outcome,
         budget_row,
         checkpoint_row,
         diff_outcome,
@@ -493,6 +496,24 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
             checkpoint_id, at = cps.checkpoint_at(at).checkpoint_id, None
         data = cps.show(checkpoint_id, path, at=at)
         return file_at_checkpoint(name, checkpoint_id or '', path, data)
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def blame(
+        path: Annotated[str, Field(description='Desk-relative path of a file, e.g. "Memory.md".')],
+        checkpoint_id: Annotated[
+            str | None,
+            Field(description='Blame the file as this checkpoint held it (default: the desk now).'),
+        ] = None,
+        desk: DeskArg = None,
+        at: At = None,
+    ) -> BlameOutcome:
+        """Who wrote each line of a file: the checkpoint that introduced it, its time, and who
+        (`who`: agent, with its turn, tool and the turn's prompt as `label`; uncertain; watch;
+        outside, a person or a process; unknown). As the desk holds it now, or at a checkpoint
+        or a time (`at`)."""
+        name, cps = existing(desk)
+        return blame_outcome(name, cps.blame(path, checkpoint_id, at=at))
 
     @server.tool(annotations=rewinds)
     @tool_errors

@@ -31,6 +31,31 @@ _HEX_ID = re.compile(r'\s*[0-9a-fA-F]{4,40}\s*')
 _SHOWN = 60  # characters of a rejected value quoted back
 
 
+# What lets a tool refused over files changed outside the agent go ahead, by the choice the
+# refusal names (``ExternalChangesError.overrides``): the argument that makes it, and its effect.
+OVERRIDES = {
+    'restore': {
+        'keep': "on_external='keep' keeps them and reverts only the agent's changes",
+        'overwrite': "on_external='overwrite' overwrites them, keeping them in the pre-snapshot",
+    },
+    'restore_turn': {
+        'keep': "on_external='keep' leaves them as they are",
+        'overwrite': 'force=true puts them back as before the turn, keeping what it overwrites '
+        'in the pre-snapshot',
+    },
+    'undo': {
+        'keep': 'keep_external=true leaves those files as they are',
+        'overwrite': 'force=true puts the older version back, keeping what it overwrites in the '
+        'pre-snapshot',
+    },
+    'redo': {
+        'keep': 'keep_external=true leaves those files as they are',
+        'overwrite': 'force=true puts the undone version back, keeping what it overwrites in '
+        'the pre-snapshot',
+    },
+}
+
+
 def tool_error_text(error: CheckpointError, tool: str, desk: str) -> str:
     """The text of a failed call of ``tool`` on ``desk``."""
     if isinstance(error, UnknownTurnError):
@@ -50,15 +75,9 @@ def tool_error_text(error: CheckpointError, tool: str, desk: str) -> str:
             )
         return f'{error}; list_checkpoints lists the ids of desk {desk!r}'
     if isinstance(error, ExternalChangesError):
-        if tool in ('undo', 'redo'):
-            return (
-                f'{error} (keep_external=true leaves those files as they are; force=true puts '
-                'the older version back, keeping what it overwrites in the pre-snapshot)'
-            )
-        return (
-            f"{error} (on_external='keep' keeps them and reverts only the agent's changes; "
-            "on_external='overwrite' overwrites them, keeping them in the pre-snapshot)"
-        )
+        choices = OVERRIDES.get(tool, {})
+        said = [choices[choice] for choice in ('keep', 'overwrite') if choice in error.overrides]
+        return f'{error} ({"; ".join(said)})' if said else str(error)
     if isinstance(error, NoCheckpointsError) and tool != 'snapshot':
         return f'{error}; snapshot takes the first'
     return str(error)

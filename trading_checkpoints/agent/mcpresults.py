@@ -14,6 +14,7 @@ try:  # pydantic reads TypedDicts from typing_extensions on Python < 3.12
 except ImportError:  # pragma: no cover - typing_extensions comes with the mcp extra
     from typing import TypedDict
 
+from ..ops.blame import Blame, BlameLineForm
 from ..ops.policy import BudgetUse
 from ..ops.results import (
     ChangeRow,
@@ -225,6 +226,7 @@ class LogRow(TypedDict):
     tool: str | None
     paths: list[str]
     turn: str | None
+    turn_label: str | None
     action: str | None
     changed: list[str]
 
@@ -245,8 +247,24 @@ def log_row(entry: LogEntry) -> LogRow:
         tool=form['tool'],
         paths=form['paths'],
         turn=form['turn'],
+        turn_label=form['turn_label'],
         action=form['action'],
         changed=form['changed'],
+    )
+
+
+class BlameOutcome(TypedDict):
+    desk: str
+    path: str
+    checkpoint: str | None
+    lines: list[BlameLineForm]
+
+
+def blame_outcome(desk: str, blame: Blame) -> BlameOutcome:
+    """Each line with its origin; ``checkpoint`` None: the file as the desk holds it now."""
+    form = blame.to_dict()
+    return BlameOutcome(
+        desk=desk, path=form['path'], checkpoint=form['checkpoint'], lines=form['lines']
     )
 
 

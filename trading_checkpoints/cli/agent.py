@@ -186,14 +186,28 @@ _ORIGINS = {
 }
 
 
+_CHANGE_JSON = (
+    'Print {"path", "changed", "dry_run", "backup", "after"} ("after": the file\'s new text, '
+    'null when unchanged).'
+)
+_INSTALL_JSON = _CHANGE_JSON[:-2] + ', and "workspace": the one the hook acts on, null for '
+_INSTALL_JSON += 'the one found from where the harness runs).'
+
+
 @click.command('install')
 @_harness_option(True)
 @_where_options
 @dry_run_option('Print the settings file as it would be; change nothing.')
+@json_option(_INSTALL_JSON)
 @target_options
 @verb(None)
 def hook_install(
-    target: Target, harness: str, settings: Path | None, everywhere: bool, dry_run: bool
+    target: Target,
+    harness: str,
+    settings: Path | None,
+    everywhere: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Register the hooks in a harness's settings file, with an absolute command.
 
@@ -218,6 +232,10 @@ def hook_install(
     workspace = _bound(target, everywhere)
     path = install.settings_file(harness, settings, everywhere, target.cwd)
     done = install.install(harness, path, dry_run, workspace)
+    if as_json:
+        bound = None if workspace is None else str(workspace)
+        render.echo_json({**_change_form(done, dry_run), 'workspace': bound})
+        return
     _said(done, dry_run, f'Installed the {harness} hooks in', 'already has the hooks')
     if dry_run:
         return
@@ -243,10 +261,16 @@ def hook_install(
 @_harness_option(True)
 @_where_options
 @dry_run_option('Print the settings file as it would be; change nothing.')
+@json_option(_CHANGE_JSON)
 @target_options
 @verb(None)
 def hook_uninstall(
-    target: Target, harness: str, settings: Path | None, everywhere: bool, dry_run: bool
+    target: Target,
+    harness: str,
+    settings: Path | None,
+    everywhere: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Remove the hooks from a harness's settings file (only the entries that run them).
 
@@ -259,7 +283,22 @@ def hook_uninstall(
 
     path = install.settings_file(harness, settings, everywhere, target.cwd)
     done = install.uninstall(path, dry_run)
+    if as_json:
+        render.echo_json(_change_form(done, dry_run))
+        return
     _said(done, dry_run, 'Removed the hooks from', 'has no hooks of checkpoints')
+
+
+def _change_form(done: Any, dry_run: bool) -> dict[str, Any]:
+    """What install or uninstall did to the settings file, as --json prints it."""
+    backup = None if done.backup is None else str(done.backup)
+    return {
+        'path': str(done.path),
+        'changed': done.changed,
+        'dry_run': dry_run,
+        'backup': backup,
+        'after': done.after,
+    }
 
 
 def _said(done: Any, dry_run: bool, did: str, nothing: str) -> None:

@@ -17,10 +17,12 @@ from ..errors.lockwaits import show_lock_waits
 from ..workspace import DEFAULT_WORKSPACE
 from . import (
     agent,
+    blame,
     browse,
     complete,
     core,
     history,
+    listing,
     protect,
     remote,
     render,
@@ -220,7 +222,7 @@ def cli(ctx: click.Context) -> None:
 
 
 for command in (
-    core.list_command,
+    listing.list_command,
     core.snapshot,
     core.restore,
     core.status,
@@ -231,6 +233,7 @@ for command in (
     history.diff,
     history.show,
     history.log,
+    blame.blame,
     undo.undo,
     undo.redo,
     undo.seal,

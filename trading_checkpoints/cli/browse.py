@@ -7,21 +7,24 @@ import sys
 
 import click
 
-from .options import target_options, verb
+from .options import at_option, held_at, target_options, verb
 from .target import Target
 
 
 @click.command('browse')
+@at_option('Start on')
 @target_options
 @verb('desk')
-def browse_command(target: Target) -> None:
+def browse_command(target: Target, at: str | None) -> None:
     """Browse the desk's checkpoints in the terminal (q quits).
 
     The timeline, newest first (a turn's checkpoints folded under it: Enter or space folds),
     the selected checkpoint's files and its diff. Keys: arrows or j/k move, Enter opens the
     diff (Esc goes back), / searches reasons and paths (n: the next match), d diffs with the
-    desk now, h shows a file's history (Tab: the file list), r restores the checkpoint and u
-    undoes, each after showing its plan and asking.
+    desk now, h shows a file's history and b who wrote each of its lines (Tab: the file list),
+    r restores the checkpoint, u undoes and U (or Ctrl-R) redoes as `undo` and `redo` do, each
+    after showing its plan (or the refusal) and asking. With --at TIME, the cursor starts on
+    the checkpoint the desk held at TIME.
 
     \b
     Needs the optional extra:
@@ -30,9 +33,12 @@ def browse_command(target: Target) -> None:
     \b
     Examples:
       checkpoints browse
+      checkpoints browse --at 2h
       checkpoints --desk research browse
     """
     from ..ui import load
 
     app = load()
-    sys.exit(app.run(target.checkpoints()))
+    checkpoints = target.checkpoints()
+    start = None if at is None else held_at(checkpoints, at, None)
+    sys.exit(app.run(checkpoints, start))

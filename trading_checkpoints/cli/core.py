@@ -1,9 +1,8 @@
-"""The everyday verbs: list, snapshot, restore, status, desks and track."""
+"""The everyday verbs: snapshot, restore, status, desks and track (list: ``listing``)."""
 
 from __future__ import annotations
 
 import re
-import sys
 from typing import Any
 
 import click
@@ -16,7 +15,6 @@ from .options import (
     external_option,
     held_at,
     json_option,
-    limit_option,
     quiet_option,
     target_options,
     verb,
@@ -27,96 +25,12 @@ from .protect import desk_policy
 from .render import ident, style
 from .target import Target
 
-# A cut listing counts the checkpoints it left out, reading at most this many more.
-MORE_COUNTED = 20
-_ALL = sys.maxsize
 _HEX_ARG = re.compile(r'[0-9a-fA-F]{4,40}')
-
-
-def change_note(item: Any) -> str:
-    """``(2 files, +10/-3)``; ``(2 files)`` when the checkpoint recorded no line counts (its
-    commit did not have both sides of a changed text file at hand); nothing without stats."""
-    if item.files_changed is None:
-        return ''
-    files = f'{item.files_changed} file{"" if item.files_changed == 1 else "s"}'
-    if item.lines_added is None or item.lines_removed is None:
-        return f'  ({files})'
-    return f'  ({files}, +{item.lines_added}/-{item.lines_removed})'
-
-
-def gather(checkpoints: Any, limit: int, agent_only: bool) -> tuple[list[Any], int, bool]:
-    """The newest ``limit`` checkpoints (all for 0), how many more there are, and whether that
-    count is exact (it stops at :data:`MORE_COUNTED`, so a cold listing stays cheap)."""
-
-    def keep(items: list[Any]) -> list[Any]:
-        return [item for item in items if item.action is None] if agent_only else items
-
-    if limit == 0:
-        return keep(checkpoints.list(_ALL)), 0, True
-    goal = limit + MORE_COUNTED + 1
-    wanted = goal
-    while True:
-        raw = checkpoints.list(wanted)
-        kept = keep(raw)
-        if len(kept) >= goal or len(raw) < wanted:
-            break
-        wanted *= 4
-    more = len(kept) - limit
-    return kept[:limit], max(0, min(more, MORE_COUNTED)), len(kept) < goal
 
 
 def note_recovery(checkpoints: Any, target: Target) -> None:
     """One stderr line when the verb first completed a restore a crash had interrupted."""
     render.recovery_note(getattr(checkpoints, 'last_recovery', None), target)
-
-
-@click.command('list')
-@limit_option('checkpoints')
-@click.option(
-    '--agent-only',
-    is_flag=True,
-    help='Hide the bookkeeping of restores, undos and redos (their commits and the snapshots '
-    'they take first): only the checkpoints taken before writes.',
-)
-@json_option(
-    'Print a JSON array of {"id", "created_at", "reason", "tool", "paths", "turn", "action"}.'
-)
-@target_options
-@verb('desk')
-def list_command(target: Target, limit: int, agent_only: bool, as_json: bool) -> None:
-    """List checkpoints, newest first.
-
-    \b
-    Examples:
-      checkpoints list
-      checkpoints list -n 0 --agent-only      # all of them, without restore bookkeeping
-      checkpoints list -n 5 --json
-    """
-    checkpoints = target.lister()
-    items, more, exact = gather(checkpoints, limit, agent_only)
-    note_recovery(checkpoints, target)
-    if as_json:
-        render.echo_json([item.to_dict() for item in items])
-        return
-    if not items:
-        which = 'agent checkpoints' if agent_only and more == 0 else 'checkpoints'
-        click.echo(f'No {which} yet for desk {target.desk!r} ({target.repository_directory}).')
-        click.echo(f'Take one with: {target.command("snapshot", "-m", "why")}')
-        return
-    for item in items:
-        click.echo(
-            f'{ident(item.checkpoint_id)}  {item.created_at}  {item.reason}{change_note(item)}'
-        )
-    if more:
-        count = f'{more}' if exact else f'more than {more}'
-        click.echo(f'... and {count} older (list -n 0 shows all)')
-    click.echo(
-        style(
-            'hint: checkpoints diff ID shows what changed since then; '
-            'checkpoints restore ID goes back to it',
-            dim=True,
-        )
-    )
 
 
 @click.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import click
 
@@ -10,7 +11,7 @@ from ..errors import NoCheckpointsError
 from . import complete, render
 from .options import at_option, held_at, json_option, limit_option, target_options, verb
 from .paths import desk_path, desk_paths, suggesting, suggestion
-from .render import ident, style
+from .render import ident, printable, style
 from .target import Target
 
 _ALL = 2**62
@@ -98,31 +99,57 @@ def diff(
 
 
 @click.command()
-@click.argument('args', nargs=-1, required=True, metavar='[ID] PATH', shell_complete=complete.ids)
+@click.argument('args', nargs=-1, metavar='[ID] [PATH]', shell_complete=complete.ids)
 @at_option('Instead of ID:')
-@json_option('Print {"id", "path", "size", "encoding", "content"}; binary as base64.')
+@click.option('--patch', '-p', is_flag=True, help='Without PATH: also print the diff.')
+@json_option(
+    'Print {"id", "path", "size", "encoding", "content"} (binary as base64); without PATH, '
+    'the checkpoint: {"checkpoint", "full_id", "message", "session", "turn_label", "parent", '
+    '"changes"}.'
+)
 @target_options
 @verb('desk')
-def show(target: Target, args: tuple[str, ...], at: str | None, as_json: bool) -> None:
+def show(target: Target, args: tuple[str, ...], at: str | None, patch: bool, as_json: bool) -> None:
     """Print file PATH as it was at checkpoint ID, or at TIME with --at (raw bytes, as
-    stored; --at names the checkpoint on stderr).
+    stored; --at names the checkpoint on stderr). Without PATH, describe the checkpoint as
+    `git show` does a commit: its time, message, tool, turn and the turn's prompt, and the
+    files it changed with their line counts (--patch: and the diff).
 
     Inside the desk, PATH is taken from the current folder, as git does.
 
     \b
     Examples:
+      checkpoints show 3f2a9c1
+      checkpoints show 3f2a9c1 --patch
       checkpoints show 3f2a9c1 notes/plan.md
       checkpoints show 3f2a9c1 Memory.md > Memory.old.md
       checkpoints show 3f2a9c1 memory/chart.png --json
       checkpoints show --at 2025-03-14T14:30:00+01:00 Memory.md
     """
-    if len(args) != (1 if at is not None else 2):
-        wanted = 'PATH (with --at)' if at is not None else 'ID and PATH'
+    if at is None and not args:
+        raise click.UsageError("missing argument 'ID' (or --at TIME).")
+    given = args if at is not None else args[1:]
+    if len(given) > 1:
+        wanted = '[PATH] (with --at)' if at is not None else 'ID [PATH]'
         raise click.UsageError(f'show takes {wanted}, not {len(args)} argument(s)')
-    path = args[-1]
-    used = desk_path(target, path)
+    if at is None and not _HEX_ARG.fullmatch(args[0]):
+        raise click.UsageError(
+            f'{args[0]!r} is not a checkpoint id (4 to 40 hex digits): show takes ID [PATH], '
+            'or --at TIME [PATH]'
+        )
     checkpoints = target.checkpoints()
     checkpoint_id = held_at(checkpoints, at, None) if at is not None else args[0]
+    if not given:
+        from ..ops.describe import describe
+
+        described = describe(checkpoints, checkpoint_id, patches=patch)
+        if as_json:
+            render.echo_json(described.to_dict())
+        else:
+            description(described, patch)
+        return
+    path = given[0]
+    used = desk_path(target, path)
     with suggesting(target, [path], [used], checkpoints.effective_tracked_paths):
         data = checkpoints.show(checkpoint_id, used)
     if not as_json:
@@ -142,11 +169,60 @@ def show(target: Target, args: tuple[str, ...], at: str | None, as_json: bool) -
     )
 
 
+def _writers(written: Any) -> list[tuple[str, list[str]]]:
+    """Who made the changes a checkpoint holds, grouped: ``turn t-1`` (``or someone else``
+    where that is uncertain) or ``no turn``."""
+    groups: dict[str, list[str]] = {}
+    for item in written:
+        who = f'turn {item.turn}' if item.turn else 'no turn'
+        if item.turn and item.uncertain:
+            who += ' or someone else'
+        groups.setdefault(who, []).append(item.path)
+    return list(groups.items())
+
+
+def description(described: Any, patch: bool) -> None:
+    """A checkpoint as ``git show`` prints a commit: a header, the message, the changes."""
+    c = described.checkpoint
+    click.echo(style(f'checkpoint {described.full_id}', fg='yellow'))
+    fields = [('Date', c.created_at)]
+    if c.tool:
+        fields.append(
+            ('Tool', c.tool + (f' (before writing {", ".join(c.paths)})' if c.paths else ''))
+        )
+    if c.turn:
+        session = f' (session {described.session})' if described.session else ''
+        fields.append(('Turn', f'{c.turn}{session}'))
+        if described.turn_label:
+            fields.append(('Prompt', described.turn_label))
+    if c.action:
+        fields.append(('Action', c.action))
+    for turn, paths in _writers(described.written_by):
+        fields.append(('Wrote', f'{turn}: {", ".join(paths)}'))
+    for name, value in fields:
+        click.echo(f'{name + ":":<8} {printable(value)}')
+    click.echo('')
+    for line in described.message.splitlines():
+        click.echo(f'    {printable(line)}' if line else '')
+    click.echo('')
+    changes = described.diff.changes
+    if not changes:
+        click.echo('No files changed.')
+        return
+    render.stat(changes)
+    if patch:
+        click.echo('')
+        render.patches(changes)
+
+
 @click.command()
 @click.argument('path', metavar='[PATH]', required=False)
 @limit_option('checkpoints')
 @at_option('Start from')
-@json_option('Print a JSON array; each entry\'s "changes" names the kind of each path.')
+@json_option(
+    'Print a JSON array; each entry\'s "changes" names the kind of each path, "turn_label" '
+    'the prompt of its turn.'
+)
 @target_options
 @verb('desk')
 def log(target: Target, path: str | None, limit: int, at: str | None, as_json: bool) -> None:
@@ -187,12 +263,14 @@ def log(target: Target, path: str | None, limit: int, at: str | None, as_json: b
     for entry in entries:
         c = entry.checkpoint
         extra = [
-            f'{key}={value}'
-            for key, value in (('action', entry.action), ('tool', c.tool), ('turn', c.turn))
+            f'{key}={printable(value)}'
+            for key, value in (('action', entry.action), ('tool', c.tool))
             if value
         ]
+        if c.turn:
+            extra.append(render.turn_note(c.turn, entry.turn_label))
         suffix = f'  [{" ".join(extra)}]' if extra else ''
-        click.echo(f'{ident(c.checkpoint_id)}  {c.created_at}  {c.reason}{suffix}')
+        click.echo(f'{ident(c.checkpoint_id)}  {c.created_at}  {printable(c.reason)}{suffix}')
         for change in entry.changes[:20]:
             click.echo(f'    {render.NAME_STATUS[change.kind]} {change.path}')
         if len(entry.changed) > 20:

@@ -275,6 +275,31 @@ def complete_interrupted_restore(target: Target) -> None:
     render.recovery_note(checkpoints.last_recovery, target)
 
 
+# What lets a verb refused over files changed outside the agent go ahead, by the choice the
+# refusal names (``ExternalChangesError.overrides``): the option that makes it, and its effect.
+OVERRIDES = {
+    'restore': {
+        'keep': "restore --keep-external keeps them and reverts only the agent's changes",
+        'overwrite': 'without --refuse-external they are overwritten (kept in the pre-snapshot)',
+    },
+    'restore-turn': {
+        'keep': 'restore-turn --keep-external leaves them as they are',
+        'overwrite': 'restore-turn --force puts them back as before the turn (what it '
+        'overwrites is kept in the pre-snapshot)',
+    },
+    'undo': {
+        'keep': 'undo --keep-external leaves those files as they are',
+        'overwrite': 'undo --force puts the older version back (what it overwrites is kept in '
+        'the pre-snapshot)',
+    },
+    'redo': {
+        'keep': 'redo --keep-external leaves those files as they are',
+        'overwrite': 'redo --force puts the undone version back (what it overwrites is kept in '
+        'the pre-snapshot)',
+    },
+}
+
+
 def next_step(error: CheckpointError, target: Target) -> str | None:
     """The command to run after an error of this kind on this desk, or None."""
     if isinstance(error, UnknownTurnError):
@@ -284,16 +309,9 @@ def next_step(error: CheckpointError, target: Target) -> str | None:
     if isinstance(error, UnknownCheckpointError):
         return f'{target.command("list")} shows the checkpoint ids'
     if isinstance(error, ExternalChangesError):
-        command = click.get_current_context().info_name
-        if command in ('undo', 'redo'):
-            return (
-                f'{command} --keep-external leaves those files as they are; {command} --force '
-                'puts the older version back (what it overwrites is kept in the pre-snapshot)'
-            )
-        return (
-            f"{command} --keep-external keeps them and reverts only the agent's changes; "
-            f'without --refuse-external they are overwritten (kept in the pre-snapshot)'
-        )
+        choices = OVERRIDES.get(click.get_current_context().info_name or '', {})
+        said = [choices[choice] for choice in ('keep', 'overwrite') if choice in error.overrides]
+        return '; '.join(said) or None
     if isinstance(error, HistoriesDivergedError):
         url = _remote_url(target, error.remote) or 'URL'
         copy = target.command('clone', url, '--desk', f'{target.desk}-{error.remote}')

@@ -8,11 +8,13 @@ a path is taken from the desk's root, as before.
 
 A path that names nothing tracked gets a suggestion: the tracked path the user probably meant
 (the same path taken from the desk's root, or from the current folder, or a tracked file of
-the same name), given as ``did you mean memory/lessons.md?``.
+the same name, else the tracked paths closest to it as difflib measures them: a typo), given
+as ``did you mean memory/lessons.md?``.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -25,6 +27,8 @@ from .target import Target
 
 # How many names the search for a file of the same name looks at, at most (an error path).
 SEARCH_LIMIT = 20_000
+# How close (difflib's ratio) a tracked path must be to a mistyped one to be suggested.
+CLOSE_ENOUGH = 0.75
 
 
 def _real(path: os.PathLike[str] | str) -> str:
@@ -116,10 +120,15 @@ def suggestion(target: Target, typed: str, used: str, tracked: Iterable[str]) ->
         if from_here is not None:
             candidates.append(from_here)
     name = os.path.basename(os.path.normpath(typed))
-    found = []
+    found: list[str] = []
     if name and name not in (os.curdir, os.pardir):
-        found = [path for path in _tracked_files(target, allowlist) if path.endswith('/' + name)]
+        files = list(_tracked_files(target, allowlist))
+        found = [path for path in files if path.endswith('/' + name)]
         candidates.extend(sorted(found, key=lambda path: (path.count('/'), path))[:3])
+        if not found:  # a typo: the tracked paths closest to it
+            known = sorted({*files, *allowlist.entries})
+            found = difflib.get_close_matches(used, known, n=3, cutoff=CLOSE_ENOUGH)
+            candidates.extend(found)
     wanted: list[str] = []
     for path in candidates:
         if path == used or path in wanted or path.startswith('../') or path == os.pardir:

@@ -41,9 +41,10 @@ def remote_group() -> None:
 @remote_group.command('add')
 @click.argument('name')
 @click.argument('url')
+@json_option('Print {"name", "url"} (password masked).')
 @target_options
 @verb('desk')
-def remote_add(target: Target, name: str, url: str) -> None:
+def remote_add(target: Target, name: str, url: str, as_json: bool) -> None:
     """Remember URL (a path, file://, http(s):// or ssh://) as remote NAME.
 
     Credentials may be in the URL (user:password@host) or in $CHECKPOINTS_REMOTE_USERNAME and
@@ -61,6 +62,9 @@ def remote_add(target: Target, name: str, url: str) -> None:
             desk=target.desk,
         )
     remote = target.checkpoints().add_remote(name, url)
+    if as_json:
+        render.echo_json({'name': remote.name, 'url': remote.display_url})
+        return
     click.echo(f'Remote {remote.name} -> {remote.display_url} (for {target.where})')
 
 
@@ -87,9 +91,10 @@ def remote_list(target: Target, as_json: bool) -> None:
 
 @remote_group.command('remove')
 @click.argument('name', shell_complete=complete.remotes)
+@json_option('Print {"removed": NAME}.')
 @target_options
 @verb('desk')
-def remote_remove(target: Target, name: str) -> None:
+def remote_remove(target: Target, name: str, as_json: bool) -> None:
     """Forget remote NAME (the remote itself is not touched).
 
     \b
@@ -97,6 +102,9 @@ def remote_remove(target: Target, name: str) -> None:
       checkpoints remote remove backup
     """
     target.checkpoints().remove_remote(name)
+    if as_json:
+        render.echo_json({'removed': name})
+        return
     click.echo(f'Removed remote {name} of {target.where}.')
 
 

@@ -36,6 +36,29 @@ def ident(checkpoint_id: str | None) -> str:
     return style(checkpoint_id or '', fg='yellow')
 
 
+def printable(text: str) -> str:
+    """Text from the repository (a reason, a prompt label) with its control characters shown as
+    ``\\xNN``, so a terminal never obeys them."""
+    return ''.join(c if c.isprintable() else f'\\x{ord(c):02x}' for c in text)
+
+
+def turn_labels(target: Target, checkpoints: Sequence[Any]) -> dict[str | None, str]:
+    """The prompt label of the turn of each of ``checkpoints`` that has one (see
+    ``ops.prompts.labels``)."""
+    from ..ops.prompts import labels
+
+    turns = {c.turn for c in checkpoints if c.turn}
+    found: dict[str | None, str] = {}
+    found.update(labels(target.repository_directory, turns) if turns else {})
+    return found
+
+
+def turn_note(turn: str, label: str | None) -> str:
+    """``turn=T prompt="..."``: a turn and its prompt, as log and list show them."""
+    note = f'turn={printable(turn)}'
+    return note + (f' prompt="{printable(label)}"' if label else '')
+
+
 def to_json(value: Any) -> str:
     """The one JSON style of every verb: indented by two, ASCII (non-UTF-8 names escaped)."""
     return json.dumps(value, indent=2)

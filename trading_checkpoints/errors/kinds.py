@@ -398,17 +398,28 @@ class OverSizeLimitError(CheckpointError):
 
 class ExternalChangesError(CheckpointError):
     """A restore, undo or redo would overwrite changes it was asked to keep: made outside the
-    agent, or made since the undo a redo would reverse (use force).
+    agent, or made since the undo a redo would reverse (use force). A dry run raises it too,
+    where the run would (its message then says what it would refuse).
 
     Attributes:
         paths: The desk-relative paths changed outside the agent that it would overwrite.
+        overrides: What would let it go ahead: ``'overwrite'`` (forced: what it overwrites is
+            kept in the pre-snapshot) and ``'keep'`` (those files left as they are), or only
+            ``'overwrite'`` (a redo over the agent's changes since the undo).
     """
 
-    FIELDS: ClassVar[tuple[str, ...]] = ('paths',)
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'overrides')
 
-    def __init__(self, message: str, paths: Iterable[str]) -> None:
+    def __init__(
+        self,
+        message: str,
+        paths: Iterable[str],
+        *,
+        overrides: tuple[str, ...] = ('overwrite', 'keep'),
+    ) -> None:
         super().__init__(message)
         self.paths = tuple(paths)
+        self.overrides = overrides
 
 
 class TurnConflictError(ExternalChangesError):
@@ -419,7 +430,7 @@ class TurnConflictError(ExternalChangesError):
         turn: The turn that was to be rewound.
     """
 
-    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'turn')
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'overrides', 'turn')
 
     def __init__(self, message: str, paths: Iterable[str], *, turn: str) -> None:
         super().__init__(message, paths)

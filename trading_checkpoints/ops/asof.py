@@ -47,7 +47,17 @@ def moment(at: Moment, now: float | None = None) -> datetime:
     text = at.strip()
     if _PERIOD.fullmatch(text):
         now = time.time() if now is None else now
-        return datetime.fromtimestamp(now, timezone.utc) - timedelta(seconds=parse_duration(text))
+        try:
+            return datetime.fromtimestamp(now, timezone.utc) - timedelta(
+                seconds=parse_duration(text)
+            )
+        except (OverflowError, ValueError):  # before the year 1: no calendar holds it
+            raise InvalidArgumentError(
+                f'{text!r} reaches back past the year 1; give a shorter period, or a time '
+                f'({FORMS})',
+                name='at',
+                value=at,
+            ) from None
     try:
         found = datetime.fromisoformat(text[:-1] + '+00:00' if text[-1:] in 'zZ' else text)
     except ValueError:

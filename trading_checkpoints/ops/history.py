@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..core.ids import short_id
@@ -19,7 +20,7 @@ from ..desk.state import DeskState
 from ..errors import BadPathError, NotInCheckpointError
 from ..store import metadata
 from ..store.repo import ShadowRepo
-from . import asof
+from . import asof, prompts
 from .asof import Moment
 from .deskconfig import DeskConfig, effective_allowlist
 from .results import Diff, FileChange, LogEntry, Status, checkpoint_from
@@ -334,7 +335,8 @@ def log(
                 tuple(_change(path, before, after, None, None) for path, before, after in changed),
             )
         )
-    return entries
+    said = prompts.labels(repo.path, {e.checkpoint.turn for e in entries if e.checkpoint.turn})
+    return [replace(e, turn_label=said.get(e.checkpoint.turn or '')) for e in entries]
 
 
 def status(session: ReadSession) -> Status:

@@ -57,7 +57,7 @@ from ..errors import (
 from ..store import changestats, metadata
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import external, history, journal, policy, recovery, snapshot
+from . import dryrun, external, history, journal, policy, recovery, snapshot
 from .request import (
     CONFLICTS,
     OVERWRITE,
@@ -204,12 +204,15 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     if head is None:
         raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
     result = _Result(request, the_plan, current, decision.overwritten, attribution.basis)
+    # The decision, dry or not: a dry run refuses where the run would.
+    decision.raise_if_refused(request)
+    with dryrun.refusals(request.dry_run):
+        # A dry run did not read the files over the size limit it reverts: the run does.
+        _vet(session, the_plan, scan, current, exempt=revert if request.dry_run else set())
+        read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
+        repo.check_ref_settable(external.SEAL_REF)  # the last stage writes it: refused now
     if request.dry_run:
         return Outcome(result.make(head, None, True))
-    decision.raise_if_refused(request)
-    _vet(session, the_plan, scan, current)
-    read_blob = safety.vet_blobs(the_plan.write, wanted, repo.read_blob, SYMLINK_MODE)
-    repo.check_ref_settable(external.SEAL_REF)  # the last stage writes it: refused now if not
     saved = None
     if _worth_saving(session, request, scan):
         credit = snapshot.writes(session, attribution, '')  # who wrote what it saves
@@ -301,16 +304,18 @@ class _Decision:
     refused: list[str] = field(default_factory=list)  # refused (all or nothing)
 
     def raise_if_refused(self, request: Request) -> None:
+        """Refuses as the request's policy says (worded for a dry run in one)."""
+        refusing = dryrun.refusing(request.dry_run)
         if self.refused:
             raise ExternalChangesError(
-                f'refusing to {request.action}: it would overwrite {len(self.refused)} file(s) '
+                f'{refusing} {request.action}: it would overwrite {len(self.refused)} file(s) '
                 f'changed outside the agent: {_some(self.refused)} (keep them, or force it '
                 'to overwrite them; they are kept in the pre-snapshot)',
                 tuple(self.refused),
             )
         if self.conflicts:
             raise ExternalChangesError(
-                f"refusing to {request.action}: the agent's last step changed "
+                f"{refusing} {request.action}: the agent's last step changed "
                 f'{_some(self.conflicts)}, and so did someone else since; nothing was changed '
                 '(force it to put back the older version, or keep the outside changes)',
                 tuple(self.conflicts),
@@ -520,16 +525,21 @@ def _vet(
     the_plan: Plan,
     scan: Scan,
     current: dict[str, FileEntry],
+    exempt: set[str],
 ) -> None:
-    """Refuses, before the first write, a plan that could not finish or would lose bytes."""
+    """Refuses, before the first write, a plan that could not finish or would lose bytes;
+    ``exempt``: files over the size limit a dry run reverts, which the run reads (and saves
+    first) before it vets them."""
     for path in the_plan.write:
-        if path in scan.oversize:
+        if path in scan.oversize and path not in exempt:
             raise OverSizeLimitError(
                 f'cannot restore {path}: the file in the desk is over the maximum file size '
                 'and was not saved first; nothing was changed',
                 path=path,
                 limit=session.desk.max_file_size,
             )
+    if exempt:
+        the_plan = Plan([p for p in the_plan.write if p not in exempt], the_plan.delete)
     session.desk.check_plan(the_plan, current)
 
 

@@ -120,6 +120,7 @@ class LogEntryForm(TypedDict):
     tool: str | None
     paths: list[str]
     turn: str | None
+    turn_label: str | None
     action: str | None
     changed: list[str]
     changes: list[StatusChange]
@@ -458,12 +459,14 @@ class LogEntry:
             ``before-restore``/``before-undo``/``before-redo`` (None for ordinary snapshots).
         changes: For each path of ``changed``, how it changed (``kind`` and the entries; no
             patches).
+        turn_label: The prompt of the checkpoint's turn (its label, as stored), when found.
     """
 
     checkpoint: Checkpoint
     changed: tuple[str, ...]
     action: str | None = None
     changes: tuple[FileChange, ...] = ()
+    turn_label: str | None = None
 
     def to_dict(self) -> LogEntryForm:
         c = self.checkpoint
@@ -474,6 +477,7 @@ class LogEntry:
             tool=c.tool,
             paths=list(c.paths),
             turn=c.turn,
+            turn_label=self.turn_label,
             action=self.action,
             changed=list(self.changed),
             changes=[change.status_dict() for change in self.changes],

@@ -44,6 +44,7 @@ from ..store.commitinfo import CommitInfo
 from ..store.damage import naming_damage
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import is_initialized
+from .dryrun import would
 from .results import PruneResult
 
 ZERO = b'0' * 40
@@ -250,11 +251,12 @@ def prune(
     budget = parse_size(max_bytes) if max_bytes is not None else None
     journal = journal_present(repo.path)
     if journal is not None:
-        raise UnfinishedRestoreError(
+        unfinished = UnfinishedRestoreError(
             f'a restore is in progress or was interrupted ({journal}); finish it (run the '
             'restore again) before pruning, so the checkpoints it needs stay',
             record=journal,
         )
+        raise would(unfinished) if dry_run else unfinished  # a dry run refuses as the run
     now = time.time() if now is None else now
     with naming_damage(repo.path, 'prune', 'update'):
         return _prune(repo, keep, age, budget, dry_run, now, compact)

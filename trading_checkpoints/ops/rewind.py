@@ -7,27 +7,15 @@ changed afterwards is a conflict: refused by default (``TurnConflictError`` nami
 overwritten when forced (the pre-snapshot keeps what was there), or kept as it is.
 
 Who wrote what is read from the branch, oldest first from the checkpoint before the turn's
-first one, then the desk (:func:`plan`). Each checkpoint says who made the changes it holds:
-
-- ``Checkpoint-Wrote-By`` (and ``-Wrote``): that turn wrote the listed paths, then someone
-  else those also named by ``Checkpoint-Changed-After``; the checkpoint's other changes were
-  made by no turn (see ``snapshot.writes`` for how a snapshot tells).
-- a restore, undo or redo: each path it changed is credited to whoever wrote the entry it put
-  back (the entry the turn's first write replaced counts as the turn's own: a rewind of the
-  turn's work is not someone else's change).
-- a checkpoint without that record (made by an older version): the changes are credited to
-  the turn of the checkpoint before it, when that one was taken before a turn's write, for the
-  paths it declared (all when it declared none).
-
-The desk's changes since the newest checkpoint are credited as a snapshot would credit them
-(``external.writer``, minus the paths changed outside the agent): those up to the seal to the
-agent, the rest to no turn.
+first one, then the desk (:func:`plan`), as ``credits`` reads each checkpoint's record; the
+entry the turn's first write replaced counts as the turn's own (a rewind of the turn's work
+is not someone else's change).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core.ids import short_id
 from ..core.trees import FileEntry
@@ -36,30 +24,15 @@ from ..errors import ExternalChangesError, NoCheckpointsError, TurnConflictError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import Writer
-from . import external, history, restore
-from .request import REDO, RESTORE, UNDO, Request
+from . import credits, dryrun, external, history, restore
+from .credits import Maybe, Then
+from .request import Request
 from .results import RestoreResult
 from .session import LockedSession, ReadSession
 
-_RESTORING = frozenset({RESTORE, UNDO, REDO})
 _TURN_BEFORE = 'the entry before the turn wrote it'  # a seen-entry marker, not a writer
 
-
-@dataclass(frozen=True)
-class _Then:
-    """A change ``writer`` made that someone else changed again before the checkpoint."""
-
-    writer: Writer
-
-
-@dataclass(frozen=True)
-class _Maybe:
-    """A change any of ``writers`` may have made (they were at work at once: uncertain)."""
-
-    writers: frozenset[Writer]
-
-
-Credit = Writer | _Then | _Maybe | str | None  # who made a change (None: no turn)
+Credit = credits.Credit | str  # who made a change, or the marker
 
 
 @dataclass(frozen=True)
@@ -98,7 +71,7 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
         on_external=policy,
     )
     try:
-        result = restore.restore(session, request)
+        return restore.restore(session, request)  # a dry run refuses where the run would
     except TurnConflictError:
         raise
     except ExternalChangesError as refused:
@@ -113,16 +86,12 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
             f'({len(unsure)} uncertain)'
         )
         raise TurnConflictError(
-            f'refusing to rewind turn {turn_id}: {why}: {shown}; nothing was changed (force it '
-            'to put them back as before the turn, the current ones kept in the pre-snapshot, '
-            'or keep them as they are)',
+            f'{dryrun.refusing(dry_run)} rewind turn {turn_id}: {why}: {shown}; nothing was '
+            'changed (force it to put them back as before the turn, the current ones kept in the '
+            'pre-snapshot, or keep them as they are)',
             paths,
             turn=turn_id,
         ) from None
-    if dry_run:
-        touched = {*result.written, *result.deleted}
-        return replace(result, external=tuple(sorted(touched & rewind.others)))
-    return result
 
 
 def plan(
@@ -154,25 +123,21 @@ def plan(
     previous = before.message if before is not None else ''
     tree = before.tree if before is not None else None
     for info in reversed(chain[: start + 1]):
-        credit = _credit(info.message, previous, walk)
+        credit = credits.of_checkpoint(info.message, previous, walk.seen)
         for path, old, new in history.changed_files(repo, tree, info.tree):
             walk.change(path, old, new, credit(path, new))
         previous, tree = info.message, info.tree
-    writer = external.writer(repo)
-    seal = external.current_seal(repo, repo.head())
-    if seal is not None and metadata.action_of(seal.message) == external.ANNOUNCE:
-        seal = None
-    if seal is not None and seal.tree != tree:
+    since = credits.unrecorded(repo, tree, outside)
+    if since.sealed is not None:
         # The agent's write the seal holds, then what others did since.
-        for path, old, new in history.changed_files(repo, tree, seal.tree):
-            walk.change(path, old, new, writer)
-        tree, writer = seal.tree, None
+        for path, old, new in history.changed_files(repo, tree, since.sealed.tree):
+            walk.change(path, old, new, since.writer)
+        tree = since.sealed.tree
     left, _ = session.flatten(tree) if tree is not None else ({}, {})
-    skip = set(outside)
     for path in sorted(set(left) | set(desk)):
         old, new = left.get(path), desk.get(path)
         if old != new:
-            walk.change(path, old, new, writer if path not in skip else None)
+            walk.change(path, old, new, since.credit(path))
     overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
     return Rewind(
         first.sha.encode(),
@@ -211,11 +176,11 @@ class _Walk:
     ) -> None:
         if not self.tracked(path):
             return
-        if isinstance(writer, _Then):
+        if isinstance(writer, Then):
             if self.ours(writer.writer) and path not in self.before:
                 self.before[path] = old
             writer = None  # the last change was someone else's
-        if isinstance(writer, _Maybe):
+        if isinstance(writer, Maybe):
             if any(self.ours(each) for each in writer.writers):
                 if path not in self.before:
                     self.before[path] = old
@@ -232,30 +197,3 @@ class _Walk:
         elif path in self.before:
             self.others.add(path)
         self.seen[(path, new)] = writer
-
-
-def _credit(message: str, previous: str, walk: _Walk) -> Callable[[str, FileEntry | None], Credit]:
-    """Who wrote a path (to a new entry) in the checkpoint with ``message``, the one before it
-    having ``previous`` (see the module notes); None: no turn."""
-    if metadata.action_of(message) in _RESTORING:
-        return lambda path, new: walk.seen.get((path, new))
-    groups = metadata.written_groups(message)
-    if groups:
-
-        def credit(path: str, new: FileEntry | None) -> Credit:
-            maybe = frozenset(group.writer for group in groups if path in group.maybe)
-            if maybe:
-                return _Maybe(maybe)
-            for group in groups:
-                if path in group.changed_after:
-                    return _Then(group.writer)
-                if path in group.paths:
-                    return group.writer
-            return None
-
-        return credit
-    writer = metadata.writer_of(previous)
-    if writer is None or metadata.action_of(previous) is not None:
-        return lambda path, new: None
-    declared = metadata.parse(previous).paths
-    return lambda path, new: writer if not declared or history.under(path, declared) else None

@@ -36,6 +36,7 @@ from ..store import metadata
 from ..store.repo import ShadowRepo
 from . import engine
 from .deskconfig import DeskConfig
+from .prompts import LABEL_PREFIX, label_of
 from .results import Checkpoint, SnapshotResult, TurnInfo, checkpoint_from
 
 
@@ -59,7 +60,6 @@ class CheckpointsLike(Protocol):
     def seal(self) -> str: ...
 
 
-_LABEL_PREFIX = 'Turn label: '
 _MAX_LABEL = 200
 
 # The open turn of each desk repository (keyed by its real path) in the current context.
@@ -163,7 +163,7 @@ def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[s
 def labelled(reason: str, label: str) -> str:
     """A turn's first checkpoint's message: the reason, and the turn's label below it."""
     body = reason.strip() or 'snapshot'
-    return f'{body}\n\n{_LABEL_PREFIX}{_one_line(label, _MAX_LABEL)}' if label.strip() else body
+    return f'{body}\n\n{LABEL_PREFIX}{_one_line(label, _MAX_LABEL)}' if label.strip() else body
 
 
 def mark(config: DeskConfig, message: str) -> ShortId:
@@ -306,20 +306,13 @@ def turns(checkpoints: CheckpointsLike, limit: int | None = 20) -> list[TurnInfo
                 order.append(item.turn)
                 grouped[item.turn] = []
             grouped[item.turn].append(item)
-            label = _label_of(info.message)
+            label = label_of(info.message)
             if label is not None:
                 labels[item.turn] = label  # the oldest checkpoint's label wins
     finally:
         repo.close()
     chosen = order if limit is None else order[:limit]
     return [TurnInfo(t, labels.get(t, ''), tuple(grouped[t])) for t in chosen]
-
-
-def _label_of(message: str) -> str | None:
-    for line in message.splitlines()[1:]:
-        if line.startswith(_LABEL_PREFIX):
-            return line[len(_LABEL_PREFIX) :].strip()
-    return None
 
 
 def first_checkpoint(checkpoints: CheckpointsLike, turn_id: str) -> ShortId:

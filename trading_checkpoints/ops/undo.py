@@ -45,7 +45,7 @@ from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import ACTION
 from ..store.repo import ShadowRepo
-from . import external, restore
+from . import dryrun, external, restore
 from .request import (
     OVERWRITE,
     REDO,
@@ -200,10 +200,11 @@ def redo(session: LockedSession, policy: str, dry_run: bool) -> RestoreResult:
         held, _ = session.flatten(baseline)
         changed = sorted(p for p in {*held, *files} if held.get(p) != files.get(p))
         raise ExternalChangesError(
-            'the agent changed the desk since the last undo; redo would overwrite '
-            f'that ({", ".join(changed[:5])}); force it to redo anyway (the changes '
-            'are kept in a pre-snapshot)',
+            f'{dryrun.refusing(dry_run)} redo: the agent changed the desk since the last undo '
+            f'({", ".join(changed[:5])}), and redo would overwrite that; nothing was changed '
+            '(force it to redo anyway: the changes are kept in a pre-snapshot)',
             changed,
+            overrides=(OVERWRITE,),  # keeping them is no redo: only force goes ahead
         )
     request = Request(
         state,

@@ -28,6 +28,7 @@ a malformed value as absent.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -131,6 +132,11 @@ def message(body: str, pairs: Iterable[tuple[str, str]]) -> str:
 
 def trailers(text: str) -> list[tuple[str, str]]:
     """The trailers of a message as (key, value) pairs, in order; [] when it has none."""
+    return list(_parsed(text))
+
+
+@functools.lru_cache(maxsize=1024)  # a walk over a history reads each message several times
+def _parsed(text: str) -> tuple[tuple[str, str], ...]:
     lines = text.split('\n')
     while lines and not lines[-1].strip():
         lines.pop()
@@ -138,14 +144,14 @@ def trailers(text: str) -> list[tuple[str, str]]:
     while start > 0 and lines[start - 1].strip():
         start -= 1
     if start == 0 or start == len(lines):
-        return []  # one paragraph only (a subject), or nothing
+        return ()  # one paragraph only (a subject), or nothing
     pairs = []
     for line in lines[start:]:
         match = _TRAILER.fullmatch(line.rstrip())
         if match is None:
-            return []
+            return ()
         pairs.append((match.group(1), match.group(2).strip()))
-    return pairs
+    return tuple(pairs)
 
 
 def with_trailer(text: str, key: str, value: str) -> str:

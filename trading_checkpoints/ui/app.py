@@ -1,11 +1,13 @@
 """``checkpoints browse``: the Textual application.
 
-One screen: the timeline on the left (newest first, a turn's checkpoints folded under it), the
-selected checkpoint on the right (its fields, the files it changed, its diff against the one
-before it, highlighted), the storage line and the keys at the bottom. Every read and write goes
-through the library (``Checkpoints``), with its lock and checks; a restore or an undo shows its
-dry-run plan and waits for ``y`` first. A timer compares the branch's newest commit with the
-one shown and reloads the timeline when checkpoints were added or pruned meanwhile.
+One screen: the timeline on the left (newest first, a turn's checkpoints folded under it, with
+the turn's prompt), the selected checkpoint on the right (its fields, the files it changed, its
+diff against the one before it, highlighted; a file's history or who wrote each of its lines),
+the storage line and the keys at the bottom. Every read and write goes through the library
+(``Checkpoints``), with its lock and checks; a restore, an undo or a redo shows its dry-run
+plan (or the refusal the run would meet) and waits for ``y`` first, as ``checkpoints undo``
+and ``redo`` decide. A timer compares the branch's newest commit with the one shown and
+reloads the timeline when checkpoints were added or pruned meanwhile.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ MORE = 'more'
 """The data of the timeline's last line while older pages are unread: reaching it reads one."""
 
 Node = TreeNode[Row | Run | str]
+BACK = {'restore': 'u undoes it', 'undo': 'U redoes it', 'redo': 'u undoes it'}
+"""The key that takes a step back once it is done, by the step's action."""
 HISTORY = 100
 """How many of a file's checkpoints its history shows (``h``)."""
 
@@ -57,8 +61,10 @@ class Browser(App[None]):
         Binding('n', 'search_next', 'Next match', show=False),
         Binding('d', 'desk_diff', 'Diff with desk'),
         Binding('h', 'file_history', 'File history'),
+        Binding('b', 'blame', 'Blame'),
         Binding('r', 'restore', 'Restore'),
         Binding('u', 'undo', 'Undo'),
+        Binding('U,ctrl+r', 'redo', 'Redo'),
         Binding('escape', 'to_timeline', 'Timeline', show=False),
         Binding('q', 'quit', 'Quit'),
     ]
@@ -70,12 +76,15 @@ class Browser(App[None]):
         page_size: int = PAGE_SIZE,
         poll: float = 1.0,
         storage: bool = True,
+        start: str | None = None,
     ) -> None:
         """``page_size`` checkpoints are read at a time; every ``poll`` seconds (0: never) the
         branch is checked for new checkpoints; ``storage`` False leaves the size unmeasured
-        (a fixed line, for pictures of the screen that must not depend on the disk)."""
+        (a fixed line, for pictures of the screen that must not depend on the disk);
+        ``start``: the checkpoint (short id) selected first, instead of the newest."""
         super().__init__()
         self.checkpoints = checkpoints
+        self.start = start
         self.storage = storage
         self.timeline = Timeline(checkpoints, page_size)
         self.poll = poll
@@ -115,7 +124,7 @@ class Browser(App[None]):
         self.load(reset=True)
         self.timeline_tree.focus()
         if self.timeline.rows:
-            self.call_after_refresh(self.timeline_tree.move_cursor_to_line, 0)
+            self.call_after_refresh(self.select_start)
         self.measure()
         if self.poll > 0:
             self.set_interval(self.poll, self.refresh_if_changed)
@@ -150,11 +159,12 @@ class Browser(App[None]):
                 parent = tree.root
                 if run.turn is not None:
                     node = self.run_nodes.get(id(run))
+                    label = views.run_label(run, self.timeline.label(run.turn))
                     if node is None:
-                        node = tree.root.add(views.run_label(run), data=run, expand=True)
+                        node = tree.root.add(label, data=run, expand=True)
                         self.run_nodes[id(run)] = node
                     else:
-                        node.set_label(views.run_label(run))
+                        node.set_label(label)
                     parent = node
                 for row in new:
                     label = views.row_label(row.checkpoint)
@@ -218,11 +228,12 @@ class Browser(App[None]):
         except CheckpointError as error:
             self.report(error)
             return
-        self.query_one('#summary', Static).update(views.header(row.checkpoint))
+        prompt = self.timeline.label(row.checkpoint.turn)
+        self.query_one('#summary', Static).update(views.header(row.checkpoint, prompt))
         self.show_diff(diff)
 
     def show_run(self, run: Run) -> None:
-        summary = views.run_label(run)
+        summary = views.run_label(run, self.timeline.label(run.turn))
         summary.append('\nEnter or space folds and unfolds the turn.', style='dim')
         self.query_one('#summary', Static).update(summary)
         self.query_one('#files', OptionList).clear_options()
@@ -312,15 +323,21 @@ class Browser(App[None]):
         self.show_diff(diff)
         self.query_one('#diff-pane').focus()
 
-    def action_file_history(self) -> None:
-        """The checkpoints that changed the file highlighted in the file list (the first one
-        until Tab moves there and another is chosen)."""
+    def highlighted_file(self, key: str, what: str) -> str | None:
+        """The path of the file highlighted in the file list (the first one until Tab moves
+        there and another is chosen); None, and a note, when no file is listed."""
         files = self.query_one('#files', OptionList)
         index = files.highlighted
         if self.diff is None or index is None or index >= len(self.diff.changes):
-            self.notify('select a checkpoint first: h shows the history of one of its files')
+            self.notify(f'select a checkpoint first: {key} shows {what} of one of its files')
+            return None
+        return self.diff.changes[index].path
+
+    def action_file_history(self) -> None:
+        """The checkpoints that changed the file highlighted in the file list."""
+        path = self.highlighted_file('h', 'the history')
+        if path is None:
             return
-        path = self.diff.changes[index].path
         try:
             entries = self.checkpoints.log(path, HISTORY)
         except CheckpointError as error:
@@ -328,6 +345,32 @@ class Browser(App[None]):
             return
         self.query_one('#diff', Static).update(views.file_history(path, entries, HISTORY))
         self.query_one('#diff-pane', VerticalScroll).scroll_home(animate=False)
+
+    def action_blame(self) -> None:
+        """Who wrote each line of the file highlighted in the file list, as the checkpoint
+        shown holds it (the desk, after ``d``)."""
+        path = self.highlighted_file('b', 'who wrote each line')
+        if path is None or self.diff is None:
+            return
+        try:
+            blame = self.checkpoints.blame(path, self.diff.to_id)
+        except CheckpointError as error:
+            self.report(error)
+            return
+        self.query_one('#diff', Static).update(views.blame_view(blame))
+        self.query_one('#diff-pane', VerticalScroll).scroll_home(animate=False)
+
+    def select_start(self) -> None:
+        """Puts the cursor on the checkpoint to start from (``start``), else the newest."""
+        index = self.timeline.index_of(self.start) if self.start is not None else None
+        if index is None:
+            self.timeline_tree.move_cursor_to_line(0)
+            return
+        self.show_rows()
+        node = self.row_nodes[self.timeline.rows[index].full_id]
+        if node.parent is not None:
+            node.parent.expand()
+        self.call_after_refresh(self.timeline_tree.move_cursor, node)
 
     def action_restore(self) -> None:
         row = self.selected()
@@ -340,10 +383,16 @@ class Browser(App[None]):
         )
 
     def action_undo(self) -> None:
+        """The command line's ``undo``: the agent's last step back."""
         self.confirm('Undo the last step?', lambda dry_run: self.checkpoints.undo(dry_run=dry_run))
 
+    def action_redo(self) -> None:
+        """The command line's ``redo``: the last undo reversed."""
+        self.confirm('Redo the last undo?', lambda dry_run: self.checkpoints.redo(dry_run=dry_run))
+
     def confirm(self, question: str, step: Callable[[bool], RestoreResult]) -> None:
-        """Shows ``step``'s dry-run plan; runs it for real on ``y``."""
+        """Shows ``step``'s dry-run plan (or the refusal the run would meet); runs it for real
+        on ``y``."""
         try:
             plan = step(True)
         except CheckpointError as error:
@@ -361,18 +410,20 @@ class Browser(App[None]):
                 return
             self.notify(
                 f'{done.action}: the desk holds checkpoint {done.target_id}; the files before '
-                f'are checkpoint {done.before_id} (u undoes it)'
+                f'are checkpoint {done.before_id} ({BACK[done.action]})'
             )
             self.refresh_if_changed()
 
-        self.push_screen(Confirm(views.plan_text(plan, question)), answered)
+        back = BACK[plan.action].split()[0]
+        self.push_screen(Confirm(views.plan_text(plan, question, back)), answered)
 
     def report(self, error: CheckpointError) -> None:
         self.notify(views.plain(str(error)), severity='error', timeout=10)
 
 
-def run(checkpoints: Checkpoints) -> int:
-    """Runs the browser in this terminal until ``q``; the exit status."""
-    app = Browser(checkpoints)
+def run(checkpoints: Checkpoints, start: str | None = None) -> int:
+    """Runs the browser in this terminal until ``q`` (the cursor first on checkpoint ``start``,
+    when given); the exit status."""
+    app = Browser(checkpoints, start=start)
     app.run()
     return app.return_code or 0

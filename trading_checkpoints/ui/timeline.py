@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..checkpoints import Checkpoint, Checkpoints
 from ..core.ids import CommitId
+from ..ops.prompts import labels
 
 PAGE_SIZE = 200
 
@@ -43,6 +44,8 @@ class Timeline:
         self.rows: list[Row] = []
         self.next: CommitId | None = None
         self.started = False
+        self.labels: dict[str, str] = {}  # each turn's prompt, once looked up
+        self.looked_up: set[str] = set()
 
     @property
     def complete(self) -> bool:
@@ -71,7 +74,31 @@ class Timeline:
                 self.runs.append(Run(turn))
             self.runs[-1].rows.append(row)
         self.rows.extend(added)
+        self.look_up_labels({row.checkpoint.turn for row in added if row.checkpoint.turn})
         return added
+
+    def look_up_labels(self, turns: set[str]) -> None:
+        """Reads the prompts of the turns not looked up yet (see ``ops.prompts.labels``)."""
+        wanted = turns - self.looked_up
+        if wanted:
+            self.labels.update(labels(self.checkpoints.repository_directory, wanted))
+            self.looked_up |= wanted
+
+    def label(self, turn: str | None) -> str | None:
+        """A turn's prompt, when it has one."""
+        return None if turn is None else self.labels.get(turn)
+
+    def index_of(self, checkpoint_id: str) -> int | None:
+        """The index of the row of checkpoint ``checkpoint_id`` (its short id), reading further
+        pages as needed; None when no row has it."""
+        index = 0
+        while True:
+            while index < len(self.rows):
+                if self.rows[index].checkpoint.checkpoint_id == checkpoint_id:
+                    return index
+                index += 1
+            if not self.load_more():
+                return None
 
     def changed(self) -> bool:
         """Whether the branch moved since the rows were read (new checkpoints, a prune)."""

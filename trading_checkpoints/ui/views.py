@@ -14,6 +14,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from ..checkpoints import Checkpoint, RestoreResult
+from ..ops.blame import Blame, describe
 from ..ops.results import Diff, FileChange, LogEntry
 from .timeline import Run
 
@@ -35,10 +36,13 @@ def when(checkpoint: Checkpoint) -> str:
 
 
 def stats(checkpoint: Checkpoint) -> str:
+    """``2 files +10 -3``; ``2 files +? -?`` when its line counts were not recorded."""
     if checkpoint.files_changed is None:
         return ''
     files = f'{checkpoint.files_changed} file{"" if checkpoint.files_changed == 1 else "s"}'
-    return f'{files} +{checkpoint.lines_added or 0} -{checkpoint.lines_removed or 0}'
+    if checkpoint.lines_added is None or checkpoint.lines_removed is None:
+        return f'{files} +? -?'
+    return f'{files} +{checkpoint.lines_added} -{checkpoint.lines_removed}'
 
 
 def row_label(checkpoint: Checkpoint) -> Text:
@@ -55,20 +59,22 @@ def row_label(checkpoint: Checkpoint) -> Text:
     return label
 
 
-def run_label(run: Run) -> Text:
-    """A turn's line: the turn, how many checkpoints, and when it began."""
+def run_label(run: Run, prompt: str | None = None) -> Text:
+    """A turn's line: the turn, its prompt, how many checkpoints, and when it began."""
     first, last = run.rows[-1].checkpoint, run.rows[0].checkpoint
     count = len(run.rows)
     label = Text()
     label.append(f'turn {plain(run.turn or "")}', style='bold magenta')
+    if prompt:
+        label.append(f' "{plain(prompt)}"', style='magenta')
     label.append(f'  {count} checkpoint{"" if count == 1 else "s"}', style='dim')
     label.append(f'  {when(first)}', style='dim')
     label.append(f'  {plain(last.reason.splitlines()[0] if last.reason else "")}')
     return label
 
 
-def header(checkpoint: Checkpoint) -> Text:
-    """The selected checkpoint, every field on its line."""
+def header(checkpoint: Checkpoint, prompt: str | None = None) -> Text:
+    """The selected checkpoint, every field on its line (and its turn's prompt)."""
     text = Text()
     text.append(f'checkpoint {checkpoint.checkpoint_id}', style='bold yellow')
     text.append(f'  {checkpoint.created_at}\n', style='dim')
@@ -80,6 +86,8 @@ def header(checkpoint: Checkpoint) -> Text:
         ('changes', stats(checkpoint) or None),
     ]
     text.append('  '.join(f'{name}: {plain(value)}' for name, value in details if value), 'dim')
+    if prompt:
+        text.append(f'\nprompt: {plain(prompt)}', 'magenta')
     return text
 
 
@@ -139,8 +147,36 @@ def file_history(path: str, entries: list[LogEntry], limit: int) -> Text:
     return text
 
 
-def plan_text(plan: RestoreResult, what: str) -> Text:
-    """A dry run's plan, as the confirmation shows it before anything is changed."""
+def blame_view(blame: Blame) -> Text:
+    """Who wrote each line: the checkpoint, its time, who, the line; then each turn's prompt."""
+    text = Text()
+    where = f'checkpoint {blame.checkpoint_id}' if blame.checkpoint_id else 'the desk now'
+    text.append(f'Who wrote {plain(blame.path)}, as {where} holds it\n', style='bold')
+    if not blame.lines:
+        text.append('(the file is empty)\n', style='dim')
+    rows = [(line, describe(line.origin.author)) for line in blame.lines]
+    width = max((len(who) for _, who in rows), default=0)
+    prompts: dict[str, str] = {}
+    for line, who in rows:
+        origin = line.origin
+        text.append(f'\n{origin.checkpoint_id or "-------"}', style='bold yellow')
+        stamp = origin.created_at[:19].replace('T', ' ') if origin.created_at else 'not recorded'
+        text.append(f'  {stamp:<19}  ', style='dim')
+        text.append(f'{plain(who):<{width}}', style='cyan')
+        text.append(f'  {line.number:>4}  {plain(line.text)}')
+        author = origin.author
+        if author.turn and author.label:
+            prompts.setdefault(author.turn, author.label)
+    if prompts:
+        text.append('\n')
+    for turn, prompt in prompts.items():
+        text.append(f'\nturn {plain(turn)}: {plain(prompt)}', style='magenta')
+    return text
+
+
+def plan_text(plan: RestoreResult, what: str, back: str = 'u') -> Text:
+    """A dry run's plan, as the confirmation shows it before anything is changed; ``back`` is
+    the key that takes the step back once done."""
     text = Text()
     text.append(f'{what}\n\n', style='bold')
     steps = [('create' if path in plan.created else 'write', path) for path in plan.written]
@@ -154,6 +190,6 @@ def plan_text(plan: RestoreResult, what: str) -> Text:
         text.append(f'  changed outside the agent: {plain(path)}\n', style='yellow')
     for path, why in plan.kept:
         text.append(f'  left as it is: {plain(path)} ({plain(why)})\n', style='dim')
-    text.append('\nThe files now are snapshotted first, so this can be undone (u).\n')
+    text.append(f'\nThe files now are snapshotted first, so this can be taken back ({back}).\n')
     text.append('y: go ahead    n / Esc: cancel', style='bold')
     return text
