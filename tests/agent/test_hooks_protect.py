@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from helpers.builders import checkpoints_in, write
-from helpers.cli import shell as cli_shell
 from helpers.gitcli import git
 
 from trading_checkpoints import Checkpoints
@@ -400,8 +399,7 @@ def test_a_command_that_builds_its_words_at_run_time_is_not_seen(workspace, cps)
     command = 'p=protect; checkpoints $p --remove notes/limits.md'
     tool_input = {'command': command, 'description': 'x'}
     assert answer(tool('claude', 'before', workspace, 'shell', tool_input)) == {}
-    done = cli_shell(command, cwd=workspace)
-    assert done.returncode == 0, done.stderr
+    cps.unprotect('notes/limits.md')  # what the command does when it runs
     assert answer(tool('claude', 'after', workspace, 'shell', tool_input)) == {}
     assert cps.protected() == ('notes/rules',), 'the policy change is not undone'
 

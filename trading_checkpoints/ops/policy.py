@@ -36,8 +36,9 @@ restore`` does not ask.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.paths import Allowlist, path_problem
@@ -122,7 +123,11 @@ class Policy:
 
     protected: tuple[str, ...] = ()
     budgets: tuple[Budget, ...] = ()
-    matcher: Allowlist | None = field(default=None, compare=False, repr=False)
+
+    @functools.cached_property
+    def matcher(self) -> Allowlist | None:
+        """The tracked paths' matcher, over the protected paths (None: none)."""
+        return Allowlist(self.protected) if self.protected else None
 
     def covering(self, path: str) -> str | None:
         """The protected entry at or above desk-relative ``path``, or None."""
@@ -162,8 +167,7 @@ def of_config(config: RepoConfig) -> Policy:
             )
         tokens = number if given.name == TOKENS else None
         budgets.append(Budget(path, number * (BYTES_PER_TOKEN if tokens else 1), tokens))
-    matcher = Allowlist(protected) if protected else None
-    return Policy(matcher.entries if matcher else (), tuple(budgets), matcher)
+    return Policy(Allowlist(protected).entries if protected else (), tuple(budgets))
 
 
 def _vetted_path(value: bytes | None, config: RepoConfig, line: int | None, key: str) -> str:
