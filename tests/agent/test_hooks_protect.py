@@ -283,6 +283,7 @@ DENIED = [
     'python3 -m trading_checkpoints budget --remove Memory.md',
     '/usr/local/bin/checkpoints track --reset',
     'checkpoints hook uninstall --harness claude',
+    'checkpoints --workspace=. hook install --global',
     "bash -c 'checkpoints protect --remove notes/rules'",
     'sh -c "cd desks/main; checkpoints budget --remove Memory.md"',
     "eval 'checkpoints track --remove notes'",
@@ -298,6 +299,7 @@ ALLOWED = [
     'checkpoints --desk main budget --json',
     'checkpoints track',
     'checkpoints hook doctor',
+    'checkpoints hook --harness claude < event.json',
     'checkpoints status && checkpoints list',
     "echo 'checkpoints protect is a verb' > desks/main/notes/plan.md",
 ]

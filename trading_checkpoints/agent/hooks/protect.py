@@ -45,13 +45,11 @@ if TYPE_CHECKING:
     from ...checkpoints import Checkpoints
     from ...ops.policy import BudgetUse
 
-# checkpoints VERB -> the words after it that only read (anything else changes something).
-POLICY_VERBS: dict[str, frozenset[str]] = {
-    'protect': frozenset({'--json', '-h', '--help'}),
-    'budget': frozenset({'--json', '-h', '--help'}),
-    'track': frozenset({'--json', '-h', '--help'}),
-    'hook': frozenset({'doctor', '--json', '-h', '--help'}),
-}
+# The checkpoints verbs that change the policy or what is tracked unless given only these words
+# (then they list it), and the hook verb's subcommands that change the hooks.
+POLICY_VERBS = frozenset({'protect', 'budget', 'track'})
+LISTING = frozenset({'--json', '-h', '--help'})
+HOOK_CHANGES = frozenset({'install', 'uninstall'})
 _VALUED = frozenset({'--desk', '--workspace'})
 PROGRAMS = frozenset({'checkpoints', 'trading_checkpoints'})
 REPOSITORIES = '.checkpoints'
@@ -177,9 +175,10 @@ def _policy_verb(words: list[str]) -> str | None:
         if os.path.basename(word).split('.')[0] not in PROGRAMS:
             continue
         rest = _without_target_options(words[at + 1 :])
-        if rest and rest[0] in POLICY_VERBS:
-            if any(arg not in POLICY_VERBS[rest[0]] for arg in rest[1:]):
-                return rest[0]
+        if rest and rest[0] in POLICY_VERBS and not set(rest[1:]) <= LISTING:
+            return rest[0]
+        if rest[:1] == ['hook'] and rest[1:2] and rest[1] in HOOK_CHANGES:
+            return f'hook {rest[1]}'
     return None
 
 
@@ -205,10 +204,11 @@ def _repositories() -> str:
 
 
 def _verb(verb: str) -> str:
+    listing = f' `checkpoints {verb}` alone lists what is set.' if verb in POLICY_VERBS else ''
     return (
         f'`checkpoints {verb}` changes what the checkpoints hooks hold you to (protected '
         "paths, budgets, tracked paths, the hooks): that is a person's act, so the checkpoints "
-        f'hook denies it. `checkpoints {verb}` alone lists what is set.'
+        f'hook denies it.{listing}'
     )
 
 
