@@ -412,3 +412,21 @@ def test_a_tool_the_hooks_do_not_know_is_not_stopped(workspace, cps):
     assert run(raw, Options(workspace=workspace)).stdout == ''
     settings = {'file_path': str(workspace.parent / '.claude' / 'settings.local.json')}
     assert answer(tool('claude', 'before', workspace, 'write', settings)) == {}
+
+
+def test_a_notebook_edit_of_a_protected_notebook_is_denied(workspace, cps):
+    write(cps.desk_directory, 'notes/rules/book.ipynb', '{}')
+    tool_input = {'notebook_path': f'{cps.desk_directory}/notes/rules/book.ipynb'}
+    raw = event('claude', 'before', workspace, tool_name='NotebookEdit', tool_input=tool_input)
+    assert 'in the protected folder notes/rules' in denial('claude', answer(run(raw, Options())))
+
+
+def test_without_a_session_a_budget_overrun_is_told_every_time(workspace, cps):
+    cps.budget('Memory.md', 5)
+    target = {'file_path': str(cps.desk_directory / 'Memory.md')}
+    for _ in range(2):
+        raw = event('claude', 'after', workspace, tool_name='Write', tool_input=target)
+        data = json.loads(raw)
+        del data['session_id']
+        reply = answer(run(json.dumps(data).encode(), Options(workspace=workspace)))
+        assert 'its budget is 5 B' in (context('claude', reply) or '')
