@@ -11,12 +11,13 @@ hooked shell command):
    newest one before the capture) is put back from it, new files in a protected folder
    removed, through the restore pipeline (``restore.restore``): a partial restore of exactly
    those files, with its pre-snapshot and its restore commit, so a person can undo it
-   (``checkpoints undo``, or ``restore`` of its pre-snapshot).
+   (``checkpoints undo``, or ``restore`` of its pre-snapshot). The desk is looked at only
+   when the capture names a protected path or is not the only checkpoint since the base.
 
 A person's own edits never come here: nothing but the hook after an agent's shell command
 calls it (``checkpoints watch`` records what it sees and reverts nothing). A protected file a
 person changed while the agent's command ran is put back with the command's change (who wrote
-it cannot be told); the pre-snapshot keeps it.
+it cannot be told); the capture keeps it.
 """
 
 from __future__ import annotations
@@ -38,21 +39,43 @@ def after_shell(
 ) -> tuple[Capture, RestoreResult | None]:
     """The capture of what a shell command changed, then the put-back of the protected paths
     it changed (None: it changed none, or the desk protects none)."""
-    base = base_of(config, call) if read(config.repository).protected else None
+    policy = read(config.repository)
+    if not policy.protected:
+        return toolcalls.after_shell(config, call, subject), None
+    base = base_of(config, call) or _newest(config)
     done = toolcalls.after_shell(config, call, subject)
     if base is None:
         return done, None
+    if not any(policy.covering(path) for path in done.paths) and _only(config, base, done):
+        return done, None  # the capture holds every change since base, none protected
     with engine.locked(config, verb='put back') as session:
         return done, put_back(session, base, call.tool)
 
 
 def base_of(config: DeskConfig, call: ToolCall) -> bytes | None:
-    """The checkpoint before the command: the one its record names, else the newest now."""
+    """The checkpoint before the command its record names (None: not on record)."""
     found = calls.load(config.repository).get(call.call_id) if call.call_id else None
     if found is None and call.call_id is None and call.writer is not None:
         found = calls.find(config.repository, call.writer.session, call.tool, (), call.inputs)
-    if found is not None and found.base:
-        return found.base.encode('ascii')
+    return found.base.encode('ascii') if found is not None and found.base else None
+
+
+def _only(config: DeskConfig, base: bytes, done: Capture) -> bool:
+    """Whether the capture is the only checkpoint since ``base`` (or, capturing nothing, there
+    is none): then the paths it names are all the desk changed since."""
+    repo = ShadowRepo.open(config.repository)
+    if repo is None:
+        return False
+    try:
+        head = repo.head()
+        if head is None or done.checkpoint_id is None:
+            return head == base
+        return short_id(head) == done.checkpoint_id and repo.commit_info(head).parents == (base,)
+    finally:
+        repo.close()
+
+
+def _newest(config: DeskConfig) -> bytes | None:
     repo = ShadowRepo.open(config.repository)
     if repo is None:
         return None
