@@ -153,8 +153,7 @@ def of_config(config: RepoConfig) -> Policy:
         protected.append(path)
     budgets = []
     for subsection in config.subsections(BUDGET):
-        where = f'budget "{subsection.decode("utf-8", "replace")}"'
-        path = _vetted_path(subsection, config, None, where)
+        path = _vetted_path(subsection, config, None, 'a [budget "PATH"] section')
         given = config.get(BUDGET, TOKENS, subsection) or config.get(BUDGET, BYTES, subsection)
         if given is None:
             continue  # a section without a value: no budget
@@ -171,15 +170,23 @@ def of_config(config: RepoConfig) -> Policy:
 
 
 def _vetted_path(value: bytes | None, config: RepoConfig, line: int | None, key: str) -> str:
-    text = None if value is None else value.decode('utf-8', 'surrogateescape')
-    problem = 'no value' if text is None else path_problem(text.rstrip('/'))
+    text = None if value is None else _text(value).rstrip('/')
+    problem = 'no value' if text is None else path_problem(text)
     if problem:
         where = f'{config.path} (line {line})' if line is not None else str(config.path)
         raise CorruptRepositoryError(
             f'{key} in {where} is not a usable desk path: it has {problem}', path=config.path
         )
     assert text is not None
-    return text.rstrip('/')
+    return text
+
+
+def _text(value: bytes) -> str:
+    return value.decode('utf-8', 'surrogateescape')  # a name that is not UTF-8 kept as it is
+
+
+def _bytes(path: str) -> bytes:
+    return path.encode('utf-8', 'surrogateescape')
 
 
 def _whole_number(value: bytes | None) -> int | None:
@@ -200,10 +207,7 @@ def normalized(tracked: Allowlist, paths: Iterable[str], what: str) -> list[str]
             raise InvalidArgumentError(
                 f'a {what} path must be a string, not {type(raw).__name__}', name='paths', value=raw
             )
-        path = raw.replace('\\', '/').strip()
-        while path.startswith('./'):
-            path = path[2:]
-        path = path.rstrip('/')
+        path = _entry(raw)
         problem = path_problem(path)
         if problem:
             raise BadPathError(f'{raw!r} is not a usable desk path: it has {problem}', raw)
@@ -215,6 +219,15 @@ def normalized(tracked: Allowlist, paths: Iterable[str], what: str) -> list[str]
             )
         out.append(path)
     return out
+
+
+def _entry(raw: str) -> str:
+    """A path as a person typed it, as an entry: ``/`` for ``\\``, no ``./`` before it, no
+    ``/`` after it."""
+    path = raw.replace('\\', '/').strip()
+    while path.startswith('./'):
+        path = path[2:]
+    return path.rstrip('/')
 
 
 def protect(
@@ -236,7 +249,7 @@ def protect(
             continue  # already covered
         current = [entry for entry in current if not Allowlist([path]).covers(entry)]
         current.append(path)
-    values = [entry.encode('utf-8', 'surrogateescape') for entry in current]
+    values = [_bytes(entry) for entry in current]
     written = repo_config.set_values(session.repo.path, SECTION, PROTECTED, values)
     return of_config(written).protected
 
@@ -262,8 +275,7 @@ def set_budget(session: LockedSession, path: str, limit: int | None, tokens: int
     number = check_budget(limit, tokens)
     [entry] = normalized(session.allowlist, [path], 'budget')
     key, other = (TOKENS, BYTES) if tokens is not None else (BYTES, TOKENS)
-    where = session.repo.path
-    sub = entry.encode('utf-8', 'surrogateescape')
+    where, sub = session.repo.path, _bytes(entry)
     repo_config.set_values(where, BUDGET, other, [], subsection=sub)
     repo_config.set_values(where, BUDGET, key, [str(number).encode()], subsection=sub)
     return Budget(entry, number * (BYTES_PER_TOKEN if tokens is not None else 1), tokens)
@@ -271,11 +283,11 @@ def set_budget(session: LockedSession, path: str, limit: int | None, tokens: int
 
 def remove_budget(session: LockedSession, path: str) -> None:
     """Drops the budget of ``path`` (``BadPathError`` when it has none)."""
-    entry = path.replace('\\', '/').strip().rstrip('/')
+    entry = _entry(path)
     known = [budget.path for budget in of_config(session.repo.config).budgets]
     if entry not in known:
         raise BadPathError(f'{entry!r} has no budget (budgets: {", ".join(known) or "none"})', path)
-    repo_config.remove_section(session.repo.path, BUDGET, entry.encode('utf-8', 'surrogateescape'))
+    repo_config.remove_section(session.repo.path, BUDGET, _bytes(entry))
 
 
 # -- budgets, measured -----------------------------------------------------------------------
