@@ -304,6 +304,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         [
             'tests/ops/test_protect_matching.py',
             'tests/ops/test_policy.py',
+            'tests/ops/test_policy_values.py',
             'tests/agent/test_hooks_protect.py',
             *FOUND_BY_MUTATION,
         ],
