@@ -236,3 +236,119 @@ def test_a_huge_record_is_not_read(cps: Checkpoints) -> None:
     with open(record_file(cps), 'wb') as handle:
         handle.truncate(calls.MAX_BYTES + 1)
     assert calls.load(cps.repository_directory) == {}
+
+
+# -- found by mutation (benchmarks/mutation.py calls) -----------------------------------------
+
+
+def test_each_changed_path_is_credited_on_its_own() -> None:
+    """The second path is credited whatever the first one's case was."""
+    record = {
+        'w': wrote('w', A, 'notes/a.md', OTHER, 1, 2),
+        's': at_work('s', B, WRITE, 3, 'notes/b.md'),
+    }
+    found = calls.credit(record, [('notes/a.md', NEW), ('notes/b.md', NEW)])
+    assert found.changed_after == {A: {'notes/a.md'}} and found.wrote[B] == {'notes/b.md'}
+
+
+def test_only_calls_that_may_write_the_path_are_suspects() -> None:
+    found = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), wrote('o', B, 'notes/b.md', NEW, 3, 4))
+    assert found.changed_after == {A: {'notes/a.md'}} and B not in found.uncertain
+    later_write = credit(
+        wrote('w', A, 'notes/a.md', OTHER, 1, 2), at_work('o', B, WRITE, 3, 'notes/a.md')
+    )
+    assert later_write.wrote == {B: {'notes/a.md'}} and not later_write.changed_after
+
+
+def test_the_boundaries_of_a_window() -> None:
+    """A call that ended at the very moment the write ended is no suspect; one begun at that
+    moment did not work beside it."""
+    ended_then = Call('s', B, 'claude:Bash', SHELL, (), 0, 2, UNFINISHED)
+    assert credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), ended_then).changed_after == {
+        A: {'notes/a.md'}
+    }
+    begun_then = credit(wrote('w', A, 'notes/a.md', OTHER, 1, 2), at_work('s', B, SHELL, 2))
+    assert begun_then.wrote == {B: {'notes/a.md'}} and not begun_then.uncertain
+
+
+def test_a_call_open_for_exactly_the_longest_time_counts_as_unfinished(cps: Checkpoints) -> None:
+    record_file(cps).write_bytes(begun(id='c', kind='write', paths=['notes/a.md'], t=10) + b'\n')
+    assert calls.load(cps.repository_directory, now=10 + calls.MAX_OPEN_NS - 1)['c'].open
+    aged = calls.load(cps.repository_directory, now=10 + calls.MAX_OPEN_NS)['c']
+    assert aged.outcome == UNFINISHED and aged.left == {}
+    assert calls.credit({'c': aged}, [('notes/a.md', NEW)]).unknown == ['notes/a.md']
+
+
+@pytest.mark.parametrize('length, kept', [(0, False), (200, True), (201, False)])
+def test_a_call_id_is_one_to_200_characters(cps: Checkpoints, length: int, kept: bool) -> None:
+    record_file(cps).write_bytes(begun(id='i' * length) + b'\n')
+    assert bool(calls.load(cps.repository_directory, now=2)) == kept
+
+
+@pytest.mark.parametrize(
+    'paths, kept', [(5, False), (['notes/a.md'] * 64, True), (['n'] * 65, False)]
+)
+def test_a_call_names_at_most_64_paths(cps: Checkpoints, paths: object, kept: bool) -> None:
+    record_file(cps).write_bytes(begun(paths=paths) + b'\n')
+    assert bool(calls.load(cps.repository_directory, now=2)) == kept
+
+
+def test_what_an_end_may_say(cps: Checkpoints) -> None:
+    start = begun(id='c', paths=['notes/a.md'])
+    ends = [
+        {'left': {'notes/a.md': None}},
+        {'left': {'../a.md': None}},
+        {'left': {f'notes/{n}.md': None for n in range(64)}},
+        {'left': {f'notes/{n}.md': None for n in range(65)}},
+    ]
+    found = []
+    for end in ends:
+        line = json.dumps({'op': 'end', 'id': 'c', 'outcome': 'wrote', 't': 2, **end}).encode()
+        record_file(cps).write_bytes(start + b'\n' + line + b'\n')
+        found.append(calls.load(cps.repository_directory, now=3)['c'])
+    assert found[0].left == {'notes/a.md': None} and found[0].outcome == WROTE
+    assert found[1].open, 'a path outside the desk: the end is left out'
+    assert not found[2].open and found[3].open
+
+
+def test_what_a_call_was_given_pairs_its_hooks(cps: Checkpoints) -> None:
+    given = calls.digest('S', ['Bash', {'command': 'echo one'}])
+    assert given != calls.digest('S', ['Bash', {'command': 'echo two'}])
+    assert given != calls.digest('T', ['Bash', {'command': 'echo one'}]), 'keyed by session'
+    assert given == calls.digest('S', ['Bash', {'command': 'echo one'}]) and len(given) == 16
+    assert 'echo' not in given
+    with engine.locked(cps.desk_config) as session:
+        calls.begin(session, 'c1', A, 'gemini:run_shell_command', None, given)
+        calls.begin(session, 'c2', A, 'gemini:run_shell_command', None, 'x' * 70)
+        calls.begin(session, 'c3', A, 'gemini:write_file', ['notes/a.md'])
+        calls.begin(session, 'c4', B, 'gemini:run_shell_command', None)
+    record = calls.load(cps.repository_directory)
+    assert record['c1'].inputs == given and record['c2'].inputs == 'x' * 64
+    assert record['c3'].inputs == ''
+    where = cps.repository_directory
+    other = calls.digest('A', 'other')
+    assert calls.find(where, 'A', 'gemini:run_shell_command', (), given).call_id == 'c1'
+    assert calls.find(where, 'A', 'gemini:run_shell_command', (), 'x' * 64).call_id == 'c2'
+    assert calls.find(where, 'A', 'gemini:run_shell_command', (), other) is None
+    assert calls.find(where, 'A', 'gemini:write_file', ['notes/a.md']).call_id == 'c3'
+    assert calls.find(where, 'A', 'gemini:write_file', ['notes/b.md']) is None
+    assert calls.find(where, 'B', 'gemini:run_shell_command', ()).call_id == 'c4'
+    assert [c.call_id for c in calls.open_calls(where, 'B')] == ['c4']
+    assert calls.new_id() != calls.new_id() and calls.new_id().startswith('call-')
+
+
+def test_a_file_name_that_is_not_utf_8_is_recorded(cps: Checkpoints, desk: Path) -> None:
+    name = os.fsdecode(b'notes/caf\xe9.md')
+    (desk / 'notes' / name.split('/')[1]).write_bytes(b'x')
+    with engine.locked(cps.desk_config) as session:
+        calls.begin(session, 'c1', A, 'claude:Write', [name])
+    assert calls.load(cps.repository_directory)['c1'].paths == (name,)
+
+
+def test_settling_keeps_a_call_that_ended_once_the_scan_began(cps: Checkpoints) -> None:
+    kept = Call('k', A, 'claude:Write', WRITE, ('notes/a.md',), 1, 5, WROTE, {'notes/a.md': NEW})
+    gone = Call('g', B, 'claude:Write', WRITE, ('notes/b.md',), 1, 4, WROTE, {'notes/b.md': NEW})
+    at = at_work('s', C, SHELL, 2)
+    with engine.locked(cps.desk_config) as session:
+        calls.settle(session, {'k': kept, 'g': gone, 's': at}, seen_at=5)
+    assert calls.load(cps.repository_directory, now=6) == {'k': kept, 's': at}
