@@ -44,7 +44,7 @@ def test_the_config_read_back(started: Checkpoints):
     config_with(
         started,
         '[checkpoints]\n\tprotected = notes/rules/\n\tprotected = notes/\udcff.md\n'
-        '[budget "Memory.md"]\n'
+        '[budget "Memory.md"]\n\tnote = no budget here\n'
         '[budget "notes"]\n\ttokens = 3\n'
         '[budget "memory"]\n\tbytes = 1\n'
         f'[budget "skills/agent"]\n\tbytes = {MAX_BUDGET}\n',
@@ -146,6 +146,15 @@ def test_entries_as_people_type_them(started: Checkpoints, desk: Path):
     assert started.budgets() == []
 
 
+def test_unprotecting_an_untracked_path_says_why(started: Checkpoints):
+    with pytest.raises(BadPathError) as refused:
+        started.unprotect('other.txt')
+    assert str(refused.value) == (
+        f"'other.txt' is not tracked (tracked paths: {TRACKED}); a protected path must be, so a "
+        'change to it can be told and put back'
+    )
+
+
 def test_unprotecting_says_what_is_protected(started: Checkpoints):
     with pytest.raises(BadPathError) as refused:
         started.unprotect('notes/plan.md')
@@ -237,7 +246,17 @@ def test_a_refused_restore_names_every_path_and_entry(started: Checkpoints, desk
         '(notes/plan.md, notes/rules); a person may change it (checkpoints protect lists them)'
     )
     started.unprotect('notes/rules')
-    for n in range(4):
+    (desk / 'notes' / 'rules' / 'r0.md').unlink()
+    started.snapshot('six left')
+    started.protect('notes/rules')
+    with pytest.raises(ProtectedPathError, match=r'r4\.md \.\.\., protected'):
+        started.for_agent().restore(first)  # six paths: five named, and more
+    (desk / 'notes' / 'plan.md').write_text('plan\n')
+    started.snapshot('five left')
+    with pytest.raises(ProtectedPathError, match=r'r5\.md, protected'):
+        started.for_agent().restore(first)  # five paths: all named
+    started.unprotect('notes/rules')
+    for n in range(1, 4):
         (desk / 'notes' / 'rules' / f'r{n}.md').unlink()
     started.snapshot('fewer rules')
     started.protect('notes/rules')
