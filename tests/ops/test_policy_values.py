@@ -80,6 +80,10 @@ def test_the_config_read_back(started: Checkpoints):
             "{config} (line 14): the budget of 'Memory.md' is not a whole number of at least 1",
         ),
         (
+            '[budget "Memory.md"]\n\tbytes\n',
+            "{config} (line 14): the budget of 'Memory.md' is not a whole number of at least 1",
+        ),
+        (
             f'[budget "Memory.md"]\n\tbytes = {MAX_BUDGET + 1}\n',
             "{config} (line 14): the budget of 'Memory.md' is not a whole number of at least 1",
         ),

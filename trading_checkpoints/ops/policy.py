@@ -190,7 +190,11 @@ def _bytes(path: str) -> bytes:
 
 
 def _whole_number(value: bytes | None) -> int | None:
-    text = (value or b'').strip()
+    """The number a budget's value holds (None: none, or out of bounds). Its length is
+    bounded before it is read: ``int`` of thousands of digits is refused, or slow."""
+    if value is None:
+        return None  # a bare key
+    text = value.strip()
     if not text.isdigit() or len(text) > 16 or not 1 <= int(text) <= MAX_BUDGET:
         return None
     return int(text)
