@@ -1,6 +1,6 @@
 """Cost of the agent integration: guard and turn overhead per write, turn listing, MCP calls.
 
-Run from the project root: ``python benchmarks/bench_agent_integration.py [--mcp]``.
+Run from the project root: ``python benchmarks/bench_agent_integration.py [--mcp] [--policy]``.
 """
 
 from __future__ import annotations
@@ -97,8 +97,58 @@ def mcp_calls(root: Path, calls: int = 50) -> None:
     asyncio.run(main())
 
 
+def policy_cost(root: Path, rounds: int = 40) -> None:
+    """The hook events of a write tool and of a shell command (in-process ``hooks.run``) on a
+    desk with a policy (two protected paths, a budget) against the same on one without: the
+    medians, and their ratio (measured in turns, so load falls on both alike)."""
+    import json
+    import statistics
+
+    from trading_checkpoints.agent.hooks import Options, run
+
+    desks = {}
+    for name, policy in (('plain', False), ('policy', True)):
+        workspace = root / name
+        cps = Workspace(workspace).desk('main', create=True)
+        for n in range(50):
+            (cps.desk_directory / 'notes').mkdir(exist_ok=True)
+            (cps.desk_directory / 'notes' / f'f{n}.md').write_text('x' * 100)
+        (cps.desk_directory / 'Memory.md').write_text('# Memory\n')
+        cps.snapshot('base')
+        if policy:
+            cps.protect(['notes/f0.md', 'notes/f1.md'])
+            cps.budget('Memory.md', 1 << 20)
+        desks[name] = workspace
+
+    def events(workspace: Path, n: int) -> float:
+        desk = workspace / 'desks' / 'main'
+        base = {'session_id': 's1', 'cwd': str(workspace), 'tool_use_id': f't{n}'}
+        write = {'tool_name': 'Write', 'tool_input': {'file_path': str(desk / 'Memory.md')}}
+        shell = {'tool_name': 'Bash', 'tool_input': {'command': 'echo x >> desks/main/Memory.md'}}
+        start = time.perf_counter()
+        for tool in (write, shell):
+            for name in ('PreToolUse', 'PostToolUse'):
+                if name == 'PostToolUse':
+                    (desk / 'Memory.md').write_text(f'# Memory {n} {tool["tool_name"]}\n')
+                raw = json.dumps({**base, **tool, 'hook_event_name': name}).encode()
+                assert run(raw, Options(workspace=workspace)).code == 0
+        return (time.perf_counter() - start) * 1e3
+
+    times: dict[str, list[float]] = {name: [] for name in desks}
+    for n in range(rounds):
+        for name, workspace in desks.items():
+            times[name].append(events(workspace, n))
+    plain, policy = (statistics.median(times[name]) for name in ('plain', 'policy'))
+    print(
+        f'hook events of a Write and a Bash command (4 events), median of {rounds}: '
+        f'{plain:.1f} ms without a policy, {policy:.1f} ms with one ({policy / plain:.2f}x)'
+    )
+
+
 if __name__ == '__main__':
     with tempfile.TemporaryDirectory() as folder:
         library(Path(folder) / 'lib')
         if '--mcp' in sys.argv:
             mcp_calls(Path(folder) / 'mcp')
+        if '--policy' in sys.argv:
+            policy_cost(Path(folder) / 'policy')

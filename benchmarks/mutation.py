@@ -290,6 +290,25 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    'protectmatch': (
+        'trading_checkpoints.ops.protectmatch.*',
+        [
+            'tests/ops/test_protect_matching.py',  # in-process: what mutmut learns coverage from
+            'tests/agent/test_hooks_protect.py',  # the hooks, in-process too
+            'tests/ops/test_policy.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
+    'policy': (
+        'trading_checkpoints.ops.policy.*',
+        [
+            'tests/ops/test_protect_matching.py',
+            'tests/ops/test_policy.py',
+            'tests/ops/test_policy_values.py',
+            'tests/agent/test_hooks_protect.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
     'narrow': (
         'trading_checkpoints.desk.narrow.*',
         [

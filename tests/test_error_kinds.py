@@ -246,6 +246,12 @@ CASES: dict[str, Case] = {
         library=lambda w: w.cps.show(w.first, '../x'),
         verb=lambda w: ['show', w.first, '../x'],
     ),
+    'a write the policy protects': Case(
+        errors.ProtectedPathError,
+        lambda w: {'paths': ('notes/a.md',), 'protected': ('notes',)},
+        setup=lambda w: w.cps.protect('notes'),
+        library=lambda w: w.cps.guard('write_file notes/a.md').take(),
+    ),
     'an id that names nothing': Case(
         errors.UnknownCheckpointError,
         lambda w: {'checkpoint': 'abcdef1'},

@@ -3,7 +3,8 @@
 Each verb checks its arguments, opens a session (``engine.locked`` to write,
 ``session.open_reading`` or ``engine.reading`` to read) and hands it to the one operation that
 does the work: ``snapshot``, ``restore``, ``undo``, ``history``, ``external``, ``retention``,
-``turns``, ``guard`` or ``remote``.
+``turns``, ``guard`` or ``remote``; the policy verbs (protected paths, budgets) are in
+``protection.py``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .ops.results import (
 from .ops.session import open_reading
 from .ops.turns import Turn, first_checkpoint, first_of_turn, open_turn
 from .ops.turns import turns as recorded_turns
+from .protection import PolicyVerbs
 from .store import metadata
 from .store.repofolder import is_initialized
 
@@ -55,7 +57,7 @@ def _remote() -> ModuleType:  # imported by the verbs that use it: it loads dulw
     return remote
 
 
-class Checkpoints:
+class Checkpoints(PolicyVerbs):
     """The checkpoint repository of one desk.
 
     Attributes:

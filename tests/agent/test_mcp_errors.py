@@ -34,6 +34,7 @@ CALLS: dict[str, dict[str, object]] = {
     'show_file': {'checkpoint_id': 'abcdef1', 'path': 'Memory.md'},
     'blame': {'path': 'Memory.md'},
     'prune': {},
+    'list_protected': {},
 }
 
 

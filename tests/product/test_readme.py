@@ -81,6 +81,7 @@ VERBS = {
         6,
     ),
     'docs/storage.md': ({'demo', 'prune', 'remote', 'push', 'clone', 'pull'}, 3),
+    'docs/agents.md': ({'demo', 'protect', 'budget', 'hook', 'list', 'show', 'status'}, 2),
 }
 
 

@@ -9,11 +9,13 @@ Tools (arguments are JSON-schema'd from the signatures below; results are struct
 :mod:`trading_checkpoints.agent.mcpresults`):
 
 - read only: ``list_desks``, ``list_checkpoints``, ``list_turns``, ``status``, ``log``,
-  ``diff`` (``paths`` limits it), ``show_file``, ``blame`` (who wrote each line).
+  ``diff`` (``paths`` limits it), ``show_file``, ``blame`` (who wrote each line),
+  ``list_protected`` (the desk's policy: there is no tool to change it).
 - writing: ``snapshot`` (``turn_id``, the agent's message id, groups the checkpoints of one
   turn so ``restore_turn`` can rewind it whole), ``seal`` (the state the agent left).
 - rewinding, always undoable: ``restore`` (``dry_run`` to preview, ``paths``),
-  ``restore_turn``, ``undo``, ``redo``.
+  ``restore_turn``, ``undo``, ``redo``; each refuses (``ProtectedPathError``) to change a
+  path the desk protects.
 - ``prune``: a dry run unless ``dry_run`` is false.
 
 Failures (an unknown id, a missing desk, a bad argument) come back as tool errors: one line
@@ -157,6 +159,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         DiffOutcome,
         FileAtCheckpoint,
         LogOutcome,
+        ProtectedList,
         PruneOutcome,
         RestoreOutcome,
         SealOutcome,
@@ -164,6 +167,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         StatusOutcome,
         TurnList,
         blame_outcome,
+        budget_row,
         checkpoint_row,
         diff_outcome,
         file_at_checkpoint,
@@ -246,7 +250,7 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """The desk a tool names (default: the server's), refused by every tool alike when it
         has neither a folder nor checkpoints: the error lists the desks there are."""
         name = default_desk if desk is None else desk
-        cps = root.desk(name)
+        cps = root.desk(name).for_agent()  # its restores refuse the desk's protected paths
         if not cps.desk_directory.is_dir() and not cps.repository_directory.is_dir():
             raise missing_desk(name, root.root, root.desks(), cps.desk_directory)
         return name, cps
@@ -418,6 +422,16 @@ def build_server(workspace: Path, default_desk: str = 'main') -> Any:
         """
         name, cps = existing(desk)
         return status_outcome(name, cps.status())
+
+    @server.tool(annotations=read_only)
+    @tool_errors
+    def list_protected(desk: DeskArg = None) -> ProtectedList:
+        """The paths you may read but not change on this desk (a person protects them), and
+        the size budgets to keep files under, with their sizes now."""
+        name, cps = existing(desk)
+        budgets = cps.budgets() if cps.desk_directory.is_dir() else []
+        rows = [budget_row(use) for use in budgets]
+        return ProtectedList(desk=name, protected=list(cps.protected()), budgets=rows)
 
     @server.tool(annotations=read_only)
     @tool_errors

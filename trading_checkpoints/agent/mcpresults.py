@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - typing_extensions comes with the mcp e
     from typing import TypedDict
 
 from ..ops.blame import Blame, BlameLineForm
+from ..ops.policy import BudgetUse
 from ..ops.results import (
     ChangeRow,
     Checkpoint,
@@ -124,6 +125,27 @@ def restore_outcome(desk: str, result: RestoreResult) -> RestoreOutcome:
 class SealOutcome(TypedDict):
     desk: str
     seal_id: str
+
+
+class BudgetRow(TypedDict):
+    path: str
+    bytes: int
+    tokens: int | None
+    size: int
+    over: bool
+
+
+class ProtectedList(TypedDict):
+    desk: str
+    protected: list[str]
+    budgets: list[BudgetRow]
+
+
+def budget_row(use: BudgetUse) -> BudgetRow:
+    budget = use.budget
+    return BudgetRow(
+        path=budget.path, bytes=budget.limit, tokens=budget.tokens, size=use.size, over=use.over
+    )
 
 
 # -- looking back --------------------------------------------------------------------------

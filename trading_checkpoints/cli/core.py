@@ -21,6 +21,7 @@ from .options import (
     verbose_option,
 )
 from .paths import desk_paths, suggesting
+from .protect import desk_policy
 from .render import ident, style
 from .target import Target
 
@@ -187,7 +188,8 @@ def restore(
 @target_options
 @verb('desk')
 def status(target: Target, quiet: bool, as_json: bool) -> None:
-    """Show what changed in the desk since the newest checkpoint, and what was external.
+    """Show what changed in the desk since the newest checkpoint, what was external, and the
+    desk's policy: its protected paths, and its size budgets with what each path holds now.
 
     A change is external when it differs from the state the agent left: the last `seal` (or
     restore/undo/redo), else the newest checkpoint outside the paths it declared.
@@ -197,9 +199,11 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
       checkpoints status
       checkpoints status --json
     """
-    result = target.checkpoints().status()
+    checkpoints = target.checkpoints()
+    result = checkpoints.status()
+    policy = desk_policy(checkpoints)
     if as_json:
-        render.echo_json(result.to_dict())
+        render.echo_json({**result.to_dict(), **policy.to_dict()})
         return
     if result.newest_id is None:
         click.echo(
@@ -235,6 +239,7 @@ def status(target: Target, quiet: bool, as_json: bool) -> None:
     if not result.clean:
         click.echo(f'Keep them with:    {target.command("snapshot", "-m", "why")}')
         click.echo(f'Discard them with: {target.command("restore")}')
+    policy.show(quiet)
     if result.storage is not None:
         from ..ops.storageuse import describe
 

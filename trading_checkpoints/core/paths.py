@@ -8,7 +8,10 @@ file or a folder; a folder covers everything below it at a path-component bounda
 from __future__ import annotations
 
 import functools
+import os
+import posixpath
 from collections.abc import Iterable
+from pathlib import Path
 
 from ..errors import BadPathError, InvalidArgumentError, UnsafeCheckpointError
 
@@ -49,6 +52,26 @@ def path_problem(path: str) -> str | None:
         if problem:
             return problem
     return None
+
+
+def desk_relative(desk: Path | str, path: str) -> str | None:
+    """``path`` (relative to the desk, or absolute) as a desk-relative POSIX path, or None
+    when it lies outside the desk or cannot be a desk path."""
+    if not path:
+        return None
+    text = path.replace('\\', '/') if os.sep == '\\' else path
+    if os.path.isabs(text):
+        full = os.path.abspath(text)
+        for base in (os.path.abspath(desk), os.path.realpath(desk)):
+            if full == base or full.startswith(base.rstrip(os.sep) + os.sep):
+                text = os.path.relpath(full, base).replace(os.sep, '/')
+                break
+        else:
+            return None
+    relative = posixpath.normpath(text)
+    if relative == '.' or path_problem(relative):
+        return None
+    return relative
 
 
 class Allowlist:

@@ -11,7 +11,7 @@ The kinds, by what went wrong:
 - the caller's request: :class:`InvalidArgumentError`, :class:`BadPathError`,
   :class:`UnknownCheckpointError` (:class:`PrunedCheckpointError`, :class:`UnknownTurnError`),
   :class:`BeforeFirstCheckpointError`, :class:`NotInCheckpointError`,
-  :class:`NothingToUndoError`;
+  :class:`NothingToUndoError`, :class:`ProtectedPathError`;
 - what is there: :class:`NoWorkspaceError`, :class:`MissingDeskError`,
   :class:`NoCheckpointsError` (:class:`UnfinishedCloneError`), :class:`RepositoryExistsError`,
   :class:`InvalidSettingError`, :class:`CorruptRepositoryError`
@@ -47,6 +47,7 @@ from .kinds import (
     NotInCheckpointError,
     NoWorkspaceError,
     OverSizeLimitError,
+    ProtectedPathError,
     PrunedCheckpointError,
     RepositoryExistsError,
     RepositoryFileError,
@@ -99,6 +100,7 @@ __all__ = [
     'NotInCheckpointError',
     'NothingToUndoError',
     'OverSizeLimitError',
+    'ProtectedPathError',
     'PrunedCheckpointError',
     'PrunedHistoryError',
     'RemoteAuthError',

@@ -155,6 +155,24 @@ class NothingToUndoError(CheckpointError):
     """There is no earlier checkpoint to go back to, or no undo to reverse."""
 
 
+class ProtectedPathError(CheckpointError):
+    """A write or restore on the agent's behalf would change a path the desk's policy
+    protects (``checkpoints protect``); nothing was changed. A person's own restore is not
+    bound by the policy.
+
+    Attributes:
+        paths: The desk-relative paths it would have changed.
+        protected: The protected entries (files or folders) that cover them.
+    """
+
+    FIELDS: ClassVar[tuple[str, ...]] = ('paths', 'protected')
+
+    def __init__(self, message: str, *, paths: Iterable[str], protected: Iterable[str]) -> None:
+        super().__init__(message)
+        self.paths = tuple(paths)
+        self.protected = tuple(protected)
+
+
 # -- what is there ------------------------------------------------------------------------
 
 

@@ -7,7 +7,9 @@ upkeep and completes an interrupted restore. Then one module per operation: ``sn
 ``restore`` (its input in ``request``, its intent record in ``journal``, and ``recovery``,
 which completes one), ``undo`` (undo and redo), ``external`` (edits made outside the agent),
 ``history`` (diff, show, log, status), ``listing``, ``retention`` (prune), ``turns``,
-``guard`` (checkpoint before a write tool) and ``results`` (the values returned).
+``guard`` (checkpoint before a write tool), ``policy`` (the desk's protected paths and size
+budgets), ``protectmatch`` (which targets they cover), ``putback`` (what an agent's shell
+command changed there, put back) and ``results`` (the values returned).
 
 May import: ``desk``, ``store``, ``core`` and ``errors``.
 """

@@ -85,6 +85,8 @@ class Call:
         before: Each named path's entry when it began (None: absent).
         inputs: A digest of what the call was given (never the input itself), to pair the
             hook after a call with the hook before it where the harness names no call id.
+        base: For a shell call, the newest checkpoint when it began (hex; the desk as the
+            command found it): what a protected path it changes is put back from.
     """
 
     call_id: str
@@ -98,6 +100,7 @@ class Call:
     left: Mapping[str, FileEntry | None] = field(default_factory=dict)
     before: Mapping[str, FileEntry | None] = field(default_factory=dict)
     inputs: str = ''
+    base: str = ''
 
     @property
     def open(self) -> bool:
@@ -177,7 +180,7 @@ def _fold(calls: dict[str, Call], item: dict[str, object]) -> None:
         if session is not None and not isinstance(session, str):
             return
         before = _entries(item.get('before')) or {}
-        inputs = item.get('inputs')
+        inputs, base = item.get('inputs'), item.get('base')
         writer = Writer(turn, session or None)
         calls[call_id] = Call(
             call_id,
@@ -188,6 +191,7 @@ def _fold(calls: dict[str, Call], item: dict[str, object]) -> None:
             when,
             before=before,
             inputs=inputs if isinstance(inputs, str) and len(inputs) <= 64 else '',
+            base=base if isinstance(base, str) and _SHA.fullmatch(base) else '',
         )
     elif item.get('op') == 'end':
         found = calls.get(call_id)
@@ -247,6 +251,7 @@ def _begin_line(call: Call) -> dict[str, object]:
         'paths': list(call.paths),
         'before': _shown(call.before),
         'inputs': call.inputs,
+        'base': call.base,
         't': call.began,
     }
 
@@ -283,8 +288,12 @@ def begin(
     named = tuple(paths or ())[:MAX_PATHS]
     kind = SHELL if paths is None else WRITE
     before = _read_entries(session, named)
+    head = session.repo.head() if kind == SHELL else None
+    base = head.decode('ascii') if head is not None else ''
     now = time.time_ns()
-    call = Call(call_id, writer, tool, kind, named, now, before=before, inputs=inputs[:64])
+    call = Call(
+        call_id, writer, tool, kind, named, now, before=before, inputs=inputs[:64], base=base
+    )
     append(RepoFile(session.repo.path, NAME), _line(_begin_line(call)))
     return call
 

@@ -49,6 +49,8 @@ class DeskConfig:
         lock_timeout: Seconds to wait for another holder of the lock.
         limits: Retention limits enforced after every write (empty: the repository's own,
             as saved by ``checkpoints prune --save``).
+        for_agent: The caller acts for the agent (the MCP server): a restore that would change
+            a path the desk's policy protects is refused (``ops/policy.py``).
     """
 
     repository: Path
@@ -60,6 +62,7 @@ class DeskConfig:
     atomic_writes: bool | None = None
     lock_timeout: float = 60.0
     limits: Limits = field(default_factory=Limits)
+    for_agent: bool = False
 
 
 def make(

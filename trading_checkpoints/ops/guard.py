@@ -16,6 +16,8 @@ Python shows once per place unless the application filters it, and the
 tool, returns or raises) the desk is sealed as the state the agent left, so a person's later
 edits are told apart from the agent's, exactly, by non-forced restores, undo and status.
 
+A write that targets a path the desk's policy protects (``checkpoints protect``) is refused
+before anything happens: :class:`ProtectedPathError`, strict or not, and the write does not run.
 A write that targets a path outside the tracked paths is allowed but noted: a warning is
 logged, the checkpoint's reason says so, and when every target is untracked no snapshot is
 taken (there is nothing of the desk's tracked files to protect).
@@ -28,16 +30,15 @@ import functools
 import inspect
 import logging
 import os
-import posixpath
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ..core.paths import Allowlist, path_problem
-from ..errors import CheckpointWarning, InvalidArgumentError
+from ..core.paths import Allowlist, desk_relative
+from ..errors import CheckpointWarning, InvalidArgumentError, ProtectedPathError
 from . import turns
 from .deskconfig import effective_allowlist
+from .protectmatch import refuse_writes
 from .turns import CheckpointsLike
 
 logger = logging.getLogger('trading_checkpoints.ops.guard')
@@ -140,6 +141,9 @@ class Guard:
             return self.checkpoint_id
         self._taken = True
         try:
+            if self.paths:
+                cps = self.checkpoints
+                refuse_writes(cps.desk_directory, cps.repository_directory, self.paths, self.action)
             tracked, self.untracked = _split_tracked(self.checkpoints, self.paths)
             self._tracked = tuple(tracked)
             if self.untracked:
@@ -159,6 +163,9 @@ class Guard:
                 self.checkpoint_id = self.checkpoints.snapshot(
                     self.reason(), tool=self.tool, paths=recorded
                 )
+        except ProtectedPathError:
+            self._taken = False  # refused, strict or not: the write must not run
+            raise
         except Exception as error:
             if self.strict:
                 raise
@@ -197,26 +204,6 @@ def _split_tracked(
 def _allowlist(checkpoints: CheckpointsLike) -> Allowlist:
     """The allowlist the next snapshot will use (the repository's remembered one by default)."""
     return effective_allowlist(checkpoints.desk_config)
-
-
-def desk_relative(desk: Path, path: str) -> str | None:
-    """``path`` (relative to the desk, or absolute) as a desk-relative POSIX path, or None
-    when it lies outside the desk or cannot be a desk path."""
-    if not path:
-        return None
-    text = path.replace('\\', '/') if os.sep == '\\' else path
-    if os.path.isabs(text):
-        full = os.path.abspath(text)
-        for base in (os.path.abspath(desk), os.path.realpath(desk)):
-            if full == base or full.startswith(base.rstrip(os.sep) + os.sep):
-                text = os.path.relpath(full, base).replace(os.sep, '/')
-                break
-        else:
-            return None
-    relative = posixpath.normpath(text)
-    if relative == '.' or path_problem(relative):
-        return None
-    return relative
 
 
 def before_write(

@@ -57,7 +57,7 @@ from ..errors import (
 from ..store import changestats, metadata
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import dryrun, external, history, journal, recovery, snapshot
+from . import dryrun, external, history, journal, policy, recovery, snapshot
 from .request import (
     CONFLICTS,
     OVERWRITE,
@@ -198,6 +198,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
     if request.dry_run:
         the_plan.write = sorted(set(the_plan.write) | revert)
     the_plan.kept = sorted(kept)
+    if session.config.for_agent and request.expected is None:  # not a journal's completion
+        policy.refuse(repo.config, [*the_plan.write, *the_plan.delete], request.action)
     head = repo.head()
     if head is None:
         raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)

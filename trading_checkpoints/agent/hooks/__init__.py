@@ -20,8 +20,13 @@ Write tools: Claude Code's ``Write``, ``Edit``, ``MultiEdit`` (``tool_input.file
 (``tool_input.file_path``). Shell tools: Claude Code's ``Bash`` and Gemini CLI's
 ``run_shell_command`` (``tool_input.command``; ``dir_path`` or ``directory`` the folder).
 
+The desk's policy (``checkpoints protect``, ``budget``): a write tool aimed at a protected path
+is denied, what a shell command changed there is put back and the agent told, a budget overrun
+is told once per turn, and a shell command that would change the policy is denied (``protect``).
+
 The modules: ``events`` (what an event names), ``place`` (workspace, desk, the session's turn),
-``dispatch`` (what each event does), ``lastevent`` (the last event handled and failed, per
+``dispatch`` (what each event does), ``protect`` (the policy, and the answers that tell the
+agent), ``lastevent`` (the last event handled and failed, per
 harness), ``process`` (the command: stdin, exit status); for the harness's settings,
 ``install`` (install, uninstall), ``settingsfile`` and ``jsonc`` (reading and editing a
 settings file) and ``doctor``.

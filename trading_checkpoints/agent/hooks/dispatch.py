@@ -28,7 +28,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +39,6 @@ from .events import (
     BLOCKING,
     CLAUDE,
     EVENTS,
-    GEMINI,
     NON_BLOCKING,
     OK,
     PROMPT,
@@ -67,14 +66,18 @@ from .place import (
     session_word,
     turn_of,
 )
+from .protect import Answer, budget_notices, put_back_text, refuse_command, refuse_write
 
 if TYPE_CHECKING:
     from ...checkpoints import Checkpoints
     from ...ops.toolcalls import ToolCall
 
 
-def handle(event: dict[str, Any], options: Options) -> str | None:
-    """Acts on one event; returns a line describing what was done (None: nothing to do)."""
+def handle(event: dict[str, Any], options: Options, answer: Answer | None = None) -> str | None:
+    """Acts on one event; returns a line describing what was done (None: nothing to do).
+    What the harness must be told (a denial, a block, context for the model) goes to
+    ``answer``."""
+    answer = Answer() if answer is None else answer
     name = event['hook_event_name']
     harness, kind = EVENTS.get(name, (CLAUDE, ''))
     cwd = text(event, 'cwd')
@@ -103,7 +106,12 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
         if workspace is None:
             return None
         command = tool_input.get('command') if isinstance(tool_input, dict) else None
-        action = Action(workspace, harness, kind, tool, session, call_id, tool_input)
+        if kind == BEFORE_TOOL:
+            denied = refuse_command(command)
+            if denied is not None:
+                answer.deny.append(denied)
+                return _done(workspace, harness, name, tool, f'denied {tool}: {denied}')
+        action = Action(workspace, harness, kind, tool, session, call_id, tool_input, answer)
         named = chosen_desk(options)
         desks = [named] if named else all_desks(workspace)
         return action.recorded(name, lambda: action.shell(desks, programs(command)))
@@ -113,8 +121,15 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     workspace = find_workspace(options, cwd, paths)
     if workspace is None:
         return None
-    action = Action(workspace, harness, kind, tool, session, call_id, tool_input)
+    action = Action(workspace, harness, kind, tool, session, call_id, tool_input, answer)
     targets = _targets(options, workspace, paths, cwd)
+    if kind == BEFORE_TOOL:
+        raw = target_paths(tool, tool_input, cwd, normalize=False)
+        reached = [(desk, found) for desk, _, found in targets if _desk_name_ok(desk)]
+        denied = action.recorded(name, lambda: action.policy(refuse_write, workspace, reached, raw))
+        if denied is not None:
+            answer.deny.append(denied)
+            return _done(workspace, harness, name, tool, f'denied {tool}: {denied}')
     return action.recorded(name, lambda: action.write(targets))
 
 
@@ -155,8 +170,10 @@ class Action:
         session: str | None,
         call_id: str | None,
         tool_input: object = None,
+        answer: Answer | None = None,
     ) -> None:
         self.workspace = workspace
+        self.answer = Answer() if answer is None else answer
         self.harness = harness
         self.kind = kind
         self.tool = tool
@@ -186,6 +203,18 @@ class Action:
             f'could not {verb} desk {desk!r} for {what}: {detail}',
             blocks=self.kind == BEFORE_TOOL,
         )
+
+    def policy(self, check: Callable[..., str | None], *args: Any) -> str | None:
+        """A policy check's answer; a policy that cannot be read fails as a checkpoint does
+        (``--strict`` blocks the tool)."""
+        try:
+            return check(*args)
+        except (CheckpointError, OSError) as error:
+            detail = f'{error.strerror}: {error.filename}' if isinstance(error, OSError) else error
+            raise HookError(
+                f'could not read the policy for {self.tool}: {detail}',
+                blocks=self.kind == BEFORE_TOOL,
+            ) from error
 
     def call(self) -> ToolCall:
         """The call as the desk's record knows it: its id (the harness's, within its session:
@@ -254,9 +283,8 @@ class Action:
 
     def _write(self, cps: Checkpoints, desk: str, by_place: bool, paths: list[str]) -> str | None:
         from ...checkpoints import Checkpoints
-        from ...core.paths import Allowlist
+        from ...core.paths import Allowlist, desk_relative
         from ...ops import toolcalls
-        from ...ops.guard import desk_relative
 
         folder = cps.desk_directory
         allowlist = Allowlist(cps.effective_tracked_paths())
@@ -277,6 +305,7 @@ class Action:
         call = self.call()
         if self.kind == AFTER_TOOL:
             sealed = toolcalls.after_write(cps.desk_config, call, tracked)
+            self.tell_budgets(desk, cps, tracked)
             return f'sealed desk {desk!r} as {sealed} after {self.tool}'
         if self.kind == TOOL_FAILED:
             closed = toolcalls.unfinished(cps.desk_config, call, None, tracked)
@@ -308,7 +337,7 @@ class Action:
 
     def _shell(self, cps: Checkpoints, desk: str, shown: str) -> str | None:
         from ...checkpoints import Checkpoints
-        from ...ops import toolcalls
+        from ...ops import putback, toolcalls
 
         call = self.call()
         if self.kind == BEFORE_TOOL:
@@ -321,11 +350,25 @@ class Action:
         if not cps.repository_directory.is_dir():
             return None
         # A command that failed (exit status not 0) ran all the same: what it changed is its.
-        done = toolcalls.after_shell(cps.desk_config, call, f'after {self.tool}: {shown}')
-        if done is None or done.checkpoint_id is None:
-            return None
-        changed = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
-        return f'checkpoint {done.checkpoint_id} of desk {desk!r} after {self.tool}: {changed}'
+        subject = f'after {self.tool}: {shown}'
+        done, put_back = putback.after_shell(cps.desk_config, call, subject)
+        lines = []
+        if put_back is not None:
+            paths = [*put_back.written, *put_back.deleted]
+            self.answer.block.append(put_back_text(desk, paths))
+            lines.append(f'put back protected {", ".join(paths)} of desk {desk!r}')
+        if done.checkpoint_id is not None:
+            self.tell_budgets(desk, cps, done.paths)
+            changed = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
+            lines.insert(
+                0, f'checkpoint {done.checkpoint_id} of desk {desk!r} after {self.tool}: {changed}'
+            )
+        return '; '.join(lines) or None
+
+    def tell_budgets(self, desk: str, cps: Checkpoints, touched: Sequence[str]) -> None:
+        """After a write: the budgets it took past their limit, for the agent (once a turn)."""
+        notices = budget_notices(self.workspace, self.session, desk, cps, touched)
+        self.answer.context.extend(notices)
 
 
 def _desk_name_ok(name: str) -> bool:
@@ -337,10 +380,14 @@ def _desk_name_ok(name: str) -> bool:
 def run(raw: bytes, options: Options) -> Reply:
     """The whole hook: parse, act, and answer as the harness expects."""
     harness = options.harness
+    answer = Answer()
+    name, kind = '', ''
     try:
         event = parse_event(raw)
-        harness = harness or EVENTS.get(event['hook_event_name'], (None, ''))[0]
-        done = handle(event, options)
+        name = event['hook_event_name']
+        harness, kind = EVENTS.get(name, (harness, ''))
+        harness = options.harness or harness
+        done = handle(event, options, answer)
     except Exception as error:  # noqa: BLE001 - a hook never shows a traceback
         if isinstance(error, HookError):
             message, blocks = str(error), error.blocks
@@ -360,4 +407,4 @@ def run(raw: bytes, options: Options) -> Reply:
             )
         return Reply(NON_BLOCKING, stderr=f'checkpoints hook: {message}\n')
     note = f'checkpoints hook: {done}\n' if done and options.verbose else ''
-    return Reply(OK, stdout='{}\n' if harness == GEMINI else '', stderr=note)
+    return Reply(OK, stdout=answer.stdout(harness, name, kind), stderr=note)

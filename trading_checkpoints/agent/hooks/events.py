@@ -124,8 +124,12 @@ def text(event: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def target_paths(tool: str, tool_input: object, cwd: str | None) -> list[str]:
-    """The absolute paths a write tool is about to write ([] for other tools)."""
+def target_paths(
+    tool: str, tool_input: object, cwd: str | None, *, normalize: bool = True
+) -> list[str]:
+    """The absolute paths a write tool is about to write ([] for other tools); with
+    ``normalize`` off, as the tool names them (``..`` kept: after a symlink it leads
+    elsewhere than the text says)."""
     fields = WRITE_TOOLS.get(tool)
     if not fields or not isinstance(tool_input, dict):
         return []
@@ -138,7 +142,7 @@ def target_paths(tool: str, tool_input: object, cwd: str | None) -> list[str]:
                         f'{tool} names a relative path {value!r} and the event has no cwd'
                     )
                 value = os.path.join(cwd, value)
-            return [os.path.normpath(value)]
+            return [os.path.normpath(value) if normalize else value]
     return []
 
 
@@ -156,6 +160,30 @@ def shell_folder(tool: str, tool_input: object, cwd: str | None) -> str | None:
     return folder
 
 
+def shell_words(line: str) -> list[str] | None:
+    """One line of a command split as the shell splits it (quotes respected, ``;``, ``|``,
+    ``&&``, ``(`` ... as words of their own, a ``#`` comment dropped); None when it does not
+    split (an open quote)."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.commenters = '#'
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def simple_commands(words: list[str]) -> list[list[str]]:
+    """The words of each simple command of a split line (split at ``;``, ``|``, ``&&``, ...)."""
+    found: list[list[str]] = [[]]
+    for word in words:
+        if word in _SEPARATORS or (set(word) <= _PUNCTUATION and not set(word) <= set('<>')):
+            found.append([])
+        else:
+            found[-1].append(word)
+    return [command for command in found if command]
+
+
 def programs(command: object) -> str:
     """What a shell command runs, safe to keep in a checkpoint: the names of the programs its
     first line starts (``sed, mv``), at most 32 characters each, nothing else.
@@ -169,13 +197,8 @@ def programs(command: object) -> str:
     """
     if not isinstance(command, str):
         return 'a command'
-    first = command.strip().split('\n', 1)[0]
-    lexer = shlex.shlex(first, posix=True, punctuation_chars=True)
-    lexer.commenters = '#'
-    lexer.whitespace_split = True
-    try:
-        words = list(lexer)
-    except ValueError:
+    words = shell_words(command.strip().split('\n', 1)[0])
+    if words is None:
         return 'a command'
     names: list[str] = []
     starts = True  # the next word starts a command

@@ -137,11 +137,16 @@ def state_folder(workspace: Path, create: bool) -> Path:
 
 
 def _state_file(workspace: Path, session: str, create: bool = False) -> Path:
+    return session_file(workspace, session, 'json', create)
+
+
+def session_file(workspace: Path, session: str, suffix: str, create: bool = False) -> Path:
+    """A file of the session's own in the hook state folder (``<key>.<suffix>``)."""
     key = hashlib.sha256(session.encode('utf-8', 'surrogateescape')).hexdigest()[:32]
-    return state_folder(workspace, create) / f'{key}.json'
+    return state_folder(workspace, create) / f'{key}.{suffix}'
 
 
-def _read_small(path: Path) -> bytes | None:
+def read_small(path: Path) -> bytes | None:
     """A state file's bytes (at most 64 KiB), never through a symlink; None when absent."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
@@ -157,7 +162,7 @@ def read_turn(workspace: Path, session: str) -> tuple[str, str] | None:
     """The (turn id, label) the session's last prompt opened, if it is on record and sane."""
     from ...ops.turns import check_turn_id
 
-    data = _read_small(_state_file(workspace, session))
+    data = read_small(_state_file(workspace, session))
     if data is None:
         return None
     try:
