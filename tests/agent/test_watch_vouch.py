@@ -28,6 +28,7 @@ from helpers.reading import State, files_of, head_of, tracked, version_of
 from trading_checkpoints import Checkpoints, SnapshotResult, Status
 from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.desk import vouch
+from trading_checkpoints.desk import vouchprotocol as protocol
 from trading_checkpoints.ops import session as sessions
 from trading_checkpoints.ops import vouched
 from trading_checkpoints.ops.session import open_reading
@@ -350,11 +351,12 @@ def test_a_socket_served_by_another_user_is_never_asked(
         'while True:\n'
         '    connection, _ = server.accept()\n'
         '    connection.recv(65536)\n'
-        '    connection.sendall(b\'{"token": 1}\\n\')\n'
+        '    connection.sendall(sys.argv[2].encode())\n'
         '    connection.close()\n'
     )
+    reply = protocol.encode(protocol.Reply(protocol.Token('foreign', 1), ())).decode()
     foreign = subprocess.Popen(
-        [sys.executable, '-c', code, path], stdout=subprocess.PIPE, text=True
+        [sys.executable, '-c', code, path, reply], stdout=subprocess.PIPE, text=True
     )
     try:
         assert foreign.stdout is not None and foreign.stdout.readline() == 'ready\n'
@@ -414,11 +416,11 @@ def test_a_walk_that_raced_a_change_never_makes_the_watcher_vouch(
     with open_reading(checkpoints.desk_config) as session:
         head = session.repo.head()
         assert head is not None
-        asked = vouched.Asked(session)
-        assert asked.token is not None
-        before = vouched.state(session, head)
+        asked = vouched.Asked.of(session)
+        assert asked is not None
+        before = asked.state(head)
         (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('during the walk\n')
-        asked.report(head, ((), 'unknown', ()), before)
+        asked.report(head, vouched.Answer((), 'unknown', ()), before)
     assert checkpoints.snapshot('after the walk') is not None
     assert newest_files(checkpoints) == desk_files(checkpoints)
 
@@ -448,22 +450,36 @@ def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
     vouched_noop(checkpoints, walks)  # the watcher starts over and vouches again
 
 
-def test_a_second_watcher_of_the_desk_answers_after_the_first_stops(
+def test_a_second_watcher_of_the_desk_is_refused_and_the_next_one_serves(
     checkpoints: Checkpoints, walks: list[int]
 ) -> None:
-    """The newest watcher serves the desk; the older one, stopped, leaves its socket and
-    cookies alone."""
+    """A second watcher of a running watcher's desk is refused (naming the first's pid) and
+    disturbs nothing; once the first stops, a new one serves the desk."""
     first = start_watcher(checkpoints, quiet=0.2)
-    second = start_watcher(checkpoints, quiet=0.2)
     try:
         vouched_noop(checkpoints, walks)
+        desk, repository = str(checkpoints.desk_directory), str(checkpoints.repository_directory)
+        second = subprocess.run(
+            [sys.executable, '-c', WATCHER, repository, desk, '0.2'],
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1 and f'pid {first.pid} ' in second.stderr
+        assert 'LockTimeoutError: checkpoints watch already runs on the desk' in second.stderr
+        vouched_noop(checkpoints, walks)  # the first's socket and record are its own still
         first.terminate()
         assert first.wait(15) == 0
-        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the second\n')
-        checkpoints.snapshot('a change')  # recorded by it, or captured by the second first
-        assert newest_files(checkpoints) == desk_files(checkpoints)
-        vouched_noop(checkpoints, walks)
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the third\n')
+        third = start_watcher(checkpoints, quiet=0.2)
+        try:
+            checkpoints.snapshot('a change')  # recorded by it, or captured by the third first
+            assert newest_files(checkpoints) == desk_files(checkpoints)
+            vouched_noop(checkpoints, walks)
+        finally:
+            third.kill()
+            third.wait(15)
     finally:
-        for process in (first, second):
-            process.kill()
-            process.wait(15)
+        first.kill()
+        first.wait(15)

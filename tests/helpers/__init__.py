@@ -13,6 +13,8 @@
 - ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.
+- ``watcher``: a ``checkpoints watch`` of a desk run as its own process, and the walks counted.
+- ``mounts``: bind mounts made for one test (root only).
 
 ``scripts/`` holds the programs tests start by path as second processes (``SCRIPTS``; and
 ``scripts/no_textual``, a folder whose ``sitecustomize`` hides Textual from a child put on its
