@@ -116,6 +116,7 @@ class Vouch:
         with self.changed:
             self._watch()
         if self.lost:
+            self.close()
             raise Unwatchable('the desk could not be watched')
         self.listener = self._listen(path)
         for target in (self._read_events, self._serve):

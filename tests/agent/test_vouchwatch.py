@@ -1,0 +1,473 @@
+"""The watcher's side of the vouch (``agent/vouchwatch.py``) run inside the test's process.
+
+The same real parts as a ``checkpoints watch`` process (an inotify queue over a real desk, a
+Unix socket in a private folder, snapshots asking over it), but in this process, so the test
+can hold the watcher's event reader still (``Gate``) and look at what it keeps: a question
+whose cookie event was not read is never answered, a report is kept only under this
+watcher's own token, the queue's overflow and a folder moved start it over, the desk removed
+ends it. The tests of real watcher processes are ``test_watch_*.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent import vouchwatch
+from trading_checkpoints.agent.inotify import Unwatchable
+from trading_checkpoints.agent.vouchwatch import Vouch
+from trading_checkpoints.desk import vouch
+from trading_checkpoints.desk import vouchprotocol as protocol
+from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops.session import open_reading
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
+
+TRACKED = ('notes', 'Memory.md', 'skills/agent')
+
+
+class Gate:
+    """Stands in for the ``select`` module the watcher's reader waits with: while closed, the
+    reader waits before it looks at its queue (the events stay queued in the kernel)."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.open.set()
+        self.held = threading.Event()  # the reader waits at the closed gate
+
+    def select(self, *args: object) -> object:
+        while not self.open.wait(0.05):
+            self.held.set()
+        self.held.clear()
+        return select.select(*args)  # type: ignore[call-overload]
+
+    def close(self) -> None:
+        """Closes the gate and waits until the reader waits at it."""
+        self.open.clear()
+        assert self.held.wait(5)
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Gate:
+    found = Gate()
+    monkeypatch.setattr(vouchwatch, 'select', found)
+    return found
+
+
+@pytest.fixture
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix='inproc-', dir='/tmp'))  # a socket path is short
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
+    desk = tmp_path / 'desk'
+    for index in range(4):
+        write(desk, f'notes/day{index % 2}/n{index}.md', f'note {index}\n')
+    write(desk, 'Memory.md', 'memory\n')
+    write(desk, 'skills/agent/skill.md', 'skill\n')
+    write(desk, 'skills/other/untracked.md', 'untracked\n')
+    write(desk, 'scratch/draft.md', 'untracked\n')
+    cps = Checkpoints(tmp_path / 'repo.git', desk, TRACKED)
+    assert cps.snapshot('start') is not None
+    return cps
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
+    return Walks(monkeypatch)
+
+
+@pytest.fixture
+def watcher(checkpoints: Checkpoints, gate: Gate) -> Iterator[Vouch]:
+    found = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    yield found
+    gate.open.set()
+    found.close()
+
+
+def name_of(cps: Checkpoints) -> str:
+    name = vouch.key(cps.desk_directory, cps.repository_directory)
+    assert name is not None
+    return name
+
+
+def ask(cps: Checkpoints, entries: tuple[str, ...] = TRACKED) -> protocol.Reply | None:
+    """The watcher's reply (None: none)."""
+    return vouch.ask(name_of(cps), entries)
+
+
+def replied(cps: Checkpoints, entries: tuple[str, ...] = TRACKED) -> protocol.Reply:
+    """The watcher's reply, asked again while a loaded machine makes it miss the client's
+    timeout."""
+    deadline = time.monotonic() + 10
+    while (reply := ask(cps, entries)) is None:
+        assert time.monotonic() < deadline, 'no reply'
+    return reply
+
+
+class Reports:
+    """Counts the reports the watcher has handled (kept or not)."""
+
+    def __init__(self, watcher: Vouch) -> None:
+        self.handled = threading.Semaphore(0)
+        clean = watcher._clean
+
+        def counted(request: protocol.Report) -> None:
+            try:
+                clean(request)
+            finally:
+                self.handled.release()
+
+        watcher._clean = counted  # type: ignore[method-assign]
+
+    def send(self, cps: Checkpoints, token: protocol.Token) -> None:
+        """Reports the desk clean under ``token`` and waits until the watcher handled it."""
+        report(cps, token)
+        assert self.handled.acquire(timeout=10)
+
+
+def settled(watcher: Vouch) -> None:
+    """Waits until the reader has read everything queued so far (a question's cookie)."""
+    deadline = time.monotonic() + 10
+    while not watcher._synced():
+        assert time.monotonic() < deadline
+
+
+def recorded(cps: Checkpoints) -> None:
+    assert cps.snapshot('look') is not None
+    assert newest_files(cps) == desk_files(cps)
+
+
+def swap_symlink(desk: Path) -> None:
+    (desk / 'notes/link.new').symlink_to('day1/n1.md')
+    (desk / 'notes/link.new').rename(desk / 'notes/link')
+
+
+CHANGES = {
+    'write': lambda desk: (desk / 'notes/day0/n0.md').write_text('changed\n'),
+    'append': lambda desk: (desk / 'Memory.md').open('a').write('more\n'),
+    'create': lambda desk: write(desk, 'notes/day1/new.md', 'new\n'),
+    'delete': lambda desk: (desk / 'notes/day1/n1.md').unlink(),
+    'rename in': lambda desk: (desk / 'scratch/draft.md').rename(desk / 'notes/draft.md'),
+    'rename out': lambda desk: (desk / 'notes/day1/n3.md').rename(desk / 'scratch/n3.md'),
+    'folder in': lambda desk: (desk / 'skills/other').rename(desk / 'notes/other'),
+    'folder out': lambda desk: (desk / 'notes/day1').rename(desk / 'scratch/day1'),
+    'folder renamed': lambda desk: (desk / 'notes/day0').rename(desk / 'notes/moved'),
+    'mkdir and write': lambda desk: write(desk, 'notes/fresh/deeper/a.md', 'a\n'),
+    'chmod': lambda desk: (desk / 'notes/day0/n2.md').chmod(0o755),
+    'symlink swap': swap_symlink,
+    'folder removed': lambda desk: shutil.rmtree(desk / 'notes/day1'),
+    'skills folder made': lambda desk: write(desk, 'skills/agent/new/x.md', 'x\n'),
+    'tracked folder replaced': lambda desk: (
+        shutil.rmtree(desk / 'skills/agent'),
+        write(desk, 'skills/agent/skill.md', 'another\n'),
+    ),
+}
+
+
+@pytest.mark.parametrize('change', sorted(CHANGES))
+def test_every_change_after_a_vouch_is_recorded(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, change: str
+) -> None:
+    desk = checkpoints.desk_directory
+    (desk / 'notes/link').symlink_to('day0/n0.md')
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    CHANGES[change](desk)
+    recorded(checkpoints)
+    for folder in [desk / 'notes', *sorted(p for p in (desk / 'notes').rglob('*') if p.is_dir())]:
+        if not folder.is_symlink():
+            vouched_noop(checkpoints, walks)
+            write(folder, 'later.md', f'later in {folder.name}\n')
+            recorded(checkpoints)
+
+
+def test_untracked_changes_and_git_folders_keep_the_vouch(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    generation = watcher.generation
+    write(desk, 'scratch/other.md', 'untracked\n')
+    write(desk, 'skills/other/more.md', 'untracked\n')
+    write(desk, 'notes/.git/HEAD', 'a nested repository\n')
+    write(desk, 'notes/.git/objects/x', 'inside it\n')
+    write(desk, 'notes/.GIT. /y', 'a name the walk never enters either\n')
+    settled(watcher)
+    assert watcher.generation == generation
+    before = walks.count
+    assert checkpoints.snapshot('noop') is None
+    assert walks.count == before
+
+
+def test_a_question_whose_cookie_was_not_read_is_never_answered(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    vouched_noop(checkpoints, walks)
+    gate.close()
+    (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('unread yet\n')
+    assert ask(checkpoints) is None
+    assert not watcher.waiting and not watcher.seen  # forgotten once it gave up
+    gate.open.set()
+    reply = replied(checkpoints)
+    assert reply.clean is None
+    assert reply.changed is not None and reply.changed.folders == ('notes/day0',)
+    recorded(checkpoints)
+
+
+def report(cps: Checkpoints, token: protocol.Token) -> None:
+    """A walk's report of the desk as clean under ``token``."""
+    with open_reading(cps.desk_config) as session:
+        assert session is not None
+        head = session.repo.head()
+        assert head is not None
+        state = vouched.state(session, head, ())
+    vouch.report(name_of(cps), token, protocol.Record(state, vouched.Answer((), 'unknown', ())))
+
+
+def test_a_report_is_kept_only_under_this_watchers_own_token(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    reports = Reports(watcher)
+    settled(watcher)
+    generation = watcher.generation
+    for token in (
+        protocol.Token('another instance', generation),
+        protocol.Token(watcher.instance, generation - 1),
+        protocol.Token(watcher.instance, generation + 1),
+    ):
+        reports.send(checkpoints, token)
+        assert watcher.record is None
+    for _ in range(20):  # a report is dropped when its cookie is late (a loaded machine)
+        reports.send(checkpoints, protocol.Token(watcher.instance, generation))
+        if watcher.record is not None:
+            break
+    assert watcher.record is not None and watcher.record[0] == generation
+    reply = replied(checkpoints)
+    assert reply.clean == watcher.record[1]
+    assert reply.token == protocol.Token(watcher.instance, generation)
+
+
+def test_each_watcher_has_an_instance_of_its_own(checkpoints: Checkpoints, watcher: Vouch) -> None:
+    other = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    assert len(watcher.instance) >= 32 and other.instance != watcher.instance
+
+
+def test_a_question_with_other_tracked_paths_is_not_answered(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    replied(checkpoints, tuple(reversed(TRACKED)))  # the order does not matter
+    assert ask(checkpoints, ('notes',)) is None
+    assert ask(checkpoints, (*TRACKED, 'more')) is None
+
+
+def test_a_change_since_the_record_names_its_folders_up_to_a_limit(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    (desk / 'notes/day1/n1.md').write_text('changed\n')
+    (desk / 'notes/day0/n0.md').chmod(0o700)
+    (desk / 'Memory.md').write_text('changed\n')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.clean is None and reply.changed is not None
+    assert reply.changed.folders == ('', 'notes/day0', 'notes/day1')
+    recorded(checkpoints)
+    monkeypatch.setattr(vouchwatch, 'MAX_TOUCHED', 2)
+    vouched_noop(checkpoints, walks)
+    for folder in ('notes/day0', 'notes/day1'):
+        write(desk, f'{folder}/more.md', 'more\n')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.changed is not None  # two folders: named
+    write(desk, 'skills/agent/more.md', 'more\n')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.clean is None and reply.changed is None  # three: not
+    recorded(checkpoints)
+
+
+def test_a_folders_own_change_names_it(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    (desk / 'notes/day1').chmod(0o700)
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.changed is not None
+    assert reply.changed.folders == ('notes', 'notes/day1')  # its parent's event, and its own
+
+
+def test_a_folder_moved_starts_over(checkpoints: Checkpoints, watcher: Vouch, walks: Walks) -> None:
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    (desk / 'notes/day0').rename(desk / 'notes/renamed')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.clean is None and reply.changed is None
+    assert set(watcher.folders.paths.values()) >= {'notes/renamed'}  # type: ignore[union-attr]
+    assert 'notes/day0' not in watcher.folders.paths.values()  # type: ignore[union-attr]
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    write(desk, 'notes/renamed/later.md', 'seen under its new name\n')
+    recorded(checkpoints)
+
+
+def test_an_overflowed_queue_starts_over(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    """More events than the kernel queues while the reader is held: the tracked write is
+    dropped from the queue, and the overflow makes the watcher forget its record."""
+    limit = int(Path('/proc/sys/fs/inotify/max_queued_events').read_text())
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    queue = watcher.queue
+    gate.close()
+    for index in range(limit // 2 + 100):
+        (desk / f'junk{index}').touch()
+    (desk / 'notes/day0/n0.md').write_text('after the overflow\n')
+    gate.open.set()
+    settled(watcher)
+    assert watcher.queue is not queue  # a new queue
+    reply = replied(checkpoints)
+    assert reply.clean is None and reply.changed is None
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+
+
+def test_the_desk_removed_ends_the_vouch(checkpoints: Checkpoints, watcher: Vouch) -> None:
+    desk = checkpoints.desk_directory
+    moved = desk.with_name('moved')
+    desk.rename(moved)
+    deadline = time.monotonic() + 5
+    while not watcher.lost:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    moved.rename(desk)
+    assert ask(checkpoints) is None
+    reports = Reports(watcher)
+    reports.send(checkpoints, protocol.Token(watcher.instance, watcher.generation))
+    assert watcher.record is None
+
+
+def test_too_many_multiply_linked_files_answer_nothing(
+    checkpoints: Checkpoints, watcher: Vouch, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    monkeypatch.setattr(vouchwatch, 'MAX_LINKED', 2)
+    for index in range(2):
+        os.link(desk / f'notes/day{index}/n{index}.md', tmp_path / f'other{index}')
+    write(desk, 'top.txt', 'untracked\n')
+    os.link(desk / 'top.txt', desk / 'top-too.txt')  # in a watched folder, not tracked
+    watcher.close()
+    again = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    again.start()
+    try:
+        assert replied(checkpoints).linked == ('notes/day0/n0.md', 'notes/day1/n1.md')
+        os.link(tmp_path / 'other0', desk / 'notes/day1/third.md')  # a name made in the desk
+        settled(again)
+        assert again.folders is not None and len(again.folders.linked) == 3
+        assert ask(checkpoints) is None
+        (desk / 'notes/day1/third.md').unlink()
+        settled(again)
+        replied(checkpoints)
+        (tmp_path / 'other0').unlink()
+        os.rename(desk / 'notes/day0/n0.md', desk / 'scratch/n0.md')  # a name moved away
+        settled(again)
+        reply = replied(checkpoints)
+        assert reply.linked == ('notes/day1/n1.md',)
+    finally:
+        again.close()
+
+
+def test_a_file_moved_in_with_another_name_is_followed(
+    checkpoints: Checkpoints, watcher: Vouch, tmp_path: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    os.link(desk / 'scratch/draft.md', tmp_path / 'outside')
+    os.rename(desk / 'scratch/draft.md', desk / 'notes/draft.md')
+    write(desk, 'notes/plain.md', 'one name\n')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.linked == ('notes/draft.md',)
+
+
+def test_close_removes_its_own_socket_and_cookies_only(
+    checkpoints: Checkpoints, watcher: Vouch, runtime: Path
+) -> None:
+    path = Path(watcher.socket_path)
+    cookies = Path(watcher.cookie_folder)
+    assert path.is_socket() and cookies.is_dir()
+    path.unlink()
+    newer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    newer.bind(str(path))  # another watcher's socket since
+    try:
+        watcher.close()
+        assert path.is_socket() and not cookies.exists()
+        assert all(not thread.is_alive() for thread in watcher.threads)
+    finally:
+        newer.close()
+        path.unlink()
+
+
+def test_start_removes_the_cookies_of_watchers_no_longer_running(
+    checkpoints: Checkpoints, runtime: Path, gate: Gate
+) -> None:
+    name = name_of(checkpoints)
+    stem = Path(str(vouch.socket_path(name, create=True))[: -len('.sock')])
+    dead = subprocess.run(
+        [sys.executable, '-c', 'import os; print(os.getpid())'],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    folders = {
+        'dead': stem.with_name(f'{stem.name}.{dead}.cookies'),
+        'alive': stem.with_name(f'{stem.name}.{os.getppid()}.cookies'),
+        'not a pid': stem.with_name(f'{stem.name}.x1.cookies'),
+        'another desk': stem.with_name(f'watch-0000000000000000.{dead}.cookies'),
+    }
+    for folder in folders.values():
+        folder.mkdir()
+    started = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    started.start()
+    try:
+        assert {key for key, folder in folders.items() if folder.exists()} == {
+            'alive',
+            'not a pid',
+            'another desk',
+        }
+    finally:
+        started.close()
+
+
+def test_a_desk_it_cannot_watch_is_refused_and_leaves_nothing(
+    tmp_path: Path, runtime: Path
+) -> None:
+    with pytest.raises(Unwatchable):
+        Vouch(str(tmp_path / 'missing'), str(tmp_path / 'repo.git'), TRACKED)
+    unseen = Vouch('/proc/self/fdinfo', str(tmp_path / 'repo.git'), ('notes',))  # not local
+    with pytest.raises(Unwatchable):
+        unseen.start()
+    assert not Path(unseen.cookie_folder).exists() and unseen.queue is None
