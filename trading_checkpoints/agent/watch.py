@@ -10,12 +10,17 @@ checkpoint holds only the agent's change.
 
 - It takes the desk's lock like every writer: a restore in progress is waited for, never
   recorded half done, and its own writes leave nothing to record.
+- One runs per desk: it holds a lock file of its own in the repository while it runs, and a
+  second watch of the desk is refused, naming the first one's pid.
+- At its start it records what changed since the newest checkpoint; it never makes a first
+  checkpoint of a desk that holds no tracked file.
 - Folders made later inside the desk are followed (the watch is recursive).
-- While nothing happens it sleeps in the kernel, waking once per quiet period to see whether
-  it was asked to stop.
+- While nothing happens it sleeps in the kernel, waking every :data:`STEP` to see whether it
+  was asked to stop; the debounce is timed here, not by the notifier, so it never delays that.
 - While it runs, a no-op snapshot and a clean ``status`` of the desk are answered from its
   record of what changed, without walking the desk (Linux; see ``agent/vouchwatch.py``).
-- SIGINT and SIGTERM stop it, after the checkpoint it may be taking; it exits 0.
+- SIGINT and SIGTERM stop it within a second, after the checkpoint it may be taking (changes
+  still waiting out the debounce are left for the next snapshot); it exits 0.
 
 Needs the optional extra: ``pip install 'trading-checkpoints[watch]'``.
 """
