@@ -6,7 +6,7 @@ a JSON object with the protocol's :data:`VERSION`, the message's type and its fi
 :func:`encode` writes it; :func:`decode` gives back the typed message, or raises ``ValueError``
 for anything else: another version, an unknown type, a field missing, extra or of the wrong
 type. A caller that gets ``ValueError`` treats it as no answer (the snapshot walks, the watcher
-drops the request).
+drops the request), whatever the cause: it carries no message.
 
 The messages:
 
@@ -25,6 +25,7 @@ generation, as git's fsmonitor gives a token of another instance only a trivial 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 import types
@@ -138,7 +139,7 @@ MESSAGES: dict[str, type[Any]] = {kind.__name__: kind for kind in (Ask, Reply, R
 def encode(message: Message) -> bytes:
     """One line: the version, the message's type and its fields."""
     body = {'version': VERSION, 'type': type(message).__name__, **dataclasses.asdict(message)}
-    return json.dumps(body, separators=(',', ':')).encode() + b'\n'
+    return json.dumps(body).encode() + b'\n'
 
 
 def decode(line: bytes) -> Message:
@@ -146,12 +147,12 @@ def decode(line: bytes) -> Message:
     try:
         body = json.loads(line)
     except (UnicodeDecodeError, RecursionError) as error:
-        raise ValueError('not a message') from error
+        raise ValueError from error
     if not isinstance(body, dict) or body.pop('version', None) != VERSION:
-        raise ValueError('not a message of this version')
+        raise ValueError
     kind = MESSAGES.get(body.pop('type', None))
     if kind is None:
-        raise ValueError('an unknown message')
+        raise ValueError
     message: Message = _build(kind, body)
     return message
 
@@ -163,11 +164,11 @@ def read_line(connection: socket.socket, deadline: float) -> bytes:
     while not data.endswith(b'\n'):
         left = deadline - time.monotonic()
         if left <= 0:
-            raise TimeoutError('no whole line in time')
+            raise TimeoutError
         connection.settimeout(left)
         chunk = connection.recv(65536)
         if not chunk or len(data) + len(chunk) > MAX_LINE:
-            raise ValueError('no whole line')
+            raise ValueError
         data += chunk
     return data
 
@@ -177,7 +178,7 @@ def _build(kind: Any, value: object) -> Any:
     if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         fields = _hints(kind)
         if not isinstance(value, dict) or set(value) != set(fields):
-            raise ValueError(f'not a {kind.__name__}')
+            raise ValueError
         return kind(**{name: _build(fields[name], item) for name, item in value.items()})
     origin, arguments = typing.get_origin(kind), typing.get_args(kind)
     if origin in (Union, types.UnionType):
@@ -187,22 +188,17 @@ def _build(kind: Any, value: object) -> Any:
         return _build(inner, value)
     if origin is tuple:
         if not isinstance(value, list):
-            raise ValueError('not a list')
-        if arguments[-1] is Ellipsis:
+            raise ValueError
+        if Ellipsis in arguments:
             return tuple(_build(arguments[0], item) for item in value)
         # A list of another length raises ValueError too.
         return tuple(_build(inner, item) for inner, item in zip(arguments, value, strict=True))
     if type(value) is not kind:  # bool is not an int here, nor an int a str
-        raise ValueError(f'not a {kind.__name__}')
+        raise ValueError
     return value
 
 
-_HINTS: dict[type[Any], dict[str, Any]] = {}
-
-
+@functools.cache
 def _hints(kind: type[Any]) -> dict[str, Any]:
     """The field types of a message class (the annotations are strings here)."""
-    found = _HINTS.get(kind)
-    if found is None:
-        found = _HINTS[kind] = typing.get_type_hints(kind)
-    return found
+    return typing.get_type_hints(kind)
