@@ -306,7 +306,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.desk.vouchprotocol.*',
         ['tests/desk/test_vouchprotocol.py', *WATCH_TESTS],
     ),
-    'vouch': ('trading_checkpoints.desk.vouch.*', WATCH_TESTS),
+    'vouch': (
+        'trading_checkpoints.desk.vouch.*',
+        ['tests/desk/test_vouch_client.py', *WATCH_TESTS],
+    ),
     'vouched': ('trading_checkpoints.ops.vouched.*', WATCH_TESTS),
     'inotify': ('trading_checkpoints.agent.inotify.*', WATCH_TESTS),
     'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', WATCH_TESTS),
