@@ -32,7 +32,7 @@ from trading_checkpoints.agent.inotify import Unwatchable
 from trading_checkpoints.agent.vouchwatch import Vouch
 from trading_checkpoints.desk import vouch
 from trading_checkpoints.desk import vouchprotocol as protocol
-from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops import engine, vouched
 from trading_checkpoints.ops.session import open_reading
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -471,3 +471,62 @@ def test_a_desk_it_cannot_watch_is_refused_and_leaves_nothing(
     with pytest.raises(Unwatchable):
         unseen.start()
     assert not Path(unseen.cookie_folder).exists() and unseen.queue is None
+
+
+def test_a_multiply_linked_file_changed_too_recently_keeps_the_watcher_from_vouching(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, tmp_path: Path
+) -> None:
+    """A write within one clock tick of the walk could leave the file's stat numbers as they
+    were: a multiply-linked file whose times are that recent (here, in the future) makes the
+    walk report nothing (a status here: a snapshot's walk re-reads such a file and reports
+    nothing either way)."""
+    desk = checkpoints.desk_directory
+    path = desk / 'notes/day0/n0.md'
+    os.link(path, tmp_path / 'outside')
+    soon = time.time_ns() + 3600 * 10**9
+    os.utime(path, ns=(soon, soon))
+    watcher.close()
+    again = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    again.start()
+    try:
+        assert replied(checkpoints).linked == ('notes/day0/n0.md',)
+        reports = Reports(again)
+        for _ in range(3):
+            assert checkpoints.status().clean
+        assert again.record is None and reports.handled.acquire(timeout=0.5) is False
+        os.utime(path, ns=(soon - 2 * 3600 * 10**9,) * 2)
+        vouched_noop(checkpoints, walks)
+    finally:
+        again.close()
+
+
+def test_a_commit_is_reported_only_when_its_linked_files_are_as_the_scan_found_them(
+    checkpoints: Checkpoints, watcher: Vouch, tmp_path: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    os.link(desk / 'notes/day1/n1.md', tmp_path / 'outside')
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(desk / 'notes/day1/n1.md', ns=(old, old))
+    watcher.close()
+    again = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    again.start()
+    reports = Reports(again)
+    try:
+        (desk / 'Memory.md').write_text('changed\n')
+        with engine.locked(checkpoints.desk_config) as session:
+            head = session.repo.head()
+            assert head is not None
+            asked = vouched.Asked.of(session)
+            assert asked is not None and asked.reply.linked == ('notes/day1/n1.md',)
+            scanned, _ = session.scan()
+            answer = vouched.Answer((), 'unknown', ())
+            with open(tmp_path / 'outside', 'a') as through:  # after the scan
+                through.write('through the other name\n')
+            time.sleep(0.2)  # no longer too recent to tell a later write
+            asked.report_commit(session, head, answer, scanned)
+            assert reports.handled.acquire(timeout=0.5) is False  # nothing sent
+            scanned, _ = session.scan()
+            asked.report_commit(session, head, answer, scanned)
+            assert reports.handled.acquire(timeout=10)
+    finally:
+        again.close()
