@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.mounts import NEEDS_ROOT, bind_mounted
 from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
 
 from trading_checkpoints import Checkpoints
@@ -530,3 +531,81 @@ def test_a_commit_is_reported_only_when_its_linked_files_are_as_the_scan_found_t
             assert reports.handled.acquire(timeout=10)
     finally:
         again.close()
+
+
+def test_a_folder_made_and_removed_again_and_again_leaves_no_watch_behind(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    desk = checkpoints.desk_directory
+    settled(watcher)
+    assert watcher.folders is not None
+    count = len(watcher.folders.paths)
+    for index in range(5):
+        write(desk, f'notes/passing{index}/a.md', 'a\n')
+        settled(watcher)
+        assert len(watcher.folders.paths) == count + 1
+        shutil.rmtree(desk / f'notes/passing{index}')
+        settled(watcher)
+        assert len(watcher.folders.paths) == count
+
+
+@NEEDS_ROOT
+def test_a_folder_unmounted_inside_the_desk_is_watched_again(
+    checkpoints: Checkpoints, gate: Gate, walks: Walks, tmp_path: Path
+) -> None:
+    """A bind mount of the same filesystem inside the desk when the watch began: the watcher
+    watches the mounted folder; once it is unmounted, the folder under it is watched again."""
+    desk = checkpoints.desk_directory
+    write(tmp_path / 'source', 'n0.md', 'note 0\n')
+    with bind_mounted(tmp_path / 'source', desk / 'notes/day0'):
+        found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+        found.start()
+    try:
+        settled(found)
+        checkpoints.snapshot('the mount gone')
+        vouched_noop(checkpoints, walks)
+        write(desk, 'notes/day0/after.md', 'under the mount, after it went\n')
+        recorded(checkpoints)
+    finally:
+        found.close()
+
+
+def mount_tmpfs(folder: Path) -> None:
+    done = subprocess.run(['mount', '-t', 'tmpfs', 'tmpfs', str(folder)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f'mount -t tmpfs is not allowed here: {done.stderr.decode().strip()}')
+
+
+@NEEDS_ROOT
+def test_another_filesystem_inside_the_desk_cannot_be_watched(
+    checkpoints: Checkpoints, gate: Gate, runtime: Path
+) -> None:
+    """Another filesystem's changes may not reach this one's watches: a desk holding one is
+    not watched, and a folder found mounted with one when its event is read ends the watch."""
+    desk = checkpoints.desk_directory
+    mount_tmpfs(desk / 'notes/day1')
+    try:
+        found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+        with pytest.raises(Unwatchable):
+            found.start()
+    finally:
+        subprocess.run(['umount', str(desk / 'notes/day1')], check=True)
+    found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        settled(found)
+        gate.close()
+        (desk / 'notes/day1/new').mkdir()
+        mount_tmpfs(desk / 'notes/day1/new')
+        try:
+            gate.open.set()
+            deadline = time.monotonic() + 10
+            while not found.lost:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            assert ask(checkpoints) is None
+        finally:
+            subprocess.run(['umount', str(desk / 'notes/day1/new')], check=True)
+    finally:
+        gate.open.set()
+        found.close()

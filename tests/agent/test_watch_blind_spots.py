@@ -165,3 +165,23 @@ def test_a_hard_link_made_inside_the_desk_is_followed(
             through.write(f'outside, round {round_}\n'.encode())
         assert checkpoints.snapshot(f'round {round_}') is not None
         assert newest_files(checkpoints) == desk_files(checkpoints)
+
+
+@NEEDS_ROOT
+def test_a_write_under_a_folder_unmounted_after_the_watch_began_is_recorded(
+    checkpoints: Checkpoints, walks: Walks
+) -> None:
+    """The watch began while a folder was bind-mounted in the desk (it watched the mounted
+    one); once it is unmounted, the folder under it is the desk's again, and its writes are
+    recorded."""
+    desk = checkpoints.desk_directory
+    with bind_mounted(outside(checkpoints) / 'folder', desk / 'notes/day0'):
+        process = start_watcher(checkpoints)
+    try:
+        assert recorded(checkpoints)
+        for round_ in range(3):
+            vouched_noop(checkpoints, walks)
+            write(desk, 'notes/day0/n0.md', f'under the mount that went, round {round_}\n')
+            assert recorded(checkpoints)
+    finally:
+        end(process)

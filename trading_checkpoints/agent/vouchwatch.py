@@ -30,6 +30,10 @@ found when it listed their folder, or whose name it saw made: a write through a 
 the desk reaches no watch of the desk, so the caller compares the stat numbers of each with the
 record's (``ops/vouched.py``); beyond :data:`MAX_LINKED` of them it answers nothing.
 
+A mount or an unmount in or above the desk raises no event, yet changes which folder lies at
+a path: the watcher compares the mount table's entries for the desk before each answer with
+those when it watched its folders, and starts over when they differ.
+
 The watcher declines (the caller walks) when the queue overflowed, when a folder was moved or
 a watched filesystem unmounted, when a folder could not be watched, until a new walk reports
 again; and for good when the desk itself was removed or moved. A new folder is watched when its
@@ -100,6 +104,9 @@ class Vouch:
         self.socket_path = ''
         self.socket_identity: tuple[int, int] | None = None
         self.cookie_folder = ''
+        # The mount table's entries for the desk when the folders were watched: a mount or
+        # unmount in or above the desk raises no event, and changes which folders lie there.
+        self.mounts: list[tuple[str, str]] | None = None
 
     # -- set-up ----------------------------------------------------------------------------
 
@@ -155,6 +162,7 @@ class Vouch:
             self.queue = None
         self.generation += 1
         self._forget()
+        self.mounts = vouch.desk_mounts(self.desk)
         try:
             queue = Queue()
             self.queue = queue
@@ -298,6 +306,7 @@ class Vouch:
         if self.lost or sorted(request.entries) != self.entries or not self._synced():
             return None
         with self.changed:
+            self._remounted()
             folders = self.folders
             if self.lost or folders is None or len(folders.linked) > MAX_LINKED:
                 return None
@@ -314,9 +323,16 @@ class Vouch:
         if not self._synced():
             return
         with self.changed:
+            self._remounted()
             if not self.lost and report.token == Token(self.instance, self.generation):
                 self._forget()
                 self.record = (self.generation, report.record)
+
+    def _remounted(self) -> None:
+        """Starts over when the mount table's entries for the desk changed since the folders
+        were watched (under ``changed``): a folder may lie where another was watched."""
+        if not self.lost and vouch.desk_mounts(self.desk) != self.mounts:
+            self._watch()
 
     def _synced(self) -> bool:
         """Makes a cookie and waits until its event was read: every change made before is

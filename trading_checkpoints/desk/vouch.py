@@ -23,7 +23,9 @@ One message each way per connection, typed and versioned in ``desk/vouchprotocol
 
 What the watcher cannot see, the caller reads itself into the record's state and compares:
 :func:`mounts` (the mount table's entries for the desk; none is used when something is mounted
-inside the desk) and the stat numbers of the multiply-linked files the watcher names.
+inside the desk) and the stat numbers of the multiply-linked files the watcher names. The
+watcher itself starts over when the desk's entries changed (:func:`desk_mounts`): a folder
+unmounted inside the desk uncovers a folder it never watched.
 
 Every failure (no folder, no socket, a refused connection, another user, no answer within
 :data:`TIMEOUT`, an answer that does not parse) is None: the caller walks.
@@ -90,14 +92,26 @@ def mounts(desk: str) -> tuple[str, ...] | None:
     """The mount table's lines for the desk's real path ``desk`` and each folder above it, in
     the table's order; None when there is no table or something is mounted inside the desk
     (what is mounted there is not the folder the watcher watches)."""
+    found = desk_mounts(desk)
+    inside = desk.rstrip('/') + '/'
+    if found is None or any(point.startswith(inside) for point, _ in found):
+        return None
+    return tuple(line for _, line in found)
+
+
+def desk_mounts(desk: str) -> list[tuple[str, str]] | None:
+    """The mount table's entries (mount point, line) for the desk's real path ``desk``, each
+    folder above it and everything mounted inside it, in the table's order; None when there is
+    no table."""
     table = mount_table()
     if table is None:
         return None
     inside = desk.rstrip('/') + '/'
-    if any(point.startswith(inside) for point, _ in table):
-        return None
-    found = (line for point, line in table if inside.startswith(point.rstrip('/') + '/'))
-    return tuple(os.fsdecode(line) for line in found)
+    return [
+        (point, os.fsdecode(line))
+        for point, line in table
+        if point.startswith(inside) or inside.startswith(point.rstrip('/') + '/')
+    ]
 
 
 def _exchange(name: str, message: Message, *, wait: bool) -> Message | None:
