@@ -24,6 +24,11 @@ from trading_checkpoints.desk import vouchprotocol as protocol
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='a Linux watcher')
 
+RECORD = protocol.Record(
+    protocol.State('a' * 40, None, '', None, ('notes',), 0, '', (), ()),
+    protocol.Answer((), 'none', ()),
+)
+
 
 @pytest.fixture
 def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
@@ -48,6 +53,15 @@ def test_the_key_names_one_desk_folder_and_repository(tmp_path: Path) -> None:
     write(tmp_path, 'file', 'not a folder\n')
     assert vouch.key(tmp_path / 'file', tmp_path / 'repo.git') is None
     assert vouch.key(tmp_path / 'missing', tmp_path / 'repo.git') is None
+    odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b'/d\xe9sk'))  # not UTF-8
+    odd.mkdir()
+    assert vouch.key(odd, tmp_path / 'repo.git') not in (None, key)
+
+
+def test_asking_with_no_watcher_makes_nothing(runtime: Path) -> None:
+    assert vouch.ask('0123456789abcdef', ('notes',)) is None
+    vouch.report('0123456789abcdef', protocol.Token('x', 1), RECORD)
+    assert list(runtime.iterdir()) == []  # not even the private folder
 
 
 def test_the_socket_is_in_the_private_folder_or_nowhere(
@@ -114,16 +128,12 @@ def test_a_report_is_sent_whole_and_nothing_awaited(runtime: Path) -> None:
     path = vouch.socket_path('0123456789abcdef', create=True)
     assert path is not None
     listener, heard = listening(path, None)
-    record = protocol.Record(
-        protocol.State('a' * 40, None, '', None, ('notes',), 0, '', (), ()),
-        protocol.Answer((), 'none', ()),
-    )
     try:
-        vouch.report('0123456789abcdef', protocol.Token('x', 2), record)
+        vouch.report('0123456789abcdef', protocol.Token('x', 2), RECORD)
         deadline = time.monotonic() + 5
         while not heard:
             assert time.monotonic() < deadline
-        assert protocol.decode(heard[0]) == protocol.Report(protocol.Token('x', 2), record)
+        assert protocol.decode(heard[0]) == protocol.Report(protocol.Token('x', 2), RECORD)
     finally:
         listener.close()
 

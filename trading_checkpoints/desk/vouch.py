@@ -38,15 +38,16 @@ import stat
 import sys
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..core import private
 from .folders import mount_table
+from .vouchprotocol import Ask, Record, Reply, Report, Token, decode, encode, read_line
 
 if TYPE_CHECKING:
     import socket
-
-    from .vouchprotocol import Message, Record, Reply, Token
 
 TIMEOUT = 0.05  # seconds for the whole exchange
 
@@ -74,18 +75,26 @@ def socket_path(name: str, create: bool = False) -> str | None:
 def ask(name: str, entries: tuple[str, ...]) -> Reply | None:
     """The watcher's reply for the tracked paths ``entries`` (see the module notes); None when
     there is no watcher or any doubt."""
-    from .vouchprotocol import Ask, Reply
-
-    reply = _exchange(name, Ask(tuple(entries)), wait=True)
+    with _connection(name) as connection:
+        if connection is None:
+            return None
+        try:
+            connection.sendall(encode(Ask(tuple(entries))))
+            reply = decode(read_line(connection, time.monotonic() + TIMEOUT))
+        except (OSError, ValueError):
+            return None
     return reply if isinstance(reply, Reply) else None
 
 
 def report(name: str, token: Token, record: Record) -> None:
     """Tells the watcher that a walk begun after ``token`` found the desk as ``record`` says
     (see the module notes); nothing is awaited."""
-    from .vouchprotocol import Report
-
-    _exchange(name, Report(token, record), wait=False)
+    with _connection(name) as connection:
+        if connection is not None:
+            try:
+                connection.sendall(encode(Report(token, record)))
+            except OSError:
+                pass
 
 
 def mounts(desk: str) -> tuple[str, ...] | None:
@@ -114,26 +123,20 @@ def desk_mounts(desk: str) -> list[tuple[str, str]] | None:
     ]
 
 
-def _exchange(name: str, message: Message, *, wait: bool) -> Message | None:
-    if not sys.platform.startswith('linux'):
-        return None  # the watcher's record needs inotify
-    path = socket_path(name)
-    if path is None or not _is_socket(path):
-        return None  # no watcher: nothing more is imported or opened
-    from . import vouchprotocol as protocol
-
-    connection = _connect(path)
-    if connection is None:
-        return None
+@contextmanager
+def _connection(name: str) -> Iterator[socket.socket | None]:
+    """A connection to the watcher keyed ``name``, closed after the block; None when there is
+    none (no Linux, no private folder, no socket, nobody of this user listening)."""
+    connection = None
+    if sys.platform.startswith('linux'):  # the watcher's record needs inotify
+        path = socket_path(name)
+        if path is not None and _is_socket(path):  # else nothing is opened
+            connection = _connect(path)
     try:
-        connection.sendall(protocol.encode(message))
-        if not wait:
-            return None
-        return protocol.decode(protocol.read_line(connection, time.monotonic() + TIMEOUT))
-    except (OSError, ValueError):
-        return None
+        yield connection
     finally:
-        connection.close()
+        if connection is not None:
+            connection.close()
 
 
 def _connect(path: str) -> socket.socket | None:
