@@ -22,10 +22,9 @@ from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
-from .ops import snapshot as snapshots
-from .ops.asof import Moment, chosen, named
-from .ops.asof import checkpoint_at as checkpoint_held_at
+from .ops.asof import Moment
 from .ops.guard import Guard, before_write
+from .ops.heldat import Held, chosen, held, named
 from .ops.results import (
     Checkpoint,
     Diff,
@@ -169,14 +168,7 @@ class Checkpoints:
         message = metadata.compose(reason, tool, paths, turn, session)
         deskconfig.check_desk(self.desk_config, must_exist=True)
         self.last_recovery = None
-        earlier = snapshots.look(self.desk_config, message)
-        if earlier is not None and earlier.answer is not None:
-            taken = earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
-        else:
-            with engine.locked(
-                self.desk_config, light=True, report_to=self, verb='snapshot'
-            ) as locked:
-                taken = snapshots.take(locked, message, earlier)
+        taken = engine.take_snapshot(self.desk_config, message, report_to=self)
         return first_of_turn(self.desk_config, turn, message, taken)
 
     def list(self, limit: int | None = 20) -> builtins.list[Checkpoint]:
@@ -187,10 +179,17 @@ class Checkpoints:
         return listing.list_checkpoints(self.repository_directory, limit)
 
     def checkpoint_at(self, at: Moment) -> Checkpoint:
-        """The checkpoint the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
-        ``'3d'``: see ``ops/asof.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        """The state the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
+        ``'3d'``: see ``ops/asof.py``): the newest checkpoint taken at or before it, or the
+        agent's write sealed after that checkpoint and before the moment (see
+        ``ops/heldat.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        return self.held_at(at).checkpoint
+
+    def held_at(self, at: Moment) -> Held:
+        """:meth:`checkpoint_at`, and what it is: a checkpoint or the agent's sealed write (with
+        its turn), and whether the desk changed after it and before the moment unrecorded."""
         engine.complete_pending(self.desk_config, report_to=self)
-        return checkpoint_held_at(self.repository_directory, at)
+        return held(self.repository_directory, at)
 
     def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
         """``limit`` checkpoints from the one whose full id is ``start`` (default: the newest)

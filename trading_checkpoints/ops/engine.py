@@ -31,10 +31,10 @@ from ..errors import (
 from ..store import leftovers
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 from ..store.repofolder import head_is_sound, is_initialized, repair_head
-from . import journal, recovery, restore, retention
+from . import journal, recovery, restore, retention, snapshot
 from .deskconfig import DeskConfig, check_repository_outside
 from .listing import refuse_unfinished_clone
-from .results import Recovery
+from .results import Recovery, SnapshotResult
 from .session import LockedSession, ReadSession, open_reading
 
 LOCK = 'lock'
@@ -129,6 +129,22 @@ def locked(
                 _enforce_retention(session)
         finally:
             session.close()
+
+
+def take_snapshot(
+    config: DeskConfig,
+    message: str,
+    *,
+    report_to: RecoveryReport | None = None,
+    announce: bool = True,
+) -> SnapshotResult:
+    """A snapshot with ``message``: looked at without the lock, taken under it only when the
+    desk changed or something must be written (see ``snapshot.look``)."""
+    earlier = snapshot.look(config, message, announce)
+    if earlier is not None and earlier.answer is not None:
+        return earlier.answer  # nothing changed (see snapshot.py: sound without the lock)
+    with locked(config, light=True, report_to=report_to, verb='snapshot') as session:
+        return snapshot.take(session, message, earlier, announce)
 
 
 def _waiting_for(lock_file: RepoFile) -> Callable[[str], None]:
