@@ -141,10 +141,6 @@ SESSIONS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='ops/snapshot.py:capture carries only one open announcement over to its checkpoint',
-)
 def test_writes_of_two_sessions_seen_by_watch_stay_each_turns(
     watching: subprocess.Popen, workspace: Path, desk: Path
 ) -> None:
