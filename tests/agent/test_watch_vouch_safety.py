@@ -11,7 +11,9 @@ product exists to prevent. Each test below breaks if its condition is dropped fr
 - everything else the answer depends on is compared: the size limit, the tracked paths, the
   seal, the repository's config;
 - a pre-write snapshot that announces the agent's write is never a vouched no-op, so the write
-  that follows is the turn's and ``restore-turn`` reverts it.
+  that follows is the turn's and ``restore-turn`` reverts it (through the hooks, which also
+  keep a record of the agent's calls, and through the library, where the announcement alone
+  says so).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from helpers.watcher import (
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.desk import vouch
+from trading_checkpoints.ops.turns import Turn
 from trading_checkpoints.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -291,6 +294,35 @@ def test_a_pre_write_snapshot_keeps_its_announcement_while_watch_vouches(
         result = cps.restore_turn(turn.turn_id)
         assert result.deleted == ('notes/plan.md', 'notes/second.md') and result.written == ()
         assert not (desk / 'notes/plan.md').exists() and not (desk / 'notes/second.md').exists()
+    finally:
+        end(process)
+
+
+def test_a_declared_write_in_a_library_turn_stays_the_turns_while_watch_vouches(
+    checkpoints: Checkpoints, walks: Walks
+) -> None:
+    """The same through the library (as the MCP server does: no hook, no record of calls):
+    the turn's second declared write is announced by a snapshot on an unchanged desk that no
+    vouch answers, so the watch's checkpoint of it credits the turn, and restore-turn reverts
+    it."""
+    desk = checkpoints.desk_directory
+    process = start_watcher(checkpoints, quiet=0.2)
+
+    def declared_write(turn: Turn, path: str) -> None:
+        turn.snapshot(f'before writing {path}', tool='write_file', paths=[path])
+        count = len(checkpoints.list(None))
+        write(desk, path, f'{path}\n')  # the tool runs
+        taken = wait_for(lambda: len(checkpoints.list(None)) > count and checkpoints.list(1)[0])
+        assert taken.tool == 'watch'  # type: ignore[attr-defined]
+        checkpoints.seal()
+
+    try:
+        with checkpoints.turn('two writes') as turn:
+            declared_write(turn, 'notes/plan.md')
+            vouched_noop(checkpoints, walks)
+            declared_write(turn, 'notes/second.md')
+        result = checkpoints.restore_turn(turn.turn_id)
+        assert result.deleted == ('notes/plan.md', 'notes/second.md') and result.written == ()
     finally:
         end(process)
 
