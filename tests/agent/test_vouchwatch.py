@@ -33,8 +33,9 @@ from trading_checkpoints.agent.inotify import Unwatchable
 from trading_checkpoints.agent.vouchwatch import Vouch
 from trading_checkpoints.desk import vouch
 from trading_checkpoints.desk import vouchprotocol as protocol
-from trading_checkpoints.ops import engine, vouched
+from trading_checkpoints.ops import engine, journal, vouched
 from trading_checkpoints.ops.session import open_reading
+from trading_checkpoints.store.repo import PRIVATE_DIR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
 
@@ -609,3 +610,62 @@ def test_another_filesystem_inside_the_desk_cannot_be_watched(
     finally:
         gate.open.set()
         found.close()
+
+
+def test_a_walk_whose_state_moved_meanwhile_is_not_reported(
+    checkpoints: Checkpoints, watcher: Vouch, tmp_path: Path
+) -> None:
+    """A multiply-linked file written through its other name while the walk ran (after the
+    state was read before it) leaves the walk's answer unproven: nothing is reported."""
+    desk = checkpoints.desk_directory
+    os.link(desk / 'notes/day1/n1.md', tmp_path / 'outside')
+    watcher.close()
+    again = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    again.start()
+    reports = Reports(again)
+    try:
+        with open_reading(checkpoints.desk_config) as session:
+            assert session is not None
+            head = session.repo.head()
+            assert head is not None
+            asked = vouched.Asked.of(session)
+            assert asked is not None and asked.reply.linked == ('notes/day1/n1.md',)
+            before = asked.state(head)
+            with open(tmp_path / 'outside', 'a') as through:  # during the walk
+                through.write('through the other name\n')
+            time.sleep(0.2)  # no longer too recent to tell a later write
+            asked.report(head, vouched.Answer((), 'unknown', ()), before)
+            assert reports.handled.acquire(timeout=0.5) is False  # nothing sent
+    finally:
+        again.close()
+
+
+def test_a_record_never_serves_while_a_restore_is_pending(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    vouched_noop(checkpoints, walks)
+    record = checkpoints.repository_directory / PRIVATE_DIR / journal.RECORD
+    with open_reading(checkpoints.desk_config) as session:
+        assert session is not None
+        head = session.repo.head()
+        assert head is not None
+        asked = vouched.Asked.of(session)
+        assert asked is not None
+        now = asked.state(head)
+        assert asked.answer(head, now) is not None
+        record.write_text('a restore under way\n')
+        try:
+            assert asked.answer(head, now) is None
+        finally:
+            record.unlink()
+
+
+def test_a_linked_file_gone_is_part_of_the_state(checkpoints: Checkpoints) -> None:
+    with open_reading(checkpoints.desk_config) as session:
+        assert session is not None
+        head = session.repo.head()
+        assert head is not None
+        state = vouched.state(session, head, ('notes/gone.md', 'gone/too.md', 'Memory.md'))
+    found = dict(state.linked)
+    assert found['notes/gone.md'] is None and found['gone/too.md'] is None
+    assert found['Memory.md'] is not None and found['Memory.md'][0] == len('memory\n')

@@ -58,7 +58,8 @@ class Walked(Generic[T]):
 @dataclass(frozen=True)
 class Looked(Generic[T]):
     """What :func:`look` gave: the watcher's answer (``known``, no walk made) or the walk's
-    (``walked``), and the watcher asked (None: there is none), to report a commit to."""
+    (``walked``, with the watcher asked before it, to report a commit to; None: there is
+    none)."""
 
     known: Answer | None
     walked: Walked[T] | None
@@ -82,7 +83,7 @@ def look(
     before = asked.state(head)
     known = asked.answer(head, before)
     if known is not None and accept(known):
-        return Looked(known, None, asked)
+        return Looked(known, None, None)  # nothing is committed: nothing to report
     walked = walk(asked.since(head, before))
     if walked.clean is not None:
         asked.report(head, walked.clean, before)
@@ -102,8 +103,10 @@ class Asked:
         """The watcher's reply, None when there is no watcher (or any doubt)."""
         config = session.config
         name = vouch.key(config.desk, config.repository)
-        reply = None if name is None else vouch.ask(name, session.allowlist.entries)
-        return None if name is None or reply is None else cls(session, name, reply)
+        if name is None:
+            return None
+        reply = vouch.ask(name, session.allowlist.entries)
+        return None if reply is None else cls(session, name, reply)
 
     def answer(self, head: bytes, now: State) -> Answer | None:
         """The answer the walk would give, when the watcher's record serves (see the module
