@@ -10,6 +10,7 @@ ends it. The tests of real watcher processes are ``test_watch_*.py``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
 import shutil
@@ -29,7 +30,7 @@ from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.agent import vouchwatch
-from trading_checkpoints.agent.inotify import Unwatchable
+from trading_checkpoints.agent.inotify import Queue, Unwatchable
 from trading_checkpoints.agent.vouchwatch import Vouch
 from trading_checkpoints.desk import vouch
 from trading_checkpoints.desk import vouchprotocol as protocol
@@ -669,3 +670,81 @@ def test_a_linked_file_gone_is_part_of_the_state(checkpoints: Checkpoints) -> No
     found = dict(state.linked)
     assert found['notes/gone.md'] is None and found['gone/too.md'] is None
     assert found['Memory.md'] is not None and found['Memory.md'][0] == len('memory\n')
+
+
+def test_the_event_queue_never_blocks_and_stays_out_of_child_processes() -> None:
+    queue = Queue()
+    try:
+        assert fcntl.fcntl(queue.fd, fcntl.F_GETFL) & os.O_NONBLOCK
+        assert fcntl.fcntl(queue.fd, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+        assert queue.read() == []  # nothing queued: an empty list at once
+    finally:
+        queue.close()
+
+
+ODD_NAMES = {
+    'a folder whose name ends in X': 'notes/new X/deeper X/a.md',
+    'a file named like .git but not': 'notes/.gitX',
+    'a folder named like .git but not': 'notes/.git X/a.md',
+}
+
+
+@pytest.mark.parametrize('name', sorted(ODD_NAMES))
+def test_changes_under_odd_names_are_recorded(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, name: str
+) -> None:
+    """Names ending in X, holding spaces, or close to ``.git``: made after the watch began,
+    then written again after a vouch."""
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    write(desk, ODD_NAMES[name], 'made\n')
+    recorded(checkpoints)
+    for round_ in range(2):
+        vouched_noop(checkpoints, walks)
+        write(desk, ODD_NAMES[name], f'written again {round_}\n')
+        recorded(checkpoints)
+
+
+def test_only_the_folders_the_walk_enters_are_watched(
+    checkpoints: Checkpoints, runtime: Path, tmp_path: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    for index in range(12):
+        write(desk, f'untracked{index}/a.md', 'untracked\n')
+        write(desk, f'notes/day0/sub{index}/a.md', 'tracked\n')
+        write(desk, f'skills/other{index}/a.md', 'untracked\n')
+    write(desk, 'notes/.git/HEAD', 'a nested repository\n')
+    write(desk, 'notes/day1/.GIT/HEAD', 'another\n')
+    (tmp_path / 'elsewhere').mkdir()
+    (desk / 'notes/link').symlink_to(tmp_path / 'elsewhere')
+    found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        assert found.folders is not None
+        expected = {'', 'notes', 'notes/day0', 'notes/day1', 'skills', 'skills/agent'}
+        expected |= {f'notes/day0/sub{index}' for index in range(12)}
+        assert sorted(found.folders.paths.values()) == sorted(expected)
+        found.folders.add('notes/link')  # a symlink: never entered
+        found.folders.add('notes/link/inside')
+        found.folders.add('notes/missing/folder')
+        assert sorted(found.folders.paths.values()) == sorted(expected)
+    finally:
+        found.close()
+
+
+def test_symlinks_and_fifos_are_not_multiply_linked(
+    checkpoints: Checkpoints, runtime: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    (desk / 'notes/link').symlink_to('day0/n0.md')
+    os.link(desk / 'notes/link', desk / 'notes/link-too', follow_symlinks=False)
+    os.mkfifo(desk / 'notes/fifo')
+    found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        assert found.folders is not None and found.folders.linked == set()
+        os.link(desk / 'notes/link', desk / 'notes/link-three', follow_symlinks=False)
+        settled(found)
+        assert found.folders.linked == set()
+    finally:
+        found.close()

@@ -16,7 +16,6 @@ entered, as the walk does not enter them.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
 import stat
 import struct
@@ -42,11 +41,12 @@ Event = tuple[int, int, str]  # watch descriptor, mask, name ('' for the folder 
 
 class Unwatchable(Exception):
     """The desk cannot be watched soundly (no inotify, no ``/proc``, too many folders, a
-    filesystem other processes may write unseen, a folder on another device)."""
+    filesystem other processes may write unseen, a folder on another device). It carries no
+    message: the watch then simply vouches for nothing, and nobody is told why."""
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None)
 
 
 class Queue:
@@ -58,14 +58,13 @@ class Queue:
         self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         fd = libc.inotify_init1(NONBLOCK | CLOEXEC)
         if fd < 0:
-            raise Unwatchable(os.strerror(ctypes.get_errno()))
+            raise Unwatchable  # no inotify here (or no instance left)
         self.fd: int = fd
 
     def add(self, path: str | bytes, mask: int) -> int:
         wd = self._add(self.fd, os.fsencode(path), mask)
         if wd < 0:
-            number = ctypes.get_errno()
-            raise Unwatchable(f'inotify_add_watch: {errno.errorcode.get(number, number)}')
+            raise Unwatchable  # gone, or the user's limit of watches reached
         return int(wd)
 
     def read(self) -> list[Event]:
@@ -93,7 +92,7 @@ def filesystem_type(fd: int) -> int:
     libc = _libc()
     buffer = ctypes.create_string_buffer(256)
     if libc.fstatfs(fd, buffer) != 0:
-        raise Unwatchable(os.strerror(ctypes.get_errno()))
+        raise Unwatchable
     return int(struct.unpack_from('l', buffer.raw)[0])
 
 
@@ -127,7 +126,7 @@ class Folders:
         try:
             info = os.fstat(root)
             if filesystem_type(root) not in LOCAL_FILESYSTEMS:
-                raise Unwatchable('the desk is on a filesystem inotify may not see all of')
+                raise Unwatchable  # other machines or daemons may write it unseen
             self.device = info.st_dev
             self._add_tree(root, '')
         finally:
@@ -160,7 +159,7 @@ class Folders:
         than one name, and does the same for each wanted subfolder (one descriptor open per
         level)."""
         if os.fstat(fd).st_dev != self.device:
-            raise Unwatchable(f'{folder!r} is another filesystem mounted in the desk')
+            raise Unwatchable  # another filesystem mounted in the desk
         wd = self.queue.add(f'/proc/self/fd/{fd}', FOLDER_MASK)
         self.paths[wd] = folder
         for entry in _listing(fd):

@@ -79,7 +79,7 @@ class Vouch:
     def __init__(self, desk: str, repository: str, entries: tuple[str, ...]) -> None:
         name = vouch.key(desk, repository)
         if name is None:
-            raise Unwatchable(f'{desk} is not a folder')
+            raise Unwatchable  # not a folder
         self.name = name
         self.desk = os.path.realpath(desk)
         self.entries = sorted(entries)
@@ -113,7 +113,7 @@ class Vouch:
     def start(self) -> None:
         path = vouch.socket_path(self.name, create=True)
         if path is None:
-            raise Unwatchable('no private folder for the socket')
+            raise Unwatchable  # no private folder for the socket
         self.socket_path = path
         stem = path[: -len('.sock')]
         _remove_abandoned(stem)
@@ -124,7 +124,7 @@ class Vouch:
             self._watch()
         if self.lost:
             self.close()
-            raise Unwatchable('the desk could not be watched')
+            raise Unwatchable
         self.listener = self._listen(path)
         for target in (self._read_events, self._serve):
             thread = threading.Thread(target=target, name=f'vouch-{target.__name__}', daemon=True)
