@@ -20,7 +20,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -751,3 +752,120 @@ def test_symlinks_and_fifos_are_not_multiply_linked(
         assert found.folders.linked == set()
     finally:
         found.close()
+
+
+def test_a_folder_holding_one_file_removed_is_recorded(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    """Its file's removal, the folder's removal seen from its parent and from itself: every
+    event moves the watcher on, none back."""
+    desk = checkpoints.desk_directory
+    write(desk, 'notes/solo/only.md', 'alone\n')
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    shutil.rmtree(desk / 'notes/solo')
+    recorded(checkpoints)
+
+
+def test_a_folder_removed_names_the_folders_to_walk(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    desk = checkpoints.desk_directory
+    vouched_noop(checkpoints, walks)
+    queue = watcher.queue
+    shutil.rmtree(desk / 'notes/day1')
+    settled(watcher)
+    reply = replied(checkpoints)
+    assert reply.changed is not None and set(reply.changed.folders) == {'notes', 'notes/day1'}
+    assert watcher.queue is queue  # no start over
+    recorded(checkpoints)
+
+
+def held_batch(watcher: Vouch, gate: Gate, *changes: Callable[[], object]) -> None:
+    """Makes ``changes`` while the reader is held, so it reads their events in one batch."""
+    gate.close()
+    try:
+        for change in changes:
+            change()
+    finally:
+        gate.open.set()
+    settled(watcher)
+
+
+def test_every_event_of_a_batch_counts(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    """A change read in the same batch as a question's cookie, a folder's own change or a
+    name the walk never enters (``.git``) is counted too."""
+    desk = checkpoints.desk_directory
+    first: list[Callable[[], object]] = [
+        lambda: (desk / 'notes/day0').chmod(0o700),
+        lambda: write(desk, 'notes/.git/HEAD', 'a nested repository\n'),
+        lambda: (Path(watcher.cookie_folder) / '999').touch(),
+    ]
+    for index, before in enumerate(first):
+        vouched_noop(checkpoints, walks)
+        change = partial(write, desk, 'notes/day1/n1.md', f'{index}\n')
+        held_batch(watcher, gate, before, change)
+        recorded(checkpoints)
+
+
+def test_a_stray_file_among_the_cookies_stops_nothing(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    (Path(watcher.cookie_folder) / 'not-a-cookie').touch()
+    (Path(watcher.cookie_folder) / '12345').touch()  # a number no question waits for
+    settled(watcher)
+    vouched_noop(checkpoints, walks)
+    (checkpoints.desk_directory / 'Memory.md').write_text('changed\n')
+    recorded(checkpoints)
+
+
+def test_questions_asked_together_are_each_answered(
+    checkpoints: Checkpoints, watcher: Vouch, gate: Gate
+) -> None:
+    settled(watcher)
+    answers: list[bool] = []
+
+    def question() -> None:
+        answers.append(watcher._synced())
+
+    gate.close()
+    threads = [threading.Thread(target=question) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(watcher.waiting) < 3:  # each made its own cookie
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    gate.open.set()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 3
+
+
+def test_the_desk_removed_answers_nothing_ever_after(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    """Even were a new desk made where it was, on an inode numbered as the old one was (the
+    key would then name this watcher): it answers and keeps nothing."""
+    shutil.rmtree(checkpoints.desk_directory)
+    deadline = time.monotonic() + 5
+    while not watcher.lost:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert watcher._ask(protocol.Ask(TRACKED)) is None
+
+
+def test_a_multiply_linked_file_replaced_by_a_single_one_is_forgotten(
+    checkpoints: Checkpoints, watcher: Vouch, tmp_path: Path
+) -> None:
+    desk = checkpoints.desk_directory
+    write(tmp_path, 'outside', 'two names\n')
+    os.link(tmp_path / 'outside', desk / 'notes/x.md')
+    settled(watcher)
+    assert replied(checkpoints).linked == ('notes/x.md',)
+    write(desk, 'scratch/single.md', 'one name\n')
+    os.rename(desk / 'scratch/single.md', desk / 'notes/x.md')
+    settled(watcher)
+    assert replied(checkpoints).linked == ()
