@@ -869,3 +869,13 @@ def test_a_multiply_linked_file_replaced_by_a_single_one_is_forgotten(
     os.rename(desk / 'scratch/single.md', desk / 'notes/x.md')
     settled(watcher)
     assert replied(checkpoints).linked == ()
+
+
+def test_no_cookie_no_answer(checkpoints: Checkpoints, watcher: Vouch, walks: Walks) -> None:
+    """A question whose cookie cannot be made (its folder removed under the watcher) is never
+    answered: nothing would tell that the events before it were read."""
+    vouched_noop(checkpoints, walks)
+    shutil.rmtree(watcher.cookie_folder)
+    (checkpoints.desk_directory / 'Memory.md').write_text('changed\n')
+    assert ask(checkpoints) is None
+    recorded(checkpoints)
