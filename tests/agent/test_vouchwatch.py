@@ -879,3 +879,21 @@ def test_no_cookie_no_answer(checkpoints: Checkpoints, watcher: Vouch, walks: Wa
     (checkpoints.desk_directory / 'Memory.md').write_text('changed\n')
     assert ask(checkpoints) is None
     recorded(checkpoints)
+
+
+def test_a_cookie_folder_left_under_this_process_id_is_made_anew(
+    checkpoints: Checkpoints, runtime: Path, walks: Walks, gate: Gate
+) -> None:
+    """A watcher that ran under the same process id before (a process id used again) left
+    its cookie folder behind: the new watcher starts in a fresh one."""
+    stem = str(vouch.socket_path(name_of(checkpoints), create=True))[: -len('.sock')]
+    left = Path(f'{stem}.{os.getpid()}.cookies')
+    left.mkdir()
+    (left / '1').touch()
+    found = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        assert Path(found.cookie_folder) == left and list(left.iterdir()) == []
+        vouched_noop(checkpoints, walks)
+    finally:
+        found.close()
