@@ -897,3 +897,55 @@ def test_a_cookie_folder_left_under_this_process_id_is_made_anew(
         vouched_noop(checkpoints, walks)
     finally:
         found.close()
+
+
+def touch_until(cps: Checkpoints, watcher: Vouch, generation: int) -> None:
+    """Touches a tracked file until the watcher's generation is at least ``generation``."""
+    while watcher.generation < generation:
+        os.utime(cps.desk_directory / 'Memory.md')
+        settled(watcher)
+
+
+@pytest.mark.parametrize('start_over', ['an overflowed queue', 'a folder renamed'])
+def test_a_report_from_before_a_start_over_is_never_kept(
+    checkpoints: Checkpoints, watcher: Vouch, gate: Gate, start_over: str
+) -> None:
+    """The events from before a start-over may be lost: a report under a token handed out
+    before it is refused, whatever the generation has come to since."""
+    desk = checkpoints.desk_directory
+    touch_until(checkpoints, watcher, 6)
+    reports = Reports(watcher)
+    token = replied(checkpoints).token
+    queue = watcher.queue
+    if start_over == 'an overflowed queue':
+        limit = int(Path('/proc/sys/fs/inotify/max_queued_events').read_text())
+        gate.close()
+        for index in range(limit // 2 + 100):
+            (desk / f'junk{index}').touch()
+        (desk / 'notes/day0/n0.md').write_text('lost in the overflow\n')
+        gate.open.set()
+    else:
+        (desk / 'notes/day0').rename(desk / 'notes/renamed')
+    settled(watcher)
+    assert watcher.queue is not queue
+    touch_until(checkpoints, watcher, token.generation)
+    reports.send(checkpoints, token)
+    assert watcher.record is None
+
+
+def test_watchers_found_running_are_left_alone(
+    checkpoints: Checkpoints, runtime: Path, gate: Gate
+) -> None:
+    stem = str(vouch.socket_path(name_of(checkpoints), create=True))[: -len('.sock')]
+    running = subprocess.Popen(['sleep', '60'])
+    try:
+        Path(f'{stem}.{running.pid}.cookies').mkdir()
+        found = Vouch(
+            str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED
+        )
+        found.start()
+        found.close()
+        assert running.poll() is None and Path(f'{stem}.{running.pid}.cookies').is_dir()
+    finally:
+        running.kill()
+        running.wait()
