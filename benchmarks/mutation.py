@@ -88,6 +88,16 @@ PACK_TESTS = [
     *FOUND_BY_MUTATION,
 ]
 
+# What catches the mutants of the watcher's vouch, at both ends.
+WATCH_TESTS = [
+    'tests/agent/test_vouchwatch.py',
+    'tests/agent/test_watch_vouch_safety.py',
+    'tests/agent/test_watch_blind_spots.py',
+    'tests/agent/test_watch_restart.py',
+    'tests/agent/test_watch_vouch.py',
+    'tests/agent/test_watch_narrow.py',
+]
+
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
         'trading_checkpoints.core.paths.*',
@@ -317,6 +327,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    # The watcher's vouch: the watcher runs in the test's process in test_vouchwatch.py (what
+    # mutmut learns coverage from for agent/); the client side runs in-process everywhere.
+    'vouchprotocol': (
+        'trading_checkpoints.desk.vouchprotocol.*',
+        ['tests/desk/test_vouchprotocol.py', *WATCH_TESTS],
+    ),
+    'vouch': (
+        'trading_checkpoints.desk.vouch.*',
+        ['tests/desk/test_vouch_client.py', *WATCH_TESTS],
+    ),
+    'vouched': ('trading_checkpoints.ops.vouched.*', WATCH_TESTS),
+    'inotify': ('trading_checkpoints.agent.inotify.*', WATCH_TESTS),
+    'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', WATCH_TESTS),
 }
 
 

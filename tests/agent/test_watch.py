@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.cli import checkpoints as checkpoints_command
 from helpers.cli import start
 from helpers.hookrun import event, hook, ok
 from helpers.processes import python
@@ -134,6 +135,52 @@ def test_an_agents_write_seen_by_watch_stays_the_agents(
     assert watching.wait(15) == 0
 
 
+SESSIONS = {
+    'A': 'aaaaaaaa-0000-4000-8000-000000000001',
+    'B': 'bbbbbbbb-0000-4000-8000-000000000002',
+}
+
+
+def test_writes_of_two_sessions_seen_by_watch_stay_each_turns(
+    watching: subprocess.Popen, workspace: Path, desk: Path
+) -> None:
+    """Two sessions each announce a write; the watch records both writes in one checkpoint;
+    each session's restore-turn reverts its own write and only it."""
+
+    def fields(who: str) -> dict[str, object]:
+        path = str(desk / f'notes/{who}.md')
+        return {
+            'session_id': SESSIONS[who],
+            'tool_input': {'file_path': path, 'content': f'{who}\n'},
+            'tool_use_id': f'toolu_{who}',
+        }
+
+    for who, session in SESSIONS.items():
+        prompt = event('claude_user_prompt_submit.json', workspace, session_id=session, prompt=who)
+        ok(hook(prompt))
+    for who in SESSIONS:
+        ok(hook(event('claude_pre_tool_use_write.json', workspace, **fields(who))))
+    count = len(listed(workspace))
+    for who in SESSIONS:
+        write(desk, f'notes/{who}.md', f'{who}\n')  # both tools run
+    assert new_checkpoint(workspace, count).paths == ('notes/A.md', 'notes/B.md')
+    for who in SESSIONS:
+        done = {'filePath': str(desk / f'notes/{who}.md'), 'success': True}
+        ok(
+            hook(
+                event(
+                    'claude_post_tool_use_write.json', workspace, tool_response=done, **fields(who)
+                )
+            )
+        )
+    cps = Workspace(workspace).desk('main')
+    turns = {turn.label: turn.turn_id for turn in cps.turns()}
+    for who in SESSIONS:
+        assert cps.restore_turn(turns[who]).deleted == (f'notes/{who}.md',)
+    watching.terminate()
+    assert watching.wait(15) == 0
+
+
 def test_without_the_extra_it_says_how_to_install_it(workspace: Path, desk: Path) -> None:
     code = (
         'import sys; sys.modules["watchfiles"] = None\n'  # an environment without it
@@ -144,3 +191,81 @@ def test_without_the_extra_it_says_how_to_install_it(workspace: Path, desk: Path
     done = python(code, timeout=60)
     assert done.returncode == 1
     assert "pip install 'trading-checkpoints[watch]'" in done.stderr
+
+
+def started(workspace: Path, *args: str) -> subprocess.Popen:
+    """`checkpoints watch ARGS` once its kernel watch is in place (its first line)."""
+    process = start('watch', *args, workspace=workspace, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("Watching desk 'main'")
+    return process
+
+
+@pytest.mark.parametrize('stop', [signal.SIGTERM, signal.SIGINT])
+def test_it_stops_within_a_second_of_a_signal_whatever_the_debounce(
+    workspace: Path, desk: Path, stop: signal.Signals
+) -> None:
+    """With 30 s of debounce and a change waiting for it, SIGTERM or SIGINT ends the watch at
+    once (exit 0); the change waits for the next snapshot, which records it."""
+    write(desk, 'Memory.md', 'v0\n')
+    Workspace(workspace).desk('main').snapshot('start')
+    process = started(workspace, '--debounce', '30')
+    try:
+        time.sleep(0.5)
+        writer(desk, 'notes/waiting.md', 'waits for the debounce\n')
+        time.sleep(0.5)
+        sent = time.monotonic()
+        process.send_signal(stop)
+        assert process.wait(10) == 0
+        took = time.monotonic() - sent
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert took < 5, f'{took:.1f} s: the debounce of 30 s was waited out'
+    assert [c.tool for c in listed(workspace)] == [None]
+    assert Workspace(workspace).desk('main').snapshot('after') is not None
+
+
+def test_a_second_watch_of_the_desk_is_refused_naming_the_first(
+    watching: subprocess.Popen, workspace: Path, desk: Path
+) -> None:
+    second = checkpoints_command('watch', workspace=workspace, timeout=60)
+    assert second.returncode == 1 and second.stdout == ''
+    assert second.stderr.startswith('error: checkpoints watch already runs on the desk ')
+    assert f'(pid {watching.pid} on ' in second.stderr
+    # The first watch goes on recording.
+    before = len(listed(workspace))
+    writer(desk, 'notes/after.md', 'after the refusal\n')
+    assert new_checkpoint(workspace, before).paths == ('notes/after.md',)
+    watching.terminate()
+    assert watching.wait(15) == 0
+    third = started(workspace, '--debounce', '0.2')  # once it stopped, a new one starts
+    third.terminate()
+    assert third.wait(15) == 0
+
+
+def test_no_checkpoint_until_something_changed(workspace: Path, desk: Path) -> None:
+    """On a desk that holds no tracked file and was never recorded, the watch records nothing
+    at its start, nor for a file made and removed within the debounce; the first real change
+    is the first checkpoint, and every line it prints names what changed."""
+    write(desk, 'scratch.txt', 'untracked\n')
+    process = started(workspace, '--debounce', '0.3')
+    try:
+        time.sleep(0.3)
+        writer(desk, 'notes/brief.md', 'made...\n')
+        (desk / 'notes/brief.md').unlink()
+        time.sleep(1.5)
+        assert listed(workspace) == []
+        writer(desk, 'notes/first.md', 'the first change\n')
+        taken = new_checkpoint(workspace, 0)
+        assert taken.paths == ('notes/first.md',)
+        process.terminate()
+        assert process.wait(15) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+    assert process.stdout is not None
+    lines = process.stdout.read().splitlines()
+    assert lines == [f'checkpoint {taken.checkpoint_id}: notes/first.md']

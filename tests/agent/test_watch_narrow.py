@@ -21,6 +21,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.builders import write
@@ -30,6 +31,7 @@ from trading_checkpoints import Checkpoints
 from trading_checkpoints.core import private
 from trading_checkpoints.desk import narrow, vouch
 from trading_checkpoints.desk import scan as scans
+from trading_checkpoints.desk import vouchprotocol as protocol
 from trading_checkpoints.ops import vouched
 from trading_checkpoints.ops.session import open_reading
 from trading_checkpoints.store.repo import ShadowRepo
@@ -326,43 +328,72 @@ def serve(path: str, answer: bytes) -> socket.socket:
     return listener
 
 
-@pytest.mark.parametrize(
-    'since',
-    [
-        'not a dict',
-        {'folders': ['notes']},  # no record
-        {'record': {'state': None, 'answer': {}}, 'folders': ['notes']},  # another state
-        'the state, with folders not a list',
-        'the state, with a folder not a path',
-    ],
-)
+def _without_record(reply: dict[str, Any]) -> None:
+    del reply['changed']['record']
+
+
+def _with_state(field: str, value: object) -> Callable[[dict[str, Any]], None]:
+    def change(reply: dict[str, Any]) -> None:
+        reply['changed']['record']['state'][field] = value
+
+    return change
+
+
+LIES: dict[str, Callable[[dict[str, Any]], None]] = {
+    'another version': lambda reply: reply.update(version=protocol.VERSION + 1),
+    'another type': lambda reply: reply.update(type='Report'),
+    'changed not an object': lambda reply: reply.update(changed='not an object'),
+    'no record': _without_record,
+    'another head': _with_state('head', '0' * 40),
+    'another stat cache': _with_state('cache', [0, 0, 0, 0, 0]),
+    'no mount table': _with_state('mounts', None),
+    'folders not a list': lambda reply: reply['changed'].update(folders='notes'),
+    'a folder not a path': lambda reply: reply['changed'].update(folders=[['notes']]),
+    'a field too many': lambda reply: reply['changed'].update(extra=1),
+    'a token whose generation is no number': lambda reply: reply['token'].update(generation='1'),
+}
+
+
+def whole_reply(cps: Checkpoints) -> dict[str, Any]:
+    """A reply a watcher could give now: the desk changed in ``notes/day0`` since the record,
+    whose state is the state now."""
+    with open_reading(cps.desk_config) as session:
+        assert session is not None
+        head = session.repo.head()
+        assert head is not None
+        state = vouched.state(session, head, ())
+    record = protocol.Record(state, protocol.Answer((), 'unknown', ()))
+    reply = protocol.Reply(
+        protocol.Token('x', 1), (), changed=protocol.Changed(record, ('notes/day0',))
+    )
+    found: dict[str, Any] = json.loads(protocol.encode(reply))
+    return found
+
+
+@pytest.mark.parametrize('lie', sorted(LIES))
 def test_an_answer_that_does_not_hold_costs_a_full_walk(
-    checkpoints: Checkpoints, walks: Walks, since: object
+    checkpoints: Checkpoints, walks: Walks, lie: str
 ) -> None:
-    """Whatever a listener on the watcher's socket answers that is not a whole answer whose
-    record is the state now, the snapshot walks everything and records the change."""
+    """Whatever a listener on the watcher's socket answers that is not a whole reply of this
+    version whose record is the state now, the snapshot walks everything and records the
+    change. The same reply, whole, narrows the walk."""
     name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
     assert name is not None
     path = vouch.socket_path(name, create=True)
     assert path is not None
-    if isinstance(since, str) and since.startswith('the state'):
-        with open_reading(checkpoints.desk_config) as session:
-            assert session is not None
-            head = session.repo.head()
-            assert head is not None
-            state = vouched.state(session, head)
-        folders: object = 'notes' if 'not a list' in since else [['notes']]
-        record = {'state': state, 'answer': {'external': [], 'basis': 'unknown', 'skipped': []}}
-        since = {'record': record, 'folders': folders}
-    listener = serve(path, json.dumps({'token': 1, 'since': since}).encode())
-    try:
-        write(checkpoints.desk_directory, 'notes/day0/n0.md', 'changed\n')
-        before = walks.count()
-        assert checkpoints.snapshot('changed') is not None
-        assert walks.count() == (before[0] + 1, before[1])
-    finally:
-        listener.close()
-        os.unlink(path)
+    for lying in (False, True):
+        reply = whole_reply(checkpoints)
+        if lying:
+            LIES[lie](reply)
+        listener = serve(path, json.dumps(reply).encode())
+        try:
+            write(checkpoints.desk_directory, 'notes/day0/n0.md', f'lying: {lying}\n')
+            before = walks.count()
+            assert checkpoints.snapshot(f'lying: {lying}') is not None
+            assert walks.count() == (before[0] + lying, before[1] + (not lying))
+        finally:
+            listener.close()
+            os.unlink(path)
 
 
 def test_status_walks_only_what_changed(

@@ -23,12 +23,21 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.processes import environment
-from helpers.reading import State, files_of, head_of, tracked, version_of
+from helpers.watcher import (
+    WATCHER,
+    Walks,
+    by_watcher,
+    desk_files,
+    end,
+    newest_files,
+    start_watcher,
+    stop,
+    vouched_noop,
+)
 
 from trading_checkpoints import Checkpoints, SnapshotResult, Status
-from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.desk import vouch
-from trading_checkpoints.ops import session as sessions
+from trading_checkpoints.desk import vouchprotocol as protocol
 from trading_checkpoints.ops import vouched
 from trading_checkpoints.ops.session import open_reading
 
@@ -36,18 +45,6 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='in
 
 TRACKED = ('notes', 'Memory.md')
 LIMIT = 64
-
-WATCHER = """
-import sys
-from pathlib import Path
-from trading_checkpoints import Checkpoints, SnapshotResult, Status
-from trading_checkpoints.core.paths import Allowlist
-from trading_checkpoints.agent.watch import watch
-checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md'),
-                          max_file_size=64)
-watch(checkpoints, quiet=float(sys.argv[3]), echo=lambda line: None,
-      ready=lambda: print('ready', flush=True))
-"""
 
 
 @pytest.fixture
@@ -73,82 +70,16 @@ def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
     return cps
 
 
-def start_watcher(cps: Checkpoints, quiet: float = 30) -> subprocess.Popen[str]:
-    """A watcher process; ``quiet``: how long writes must pause before it captures them (and
-    how long it may take to notice SIGTERM)."""
-    desk, repository = str(cps.desk_directory), str(cps.repository_directory)
-    process = subprocess.Popen(
-        [sys.executable, '-c', WATCHER, repository, desk, str(quiet)],
-        env=environment(),
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == 'ready\n'
-    return process
-
-
 @pytest.fixture
 def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
     process = start_watcher(checkpoints)
     yield process
-    if process.poll() is None:
-        process.kill()  # its capture sleeps for the quiet period
-        process.wait(15)
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    """Stops a process (SIGSTOP) and waits until the kernel says it is stopped."""
-    process.send_signal(signal.SIGSTOP)
-    deadline = time.monotonic() + 15
-    status = Path(f'/proc/{process.pid}/stat')
-    while status.read_text().rsplit(')', 1)[1].split()[0] not in ('T', 't'):
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    end(process)
 
 
 @pytest.fixture
-def walks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many times this process walked the desk (one entry per scan)."""
-    counted: list[int] = []
-    original = sessions.ReadSession.scan
-
-    def scan(self: sessions.ReadSession, *args: object, **kwargs: object) -> object:
-        counted.append(1)
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sessions.ReadSession, 'scan', scan)
-    return counted
-
-
-def by_watcher(call: Callable[[], object], walks: list[int]) -> object:
-    """Calls until the watcher answers without a walk; that answer (the walks after a write
-    refresh the stat cache's racy entries for a while, and a walk that changed the cache
-    cannot vouch)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        before = len(walks)
-        answer = call()
-        if len(walks) == before:
-            return answer
-        time.sleep(0.02)
-    raise AssertionError('the watcher never vouched')
-
-
-def vouched_noop(cps: Checkpoints, walks: list[int]) -> None:
-    assert by_watcher(lambda: cps.snapshot('noop'), walks) is None
-
-
-def desk_files(cps: Checkpoints) -> State:
-    """Every tracked file of the desk (that a snapshot keeps: not the oversize ones)."""
-    found = tracked(files_of(cps.desk_directory), Allowlist(TRACKED))
-    return {path: value for path, value in found.items() if len(value[1]) <= LIMIT}
-
-
-def newest_files(cps: Checkpoints) -> State:
-    """The tracked files the newest checkpoint holds."""
-    repo = cps.repository_directory
-    return version_of(repo, head_of(repo), Allowlist(TRACKED))
+def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
+    return Walks(monkeypatch)
 
 
 def rewrite_same_size(desk: Path) -> None:
@@ -191,7 +122,7 @@ CHANGES: dict[str, Callable[[Path], object]] = {
 
 @pytest.mark.parametrize('change', sorted(CHANGES))
 def test_every_change_made_just_before_a_snapshot_is_recorded(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int], change: str
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, change: str
 ) -> None:
     desk = checkpoints.desk_directory
     (desk / 'notes/link').symlink_to('day0/n0.md')
@@ -213,25 +144,25 @@ def test_every_change_made_just_before_a_snapshot_is_recorded(
 
 
 def test_a_change_seen_by_status_is_never_hidden(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     vouched_noop(checkpoints, walks)
-    before = len(walks)
+    before = walks.count
     assert checkpoints.status().clean
-    assert len(walks) == before  # answered by the watcher
+    assert walks.count == before  # answered by the watcher
     (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('changed\n')
     status = checkpoints.status()
     assert [change.path for change in status.changes] == ['notes/day0/n0.md']
 
 
 def test_an_untracked_change_keeps_the_vouch(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     vouched_noop(checkpoints, walks)
     write(checkpoints.desk_directory, 'scratch/other.md', 'not tracked\n')
-    before = len(walks)
+    before = walks.count
     assert checkpoints.snapshot('noop') is None
-    assert len(walks) == before
+    assert walks.count == before
 
 
 def plain_walk(cps: Checkpoints, runtime: Path, call: Callable[[], object]) -> object:
@@ -250,7 +181,7 @@ def plain_walk(cps: Checkpoints, runtime: Path, call: Callable[[], object]) -> o
 def test_a_vouched_answer_is_exactly_the_walks(
     checkpoints: Checkpoints,
     watcher: subprocess.Popen[str],
-    walks: list[int],
+    walks: Walks,
     runtime: Path,
     left_out: bool,
 ) -> None:
@@ -277,13 +208,13 @@ def test_a_vouched_answer_is_exactly_the_walks(
     assert isinstance(walked, SnapshotResult) and bool(walked.skipped) == left_out
     assert by_watcher(lambda: checkpoints.snapshot_with_result('noop'), walks) == walked
     walked_status = plain_walk(checkpoints, runtime, checkpoints.status)
-    before = len(walks)
+    before = walks.count
     assert checkpoints.status() == walked_status
-    assert len(walks) == before + left_out
+    assert walks.count == before + left_out
 
 
 def test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     vouched_noop(checkpoints, walks)
     stop(watcher)
@@ -294,9 +225,9 @@ def test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk(
         assert vouch.ask(name, TRACKED) is None
         assert time.monotonic() - started < 4 * vouch.TIMEOUT + 0.2
         (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('while stopped\n')
-        before = len(walks)
+        before = walks.count
         assert checkpoints.snapshot('stopped') is not None
-        assert len(walks) > before
+        assert walks.count > before
     finally:
         watcher.send_signal(signal.SIGCONT)
     watcher.kill()
@@ -307,7 +238,7 @@ def test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk(
 
 
 def test_a_stale_socket_or_a_folder_others_may_enter_is_ignored(
-    checkpoints: Checkpoints, runtime: Path, walks: list[int]
+    checkpoints: Checkpoints, runtime: Path, walks: Walks
 ) -> None:
     name = vouch.key(checkpoints.desk_directory, checkpoints.repository_directory)
     assert name is not None
@@ -324,9 +255,9 @@ def test_a_stale_socket_or_a_folder_others_may_enter_is_ignored(
         vouched_noop(checkpoints, walks)
         os.chmod(Path(path).parent, 0o755)  # another user could have made it
         assert vouch.ask(name, TRACKED) is None
-        before = len(walks)
+        before = walks.count
         assert checkpoints.snapshot('noop') is None
-        assert len(walks) > before
+        assert walks.count > before
     finally:
         process.kill()
         process.wait(15)
@@ -350,11 +281,12 @@ def test_a_socket_served_by_another_user_is_never_asked(
         'while True:\n'
         '    connection, _ = server.accept()\n'
         '    connection.recv(65536)\n'
-        '    connection.sendall(b\'{"token": 1}\\n\')\n'
+        '    connection.sendall(sys.argv[2].encode())\n'
         '    connection.close()\n'
     )
+    reply = protocol.encode(protocol.Reply(protocol.Token('foreign', 1), ())).decode()
     foreign = subprocess.Popen(
-        [sys.executable, '-c', code, path], stdout=subprocess.PIPE, text=True
+        [sys.executable, '-c', code, path, reply], stdout=subprocess.PIPE, text=True
     )
     try:
         assert foreign.stdout is not None and foreign.stdout.readline() == 'ready\n'
@@ -365,7 +297,7 @@ def test_a_socket_served_by_another_user_is_never_asked(
 
 
 def test_a_second_process_racing_the_snapshots_is_never_missed(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     """Another process writes while snapshots run; once it is done, one more snapshot and
     the newest checkpoint is the desk, after every one of its writes."""
@@ -386,7 +318,7 @@ def test_a_second_process_racing_the_snapshots_is_never_missed(
 
 
 def test_a_change_queued_behind_many_others_is_never_hidden(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     """While the watcher is stopped, thousands of untracked events, then one tracked write,
     queue up; the snapshot asked as soon as it runs again records the write (the watcher
@@ -406,25 +338,26 @@ def test_a_change_queued_behind_many_others_is_never_hidden(
 
 
 def test_a_walk_that_raced_a_change_never_makes_the_watcher_vouch(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     """A walk reports the desk clean under the token it was handed, but a tracked file changed
     after the token (the walk may have read it before): the watcher keeps no record."""
     vouched_noop(checkpoints, walks)
     with open_reading(checkpoints.desk_config) as session:
+        assert session is not None
         head = session.repo.head()
         assert head is not None
-        asked = vouched.Asked(session)
-        assert asked.token is not None
-        before = vouched.state(session, head)
+        asked = vouched.Asked.of(session)
+        assert asked is not None
+        before = asked.state(head)
         (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('during the walk\n')
-        asked.report(head, ((), 'unknown', ()), before)
+        asked.report(head, vouched.Answer((), 'unknown', ()), before)
     assert checkpoints.snapshot('after the walk') is not None
     assert newest_files(checkpoints) == desk_files(checkpoints)
 
 
 def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
-    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: list[int]
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
     """More events than the kernel queues while the watcher is stopped: the tracked write
     made last is dropped from the queue, and the overflow makes the watcher walk again."""
@@ -448,22 +381,36 @@ def test_a_change_lost_to_a_queue_overflow_is_never_hidden(
     vouched_noop(checkpoints, walks)  # the watcher starts over and vouches again
 
 
-def test_a_second_watcher_of_the_desk_answers_after_the_first_stops(
-    checkpoints: Checkpoints, walks: list[int]
+def test_a_second_watcher_of_the_desk_is_refused_and_the_next_one_serves(
+    checkpoints: Checkpoints, walks: Walks
 ) -> None:
-    """The newest watcher serves the desk; the older one, stopped, leaves its socket and
-    cookies alone."""
+    """A second watcher of a running watcher's desk is refused (naming the first's pid) and
+    disturbs nothing; once the first stops, a new one serves the desk."""
     first = start_watcher(checkpoints, quiet=0.2)
-    second = start_watcher(checkpoints, quiet=0.2)
     try:
         vouched_noop(checkpoints, walks)
+        desk, repository = str(checkpoints.desk_directory), str(checkpoints.repository_directory)
+        second = subprocess.run(
+            [sys.executable, '-c', WATCHER, repository, desk, '0.2', ','.join(TRACKED), str(LIMIT)],
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1 and f'pid {first.pid} ' in second.stderr
+        assert 'LockTimeoutError: checkpoints watch already runs on the desk' in second.stderr
+        vouched_noop(checkpoints, walks)  # the first's socket and record are its own still
         first.terminate()
         assert first.wait(15) == 0
-        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the second\n')
-        checkpoints.snapshot('a change')  # recorded by it, or captured by the second first
-        assert newest_files(checkpoints) == desk_files(checkpoints)
-        vouched_noop(checkpoints, walks)
+        (checkpoints.desk_directory / 'notes/day0/n0.md').write_text('seen by the third\n')
+        third = start_watcher(checkpoints, quiet=0.2)
+        try:
+            checkpoints.snapshot('a change')  # recorded by it, or captured by the third first
+            assert newest_files(checkpoints) == desk_files(checkpoints)
+            vouched_noop(checkpoints, walks)
+        finally:
+            third.kill()
+            third.wait(15)
     finally:
-        for process in (first, second):
-            process.kill()
-            process.wait(15)
+        first.kill()
+        first.wait(15)

@@ -10,37 +10,20 @@ the command line alike. Needs root for ``mount --bind``; skipped otherwise.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
 from helpers.cli import checkpoints
+from helpers.mounts import NEEDS_ROOT, bind_mounted
 from helpers.reading import files_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.desk.folders import DeskFolders
 from trading_checkpoints.errors import MountPointError
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, 'geteuid') or os.geteuid() != 0, reason='mount --bind needs root'
-)
-
-
-@contextmanager
-def bind_mounted(source: Path, target: Path) -> Iterator[None]:
-    done = subprocess.run(
-        ['mount', '--bind', str(source), str(target)], capture_output=True, text=True, check=False
-    )
-    if done.returncode != 0:
-        pytest.skip(f'mount --bind is not allowed here: {done.stderr.strip()}')
-    try:
-        yield
-    finally:
-        subprocess.run(['umount', str(target)], check=True)
+pytestmark = NEEDS_ROOT
 
 
 @pytest.fixture

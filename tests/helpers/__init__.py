@@ -18,6 +18,8 @@
 - ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.
+- ``watcher``: a ``checkpoints watch`` of a desk run as its own process, and the walks counted.
+- ``mounts``: bind mounts made for one test (root only).
 - ``harness``: the real Claude Code and Gemini CLI, installed from npm and run against a
   scripted model on loopback (see ``tests/harness/README.md``).
 

@@ -16,8 +16,8 @@ entered, as the walk does not enter them.
 from __future__ import annotations
 
 import ctypes
-import errno
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterator
 
@@ -41,11 +41,12 @@ Event = tuple[int, int, str]  # watch descriptor, mask, name ('' for the folder 
 
 class Unwatchable(Exception):
     """The desk cannot be watched soundly (no inotify, no ``/proc``, too many folders, a
-    filesystem other processes may write unseen, a folder on another device)."""
+    filesystem other processes may write unseen, a folder on another device). It carries no
+    message: the watch then simply vouches for nothing, and nobody is told why."""
 
 
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None)
 
 
 class Queue:
@@ -57,14 +58,13 @@ class Queue:
         self._add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         fd = libc.inotify_init1(NONBLOCK | CLOEXEC)
         if fd < 0:
-            raise Unwatchable(os.strerror(ctypes.get_errno()))
+            raise Unwatchable  # no inotify here (or no instance left)
         self.fd: int = fd
 
     def add(self, path: str | bytes, mask: int) -> int:
         wd = self._add(self.fd, os.fsencode(path), mask)
         if wd < 0:
-            number = ctypes.get_errno()
-            raise Unwatchable(f'inotify_add_watch: {errno.errorcode.get(number, number)}')
+            raise Unwatchable  # gone, or the user's limit of watches reached
         return int(wd)
 
     def read(self) -> list[Event]:
@@ -92,7 +92,7 @@ def filesystem_type(fd: int) -> int:
     libc = _libc()
     buffer = ctypes.create_string_buffer(256)
     if libc.fstatfs(fd, buffer) != 0:
-        raise Unwatchable(os.strerror(ctypes.get_errno()))
+        raise Unwatchable
     return int(struct.unpack_from('l', buffer.raw)[0])
 
 
@@ -102,21 +102,31 @@ def is_git(name: str) -> bool:
 
 class Folders:
     """The desk's watched folders on a queue: ``paths`` maps each watch to its folder
-    ('' for the desk, else '/'-separated and desk-relative).
+    ('' for the desk, else '/'-separated and desk-relative); ``linked``: the tracked files
+    with more than one name found in them when they were listed.
 
-    ``wanted(path)`` says whether a folder is tracked or above a tracked path.
+    ``wanted(path)`` says whether a folder is tracked or above a tracked path, ``tracked(path)``
+    whether a file is tracked.
     """
 
-    def __init__(self, queue: Queue, desk: str, wanted: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        queue: Queue,
+        desk: str,
+        wanted: Callable[[str], bool],
+        tracked: Callable[[str], bool],
+    ) -> None:
         self.queue = queue
         self.desk = desk
         self.wanted = wanted
+        self.tracked = tracked
         self.paths: dict[int, str] = {}
+        self.linked: set[str] = set()
         root = os.open(desk, _OPEN_FOLDER)
         try:
             info = os.fstat(root)
             if filesystem_type(root) not in LOCAL_FILESYSTEMS:
-                raise Unwatchable('the desk is on a filesystem inotify may not see all of')
+                raise Unwatchable  # other machines or daemons may write it unseen
             self.device = info.st_dev
             self._add_tree(root, '')
         finally:
@@ -145,14 +155,20 @@ class Folders:
         return fd
 
     def _add_tree(self, fd: int, folder: str) -> None:
-        """Watches the folder open as ``fd``, then lists it and does the same for each wanted
-        subfolder (one descriptor open per level)."""
+        """Watches the folder open as ``fd``, then lists it, noting its tracked files with more
+        than one name, and does the same for each wanted subfolder (one descriptor open per
+        level)."""
         if os.fstat(fd).st_dev != self.device:
-            raise Unwatchable(f'{folder!r} is another filesystem mounted in the desk')
+            raise Unwatchable  # another filesystem mounted in the desk
         wd = self.queue.add(f'/proc/self/fd/{fd}', FOLDER_MASK)
         self.paths[wd] = folder
-        for name in _subfolders(fd):
+        for entry in _listing(fd):
+            name = entry.name
             path = f'{folder}/{name}' if folder else name
+            if not _is_folder(entry):
+                if self.tracked(path) and names(entry) > 1:
+                    self.linked.add(path)
+                continue
             if is_git(name) or not self.wanted(path):
                 continue
             try:
@@ -165,11 +181,22 @@ class Folders:
                 os.close(inner)
 
 
-def _subfolders(fd: int) -> Iterator[str]:
+def _listing(fd: int) -> Iterator[os.DirEntry[str]]:
     with os.scandir(fd) as entries:
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    yield entry.name
-            except OSError:
-                continue
+        yield from entries
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def names(path: str | os.DirEntry[str]) -> int:
+    """How many names a regular file has (1 for anything else, or for what cannot be read)."""
+    try:
+        info = path.stat(follow_symlinks=False) if isinstance(path, os.DirEntry) else os.lstat(path)
+    except OSError:
+        return 1
+    return info.st_nlink if stat.S_ISREG(info.st_mode) else 1

@@ -5,9 +5,12 @@ Run by ``checkpoints watch`` beside its capture (Linux only). One inotify queue
 watcher's own (beside its socket, never in the desk). Every event that concerns a tracked path
 (a write, a metadata change, a name made, removed or moved, a folder's own removal or move)
 moves the *generation* on. A walk that found the desk equal to the newest checkpoint reports
-that (with what the snapshot answered) under the generation it was handed before it began; the
-watcher keeps the record only when the generation did not move up to the report's own cookie.
-Later, a snapshot is answered with that record only while the generation stays the same.
+that (with what the snapshot answered) under the token it was handed before it began: this
+process's random instance id and the generation then (``desk/vouchprotocol.py``); the watcher
+keeps the record only when the token is its own and the generation did not move up to the
+report's own cookie. A report made under another process's token (a watcher that ran before)
+is never kept, whatever its generation. Later, a snapshot is answered with that record only
+while the generation stays the same.
 
 Why the answer is sound (git's fsmonitor is the anchor): the kernel queues an inotify
 instance's events in the order the changes were made, the write's event before its system call
@@ -22,6 +25,15 @@ record's walks only those (``desk/narrow.py``). An event whose folder is not kno
 than :data:`MAX_TOUCHED` folders, make it say nothing but the generation (the caller walks
 everything); a folder moved makes it start over (no record).
 
+The watcher also keeps the tracked files with more than one name (``st_nlink > 1``) that it
+found when it listed their folder, or whose name it saw made: a write through a name outside
+the desk reaches no watch of the desk, so the caller compares the stat numbers of each with the
+record's (``ops/vouched.py``); beyond :data:`MAX_LINKED` of them it answers nothing.
+
+A mount or an unmount in or above the desk raises no event, yet changes which folder lies at
+a path: the watcher compares the mount table's entries for the desk before each answer with
+those when it watched its folders, and starts over when they differ.
+
 The watcher declines (the caller walks) when the queue overflowed, when a folder was moved or
 a watched filesystem unmounted, when a folder could not be watched, until a new walk reports
 again; and for good when the desk itself was removed or moved. A new folder is watched when its
@@ -31,23 +43,28 @@ generation, so the walk that follows sees what it holds.
 
 from __future__ import annotations
 
-import json
 import os
+import secrets
 import select
 import shutil
 import socket
 import threading
-from typing import Any
+import time
 
 from ..core import private
 from ..core.paths import Allowlist
 from ..desk import vouch
+from ..desk import vouchprotocol as protocol
+from ..desk.vouchprotocol import Ask, Changed, Record, Reply, Report, Token
 from . import inotify
 from .inotify import Folders, Queue, Unwatchable
 
 COOKIE_WAIT = 0.04  # seconds a request waits for its cookie's event
 # Touched folders beyond which a snapshot walks everything rather than each folder named.
 MAX_TOUCHED = 256
+# Multiply-linked tracked files beyond which the watcher answers nothing (the caller reads
+# each one's stat numbers).
+MAX_LINKED = 256
 READ_TIMEOUT = 1.0  # seconds a connection may take to send its request
 _COOKIE_MASK = inotify.CREATE | inotify.ONLYDIR | 0x02000000  # IN_DONT_FOLLOW
 
@@ -62,14 +79,15 @@ class Vouch:
     def __init__(self, desk: str, repository: str, entries: tuple[str, ...]) -> None:
         name = vouch.key(desk, repository)
         if name is None:
-            raise Unwatchable(f'{desk} is not a folder')
+            raise Unwatchable  # not a folder
         self.name = name
         self.desk = os.path.realpath(desk)
         self.entries = sorted(entries)
         self.allowlist = Allowlist(entries)
         self.changed = threading.Condition()
+        self.instance = secrets.token_hex(16)  # this process's own: see Token
         self.generation = 0
-        self.record: tuple[int, vouch.Record] | None = None
+        self.record: tuple[int, Record] | None = None
         # The folders in which a tracked entry changed since the record (None: not known,
         # the next snapshot walks everything).
         self.touched: set[str] | None = set()
@@ -86,13 +104,16 @@ class Vouch:
         self.socket_path = ''
         self.socket_identity: tuple[int, int] | None = None
         self.cookie_folder = ''
+        # The mount table's entries for the desk when the folders were watched: a mount or
+        # unmount in or above the desk raises no event, and changes which folders lie there.
+        self.mounts: list[tuple[str, str]] | None = None
 
     # -- set-up ----------------------------------------------------------------------------
 
     def start(self) -> None:
         path = vouch.socket_path(self.name, create=True)
         if path is None:
-            raise Unwatchable('no private folder for the socket')
+            raise Unwatchable  # no private folder for the socket
         self.socket_path = path
         stem = path[: -len('.sock')]
         _remove_abandoned(stem)
@@ -102,7 +123,8 @@ class Vouch:
         with self.changed:
             self._watch()
         if self.lost:
-            raise Unwatchable('the desk could not be watched')
+            self.close()
+            raise Unwatchable
         self.listener = self._listen(path)
         for target in (self._read_events, self._serve):
             thread = threading.Thread(target=target, name=f'vouch-{target.__name__}', daemon=True)
@@ -140,11 +162,12 @@ class Vouch:
             self.queue = None
         self.generation += 1
         self._forget()
+        self.mounts = vouch.desk_mounts(self.desk)
         try:
             queue = Queue()
             self.queue = queue
             self.cookie_wd = queue.add(self.cookie_folder, _COOKIE_MASK)
-            self.folders = Folders(queue, self.desk, self._wanted)
+            self.folders = Folders(queue, self.desk, self._wanted, self.allowlist.covers)
         except (Unwatchable, OSError, RecursionError):
             self.lost = True
 
@@ -224,16 +247,29 @@ class Vouch:
                 continue
             self.generation += 1
             self._touch(folder)
-            if mask & inotify.ISDIR:
-                if mask & (inotify.MOVED_FROM | inotify.MOVED_TO):
+            if not mask & inotify.ISDIR:
+                self._relink(folders, path, mask)
+            elif mask & (inotify.MOVED_FROM | inotify.MOVED_TO):
+                again = True
+            elif mask & inotify.CREATE:
+                try:
+                    folders.add(path)
+                except (Unwatchable, OSError, RecursionError):
                     again = True
-                elif mask & inotify.CREATE:
-                    try:
-                        folders.add(path)
-                    except (Unwatchable, OSError, RecursionError):
-                        again = True
         if again and not self.lost:
             self._watch()
+
+    def _relink(self, folders: Folders, path: str, mask: int) -> None:
+        """Keeps ``folders.linked`` up to date for a file named by an event: a name made (a
+        hard link made in the desk, or a file with other names moved in) is looked at, a name
+        removed or moved away is forgotten."""
+        if mask & (inotify.DELETE | inotify.MOVED_FROM):
+            folders.linked.discard(path)
+        elif mask & (inotify.CREATE | inotify.MOVED_TO):
+            if self.allowlist.covers(path) and inotify.names(os.path.join(self.desk, path)) > 1:
+                folders.linked.add(path)
+            else:
+                folders.linked.discard(path)
 
     # -- requests --------------------------------------------------------------------------
 
@@ -257,40 +293,46 @@ class Vouch:
     def _answer(self, connection: socket.socket) -> None:
         if private.peer_uid(connection) != os.getuid():
             return  # only this user's processes are answered
-        connection.settimeout(READ_TIMEOUT)
-        request = json.loads(_line(connection))
-        if not isinstance(request, dict):
-            return
-        if request.get('op') == 'ask':
-            answer = self._ask(request)
-            connection.sendall(json.dumps(answer).encode() + b'\n')
-        elif request.get('op') == 'clean':
+        line = protocol.read_line(connection, time.monotonic() + READ_TIMEOUT)
+        request = protocol.decode(line)
+        if isinstance(request, Ask):
+            reply = self._ask(request)
+            if reply is not None:  # else the connection closes unanswered: the caller walks
+                connection.sendall(protocol.encode(reply))
+        elif isinstance(request, Report):
             self._clean(request)
 
-    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.lost or sorted(request.get('entries') or ()) != self.entries:
-            return {}
-        if not self._synced():
-            return {}
+    def _ask(self, request: Ask) -> Reply | None:
+        if self.lost or sorted(request.entries) != self.entries or not self._synced():
+            return None
         with self.changed:
-            if self.lost:
-                return {}
-            answer: dict[str, Any] = {'token': self.generation}
+            self._remounted()
+            folders = self.folders
+            if self.lost or folders is None or len(folders.linked) > MAX_LINKED:
+                return None
+            token = Token(self.instance, self.generation)
+            linked = tuple(sorted(folders.linked))
             record = self.record
             if record is not None and record[0] == self.generation:
-                answer['clean'] = record[1]  # the caller checks it still holds
-            elif record is not None and self.touched is not None:
-                answer['since'] = {'record': record[1], 'folders': sorted(self.touched)}
-            return answer
+                return Reply(token, linked, clean=record[1])  # the caller checks it still holds
+            if record is not None and self.touched is not None:
+                return Reply(token, linked, changed=Changed(record[1], tuple(sorted(self.touched))))
+            return Reply(token, linked)
 
-    def _clean(self, request: dict[str, Any]) -> None:
-        token, record = request.get('token'), request.get('record')
-        if not isinstance(token, int) or not isinstance(record, dict) or not self._synced():
+    def _clean(self, report: Report) -> None:
+        if not self._synced():
             return
         with self.changed:
-            if not self.lost and token == self.generation:
+            self._remounted()
+            if not self.lost and report.token == Token(self.instance, self.generation):
                 self._forget()
-                self.record = (token, record)
+                self.record = (self.generation, report.record)
+
+    def _remounted(self) -> None:
+        """Starts over when the mount table's entries for the desk changed since the folders
+        were watched (under ``changed``): a folder may lie where another was watched."""
+        if not self.lost and vouch.desk_mounts(self.desk) != self.mounts:
+            self._watch()
 
     def _synced(self) -> bool:
         """Makes a cookie and waits until its event was read: every change made before is
@@ -329,13 +371,3 @@ def _remove_abandoned(stem: str) -> None:
                 shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
             except OSError:
                 continue
-
-
-def _line(connection: socket.socket) -> bytes:
-    data = b''
-    while not data.endswith(b'\n'):
-        chunk = connection.recv(65536)
-        if not chunk or len(data) > vouch.MAX_ANSWER:
-            raise ValueError('no whole request')
-        data += chunk
-    return data

@@ -368,20 +368,32 @@ def mounts_inside(folder_fd: int) -> frozenset[str] | None:
     the table or the folder's path cannot be read (no ``/proc``)."""
     try:
         root = os.readlink(f'/proc/self/fd/{folder_fd}')
+    except OSError:
+        return None
+    table = mount_table()
+    if table is None:
+        return None
+    prefix = root.rstrip('/') + '/'
+    inside = (point for point, _ in table if point.startswith(prefix) and point != prefix)
+    return frozenset(point[len(prefix) :] for point in inside)
+
+
+def mount_table() -> list[tuple[str, bytes]] | None:
+    """Every entry of this process's mount table: its mount point and its whole line; None
+    when the table cannot be read (no ``/proc``)."""
+    try:
         with open(MOUNT_TABLE, 'rb') as table:
             lines = table.read().split(b'\n')
     except OSError:
         return None
-    prefix = root.rstrip('/') + '/'
-    found = set()
+    found = []
     for line in lines:
         fields = line.split(b' ')
         if len(fields) < 5:
             continue
         point = os.fsdecode(_ESCAPED.sub(lambda m: bytes([int(m.group(1), 8)]), fields[4]))
-        if point.startswith(prefix) and point != prefix:
-            found.add(point[len(prefix) :])
-    return frozenset(found)
+        found.append((point, line))
+    return found
 
 
 def same_file(st: os.stat_result, key: Sequence[int]) -> bool:

@@ -2,26 +2,30 @@
 
 The watcher of a desk (``agent/vouchwatch.py``) listens on a Unix socket in the user's private
 folder, as the warm server does (``core/private.py``: a real folder of this user that nobody
-else may enter). The socket's
-name is keyed by the desk's real path, device and inode and the repository's real path, so a
-desk moved, replaced or given another repository finds no watcher. The connecting side checks
-the listening process's user (``SO_PEERCRED``) as the watcher checks its callers'.
+else may enter). The socket's name is keyed by the desk's real path, device and inode and the
+repository's real path, so a desk moved, replaced or given another repository finds no
+watcher. The connecting side checks the listening process's user (``SO_PEERCRED``) as the
+watcher checks its callers'.
 
-Two requests, one line of JSON each:
+One message each way per connection, typed and versioned in ``desk/vouchprotocol.py``:
 
-- ``ask``: the watcher makes a cookie file (in its own folder beside the socket, never in the
-  desk), waits until its own event queue delivers the cookie's event, so that every change
-  made before the request was sent has been seen, and answers with a ``token`` naming this
-  moment and, when no change to a tracked path arrived since the desk was last known clean,
-  the record of that state (``clean``: the branch head then, what the snapshot answered, what
-  it depended on). A caller whose state differs from the record walks, and reports under the
-  token. When the desk changed since the record, and the watcher knows where, the answer
-  holds instead ``since``: the record and the folders in which a tracked entry was made,
-  changed, removed or moved since (``folders``); a caller whose state is the record's walks
-  only those (``desk/narrow.py``).
-- ``clean``: a walk that began after a ``token`` was given found the desk equal to the newest
-  checkpoint; the watcher keeps the record only when no change arrived between the token and
-  the report's own cookie.
+- :func:`ask`: the watcher makes a cookie file (in its own folder beside the socket, never in
+  the desk), waits until its own event queue delivers the cookie's event, so that every change
+  made before the question was sent has been seen, and replies with a token naming this moment
+  and, when no change to a tracked path arrived since the desk was last known clean, the
+  record of that state (``clean``). When the desk changed since the record, and the watcher
+  knows where, the reply holds instead that record and the folders in which a tracked entry
+  was made, changed, removed or moved since (``changed``); a caller whose state is the
+  record's walks only those (``desk/narrow.py``).
+- :func:`report`: a walk that began after a token was given found the desk equal to the newest
+  checkpoint; the watcher keeps the record only when the token is its own and no change
+  arrived between the token and the report's own cookie.
+
+What the watcher cannot see, the caller reads itself into the record's state and compares:
+:func:`mounts` (the mount table's entries for the desk; none is used when something is mounted
+inside the desk) and the stat numbers of the multiply-linked files the watcher names. The
+watcher itself starts over when the desk's entries changed (:func:`desk_mounts`): a folder
+unmounted inside the desk uncovers a folder it never watched.
 
 Every failure (no folder, no socket, a refused connection, another user, no answer within
 :data:`TIMEOUT`, an answer that does not parse) is None: the caller walks.
@@ -34,17 +38,18 @@ import stat
 import sys
 import time
 import zlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from ..core import private
+from .folders import mount_table
+from .vouchprotocol import Ask, Record, Reply, Report, Token, decode, encode, read_line
 
 if TYPE_CHECKING:
     import socket
 
 TIMEOUT = 0.05  # seconds for the whole exchange
-MAX_ANSWER = 1 << 22
-
-Record = dict[str, Any]
 
 
 def key(desk: str | os.PathLike[str], repository: str | os.PathLike[str]) -> str | None:
@@ -67,66 +72,87 @@ def socket_path(name: str, create: bool = False) -> str | None:
     return private.socket_path(f'watch-{name}.sock', create)
 
 
-def ask(name: str, entries: tuple[str, ...]) -> Record | None:
-    """The watcher's answer for the tracked paths ``entries``: ``{'token': n}``, with
-    ``'clean': record`` when the desk is as the record found it, or ``'since': {'record':
-    record, 'folders': [...]}`` when it knows where it changed since; None when there is no
-    watcher or any doubt."""
-    answer = _exchange(name, {'op': 'ask', 'entries': list(entries)}, wait=True)
-    if not isinstance(answer, dict):
-        return None
-    if not isinstance(answer.get('token'), int):
-        return None
-    for field in ('clean', 'since'):
-        if field in answer and not isinstance(answer[field], dict):
+def ask(name: str, entries: tuple[str, ...]) -> Reply | None:
+    """The watcher's reply for the tracked paths ``entries`` (see the module notes); None when
+    there is no watcher or any doubt."""
+    with _connection(name) as connection:
+        if connection is None:
             return None
-    return answer
+        try:
+            connection.sendall(encode(Ask(tuple(entries))))
+            reply = decode(read_line(connection, time.monotonic() + TIMEOUT))
+        except (OSError, ValueError):
+            return None
+    return reply if isinstance(reply, Reply) else None
 
 
-def report(name: str, token: int, record: Record) -> None:
-    """Tells the watcher that a walk begun after ``token`` found the desk clean (see the module
-    notes); nothing is awaited."""
-    _exchange(name, {'op': 'clean', 'token': token, 'record': record}, wait=False)
+def report(name: str, token: Token, record: Record) -> None:
+    """Tells the watcher that a walk begun after ``token`` found the desk as ``record`` says
+    (see the module notes); nothing is awaited."""
+    with _connection(name) as connection:
+        if connection is not None:
+            try:
+                connection.sendall(encode(Report(token, record)))
+            except OSError:
+                pass
 
 
-def _exchange(name: str, request: Record, *, wait: bool) -> object:
-    if not sys.platform.startswith('linux'):
-        return None  # the watcher's record needs inotify
-    path = socket_path(name)
-    if path is None or not _is_socket(path):
-        return None  # no watcher: nothing more is imported or opened
-    import json
+def mounts(desk: str) -> tuple[str, ...] | None:
+    """The mount table's lines for the desk's real path ``desk`` and each folder above it, in
+    the table's order; None when there is no table or something is mounted inside the desk
+    (what is mounted there is not the folder the watcher watches)."""
+    found = desk_mounts(desk)
+    inside = desk.rstrip('/') + '/'
+    if found is None or any(point.startswith(inside) for point, _ in found):
+        return None
+    return tuple(line for _, line in found)
+
+
+def desk_mounts(desk: str) -> list[tuple[str, str]] | None:
+    """The mount table's entries (mount point, line) for the desk's real path ``desk``, each
+    folder above it and everything mounted inside it, in the table's order; None when there is
+    no table."""
+    table = mount_table()
+    if table is None:
+        return None
+    inside = desk.rstrip('/') + '/'
+    return [
+        (point, os.fsdecode(line))
+        for point, line in table
+        if point.startswith(inside) or inside.startswith(point.rstrip('/') + '/')
+    ]
+
+
+@contextmanager
+def _connection(name: str) -> Iterator[socket.socket | None]:
+    """A connection to the watcher keyed ``name``, closed after the block; None when there is
+    none (no Linux, no private folder, no socket, nobody of this user listening)."""
+    connection = None
+    if sys.platform.startswith('linux'):  # the watcher's record needs inotify
+        path = socket_path(name)
+        if path is not None and _is_socket(path):  # else nothing is opened
+            connection = _connect(path)
+    try:
+        yield connection
+    finally:
+        if connection is not None:
+            connection.close()
+
+
+def _connect(path: str) -> socket.socket | None:
+    """A connection to the socket at ``path`` whose listener is this user's, else None."""
     import socket
 
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.settimeout(TIMEOUT)
         connection.connect(path)
-        if private.peer_uid(connection) != os.getuid():
-            return None
-        connection.sendall(json.dumps(request).encode() + b'\n')
-        if not wait:
-            return None
-        return json.loads(_line(connection, time.monotonic() + TIMEOUT))
-    except (OSError, ValueError):
-        return None
-    finally:
-        connection.close()
-
-
-def _line(connection: socket.socket, deadline: float) -> bytes:
-    """One line from the connection, given by ``deadline`` (else ``TimeoutError``)."""
-    data = b''
-    while not data.endswith(b'\n'):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError('no answer in time')
-        connection.settimeout(left)
-        chunk = connection.recv(65536)
-        if not chunk or len(data) > MAX_ANSWER:
-            raise ValueError('no whole answer')
-        data += chunk
-    return data
+        if private.peer_uid(connection) == os.getuid():
+            return connection
+    except OSError:
+        pass
+    connection.close()
+    return None
 
 
 def _is_socket(path: str) -> bool:

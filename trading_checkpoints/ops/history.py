@@ -15,6 +15,7 @@ from ..core.ids import short_id
 from ..core.paths import Allowlist, path_problem
 from ..core.trees import SYMLINK_MODE, TREE_MODE, FileEntry
 from ..desk import safety, statcache
+from ..desk.narrow import Since
 from ..desk.scan import LazyFiles, Scan
 from ..desk.state import DeskState
 from ..errors import BadPathError, NotInCheckpointError
@@ -344,40 +345,47 @@ def status(session: ReadSession) -> Status:
     from . import external, storageuse, vouched
 
     repo = session.repo
-    asked = before = since = None
     first = repo.head()
-    if first is not None:  # a running watcher may know the desk is the newest checkpoint
-        asked = vouched.Asked(session)
-        known_answer = asked.answer(first)
-        if known_answer is not None and not known_answer[2]:
-            ours, basis, _ = known_answer
-            return Status(short_id(first), (), ours, basis, (), storageuse.measure(session))
-        before = asked.state(first)
-        since = asked.since(first)  # or where it changed since: only that is walked
-    result, cache = session.scan(since=since)
-    head = repo.head()
-    skipped = tuple(result.skipped)
-    if head is None:
-        return Status(None, compare({}, result.files), (), external.NONE, skipped)
-    newest_tree = repo.commit_info(head).tree
-    known = session.known_tree(result, cache)
-    if known is not None and known == newest_tree and not result.skipped:
-        changes: tuple[FileChange, ...] = ()  # the desk is the newest checkpoint: no tree read
-    else:
-        newest, _ = session.flatten(newest_tree)
-        changes = compare(newest, result.files)
-    attribution = external.attribute(session, LazyFiles(result), known)
-    if asked is not None and before is not None and head == first and not changes:
+
+    def walk(since: Since | None) -> vouched.Walked[Status]:
+        result, cache = session.scan(since=since)
+        head = repo.head()
+        skipped = tuple(result.skipped)
+        if head is None:
+            return vouched.Walked(
+                Status(None, compare({}, result.files), (), external.NONE, skipped), None
+            )
+        newest_tree = repo.commit_info(head).tree
+        known = session.known_tree(result, cache)
+        if known is not None and known == newest_tree and not result.skipped:
+            changes: tuple[FileChange, ...] = ()  # the desk is the newest checkpoint: no tree read
+        else:
+            newest, _ = session.flatten(newest_tree)
+            changes = compare(newest, result.files)
+        attribution = external.attribute(session, LazyFiles(result), known)
+        found = Status(
+            short_id(head),
+            changes,
+            attribution.external,
+            attribution.basis,
+            skipped,
+            storageuse.measure(session),
+        )
         # The desk is the newest checkpoint: what a no-op snapshot would find too.
-        asked.report(head, (attribution.external, attribution.basis, skipped), before)
-    return Status(
-        short_id(head),
-        changes,
-        attribution.external,
-        attribution.basis,
-        skipped,
-        storageuse.measure(session),
-    )
+        clean = head == first and not changes
+        answer = vouched.Answer(attribution.external, attribution.basis, skipped)
+        return vouched.Walked(found, answer if clean else None)
+
+    if first is None:
+        return walk(None).found
+    # A running watcher may know the desk is the newest checkpoint (with no file left out,
+    # which a status lists), or where it changed since: only that is walked.
+    looked = vouched.look(session, first, walk, accept=lambda known: not known.skipped)
+    if looked.known is not None:
+        ours, basis = looked.known.external, looked.known.basis
+        return Status(short_id(first), (), ours, basis, (), storageuse.measure(session))
+    assert looked.walked is not None
+    return looked.walked.found
 
 
 def unrecorded_status(config: DeskConfig) -> Status:

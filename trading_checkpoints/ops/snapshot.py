@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..core.ids import ShortId, short_id
+from ..desk.narrow import Since
 from ..desk.scan import LazyFiles, Scan
 from ..desk.statcache import StatCache
 from ..errors import CheckpointError, CorruptRepositoryError
@@ -80,41 +81,51 @@ def look(config: DeskConfig, message: str, announce: bool = True) -> Look | None
             head = repo.head()
             if head is None:
                 return None
-            asked = vouched.Asked(session)
-            known = asked.answer(head)
-            quiet = not announce or external.announcement(repo, message) is None
-            if known is not None and quiet:
+
+            def walk(since: Since | None) -> vouched.Walked[Look]:
+                nonlocal scanning
+                scanning = True
+                # Reads only (fresh blobs stay in memory); only what changed since the
+                # watcher's record, when it knows that.
+                result, cache = session.scan(since=since)
+                scanning = False
+                found = Look(None, (result, cache), head, _setup(session))
+                if not (_nothing_to_commit(result, cache, head) and not result.refreshed):
+                    return vouched.Walked(found, None)
+                attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
+                skipped = tuple(result.skipped)
+                answer = vouched.Answer(attribution.external, attribution.basis, skipped)
+                return vouched.Walked(found, answer)
+
+            # A no-op that is to announce the write its message declares is never answered
+            # by the watcher: the announcement is written under the lock.
+            def quiet(_: vouched.Answer) -> bool:
+                return not announce or external.announcement(repo, message) is None
+
+            looked = vouched.look(session, head, walk, accept=quiet)
+            if looked.known is not None:
                 if _moved(repo, head):
                     return None
-                answer = SnapshotResult(None, known[0], known[1], known[2])
+                answer = SnapshotResult(None, *_fields(looked.known))
                 return Look(answer, None, head, _setup(session))
-            before = asked.state(head)
-            scanning = True
-            # Reads only (fresh blobs stay in memory); only what changed since the watcher's
-            # record, when it knows that.
-            result, cache = session.scan(since=asked.since(head))
-            scanning = False
-            found = Look(None, (result, cache), head, _setup(session), asked)
-            if not (_nothing_to_commit(result, cache, head) and not result.refreshed):
-                return found
-            attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
-            skipped = tuple(result.skipped)
-            asked.report(head, (attribution.external, attribution.basis, skipped), before)
-            if announce and external.announcement(repo, message) is not None:
-                return found  # the announcement is written under the lock
+            assert looked.walked is not None
+            found, clean = looked.walked.found, looked.walked.clean
+            found.asked = looked.asked
+            if clean is None or not quiet(clean):
+                return found  # committed, or the announcement written, under the lock
             if _moved(repo, head):
                 return None  # a restore, a snapshot, a seal or a config write ran meanwhile
-            found.answer = SnapshotResult(
-                checkpoint_id=None,
-                external=attribution.external,
-                basis=attribution.basis,
-                skipped=skipped,
-            )
+            found.answer = SnapshotResult(None, *_fields(clean))
             return found
     except CheckpointError as error:
         if scanning and not isinstance(error, CorruptRepositoryError):
             raise  # the desk's errors are the same under the lock, which changes nothing first
         return None  # the repository's are met again under the lock, or were passing
+
+
+def _fields(answer: vouched.Answer) -> tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]:
+    """A no-op snapshot's answer as :class:`SnapshotResult`'s fields after the id."""
+    return answer.external, answer.basis, tuple(answer.skipped)
 
 
 def _moved(repo: ShadowRepo, head: bytes) -> bool:
@@ -255,8 +266,8 @@ def _report_commit(
     if result.carried or cache.commit != sha or '' not in cache.trees:
         return
     attribution = external.attribute(session, LazyFiles(result), cache.trees[''])
-    answer = (attribution.external, attribution.basis, tuple(result.skipped))
-    asked.report_commit(session, sha, answer)
+    answer = vouched.Answer(attribution.external, attribution.basis, tuple(result.skipped))
+    asked.report_commit(session, sha, answer, result)
 
 
 def _setup(session: ReadSession) -> tuple[object, ...]:

@@ -1,153 +1,203 @@
 """A no-op snapshot or a clean status answered by a running ``checkpoints watch``, without a walk.
 
 The watcher (``agent/vouchwatch.py``, asked through ``desk/vouch.py``) keeps a record made by
-the last walk that found the desk equal to the newest checkpoint: that walk's answer
-(``external``, ``basis``, ``skipped``) and everything the answer depended on besides the desk
-(:func:`state`: the branch head, the seal, the repository's config, the stat cache file, the
-tracked paths, the size limit and the desk). It hands the record back only while no change to a
-tracked path reached it since, every change made before the question included. The record
-serves when the state read now is the same; then the walk would find the desk unchanged and
-give the same answer (nothing it reads differs), and that answer is given.
+the last walk that found the desk equal to the newest checkpoint: that walk's answer and
+everything the answer depended on besides the desk's files (:func:`state`: the branch head,
+the seal, the repository's config, the stat cache file, the tracked paths, the size limit, the
+desk, the mount table's entries for the desk, and the stat numbers of the multiply-linked
+tracked files, whose writes through a name outside the desk reach no watcher). It hands the
+record back only while no change to a tracked path reached it since, every change made before
+the question included. The record serves when the state read now is the same; then the walk
+would find the desk unchanged and give the same answer (nothing it reads differs), and that
+answer is given. Nothing serves while something is mounted inside the desk.
 
 When a tracked path changed since the record and the watcher knows in which folders, and
 the state read now is still the record's (the stat cache above all: it is the one the clean
-walk found the desk equal to), a scan walks only those folders (:meth:`Asked.since`,
-``desk/narrow.py``) and takes the rest from the stat cache.
+walk found the desk equal to), a scan walks only those folders (``desk/narrow.py``) and takes
+the rest from the stat cache.
 
-With every answer the watcher hands out a token; a walk made after it that finds the desk
-clean reports the record under that token (:meth:`Asked.report`), and so does a snapshot that
-committed what such a walk found (:meth:`Asked.report_commit`). No watcher, or any doubt: a
-plain walk, and nothing else differs.
+:func:`look` runs that sequence for a snapshot and for ``status``: ask, take the answer or
+walk, report a clean walk under the token the watcher handed out before it began. A snapshot
+that committed what such a walk found reports the commit under the lock
+(:meth:`Asked.report_commit`). No watcher, or any doubt: a plain walk, and nothing else
+differs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from ..desk import statcache, vouch
+from ..desk.folders import DeskFolders
 from ..desk.narrow import Since
+from ..desk.scan import Scan
+from ..desk.statcache import StatKey
+from ..desk.vouchprotocol import Answer, Record, Reply, State
+from ..errors import CheckpointError
 from ..store.config import read_bytes
-from ..store.repo import ShadowRepo
 from . import external, journal
-from .session import ReadSession
+from .session import LockedSession, ReadSession
 
-Answer = tuple[tuple[str, ...], str, tuple[tuple[str, str], ...]]  # external, basis, skipped
+T = TypeVar('T')
+
+
+@dataclass(frozen=True)
+class Walked(Generic[T]):
+    """What a walk found (``found``), and what a no-op snapshot answers when the walk found the
+    desk equal to the head it was given (``clean``; None otherwise)."""
+
+    found: T
+    clean: Answer | None
+
+
+@dataclass(frozen=True)
+class Looked(Generic[T]):
+    """What :func:`look` gave: the watcher's answer (``known``, no walk made) or the walk's
+    (``walked``, with the watcher asked before it, to report a commit to; None: there is
+    none)."""
+
+    known: Answer | None
+    walked: Walked[T] | None
+    asked: Asked | None
+
+
+def look(
+    session: ReadSession,
+    head: bytes,
+    walk: Callable[[Since | None], Walked[T]],
+    *,
+    accept: Callable[[Answer], bool],
+) -> Looked[T]:
+    """The desk's watcher's answer for ``head``, when its record serves and ``accept`` takes
+    the answer; else the walk's (``walk`` is given what changed since the record, when the
+    watcher knows it, to walk only that), reported to the watcher when it found the desk clean.
+    """
+    asked = Asked.of(session)
+    if asked is None:
+        return Looked(None, walk(None), None)
+    before = asked.state(head)
+    known = asked.answer(head, before)
+    if known is not None and accept(known):
+        return Looked(known, None, None)  # nothing is committed: nothing to report
+    walked = walk(asked.since(head, before))
+    if walked.clean is not None:
+        asked.report(head, walked.clean, before)
+    return Looked(None, walked, asked)
 
 
 class Asked:
-    """What the watcher answered one snapshot or status (nothing when there is no watcher)."""
+    """What the desk's watcher replied to one snapshot or status."""
 
-    def __init__(self, session: ReadSession) -> None:
+    def __init__(self, session: ReadSession, name: str, reply: Reply) -> None:
         self.session = session
+        self.name = name
+        self.reply = reply
+
+    @classmethod
+    def of(cls, session: ReadSession) -> Asked | None:
+        """The watcher's reply, None when there is no watcher (or any doubt)."""
         config = session.config
-        self.name = vouch.key(config.desk, config.repository)
-        answer = None if self.name is None else vouch.ask(self.name, session.allowlist.entries)
-        answer = answer or {}
-        self.record: dict[str, Any] | None = answer.get('clean')
-        self.token: int | None = answer.get('token')
-        self.changed: dict[str, Any] | None = answer.get('since')
+        name = vouch.key(config.desk, config.repository)
+        if name is None:
+            return None
+        reply = vouch.ask(name, session.allowlist.entries)
+        return None if reply is None else cls(session, name, reply)
 
-    def answer(self, head: bytes) -> Answer | None:
+    def answer(self, head: bytes, now: State) -> Answer | None:
         """The answer the walk would give, when the watcher's record serves (see the module
-        notes), else None."""
-        record = self.record
-        repo = self.session.repo
-        if record is None or record.get('state') != state(self.session, head):
-            return None
-        if journal.pending(repo.path) or repo.read_head_again() != head:
-            return None  # a restore began, or the branch moved, since the watcher answered
-        try:
-            found = record['answer']
-            return (
-                tuple(str(path) for path in found['external']),
-                str(found['basis']),
-                tuple((str(path), str(why)) for path, why in found['skipped']),
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
+        notes), else None; ``now``: the :meth:`state` read after the reply."""
+        record = self.reply.clean
+        return None if record is None or not self._holds(record, head, now) else record.answer
 
-    def since(self, head: bytes) -> Since | None:
+    def since(self, head: bytes, now: State) -> Since | None:
         """What changed since the record, when the watcher knows it and everything else the
-        record's walk depended on is as it was (see the module notes), else None."""
-        changed = self.changed
-        if changed is None:
+        record's walk depended on is as it was (see the module notes), else None; ``now``: the
+        :meth:`state` read after the reply."""
+        changed = self.reply.changed
+        if changed is None or not self._holds(changed.record, head, now):
             return None
-        record = changed.get('record')
-        if not isinstance(record, dict) or record.get('state') != state(self.session, head):
-            return None
-        if journal.pending(self.session.repo.path) or self.session.repo.read_head_again() != head:
-            return None
-        try:
-            touched = frozenset(_texts(changed['folders']))
-            skipped = tuple((str(path), str(why)) for path, why in record['answer']['skipped'])
-        except (KeyError, TypeError, ValueError):
-            return None
-        return Since(touched, skipped)
+        return Since(frozenset(changed.folders), changed.record.answer.skipped)
 
-    def state(self, head: bytes) -> dict[str, Any] | None:
-        """The :func:`state` before a walk, when there is a watcher to report to."""
-        return None if self.token is None else state(self.session, head)
+    def state(self, head: bytes) -> State:
+        """The :func:`state` now, with the multiply-linked files the watcher named."""
+        return state(self.session, head, self.reply.linked)
 
-    def report(self, head: bytes, answer: Answer, before: dict[str, Any] | None) -> None:
+    def report(self, head: bytes, answer: Answer, before: State) -> None:
         """A walk made after the token found the desk equal to ``head`` and gave ``answer``;
         ``before``: the :func:`state` read before the walk. Unless that state moved meanwhile,
         the watcher keeps the record, when no change reached it since the token."""
-        if self.name is None or self.token is None or before is None:
-            return
-        now = state(self.session, head)
+        now = self.state(head)
         if now != before or self.session.repo.read_head_again() != head:
             return
         self._send(now, answer)
 
-    def report_commit(self, session: ReadSession, head: bytes, answer: Answer) -> None:
-        """A scan made after the token was committed as ``head``, ``session`` holding the lock
-        (which holds still what :func:`state` reads); ``answer``: what a no-op snapshot would
-        answer now. The watcher keeps the record when no change reached it since the token."""
-        if self.name is None or self.token is None:
+    def report_commit(
+        self, session: LockedSession, head: bytes, answer: Answer, scanned: Scan
+    ) -> None:
+        """``scanned``, a scan made after the token, was committed as ``head``; ``session``
+        holds the lock, which holds still what :func:`state` reads of the repository (the
+        multiply-linked files are compared with what the scan found). ``answer``: what a no-op
+        snapshot would answer now. The watcher keeps the record when no change reached it
+        since the token."""
+        now = state(session, head, self.reply.linked)
+        if all(key == scanned.key(path) for path, key in now.linked):
+            self._send(now, answer)
+
+    def _send(self, now: State, answer: Answer) -> None:
+        """Hands the watcher the record, unless nothing may serve (a mount inside the desk) or
+        a multiply-linked file changed too recently for its stat numbers to show a write in
+        the same clock tick."""
+        if now.mounts is None:
             return
-        self._send(state(session, head), answer)
+        moment = time.time_ns()
+        if any(key is not None and statcache.is_racy(key, moment) for _, key in now.linked):
+            return
+        vouch.report(self.name, self.reply.token, Record(now, answer))
 
-    def _send(self, now: dict[str, Any], answer: Answer) -> None:
-        """Hands the watcher the record: the state the answer depended on, and the answer."""
-        assert self.name is not None and self.token is not None
-        external_paths, basis, skipped = answer
-        record = {
-            'state': now,
-            'answer': {
-                'external': list(external_paths),
-                'basis': basis,
-                'skipped': [list(item) for item in skipped],
-            },
-        }
-        vouch.report(self.name, self.token, record)
+    def _holds(self, record: Record, head: bytes, now: State) -> bool:
+        """Whether the record's state is the state ``now``, with no restore begun and the
+        branch not moved since the watcher replied."""
+        if now.mounts is None or record.state != now:
+            return False
+        repo = self.session.repo
+        return not journal.pending(repo.path) and repo.read_head_again() == head
 
 
-def state(session: ReadSession, head: bytes) -> dict[str, Any]:
-    """What a no-op's answer depends on besides the desk's files, as it is on disk now."""
-    repo: ShadowRepo = session.repo
+def state(session: ReadSession, head: bytes, linked: tuple[str, ...]) -> State:
+    """What a no-op's answer depends on besides the desk's files, as it is on disk now;
+    ``linked``: the multiply-linked tracked files the watcher named."""
+    repo = session.repo
+    desk = session.desk
     seal = repo.read_ref_again(external.SEAL_REF)
-    return {
-        'head': head.decode('ascii'),
-        'seal': None if seal is None else seal.decode('ascii'),
-        'config': hashlib.sha1(read_bytes(repo.path)).hexdigest(),
-        'cache': _identity(str(statcache.file_in(repo.path))),
-        'entries': list(session.allowlist.entries),
-        'limit': session.desk.max_file_size,
-        'desk': os.fsdecode(session.desk.context),
-    }
+    return State(
+        head=head.decode('ascii'),
+        seal=None if seal is None else seal.decode('ascii'),
+        config=hashlib.sha1(read_bytes(repo.path)).hexdigest(),
+        cache=_identity(str(statcache.file_in(repo.path))),
+        entries=session.allowlist.entries,
+        limit=desk.max_file_size,
+        desk=os.fsdecode(desk.context),
+        mounts=vouch.mounts(os.path.realpath(desk.path)),
+        linked=tuple((path, _stat_key(desk.folders, path)) for path in linked),
+    )
 
 
-def _texts(items: object) -> list[str]:
-    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-        raise ValueError('not a list of paths')
-    return items
+def _stat_key(folders: DeskFolders, path: str) -> StatKey | None:
+    try:
+        found = folders.lstat(path)
+    except CheckpointError:
+        return None
+    return None if found is None else statcache.stat_key(found)
 
 
-def _identity(path: str) -> list[int] | None:
+def _identity(path: str) -> tuple[int, int, int, int, int] | None:
     try:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
