@@ -26,12 +26,12 @@ from helpers.hookrun import event as hook_event
 from helpers.processes import environment, lock_holder
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.core import installation
 from trading_checkpoints.warm import address
 
-CLIENT = (
-    'import sys; sys.argv[0] = "checkpoints"; '
-    'from trading_checkpoints.warm.client import main; main()'
-)
+# The console script as pip installs it: a script file (its folder first on the import path,
+# never the current folder, which would keep the command off the server).
+CLIENT = [sys.executable, str(ROOT / 'bin' / 'checkpoints')]
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def run(
 ) -> subprocess.CompletedProcess[bytes]:
     """``checkpoints ARGS`` through the console script's entry point (stdin not a terminal)."""
     return subprocess.run(
-        [sys.executable, '-c', CLIENT, *args],
+        [*CLIENT, *args],
         cwd=cwd,
         env=client_env(runtime, **extra),
         input=stdin,
@@ -73,7 +73,7 @@ def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[byte
     stdin a pipe left open: the hook reads its event until the end of it, so the command
     blocks there until the test writes or closes it."""
     return subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
+        [*CLIENT, 'hook', '--harness', 'claude'],
         cwd=cwd,
         env=client_env(runtime, **extra),
         stdin=subprocess.PIPE,
@@ -83,14 +83,15 @@ def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[byte
 
 
 def server_pid(runtime: Path, timeout: float = 60) -> int:
-    """The pid of the server for this checkout, once it listens."""
+    """The pid of the server for this checkout, once it listens (a killed server's lock file
+    keeps its pid until the next server takes the lock)."""
     deadline = time.monotonic() + timeout
     folder = runtime / address.FOLDER_NAME
     while time.monotonic() < deadline:
         for sock in folder.glob('server-*.sock'):
             lock = Path(f'{sock}.lock')
             text = lock.read_text().strip() if lock.exists() else ''
-            if text:
+            if text and not gone(int(text), timeout=0):
                 return int(text)
         time.sleep(0.05)
     raise AssertionError(f'no server started in {folder}')
@@ -285,8 +286,9 @@ def test_ctrl_c_reaches_the_served_command(tmp_path: Path, runtime: Path) -> Non
 
 
 def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, runtime: Path) -> None:
-    """Once the child took the command, a client whose server dies says so and exits 1: it
-    never runs the command again itself (it may have written half of what it meant to)."""
+    """Once the child took the command, a client whose server dies (and its child, so that no
+    one can say how the command ended) says so and exits 1: it never runs the command again
+    itself (it may have written half of what it meant to)."""
     desk = workspace_with_history(tmp_path)
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
@@ -297,6 +299,8 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
             time.sleep(0.02)
         [child] = serving(server)
         assert forwarding(client.pid) and reading_stdin(child)
+        os.kill(server, signal.SIGKILL)
+        assert gone(server)
         os.kill(child, signal.SIGKILL)
         _, err = client.communicate(timeout=60)
     finally:
@@ -400,10 +404,11 @@ def test_changed_code_is_served_by_a_server_of_its_own(tmp_path: Path) -> None:
     (package / 'sub').mkdir(parents=True)
     (package / 'a.py').write_text('x = 1\n')
     (package / 'sub' / 'b.py').write_text('y = 1\n')
-    before = address.fingerprint(str(package))
-    assert address.fingerprint(str(package)) == before
+    files = [str(package / 'a.py'), str(package / 'sub' / 'b.py')]
+    before = installation.fingerprint(files)
+    assert installation.fingerprint(files) == before
     (package / 'sub' / 'b.py').write_text('y = 22\n')
-    assert address.fingerprint(str(package)) != before
+    assert installation.fingerprint(files) != before
 
 
 def test_hook_events_served_record_what_they_record_in_process(
@@ -468,7 +473,7 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     holder = lock_holder(repository, 3)
     try:
         client = subprocess.Popen(
-            [sys.executable, '-c', CLIENT, 'snapshot', '-m', 'behind a restore'],
+            [*CLIENT, 'snapshot', '-m', 'behind a restore'],
             cwd=desk,
             env=client_env(runtime),
             stdin=subprocess.PIPE,  # not /dev/null, which would hide the child (``serving``)
@@ -524,28 +529,37 @@ def stopped(pid: int, timeout: float = 30) -> bool:
     return False
 
 
-def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runtime: Path) -> None:
+def test_ctrl_c_as_the_child_answers_runs_nothing(tmp_path: Path, runtime: Path) -> None:
     """SIGINT that reaches the client after the child has answered ``pid N`` but before the
-    client read it: the command started, so the client must forward the signal, never leave
-    the command running on its own. The two processes are held with SIGSTOP so the signal lands
-    exactly there: the waiting child until the client waits for its answer, then the client
-    until the child's command reads its stdin."""
+    client read it: the client has not said ``go``, so the command has not started and never
+    does; the client ends as the signal makes it end without a server, and the child, reading
+    no ``go``, ends without running anything (no checkpoint, though the hook event on its stdin
+    is a write's and the desk has changed). The two processes are held with SIGSTOP so the
+    signal lands exactly there: the waiting child until the client waits for its answer, then
+    the client until the child waits for ``go``."""
     desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    repository = workspace / '.checkpoints' / 'main.git'
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
     ahead = waiting(server)
+    before = len(Checkpoints(repository, desk).list(None))
     os.kill(ahead, signal.SIGSTOP)
-    client = hook_client(runtime, desk)
+    client = hook_client(runtime, workspace)
+    assert client.stdin is not None
+    client.stdin.write(hook_event('claude_pre_tool_use_write.json', workspace))
+    client.stdin.close()
+    client.stdin = None  # all of the event written: the command, if it ran, would read it all
     try:
         assert stopped(ahead)
         assert receiving(client.pid), 'the client sent its command and waits for the answer'
         os.kill(client.pid, signal.SIGSTOP)
         assert stopped(client.pid)
         os.kill(ahead, signal.SIGCONT)
-        assert reading_stdin(ahead), 'the child answered and runs the command'
+        assert receiving(ahead), 'the child answered and waits for go'
         client.send_signal(signal.SIGINT)
         os.kill(client.pid, signal.SIGCONT)
-        assert gone(ahead, timeout=20), 'the command was interrupted, not left running'
+        assert gone(ahead, timeout=20), 'the child ended without its go'
         client.wait(timeout=60)
         _, err = client.communicate(timeout=60)
     finally:
@@ -559,7 +573,9 @@ def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runt
         client.communicate()
         if not gone(ahead, timeout=0):
             os.kill(ahead, signal.SIGKILL)
-    assert (client.returncode, err) == (130, b'checkpoints hook: interrupted\n')
+    assert client.returncode == -signal.SIGINT
+    assert err.decode().rstrip().endswith('KeyboardInterrupt'), err
+    assert len(Checkpoints(repository, desk).list(None)) == before, 'nothing ran'
 
 
 def test_ctrl_c_before_any_child_answers_runs_nothing(tmp_path: Path, runtime: Path) -> None:
@@ -607,7 +623,7 @@ def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime
     first = waiting(server)
     here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
     client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'list'],
+        [*CLIENT, 'list'],
         cwd=desk,
         env=client_env(runtime),
         stdin=subprocess.PIPE,
@@ -620,7 +636,7 @@ def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime
         ahead = waiting(server)  # forked when the parent heard of the client: its wait began
         os.kill(ahead, signal.SIGSTOP)
         client = subprocess.Popen(
-            [sys.executable, '-c', CLIENT, 'list'],
+            [*CLIENT, 'list'],
             cwd=desk,
             env=client_env(runtime),
             stdin=subprocess.PIPE,
@@ -661,7 +677,7 @@ def test_a_server_stopped_as_its_child_takes_a_client_keeps_no_one_waiting(
         os.kill(server, signal.SIGTERM)
         os.kill(server, signal.SIGCONT)
         second = subprocess.run(
-            [sys.executable, '-c', CLIENT, 'list'],
+            [*CLIENT, 'list'],
             cwd=desk,
             env=client_env(runtime),
             input=b'',

@@ -1,0 +1,225 @@
+"""One served command: the server's child becomes its client, runs the command, and ends as the
+client's own process would have.
+
+The child that took a connection (``server.py``):
+
+1. receives the request and the client's standard streams (``wire.py``);
+2. refuses (``no REASON``, and the client runs the command itself) unless it can be the client
+   (``context.py``: the same namespaces, root, credentials, control groups; the client's
+   folder, umask, signals and resource limits taken);
+3. takes the client's environment (the server's own cleared first) with what a new process
+   derives from it at its start (the time zone, ``time.tzset``; the character type locale),
+   and the client's streams, set up as the client's Python set up its own;
+4. answers ``pid N`` and waits for ``go``; a client that gave up closes the connection
+   instead, and the child runs nothing;
+5. from ``go`` on, ends at once (SIGKILL, sent by the kernel) if the client's end of the
+   connection closes: a client killed mid-command leaves no command running without it, as
+   killing an in-process command would;
+6. runs the command, then ends as the interpreter ends a process: threads joined, ``atexit``
+   handlers run, the streams flushed (status 120 when stdout cannot be), an uncaught
+   ``KeyboardInterrupt`` printed and ended by SIGINT; it answers ``exit N`` (a signal that
+   ends it is reported to the client by the server, which sees it end).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import locale
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+import traceback
+from typing import Any, NoReturn
+
+from . import context, wire
+
+REQUEST_TIMEOUT = 10.0
+STREAMS = 3
+STREAM_NAMES = ('<stdin>', '<stdout>', '<stderr>')
+
+
+def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
+    """Runs the command of the client ``pid`` on ``connection`` (the server's facts ``own``),
+    or refuses it; never returns."""
+    try:
+        request = receive(connection)
+        if request is None:
+            os._exit(1)  # the client runs the command itself: it never saw ``pid``
+        reason = become(request, pid, own)
+        if reason is not None:
+            connection.sendall(f'no {reason}\n'.encode())
+            os._exit(1)
+        connection.sendall(f'pid {os.getpid()}\n'.encode())
+        connection.settimeout(None)
+        if _line(connection) != wire.GO:
+            os._exit(1)  # the client gave up: nothing runs
+        _end_with_client(connection)
+    except BaseException:  # noqa: BLE001 - nothing has run: the client runs it itself
+        os._exit(1)
+    sys.argv = [os.fsdecode(item) for item in request.process_argv]
+    status = _run([os.fsdecode(argument) for argument in request.argv])
+    try:
+        connection.sendall(f'exit {status}\n'.encode())
+    except OSError:
+        pass
+    os._exit(status)
+
+
+def receive(connection: socket.socket) -> wire.Request | None:
+    """The client's request, its streams made this process's 0, 1 and 2; None when there is
+    no whole request."""
+    connection.settimeout(REQUEST_TIMEOUT)
+    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
+    try:
+        data, ancillary, _, _ = connection.recvmsg(65536, space)
+    except OSError:
+        return None
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % struct.calcsize('i')
+            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
+    if len(fds) != STREAMS or len(data) < wire.LENGTH_DIGITS:
+        return None
+    try:
+        length = int(data[: wire.LENGTH_DIGITS])
+    except ValueError:
+        return None
+    if not 0 < length <= wire.MAX_REQUEST:
+        return None
+    body = data[wire.LENGTH_DIGITS :]
+    while len(body) < length:
+        try:
+            more = connection.recv(min(65536, length - len(body)))
+        except OSError:
+            return None
+        if not more:
+            return None
+        body += more
+    try:
+        request = wire.decode(body, STREAMS)
+    except ValueError:
+        return None
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    return request
+
+
+def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
+    """Makes this process the client ``pid`` (see the module notes); None when it is, else
+    why it cannot be."""
+    client = context.facts(pid)
+    if client is None:
+        return 'the client cannot be read in /proc'
+    reason = context.refusal(client, own) or context.adopt(pid, client)
+    if reason is not None:
+        return reason
+    os.environ.clear()  # the server's own variables never reach the command
+    for name, value in request.environment.items():
+        os.environb[name] = value
+    time.tzset()
+    try:
+        locale.setlocale(locale.LC_CTYPE, '')
+    except locale.Error:
+        return 'the locale of the environment is not available'
+    streams = [_stream(number, setup) for number, setup in enumerate(request.streams)]
+    for attribute, stream in zip(('stdin', 'stdout', 'stderr'), streams, strict=True):
+        setattr(sys, attribute, stream)
+        setattr(sys, f'__{attribute}__', stream)  # what the process started with, to Python
+    return None
+
+
+def _stream(fd: int, setup: wire.Stream) -> io.TextIOWrapper:
+    """A text stream on ``fd`` set up as the client's Python set up its own."""
+    writing = fd != 0
+    raw = io.FileIO(fd, 'wb' if writing else 'rb', closefd=False)
+    raw.name = STREAM_NAMES[fd]
+    buffer: Any = raw  # unbuffered, as Python's own stdout and stderr under ``-u``
+    if setup.buffered:
+        buffer = io.BufferedWriter(raw) if writing else io.BufferedReader(raw)
+    text = io.TextIOWrapper(
+        buffer,
+        encoding=setup.encoding,
+        errors=setup.errors,
+        newline='\n',
+        line_buffering=setup.line_buffering,
+        write_through=setup.write_through,
+    )
+    text.mode = 'w' if writing else 'r'  # type: ignore[misc]  # as Python's own streams say
+    return text
+
+
+def _line(connection: socket.socket) -> bytes:
+    """The client's next line (what it has sent until it closed, if it closed first)."""
+    data = b''
+    while not data.endswith(b'\n') and len(data) < 64:
+        chunk = connection.recv(64)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _end_with_client(connection: socket.socket) -> None:
+    """Has the kernel end this process (SIGKILL) when the client's end of the connection
+    closes (or sends anything more); ends it now if it has already closed."""
+    fd = connection.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGKILL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    try:
+        if connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b'':
+            os._exit(1)  # it closed before the kernel was watching
+    except BlockingIOError:
+        pass
+
+
+def _run(args: list[str]) -> int:
+    """Runs the command and ends as the interpreter would (see the module notes); its
+    status."""
+    from .command import run
+
+    interrupted = False
+    try:
+        status = run(args)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        status, interrupted = 1, True
+    except BaseException:  # noqa: BLE001 - printed as the interpreter prints it
+        sys.excepthook(*sys.exc_info())
+        status = 1
+    status = _finalize(status)
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return status
+
+
+def _finalize(status: int) -> int:
+    """What the interpreter does at its end: joins the threads the command left (a pool's
+    pending work done), runs the ``atexit`` handlers, and flushes stdout and stderr; 120
+    when a flush fails (stdout's failure printed, as Python prints it)."""
+    import atexit
+    import threading
+
+    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own step
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except Exception as error:  # noqa: BLE001 - what Python reports at its end
+        status = 120
+        try:
+            sys.stderr.write(f'Exception ignored in: {sys.stdout!r}\n')
+            sys.stderr.write(''.join(traceback.format_exception_only(type(error), error)))
+        except Exception:  # noqa: BLE001, S110 - nowhere left to report it
+            pass
+    try:
+        sys.stderr.flush()
+    except Exception:  # noqa: BLE001
+        status = 120
+    return status
