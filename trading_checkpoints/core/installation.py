@@ -7,8 +7,9 @@ A fingerprint is a short hash of
 - the interpreter (:func:`interpreter`): its executable and that file's status, its version, the
   options it was started with (``sys.flags``, ``-W``, ``-X``), the hash seed asked for and the
   file system encoding;
-- the import path: each ``sys.path`` entry, with its folder's status;
-- each module file given, by path and status, and the status of the folder holding it.
+- the import path (``sys.path``);
+- the paths given, each with its status: the files of the modules a process imported, the
+  folders holding them and the folders of the import path (:func:`loaded_files`).
 
 A status is a file's size, modification time in nanoseconds, inode and device. A module written
 in place changes its modification time (an edit that keeps the size included); one replaced (an
@@ -16,8 +17,9 @@ upgrade) its inode; a module added, removed or renamed changes its folder's modi
 and so does a file put on an earlier entry of the import path that would shadow one of them
 (``click.py`` dropped into the script's folder).
 
-The files are the ones a process has imported (:func:`loaded_files`, read after its imports).
-A process that has not imported them checks a fingerprint for the list another process kept:
+The paths are the ones a process's imports depend on (:func:`loaded_files`, read after its
+imports). A process that has not imported them checks a fingerprint for the list another
+process kept:
 the warm server writes its list beside its socket, and its client, which imports almost
 nothing, fingerprints that list on every command; the MCP server keeps its list with its
 answers. Checking costs one ``stat`` per file and folder (the warm server's ~370 files and ~40
@@ -65,28 +67,33 @@ def interpreter() -> str:
 
 
 def loaded_files() -> list[str]:
-    """Every module file this process has imported, sorted (built-in modules have none)."""
-    files = set()
+    """What this process's imports depend on, to fingerprint: every module file it has
+    imported (built-in modules have none), the folders holding them and the folders of its
+    import path; sorted."""
+    paths = set(sys.path)
     for module in list(sys.modules.values()):
         path = getattr(module, '__file__', None)
         if isinstance(path, str) and os.path.isabs(path):
-            files.add(path)
-    return sorted(files)
+            paths.add(path)
+            paths.add(path.rpartition('/')[0] if os.sep == '/' else os.path.dirname(path))
+    return sorted(path for path in paths if path)
 
 
-def fingerprint(files: Iterable[str], context: str = '') -> str:
-    """The fingerprint of this interpreter and import path, ``files`` and ``context`` (any
-    text its user adds: what else the fingerprinted thing depends on)."""
-    parts = [interpreter(), context]
-    for entry in sys.path:
-        parts.append(f'{entry}\0{_status(entry)}')
-    folders = set()
-    for path in files:
-        parts.append(f'{path}\0{_status(path)}')
-        folders.add(os.path.dirname(path))
-    for folder in sorted(folders):
-        parts.append(f'{folder}\0{_status(folder)}')
-    return digest('\n'.join(parts))
+def fingerprint(paths: Iterable[str], context: str = '') -> str:
+    """The fingerprint of this interpreter and import path, of the files and folders
+    ``paths`` (:func:`loaded_files`) as they are now, and of ``context`` (any text its user
+    adds: what else the fingerprinted thing depends on)."""
+    listed = list(paths)
+    statuses: list[tuple[int, int, int, int] | None] = []
+    add = statuses.append
+    for path in listed:
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            add(None)
+            continue
+        add((info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev))
+    return digest('\0'.join([interpreter(), context, *sys.path, '', *listed, repr(statuses)]))
 
 
 def settled(files: Iterable[str], now: float | None = None) -> bool:
