@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import private
 
 if TYPE_CHECKING:
-    import socket
+    import _socket as socket
 
 TIMEOUT = 0.05  # seconds for the whole exchange
 MAX_ANSWER = 1 << 22
@@ -96,14 +96,12 @@ def _exchange(name: str, request: Record, *, wait: bool) -> object:
     if path is None or not _is_socket(path):
         return None  # no watcher: nothing more is imported or opened
     import json
-    import socket
 
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        connection.settimeout(TIMEOUT)
-        connection.connect(path)
-        if private.peer_uid(connection) != os.getuid():
-            return None
+        connection = private.connect(path, TIMEOUT)  # ours, and listened to by our user
+    except OSError:
+        return None
+    try:
         connection.sendall(json.dumps(request).encode() + b'\n')
         if not wait:
             return None
