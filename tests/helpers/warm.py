@@ -7,11 +7,14 @@ Each test gets a private runtime folder of its own (the ``runtime`` fixture of
 
 from __future__ import annotations
 
+import importlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from helpers import ROOT, SCRIPTS
@@ -45,10 +48,13 @@ def run(
     )
 
 
-def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[bytes]:
+def hook_client(
+    runtime: Path, cwd: Path, preexec: Callable[[], None] | None = None, **extra: str
+) -> subprocess.Popen[bytes]:
     """``checkpoints hook --harness claude`` through the console script's entry point, its
     stdin a pipe left open: the hook reads its event until the end of it, so the command
-    blocks there until the test writes or closes it."""
+    blocks there until the test writes or closes it. ``preexec`` runs in the client before it
+    starts (what its parent set up: signals ignored...)."""
     return subprocess.Popen(
         [*CLIENT, 'hook', '--harness', 'claude'],
         cwd=cwd,
@@ -56,6 +62,7 @@ def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[byte
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=preexec,
     )
 
 
@@ -193,3 +200,30 @@ def stopped(pid: int, timeout: float = 30) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def copied(site: Path, *packages: str) -> Path:
+    """``site``, a folder holding copies of ``packages`` (click, dulwich), each file written
+    long ago as far as its status says (a server keeps away from modules written moments ago);
+    click's ``echo`` marks what it prints (``[copy] ``), so output tells which click ran."""
+    for name in packages:
+        module = importlib.import_module(name)
+        shutil.copytree(Path(str(module.__file__)).parent, site / name)
+    if 'click' in packages:
+        utils = site / 'click' / 'utils.py'
+        text = utils.read_text().replace('def echo(', 'def _echo(', 1)
+        utils.write_text(
+            text + '\n\ndef echo(message=None, *args, **kwargs):\n'
+            '    if isinstance(message, str):\n'
+            "        message = '[copy] ' + message\n"
+            '    return _echo(message, *args, **kwargs)\n'
+        )
+    age(site)
+    return site
+
+
+def age(folder: Path, seconds: float = 60) -> None:
+    """Dates ``folder`` and everything in it ``seconds`` back."""
+    old = time.time() - seconds
+    for path in (folder, *folder.rglob('*')):
+        os.utime(path, (old, old))

@@ -3,14 +3,14 @@ client's own process would have.
 
 The child that took a connection (``server.py``):
 
-1. receives the request and the client's standard streams (``wire.py``);
+1. receives the request (``wire.py``);
 2. refuses (``no REASON``, and the client runs the command itself) unless it can be the client
    (``context.py``: the same namespaces, root, credentials, control groups; the client's
    folder, umask, signals and resource limits taken);
 3. takes the client's environment (the server's own cleared first) with what a new process
-   derives from it at its start (the time zone, ``time.tzset``; the character type locale),
-   and the client's streams, set up as the client's Python set up its own;
-4. answers ``pid N`` and waits for ``go``; a client that gave up closes the connection
+   derives from it at its start (the time zone, ``time.tzset``; the character type locale);
+4. answers ``pid N`` and waits for ``go``, which brings the client's standard streams, set up
+   then as the client's Python set up its own; a client that gave up closes the connection
    instead, and the child runs nothing;
 5. from ``go`` on, ends at once (SIGKILL, sent by the kernel) if the client's end of the
    connection closes: a client killed mid-command leaves no command running without it, as
@@ -55,7 +55,7 @@ def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
             os._exit(1)
         connection.sendall(f'pid {os.getpid()}\n'.encode())
         connection.settimeout(None)
-        if _line(connection) != wire.GO:
+        if not take_streams(connection, request.streams):
             os._exit(1)  # the client gave up: nothing runs
         _end_with_client(connection)
     except BaseException:  # noqa: BLE001 - nothing has run: the client runs it itself
@@ -70,49 +70,32 @@ def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
 
 
 def receive(connection: socket.socket) -> wire.Request | None:
-    """The client's request, its streams made this process's 0, 1 and 2; None when there is
-    no whole request."""
+    """The client's request; None when there is no whole request."""
     connection.settimeout(REQUEST_TIMEOUT)
-    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
+    data = b''
     try:
-        data, ancillary, _, _ = connection.recvmsg(65536, space)
-    except OSError:
-        return None
-    fds: list[int] = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % struct.calcsize('i')
-            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
-    if len(fds) != STREAMS or len(data) < wire.LENGTH_DIGITS:
-        return None
-    try:
+        while len(data) < wire.LENGTH_DIGITS:
+            chunk = connection.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
         length = int(data[: wire.LENGTH_DIGITS])
-    except ValueError:
-        return None
-    if not 0 < length <= wire.MAX_REQUEST:
-        return None
-    body = data[wire.LENGTH_DIGITS :]
-    while len(body) < length:
-        try:
+        if not 0 < length <= wire.MAX_REQUEST:
+            return None
+        body = data[wire.LENGTH_DIGITS :]
+        while len(body) < length:
             more = connection.recv(min(65536, length - len(body)))
-        except OSError:
-            return None
-        if not more:
-            return None
-        body += more
-    try:
-        request = wire.decode(body, STREAMS)
-    except ValueError:
+            if not more:
+                return None
+            body += more
+        return wire.decode(body, STREAMS)
+    except (OSError, ValueError):
         return None
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    return request
 
 
 def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
-    """Makes this process the client ``pid`` (see the module notes); None when it is, else
-    why it cannot be."""
+    """Makes this process the client ``pid`` but for its streams (see the module notes);
+    None when it is, else why it cannot be."""
     client = context.facts(pid)
     if client is None:
         return 'the client cannot be read in /proc'
@@ -127,11 +110,30 @@ def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
         locale.setlocale(locale.LC_CTYPE, '')
     except locale.Error:
         return 'the locale of the environment is not available'
-    streams = [_stream(number, setup) for number, setup in enumerate(request.streams)]
+    return None
+
+
+def take_streams(connection: socket.socket, setup: list[wire.Stream]) -> bool:
+    """Takes the client's stdin, stdout and stderr, sent with its ``go`` (only then: a client
+    that gives up before leaves no descriptor of its own in a server's hands), as this
+    process's 0, 1 and 2 and its standard streams; False when the client gave up instead."""
+    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
+    data, ancillary, _, _ = connection.recvmsg(len(wire.GO), space)
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % struct.calcsize('i')
+            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
+    if data != wire.GO or len(fds) != STREAMS:
+        return False
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    streams = [_stream(number, how) for number, how in enumerate(setup)]
     for attribute, stream in zip(('stdin', 'stdout', 'stderr'), streams, strict=True):
         setattr(sys, attribute, stream)
         setattr(sys, f'__{attribute}__', stream)  # what the process started with, to Python
-    return None
+    return True
 
 
 def _stream(fd: int, setup: wire.Stream) -> io.TextIOWrapper:
@@ -152,17 +154,6 @@ def _stream(fd: int, setup: wire.Stream) -> io.TextIOWrapper:
     )
     text.mode = 'w' if writing else 'r'  # type: ignore[misc]  # as Python's own streams say
     return text
-
-
-def _line(connection: socket.socket) -> bytes:
-    """The client's next line (what it has sent until it closed, if it closed first)."""
-    data = b''
-    while not data.endswith(b'\n') and len(data) < 64:
-        chunk = connection.recv(64)
-        if not chunk:
-            break
-        data += chunk
-    return data
 
 
 def _end_with_client(connection: socket.socket) -> None:

@@ -130,11 +130,12 @@ def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) 
     held = _Held()
     child = None
     try:
-        connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        connection.sendall(request)
         child = _answer(connection)
         held.abandon = False  # from here a signal is held, then forwarded once the child runs
         if child is not None and not held.signals:
-            connection.sendall(wire.GO)
+            # The streams go with ``go`` only: none is left in a server that never answers.
+            connection.sendmsg([wire.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         else:
             child = None
     except _Abandon:

@@ -1,7 +1,6 @@
 """What client and server say to each other over the socket.
 
-The client sends one request, with its stdin, stdout and stderr attached as ``SCM_RIGHTS``
-ancillary data to its first bytes:
+The client sends one request:
 
     length (8 ASCII digits) | fields joined by NUL
 
@@ -15,10 +14,12 @@ sent: the server reads it from ``/proc`` (``context.py``).
 
 The server's child answers with lines: ``pid N`` once it is ready to run the command as the
 client, or ``no REASON`` when it cannot (the client runs the command itself). After ``pid N``
-the client says ``go`` (:data:`GO`), and only then does the child start: a client that gave up
+the client says ``go`` (:data:`GO`), with its stdin, stdout and stderr attached as
+``SCM_RIGHTS`` ancillary data, and only then does the child start: a client that gave up
 meanwhile (no answer in time, a signal) closes the connection instead, and the child, reading
-no ``go``, runs nothing. Then the child answers ``exit N`` when the command ends, or the server
-answers ``signal N`` when a signal ended it.
+no ``go``, runs nothing (and holds none of the client's descriptors, which a harness waiting
+for the end of the client's output would wait on). Then the child answers ``exit N`` when the
+command ends, or the server answers ``signal N`` when a signal ended it.
 """
 
 from __future__ import annotations
