@@ -137,7 +137,7 @@ def test_a_child_whose_client_is_killed_ends_and_lets_the_server_go_idle(
         client_process.communicate()
 
 
-def ignore(*signals: signal.Signals) -> Callable[[], None]:
+def ignoring(*signals: signal.Signals) -> Callable[[], None]:
     def prepare() -> None:
         for number in signals:
             signal.signal(number, signal.SIG_IGN)
@@ -145,15 +145,25 @@ def ignore(*signals: signal.Signals) -> Callable[[], None]:
     return prepare
 
 
+FORWARDED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+def ignored_by(pid: int) -> set[int]:
+    """The signals process ``pid`` ignores (``SigIgn`` in its status)."""
+    status = Path(f'/proc/{pid}/status').read_text()
+    bits = int(status.split('SigIgn:')[1].split()[0], 16)
+    return {number + 1 for number in range(64) if bits >> number & 1}
+
+
 def signalled(
-    runtime: Path, desk: Path, signum: int, served: bool, preexec: Callable[[], None] | None
+    runtime: Path, desk: Path, signum: int, served: bool, keep: tuple[signal.Signals, ...]
 ) -> tuple[int, bytes, bytes, int]:
-    """``checkpoints hook`` blocked on its stdin, sent ``signum``, then given its event: its
-    status, output, and the checkpoints taken."""
+    """``checkpoints hook`` started with the signals ``keep`` ignored, blocked on its stdin,
+    sent ``signum``, then given its event: its status, output, and the checkpoints taken."""
     workspace = desk.parent.parent
     extra = {} if served else {'CHECKPOINTS_SERVER': 'off'}
     before = count(desk)
-    process = hook_client(runtime, workspace, preexec, **extra)
+    process = hook_client(runtime, workspace, ignoring(*keep), **extra)
     try:
         reader = process.pid
         if served:
@@ -163,6 +173,10 @@ def signalled(
                 time.sleep(0.02)
             [reader] = serving(server)
         assert reading_stdin(reader)
+        if served:  # the client goes on ignoring what it ignored, and so does the command
+            kept = set(keep)
+            assert ignored_by(process.pid) & FORWARDED == kept
+            assert ignored_by(reader) & FORWARDED == kept
         process.send_signal(signum)
         time.sleep(0.3)  # the signal acts (or not) before the event comes
         try:
@@ -198,9 +212,8 @@ def test_a_signal_mid_command_ends_it_as_in_process(
     here_desk = workspace_with_history(tmp_path / 'here')
     there_desk = workspace_with_history(tmp_path / 'there')
     started(runtime, there_desk)
-    preexec = ignore(*ignored) if ignored else None
-    here = signalled(runtime, here_desk, signum, served=False, preexec=preexec)
-    there = signalled(runtime, there_desk, signum, served=True, preexec=preexec)
+    here = signalled(runtime, here_desk, signum, served=False, keep=ignored)
+    there = signalled(runtime, there_desk, signum, served=True, keep=ignored)
     assert there == here
     if ignored and signum in ignored:
         assert here[0] == 0 and here[3] == 1, 'the command completed'
