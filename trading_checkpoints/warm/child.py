@@ -102,9 +102,12 @@ def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
     reason = context.refusal(client, own) or context.adopt(pid, client)
     if reason is not None:
         return reason
-    os.environ.clear()  # the server's own variables never reach the command
+    environment = os.environb
+    for name in [name for name in environment if name not in request.environment]:
+        del environment[name]  # the server's own variables never reach the command
     for name, value in request.environment.items():
-        os.environb[name] = value
+        if environment.get(name) != value:
+            environment[name] = value
     time.tzset()
     try:
         locale.setlocale(locale.LC_CTYPE, '')

@@ -112,8 +112,9 @@ def refusal(client: dict[str, str], own: dict[str, str]) -> str | None:
 
 
 def adopt(pid: int, client: dict[str, str]) -> str | None:
-    """Makes this process take the client's current folder, umask, signals and resource
-    limits; None when it did, else why it cannot (the caller then runs nothing)."""
+    """Makes this process, whose signals are a new Python process's (:func:`fresh_signals`),
+    take the client's current folder, umask, signals and resource limits; None when it did,
+    else why it cannot (the caller then runs nothing)."""
     import signal
 
     try:
@@ -132,17 +133,37 @@ def adopt(pid: int, client: dict[str, str]) -> str | None:
     finally:
         os.close(folder)
     os.umask(umask)
-    for number in signal.valid_signals():
-        if number in (signal.SIGKILL, signal.SIGSTOP):
-            continue
-        wanted = _fresh_handler(number, number in ignored)
+    for number in ignored.symmetric_difference(_python_ignores()):
         try:
-            if signal.getsignal(number) != wanted:
-                signal.signal(number, wanted)
+            signal.signal(number, _fresh_handler(number, number in ignored))
         except (OSError, ValueError):
-            continue  # a signal the C library keeps for itself
-    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            continue  # SIGKILL, SIGSTOP, or a signal the C library keeps for itself
+    if blocked:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     return _limits(pid)
+
+
+def fresh_signals() -> None:
+    """Gives this process the signal handling of a new Python process that inherited none
+    ignored or blocked (its own SIGPIPE and SIGXFSZ ignored, SIGINT ``KeyboardInterrupt``),
+    which :func:`adopt` expects: the waiting child calls it before a client comes, so taking a
+    client's signals costs only what differs."""
+    import signal
+
+    ignored = _python_ignores()
+    for number in signal.valid_signals():
+        try:
+            signal.signal(number, _fresh_handler(number, number in ignored))
+        except (OSError, ValueError):
+            continue  # SIGKILL, SIGSTOP, or a signal the C library keeps for itself
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+def _python_ignores() -> set[int]:
+    """The signals a new Python process ignores whatever it inherited."""
+    import signal
+
+    return {signal.SIGPIPE, signal.SIGXFSZ}
 
 
 def _fresh_handler(number: int, ignored: bool) -> signal.Handlers | Callable[..., object]:

@@ -271,7 +271,7 @@ def _wait_for_client(listener: socket.socket, tell: socket.socket, retiring: int
     anything is read from it.
     """
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        context.fresh_signals()  # SIGTERM back to its default among them
         own = context.facts()
         if own is None:
             os._exit(0)
