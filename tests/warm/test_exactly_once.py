@@ -16,6 +16,7 @@ import pytest
 from helpers import ROOT
 from helpers.hookrun import event as hook_event
 from helpers.warm import (
+    PROBE,
     client_env,
     gone,
     hook_client,
@@ -245,3 +246,97 @@ def test_a_client_gone_before_it_said_go_leaves_nothing_run(tmp_path: Path, runt
         process.communicate()
     assert gone(ahead)
     assert count(desk) == before
+
+
+def probed(runtime: Path, desk: Path, argv: list[str], **popen: object) -> str:
+    """Runs ``argv`` (a client) with the probe's file set, until a server of the plain
+    client's listens; where the command ran."""
+    probe = desk.parent.parent.parent / 'probe'
+    probe.unlink(missing_ok=True)
+    process = subprocess.Popen(
+        argv,
+        cwd=desk,
+        env=client_env(runtime, TC_WARM_PROBE=str(probe)),
+        **popen,  # type: ignore[call-overload]
+    )
+    process.communicate(timeout=120)
+    return probe.read_text().strip() if probe.exists() else ''
+
+
+QUIET = {'stdin': subprocess.DEVNULL, 'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE}
+
+
+def probe_served(runtime: Path, desk: Path) -> None:
+    """Runs ``list`` through the probe until its server serves it."""
+    deadline = time.monotonic() + 60
+    while probed(runtime, desk, [*PROBE, 'list'], **QUIET) != 'served':
+        assert time.monotonic() < deadline, 'no server'
+        time.sleep(0.1)
+
+
+def test_a_command_with_a_terminal_for_a_stream_runs_in_process(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """stdout or stderr a terminal (stdin a file): only the terminal's own processes may use
+    it as such (job control, its size, a prompt), so the command runs in-process."""
+    import pty
+
+    desk = workspace_with_history(tmp_path)
+    assert probed(runtime, desk, [*PROBE, 'list'], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while (
+        probed(runtime, desk, [*PROBE, 'list'], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        != 'served'
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    for stream in ('stdout', 'stderr'):
+        main, terminal = pty.openpty()
+        try:
+            where = probed(
+                runtime, desk, [*PROBE, 'list'], stdin=subprocess.DEVNULL, **{stream: terminal}
+            )
+        finally:
+            os.close(terminal)
+            os.close(main)
+        assert where == 'in-process', stream
+
+
+@pytest.mark.parametrize(
+    'args', [('push', 'nowhere'), ('pull', 'nowhere'), ('clone', '/nonexistent/repo.git')]
+)
+def test_the_remote_verbs_run_in_process(
+    tmp_path: Path, runtime: Path, args: tuple[str, ...]
+) -> None:
+    """A remote verb may run ssh or a credential helper that prompts on the controlling
+    terminal, which the server's child has not."""
+    desk = workspace_with_history(tmp_path)
+    probe_served(runtime, desk)
+    assert probed(runtime, desk, [*PROBE, *args], **QUIET) == 'in-process'
+
+
+def test_a_client_whose_import_path_holds_its_folder_runs_in_process(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """``python -c`` puts the current folder first on the import path: what the client would
+    import depends on where it runs, which a server's imports made elsewhere cannot follow."""
+    desk = workspace_with_history(tmp_path)
+    code = (
+        'import atexit, sys\n'
+        'atexit.register(lambda: print("in-process" if "trading_checkpoints.warm.command" '
+        'in sys.modules else "served", file=sys.stderr))\n'
+        'from trading_checkpoints.warm.client import main\n'
+        'main()\n'
+    )
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, '-c', code, 'list'],
+            cwd=desk,
+            env=client_env(runtime),
+            input=b'',
+            capture_output=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stderr.splitlines()[-1] == b'in-process'
+        time.sleep(0.3)
+    assert not list((runtime / address.FOLDER_NAME).glob('server-*')), 'no server either'
