@@ -340,3 +340,19 @@ def test_a_client_whose_import_path_holds_its_folder_runs_in_process(
         assert done.returncode == 0 and done.stderr.splitlines()[-1] == b'in-process'
         time.sleep(0.3)
     assert not list((runtime / address.FOLDER_NAME).glob('server-*')), 'no server either'
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='needs root to run a client with other groups')
+def test_a_client_under_other_credentials_is_served_by_a_server_of_its_own(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A client with other supplementary groups is refused by the plain client's server, and
+    starts a server in its own context, which serves it."""
+    desk = workspace_with_history(tmp_path)
+    probe_served(runtime, desk)
+    other = ['setpriv', '--groups', '65534']
+    deadline = time.monotonic() + 60
+    while probed(runtime, desk, [*other, *PROBE, 'list'], **QUIET) != 'served':
+        assert time.monotonic() < deadline, 'no server of its own'
+        time.sleep(0.1)
+    assert len(list((runtime / address.FOLDER_NAME).glob('server-*.sock'))) == 2
