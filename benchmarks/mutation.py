@@ -282,6 +282,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    'calls': (
+        'trading_checkpoints.ops.calls.*',
+        [
+            'tests/ops/test_calls.py',  # in-process: what mutmut learns coverage from
+            'tests/agent/test_hooks_calls.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
     'narrow': (
         'trading_checkpoints.desk.narrow.*',
         [

@@ -23,9 +23,9 @@ from .errors import InvalidArgumentError
 from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
 from .ops import retention as pruning
 from .ops import snapshot as snapshots
-from .ops.asof import Moment, chosen, named
-from .ops.asof import checkpoint_at as checkpoint_held_at
+from .ops.asof import Moment
 from .ops.guard import Guard, before_write
+from .ops.heldat import Held, chosen, held, named
 from .ops.results import (
     Checkpoint,
     Diff,
@@ -187,10 +187,17 @@ class Checkpoints:
         return listing.list_checkpoints(self.repository_directory, limit)
 
     def checkpoint_at(self, at: Moment) -> Checkpoint:
-        """The checkpoint the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
-        ``'3d'``: see ``ops/asof.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        """The state the desk held at moment ``at`` (ISO 8601 with an offset, or ``'2h'``,
+        ``'3d'``: see ``ops/asof.py``): the newest checkpoint taken at or before it, or the
+        agent's write sealed after that checkpoint and before the moment (see
+        ``ops/heldat.py``); before the oldest: ``BeforeFirstCheckpointError``."""
+        return self.held_at(at).checkpoint
+
+    def held_at(self, at: Moment) -> Held:
+        """:meth:`checkpoint_at`, and what it is: a checkpoint or the agent's sealed write (with
+        its turn), and whether the desk changed after it and before the moment unrecorded."""
         engine.complete_pending(self.desk_config, report_to=self)
-        return checkpoint_held_at(self.repository_directory, at)
+        return held(self.repository_directory, at)
 
     def page(self, limit: int = 100, start: str | None = None) -> listing.Page:
         """``limit`` checkpoints from the one whose full id is ``start`` (default: the newest)

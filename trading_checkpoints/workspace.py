@@ -143,6 +143,37 @@ def find_workspace(start: str | os.PathLike[str] | None = None) -> Path | None:
     return None
 
 
+WORKSPACE_VARIABLE = 'CHECKPOINTS_WORKSPACE'
+DEFAULT_WORKSPACE = 'workspace'
+
+
+def locate_workspace(
+    start: str | os.PathLike[str], option: str | os.PathLike[str] | None = None
+) -> tuple[Path, str]:
+    """The workspace a command started in ``start`` acts on, and where it came from: the one
+    rule of every verb, the hooks and ``hook install``.
+
+    ``option`` (``--workspace``) > ``$CHECKPOINTS_WORKSPACE`` > the nearest workspace at or
+    above ``start`` (:func:`find_workspace`) > ``start/workspace``. The source is ``option``,
+    ``environment``, ``found`` or ``default``; the default may not exist (a caller that must not
+    create one checks :func:`is_workspace`). The result is absolute, symlinks not resolved.
+    """
+    if option is not None:
+        return _absolute(option), 'option'
+    named = os.environ.get(WORKSPACE_VARIABLE) or None
+    if named is not None:
+        return _absolute(named), 'environment'
+    here = Path(os.path.abspath(os.fspath(start)))
+    found = find_workspace(here)
+    if found is not None:
+        return found, 'found'
+    return here / DEFAULT_WORKSPACE, 'default'
+
+
+def _absolute(value: str | os.PathLike[str]) -> Path:
+    return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+
+
 def desk_at(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:
     """The name of the desk ``path`` lies in: inside ``<root>/desks/<name>`` or
     ``<root>/.checkpoints/<name>.git``; None elsewhere (including ``root`` and ``desks/``).

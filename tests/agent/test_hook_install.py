@@ -13,6 +13,7 @@ import pytest
 from helpers.builders import write
 from helpers.cli import checkpoints
 from helpers.hookrun import event
+from helpers.processes import environment
 
 from trading_checkpoints.agent.hooks.install import HOOK_SCRIPT, is_ours
 from trading_checkpoints.workspace import Workspace
@@ -65,7 +66,7 @@ def test_install_merges_idempotently_and_uninstall_removes_only_its_own(
 ) -> None:
     settings = workspace / name
     write(workspace, name, json.dumps(original, indent=4, ensure_ascii=False))
-    done = checkpoints('hook', 'install', '--harness', harness, workspace=workspace)
+    done = checkpoints('hook', 'install', '--harness', harness, cwd=workspace)
     assert done.returncode == 0, done.stderr
     assert f'Installed the {harness} hooks in {settings}' in done.stdout
     installed = json.loads(settings.read_text())
@@ -80,17 +81,20 @@ def test_install_merges_idempotently_and_uninstall_removes_only_its_own(
     assert os.path.isabs(interpreter) and os.access(interpreter, os.X_OK)
     assert os.path.samefile(interpreter, sys.executable)
     assert script == str(Path(sys.executable).absolute().parent / HOOK_SCRIPT)
-    assert rest == ['--harness', harness]
+    assert rest == ['--harness', harness, '--workspace', str(workspace)]
     if harness == 'claude':
         tools = 'Write|Edit|MultiEdit|NotebookEdit|Bash'
         assert sorted(added) == [
             ('PostToolUse', tools, command),
+            ('PostToolUseFailure', tools, command),
             ('PreToolUse', tools, command),
+            ('Stop', '', command),
             ('UserPromptSubmit', '', command),
         ]
     else:
         tools = 'write_file|replace|run_shell_command'
         assert sorted(added) == [
+            ('AfterAgent', '', command),
             ('AfterTool', tools, command),
             ('BeforeAgent', '', command),
             ('BeforeTool', tools, command),
@@ -98,15 +102,15 @@ def test_install_merges_idempotently_and_uninstall_removes_only_its_own(
     for key in original:  # every other key kept, with its values
         if key != 'hooks':
             assert installed[key] == original[key]
-    kept = {k: v for k, v in installed['hooks'].items()}
-    assert kept.get('Stop') == original['hooks'].get('Stop')
+    if harness == 'claude':  # another program's entry for an event ours share is kept first
+        assert installed['hooks']['Stop'][0] == original['hooks']['Stop'][0]
 
-    again = checkpoints('hook', 'install', '--harness', harness, workspace=workspace)
+    again = checkpoints('hook', 'install', '--harness', harness, cwd=workspace)
     assert again.returncode == 0 and 'nothing changed' in again.stdout
     assert settings.read_bytes() == first, 'a second install is byte-identical'
     assert backups(settings.parent) == [backup], 'and copies nothing aside'
 
-    gone = checkpoints('hook', 'uninstall', '--harness', harness, workspace=workspace)
+    gone = checkpoints('hook', 'uninstall', '--harness', harness, cwd=workspace)
     assert gone.returncode == 0 and f'Removed the hooks from {settings}' in gone.stdout
     left = json.loads(settings.read_text())
     expected = json.loads(json.dumps(original))
@@ -120,7 +124,7 @@ def test_the_installed_command_runs_without_the_virtualenv_on_the_path(
     workspace: Path, desk: Path
 ) -> None:
     """A harness started from another shell: PATH without this virtualenv, no PYTHONPATH."""
-    done = checkpoints('hook', 'install', '--harness', 'claude', workspace=workspace)
+    done = checkpoints('hook', 'install', '--harness', 'claude', cwd=workspace)
     assert done.returncode == 0, done.stderr
     settings = json.loads((workspace / '.claude/settings.local.json').read_text())
     [command] = {command for _, _, command in ours(settings)}
@@ -144,10 +148,12 @@ def test_global_dry_run_and_a_settings_file(workspace: Path, tmp_path: Path) -> 
     home = tmp_path / 'home'
     home.mkdir()
     env = {'HOME': str(home)}
-    dry = checkpoints('hook', 'install', '--harness', 'gemini', '--global', '--dry-run', env=env)
+    dry = checkpoints(
+        'hook', 'install', '--harness', 'gemini', '--global', '--dry-run', env=env, cwd=tmp_path
+    )
     assert dry.returncode == 0 and 'Dry run:' in dry.stdout
     assert '"BeforeTool"' in dry.stdout and not (home / '.gemini').exists()
-    done = checkpoints('hook', 'install', '--harness', 'gemini', '--global', env=env)
+    done = checkpoints('hook', 'install', '--harness', 'gemini', '--global', env=env, cwd=tmp_path)
     assert done.returncode == 0 and (home / '.gemini/settings.json').is_file()
     assert backups(home / '.gemini') == [], 'a new file has nothing to copy aside'
 
@@ -156,7 +162,9 @@ def test_global_dry_run_and_a_settings_file(workspace: Path, tmp_path: Path) -> 
     link = tmp_path / 'project' / '.claude' / 'settings.json'
     link.parent.mkdir(parents=True)
     link.symlink_to(real)
-    done = checkpoints('hook', 'install', '--harness', 'claude', '--settings', str(link))
+    done = checkpoints(
+        'hook', 'install', '--harness', 'claude', '--settings', str(link), cwd=workspace
+    )
     assert done.returncode == 0, done.stderr
     assert link.is_symlink() and json.loads(real.read_text())['model'] == 'haiku'
     assert 'UserPromptSubmit' in json.loads(real.read_text())['hooks']
@@ -164,11 +172,11 @@ def test_global_dry_run_and_a_settings_file(workspace: Path, tmp_path: Path) -> 
 
 def test_a_broken_settings_file_is_left_alone(workspace: Path) -> None:
     settings = write(workspace, '.claude/settings.local.json', '{"model": "opus",}')
-    done = checkpoints('hook', 'install', '--harness', 'claude', workspace=workspace)
+    done = checkpoints('hook', 'install', '--harness', 'claude', cwd=workspace)
     assert done.returncode == 1 and 'is not valid JSON' in done.stderr
     assert settings.read_text() == '{"model": "opus",}' and backups(settings.parent) == []
     write(workspace, '.claude/settings.local.json', '{"hooks": []}')
-    done = checkpoints('hook', 'install', '--harness', 'claude', workspace=workspace)
+    done = checkpoints('hook', 'install', '--harness', 'claude', cwd=workspace)
     assert done.returncode == 1 and '"hooks" is not an object' in done.stderr
 
 
@@ -182,25 +190,21 @@ def test_doctor_says_what_a_harness_would_see(
 ) -> None:
     elsewhere = tmp_path_factory.mktemp('elsewhere')
     env = {'HOME': str(elsewhere / 'home')}
-    before = checkpoints('hook', 'doctor', '--json', workspace=workspace, env=env)
+    before = checkpoints('hook', 'doctor', '--json', cwd=workspace, env=env)
     assert before.returncode == 1
     found = json.loads(before.stdout)
     assert found['problems'] == 1 and any(
         'installed nowhere' in f['seen'] for f in found['findings']
     )
 
-    assert (
-        checkpoints(
-            'hook', 'install', '--harness', 'claude', workspace=workspace, env=env
-        ).returncode
-        == 0
-    )
+    # Installed in the folder the harness is started in: here the desk.
+    assert checkpoints('hook', 'install', '--harness', 'claude', cwd=desk, env=env).returncode == 0
     write(desk, 'Memory.md', 'v0\n')
     ran = checkpoints(
         'hook', stdin=event('claude_pre_tool_use_edit.json', workspace), text=False, env=env
     )
     assert ran.returncode == 0
-    report = checkpoints('hook', 'doctor', '--from', str(desk), workspace=workspace, env=env)
+    report = checkpoints('hook', 'doctor', '--from', str(desk), cwd=workspace, env=env)
     assert report.returncode == 0, report.stdout
     lines = report.stdout.splitlines()
     assert any(line.startswith('command') and line.endswith(': runs') for line in lines)
@@ -258,3 +262,43 @@ def test_install_writes_the_console_script_where_the_hook_script_is_missing(
     assert HOOK_SCRIPT not in done.stdout
     assert words[-3:] == ['hook', '--harness', 'claude'], words
     assert is_ours(done.stdout.strip())
+
+
+@pytest.mark.parametrize(
+    'harness, event, answer',
+    [
+        ('claude', 'PostToolUseFailure', b''),
+        ('claude', 'Stop', b''),
+        ('gemini', 'AfterAgent', b'{}\n'),
+    ],
+)
+def test_the_closing_events_install_registers_are_answered_quietly(
+    workspace: Path, desk: Path, harness: str, event: str, answer: bytes
+) -> None:
+    """The events that close a tool's announcement are registered (the real binaries know
+    them: Claude Code 2.1.328, Gemini CLI 0.61.0); the registered command answers each with
+    exit 0 and takes no checkpoint."""
+    done = checkpoints('hook', 'install', '--harness', harness, cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    name = '.claude/settings.local.json' if harness == 'claude' else '.gemini/settings.json'
+    [group] = json.loads((workspace / name).read_text())['hooks'][event]
+    write(desk, 'Memory.md', 'v0\n')
+    payload = {
+        'session_id': 's1',
+        'cwd': str(workspace),
+        'hook_event_name': event,
+        'tool_name': 'Write',
+        'tool_input': {'file_path': str(desk / 'Memory.md')},
+        'error': 'The user denied this tool.',
+    }
+    ran = subprocess.run(
+        ['/bin/sh', '-c', group['hooks'][0]['command']],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=environment(),
+        cwd=workspace,
+        timeout=60,
+        check=False,
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, answer, b'')
+    assert Workspace(workspace).desk('main').list() == []

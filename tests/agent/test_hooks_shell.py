@@ -119,15 +119,15 @@ def test_a_gemini_shell_command_in_a_desk_folder(workspace: Path, desk: Path) ->
 
 def test_a_command_that_changes_nothing_leaves_no_checkpoint(workspace: Path, desk: Path) -> None:
     cps = started(workspace, {'Memory.md': 'v0\n', 'notes/a.md': 'a\n'})
-    before = event('gemini_before_tool_shell.json', workspace)  # ls notes
-    ok(hook(before), stdout='{}\n')  # the turn's start is marked
     listed = cps.list(None)
-    ok(hook(before), stdout='{}\n')  # the turn already started: nothing new
+    ok(hook(event('gemini_before_agent.json', workspace)), stdout='{}\n')  # a turn opens
+    before = event('gemini_before_tool_shell.json', workspace)  # ls notes
+    ok(hook(before), stdout='{}\n')  # no row for the turn's start: nothing changed
     assert cps.list(None) == listed
     run_tool(before, workspace / 'desks' / 'main')
     after = event('gemini_before_tool_shell.json', workspace, hook_event_name='AfterTool')
     ok(hook(after), stdout='{}\n')
-    assert cps.list(None) == listed
+    assert cps.list(None) == listed and cps.turns() == []
 
 
 def test_a_command_run_from_the_workspace_concerns_every_desk(workspace: Path, desk: Path) -> None:
@@ -174,6 +174,14 @@ def test_the_command_line_is_never_stored(workspace: Path, desk: Path) -> None:
         ('ghp_abcdefghijklmnopqrstuvwxyz0123456789 --x', 'a command'),
         ('', 'a command'),
         (None, 'a command'),
+        # Quotes are respected: a separator inside them starts no command, so the word after
+        # it (a token, say) is an argument, never a program name.
+        ('echo "a|b" ; echo TOKEN123 > /dev/null', 'echo'),
+        ("printf 'x;TOKEN123' && grep -c 'y&&TOKEN456' f", 'printf, grep'),
+        ('git commit -m "fix; TOKEN123" # x; TOKEN456', 'git'),
+        ('echo "unterminated; TOKEN123', 'a command'),
+        ('if true; then touch a; fi', 'true, touch'),
+        ('for TOKEN123 in a b; do cat $TOKEN123; done', 'cat'),
         (
             ' ; '.join(f'tool{n:02d}' for n in range(30)),
             ', '.join(f'tool{n:02d}' for n in range(10)),

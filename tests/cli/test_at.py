@@ -30,9 +30,12 @@ def test_show_at_prints_the_file_held_then_and_names_the_checkpoint(
     done = checkpoints('show', '--at', moment(middle, 0.5), 'Memory.md', workspace=workspace)
     assert done.returncode == 0, done.stderr
     assert done.stdout == 'v1\n'
+    newer = three[2]  # the desk changed after the middle one: when is not recorded
     assert done.stderr == (
         f'note: at {moment(middle, 0.5)} the desk held checkpoint {middle.checkpoint_id}, '
         f'taken {middle.created_at}: version 1\n'
+        f'note: the desk changed after it, unrecorded until checkpoint {newer.checkpoint_id} '
+        f'({newer.created_at}): it may have differed at {moment(middle, 0.5)}\n'
     )
     shown = checkpoints(
         'show', '--at', moment(three[0]), 'Memory.md', '--json', workspace=workspace

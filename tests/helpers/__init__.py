@@ -13,11 +13,14 @@
 - ``rawobjects``: git objects written byte by byte with no validation (hostile repositories).
 - ``httpremote``: a smart-HTTP git server on 127.0.0.1 behind basic auth.
 - ``mcpclient``: the MCP SDK's stdio client playing a script against ``checkpoints mcp``.
+- ``harness``: the real Claude Code and Gemini CLI, installed from npm and run against a
+  scripted model on loopback (see ``tests/harness/README.md``).
 
 ``scripts/`` holds the programs tests start by path as second processes (``SCRIPTS``; and
 ``scripts/no_textual``, a folder whose ``sitecustomize`` hides Textual from a child put on its
 PYTHONPATH: ``NO_TEXTUAL``), and
-``hook_events/`` the recorded agent-harness events the hook tests send (``HOOK_EVENTS``).
+``hook_events/`` the agent-harness events the hook tests send (``HOOK_EVENTS``; those captured
+from the real harnesses in ``hook_events/real/``).
 The fixtures themselves live in the ``conftest.py`` files, which build on these modules.
 """
 

@@ -71,7 +71,12 @@ def _refused(event_name: str, path: Path, code: int = errno.EACCES):
     refused: list[str] = []
 
     def action(event: str, args: tuple) -> None:
-        if event == event_name and not refused and os.fsdecode(args[0]) == os.fspath(path):
+        if (
+            event == event_name
+            and not refused
+            and isinstance(args[0], (str, bytes, os.PathLike))
+            and os.fsdecode(args[0]) == os.fspath(path)
+        ):
             refused.append(os.fsdecode(args[0]))
             raise OSError(code, os.strerror(code), os.fsdecode(args[0]))
 
@@ -144,11 +149,13 @@ def test_a_clone_that_could_not_mark_itself_leaves_the_repository_as_it_was(
     repository, desk = _target(tmp_path)
     Checkpoints(repository, desk).set_tracked_paths(['notes'])  # exists, holds none
     marker = clone_marker(repository)
-    temporary = marker.with_name(f'.{marker.name}.{os.getpid()}.tmp')
-    action, refused = _refused('open', temporary, errno.EIO)
+    # The temporary file is opened by its name in the marker's folder (through the folder's
+    # descriptor).
+    temporary = f'.{marker.name}.{os.getpid()}.tmp'
+    action, refused = _refused('open', Path(temporary), errno.EIO)
     with armed(action), pytest.raises(FileAccessError) as caught:
         Checkpoints.clone(str(source), repository, desk)
-    assert refused == [str(temporary)]
+    assert refused == [temporary]
     assert (caught.value.path, caught.value.action) == (str(marker), 'write')
     assert not os.path.lexists(marker)
     assert Checkpoints(repository, desk).list() == []

@@ -88,18 +88,27 @@ def test_a_planted_temporary_credential_file_is_never_written_through(
     elsewhere = tmp_path / 'elsewhere.txt'
     elsewhere.write_text('not for secrets')
     os.symlink(elsewhere, temporary)
-    with pytest.raises(CheckpointError) as caught:
-        credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
-    assert str(caught.value) == (
-        f'cannot write the credential file {store}: Too many levels of symbolic links; give the '
-        'credentials through $CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD '
-        'instead'
-    )
-    assert elsewhere.read_text() == 'not for secrets' and not store.exists()
-    temporary.unlink()
+    # The link is removed and a new file made in its place (O_EXCL), never written through.
+    credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
+    assert elsewhere.read_text() == 'not for secrets' and not os.path.lexists(temporary)
+    assert store.read_text() == 'https://user:secret@h/x\n'
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    store.unlink()
     temporary.write_text('a much longer leftover of a killed save\n' * 3)
     credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
     assert store.read_text() == 'https://user:secret@h/x\n'
+    # A store whose folder is a link to another folder is refused, nothing written there.
+    linked = tmp_path / 'linked'
+    linked.symlink_to(elsewhere.parent)
+    monkeypatch.setenv(credentials.STORE_ENV, str(linked / 'credentials'))
+    with pytest.raises(CheckpointError) as caught:
+        credentials.save('https://h/x', credentials.Credentials('user', 'secret'))
+    assert str(caught.value) == (
+        f'cannot write the credential file {linked / "credentials"}: its folder {linked} is a '
+        'symbolic link or not a folder; give the credentials through '
+        '$CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD instead'
+    )
+    assert not os.path.lexists(elsewhere.parent / 'credentials')
 
 
 def test_a_credential_file_that_is_no_small_private_file_is_refused(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from ..errors import NoWorkspaceError
 from . import render
 from .options import dry_run_option, json_option, reports_errors, target_options, verb
 from .render import style
@@ -151,19 +154,36 @@ def _where_options(function: F) -> F:
         'everywhere',
         is_flag=True,
         help="The user's settings (~/.claude/settings.json, ~/.gemini/settings.json): every "
-        'project; events from a folder with no workspace above it are ignored.',
+        'project; events from a folder with no workspace are ignored.',
     )(function)
     return click.option(
         '--settings',
         type=click.Path(dir_okay=False, path_type=Path),
-        help="This settings file. Default: the workspace's .claude/settings.local.json or "
-        '.gemini/settings.json.',
+        help='This settings file. Default: the project settings of the current folder, where '
+        'the harness is started: .claude/settings.local.json or .gemini/settings.json.',
     )(function)
 
 
-def _found(target: Target) -> Path | None:
-    """The workspace when one was named or found (not the ./workspace default)."""
-    return None if target.workspace_source == 'default' else target.workspace
+def _bound(target: Target, everywhere: bool) -> Path | None:
+    """The workspace the hook command is bound to: the one every verb finds from here (None
+    for every project, unless --workspace names one)."""
+    if everywhere and target.workspace_source != 'option':
+        return None
+    try:
+        target.require_workspace()
+    except NoWorkspaceError as error:
+        raise NoWorkspaceError(
+            f'{error}; or --global to install for every project', workspace=target.workspace
+        ) from None
+    return target.workspace
+
+
+_ORIGINS = {
+    'option': 'from --workspace',
+    'environment': 'from $CHECKPOINTS_WORKSPACE',
+    'found': 'found at or above this folder',
+    'default': 'found as ./workspace',
+}
 
 
 @click.command('install')
@@ -177,10 +197,14 @@ def hook_install(
 ) -> None:
     """Register the hooks in a harness's settings file, with an absolute command.
 
-    Merges three entries (a prompt; before and after Write, Edit, MultiEdit, NotebookEdit and
-    Bash, or write_file, replace and run_shell_command) and keeps every other key; an older
-    spelling of them is replaced, the old file is copied aside, and a second run changes
-    nothing.
+    Run it in the folder you start the agent from: it writes that folder's project settings
+    (.claude/settings.local.json, or .gemini/settings.json), and the hook command names the
+    workspace found from there as every verb finds it ($CHECKPOINTS_WORKSPACE, else a
+    workspace at or above the folder, else ./workspace). It merges entries for a prompt,
+    before and after Write, Edit, MultiEdit, NotebookEdit and Bash (write_file, replace and
+    run_shell_command), a failed tool and the end of the answer, and keeps every other key and
+    comment; an older spelling of them is replaced, the old file is copied aside, and a second
+    run changes nothing.
 
     \b
     Examples:
@@ -189,12 +213,30 @@ def hook_install(
       checkpoints hook install --harness claude --settings .claude/settings.json --dry-run
     """
     from ..agent.hooks import install
+    from ..agent.hooks.doctor import gemini_trusts, untrusted
 
-    path = install.settings_file(harness, settings, everywhere, _found(target))
-    done = install.install(harness, path, dry_run)
+    workspace = _bound(target, everywhere)
+    path = install.settings_file(harness, settings, everywhere, target.cwd)
+    done = install.install(harness, path, dry_run, workspace)
     _said(done, dry_run, f'Installed the {harness} hooks in', 'already has the hooks')
-    if not dry_run:
-        click.echo(f'Check with: {target.command("hook", "doctor")}')
+    if dry_run:
+        return
+    name = install.NAMES[harness]
+    if workspace is None:
+        click.echo(f'The hook acts on the workspace found from the folder {name} runs in.')
+    else:
+        origin = _ORIGINS[target.workspace_source]
+        click.echo(f'The hook acts on the workspace {workspace} ({origin}).')
+    if everywhere:
+        click.echo(f'{name} reads it in every project.')
+    elif settings is None:
+        click.echo(f'{name} started in {target.cwd} reads it.')
+        if harness == 'gemini' and not gemini_trusts(target.cwd):
+            click.echo(f'Note: {untrusted(target.cwd, path)}.')
+    check = ['checkpoints', 'hook', 'doctor', '--harness', harness, '--from', str(target.cwd)]
+    if settings is not None:
+        check += ['--settings', str(path)]
+    click.echo(f'Check with: {shlex.join(check)}')
 
 
 @click.command('uninstall')
@@ -215,7 +257,7 @@ def hook_uninstall(
     """
     from ..agent.hooks import install
 
-    path = install.settings_file(harness, settings, everywhere, _found(target))
+    path = install.settings_file(harness, settings, everywhere, target.cwd)
     done = install.uninstall(path, dry_run)
     _said(done, dry_run, 'Removed the hooks from', 'has no hooks of checkpoints')
 
@@ -227,8 +269,9 @@ def _said(done: Any, dry_run: bool, did: str, nothing: str) -> None:
         click.echo(done.after, nl=False)
         click.echo(f'Dry run: {done.path} was not changed.')
     else:
+        real = f' (the file its link leads to: {done.real})' if done.real != done.path else ''
         backup = f' (the old file is {done.backup})' if done.backup else ''
-        click.echo(f'{did} {done.path}{backup}.')
+        click.echo(f'{did} {done.path}{real}{backup}.')
 
 
 @click.command('doctor')
@@ -237,12 +280,12 @@ def _said(done: Any, dry_run: bool, did: str, nothing: str) -> None:
     '--from',
     'folder',
     type=click.Path(file_okay=False, path_type=Path),
-    help='The folder the harness runs in. Default: the current one.',
+    help='The folder the harness is started in. Default: the current one.',
 )
 @click.option(
     '--settings',
     type=click.Path(dir_okay=False, path_type=Path),
-    help='Check this settings file too.',
+    help='Check only this settings file, for the harness whose hooks it holds.',
 )
 @json_option('Print the findings as JSON.')
 @target_options
@@ -254,29 +297,26 @@ def hook_doctor(
     settings: Path | None,
     as_json: bool,
 ) -> None:
-    """Say what a harness would see: the hooks in its settings, whether their command runs,
-    the workspace and desk found from a folder, and the last event handled.
+    """Say what a harness started in a folder would see: the hooks in the settings it reads,
+    whether their command runs, the workspace it acts on and the desk, and the last event
+    handled and the last that failed (with the error a harness run headless does not show).
 
     \b
     Examples:
       checkpoints hook doctor
-      checkpoints hook doctor --from ~/agent/desks/main --harness claude
+      checkpoints hook doctor --harness claude --from ~/project
+      checkpoints hook doctor --settings ~/.gemini/settings.json
     """
-    from ..agent.hooks import install
-    from ..workspace import desk_at, find_workspace
+    from ..agent.hooks.doctor import doctor
+    from ..workspace import locate_workspace
 
-    start = (folder or Path.cwd()).absolute()
-    workspace = _found(target) if folder is None else find_workspace(start)
-    harnesses = [harness] if harness else ['claude', 'gemini']
-    files = []
-    for name in harnesses:
-        if workspace is not None:
-            files.append((name, install.settings_file(name, None, False, workspace)))
-        files.append((name, install.settings_file(name, None, True, None)))
-        if settings is not None:
-            files.append((name, settings.expanduser().absolute()))
-    desk = (desk_at(workspace, start) or 'main') if workspace is not None else None
-    report = install.doctor(workspace, start, desk, files)
+    start = Path(os.path.abspath(folder if folder is not None else target.cwd))
+    # Where a hook whose command names no workspace acts: found from the folder as every verb
+    # finds it (an option given here reaches no harness).
+    spot, _ = locate_workspace(start)
+    found = spot if spot.is_dir() else None
+    where = settings.expanduser().absolute() if settings is not None else None
+    report = doctor(harness, start, where, found)
     if as_json:
         render.echo_json(
             {

@@ -14,9 +14,10 @@ from typing import Any
 import click
 
 from ..errors.lockwaits import show_lock_waits
+from ..workspace import DEFAULT_WORKSPACE
 from . import agent, browse, complete, core, history, remote, render, retention, turns, undo
 from .options import JSON_KEY, target_options
-from .target import DEFAULT_WORKSPACE, DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
+from .target import DESK_KEY, PROGRAM, WORKSPACE_KEY, resolve
 
 OVERVIEW = [
     ('list', 'checkpoints, newest first'),

@@ -157,12 +157,27 @@ def held_at(checkpoints: Any, at: str, given: str | None) -> str:
     the checkpoint it comes from."""
     if given is not None:
         raise click.UsageError(f'give a checkpoint ID or --at TIME, not both ({given}, {at})')
-    found = checkpoints.checkpoint_at(at)
-    click.echo(
-        f'note: at {at} the desk held checkpoint {render.ident(found.checkpoint_id)}, taken '
-        f'{found.created_at}: {found.reason}',
-        err=True,
-    )
+    held = checkpoints.held_at(at)
+    found = held.checkpoint
+    if held.sealed:
+        turn = f' in turn {held.turn}' if held.turn else ''
+        said = (
+            f"note: at {at} the desk held the agent's sealed write{turn}, "
+            f'{render.ident(found.checkpoint_id)} ({found.created_at})'
+        )
+    else:
+        said = (
+            f'note: at {at} the desk held checkpoint {render.ident(found.checkpoint_id)}, taken '
+            f'{found.created_at}: {found.reason}'
+        )
+    click.echo(said, err=True)
+    if held.changed_before is not None:
+        later = held.changed_before
+        click.echo(
+            f'note: the desk changed after it, unrecorded until checkpoint '
+            f'{render.ident(later.short_id)} ({later.created_at}): it may have differed at {at}',
+            err=True,
+        )
     return str(found.checkpoint_id)
 
 

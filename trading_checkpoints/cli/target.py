@@ -21,11 +21,13 @@ from ..errors import CheckpointError, InvalidArgumentError, MissingDeskError, No
 from ..workspace import (
     DESKS,
     REPOSITORIES,
+    WORKSPACE_VARIABLE,
     Workspace,
     desk_at,
     desk_name_problem,
     find_workspace,
     is_workspace,
+    locate_workspace,
 )
 
 if TYPE_CHECKING:
@@ -33,9 +35,7 @@ if TYPE_CHECKING:
     from ..ops.listing import Lister
 
 PROGRAM = 'checkpoints'
-WORKSPACE_VARIABLE = 'CHECKPOINTS_WORKSPACE'
 DESK_VARIABLE = 'CHECKPOINTS_DESK'
-DEFAULT_WORKSPACE = 'workspace'
 DEFAULT_DESK = 'main'
 
 # Where the options --workspace and --desk leave their values (click's ctx.meta is shared by
@@ -198,17 +198,7 @@ class Target:
 def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
     """The target named by the options, the environment and the current folder."""
     cwd = Path(os.path.abspath(os.getcwd()))
-    environment_workspace = os.environ.get(WORKSPACE_VARIABLE) or None
-    if workspace_option is not None:
-        root, workspace_source = _absolute(workspace_option), 'option'
-    elif environment_workspace is not None:
-        root, workspace_source = _absolute(environment_workspace), 'environment'
-    else:
-        found = find_workspace(cwd)
-        if found is not None:
-            root, workspace_source = found, 'found'
-        else:
-            root, workspace_source = cwd / DEFAULT_WORKSPACE, 'default'
+    root, workspace_source = locate_workspace(cwd, workspace_option)
     environment_desk = os.environ.get(DESK_VARIABLE) or None
     if desk_option is not None:
         desk, desk_source = desk_option, 'option'
@@ -226,10 +216,6 @@ def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
         inside = desk_at(root, cwd) or desk_at(os.path.realpath(root), cwd)
         desk, desk_source = (inside, 'folder') if inside else (DEFAULT_DESK, 'default')
     return Target(root, desk, workspace_source, desk_source, cwd)
-
-
-def _absolute(value: str) -> Path:
-    return Path(os.path.abspath(os.path.expanduser(value)))
 
 
 def target_of(meta: dict) -> Target:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FileAccessError, RepositoryFileError
+from .durability import replace_at, write_atomically
 
 __all__ = [
     'RepoFile',
@@ -383,62 +384,18 @@ def replace(file: RepoFile, data: bytes, *, durable: bool = True) -> None:
         FileAccessError: The system refused.
     """
     if not _AT:  # pragma: no cover - no dir_fd support (Windows)
-        from .durability import write_atomically
-
-        write_atomically(file.path, data)
+        write_atomically(file.path, data, durable=durable)
         return
     name = file.parts[-1]
-    temporary = f'.{name}.{os.getpid()}.tmp'
     try:
         folder = _folder(file, create=True)
         assert folder is not None
         try:
-            _write_new(folder, temporary, data, durable)
-            try:
-                os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-            except OSError:
-                _unlink_quietly(folder, temporary)
-                raise
-            if durable:
-                _fsync_folder(folder)
+            replace_at(folder, name, data, durable=durable)
         finally:
             os.close(folder)
     except OSError as error:
         raise _access_error(file, error, 'write') from error
-
-
-def _write_new(folder: int, name: str, data: bytes, durable: bool) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-    try:
-        fd = os.open(name, flags, 0o644, dir_fd=folder)
-    except FileExistsError:  # a killed writer's, or planted: ours to replace
-        os.unlink(name, dir_fd=folder)
-        fd = os.open(name, flags, 0o644, dir_fd=folder)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(folder, name)
-        raise
-    os.close(fd)
-
-
-def _unlink_quietly(folder: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=folder)
-    except OSError:
-        pass
-
-
-def _fsync_folder(fd: int) -> None:
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems refuse fsync on folders; their metadata is synchronous
 
 
 def remove(file: RepoFile) -> bool:

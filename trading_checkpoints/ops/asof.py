@@ -14,16 +14,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable
-from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ..errors import BeforeFirstCheckpointError, InvalidArgumentError, NoCheckpointsError
 from ..store.commitinfo import CommitInfo
-from .listing import walk
-from .results import Checkpoint, checkpoint_from
 from .retention import parse_duration
-from .session import ReadSession
 
 Moment = str | datetime
 """What ``at=`` takes: ISO 8601 text with an offset, a period before now, or an aware datetime."""
@@ -70,11 +66,18 @@ def moment(at: Moment, now: float | None = None) -> datetime:
 
 def find(commits: Iterable[CommitInfo], at: Moment, repository: Path) -> CommitInfo:
     """The first of ``commits`` (newest first, one branch) taken at or before ``at``."""
-    when = moment(at)
+    return find_with_next(commits, moment(at), repository)[0]
+
+
+def find_with_next(
+    commits: Iterable[CommitInfo], when: datetime, repository: Path
+) -> tuple[CommitInfo, CommitInfo | None]:
+    """The first of ``commits`` (newest first, one branch) taken at or before ``when``, and
+    the one taken after it (None: it is the newest)."""
     oldest: CommitInfo | None = None
     for info in commits:
         if datetime.fromisoformat(info.created_at) <= when:
-            return info
+            return info, oldest
         oldest = info
     if oldest is None:
         raise NoCheckpointsError(
@@ -90,34 +93,3 @@ def find(commits: Iterable[CommitInfo], at: Moment, repository: Path) -> CommitI
         first=oldest.short_id,
         first_at=oldest.created_at,
     )
-
-
-def checkpoint_at(repository: Path, at: Moment) -> Checkpoint:
-    """The checkpoint a desk's repository held at ``at`` (see the module notes)."""
-    with closing(walk(repository)) as commits:
-        return checkpoint_from(find(commits, at, Path(repository)))
-
-
-def chosen(session: ReadSession, checkpoint_id: str | None, at: Moment | None) -> str | None:
-    """The id a verb acts on: ``checkpoint_id``, or the full id of the checkpoint at ``at``
-    (one of the two, not both)."""
-    if at is None:
-        return checkpoint_id
-    if checkpoint_id is not None:
-        raise InvalidArgumentError(
-            f'give a checkpoint id or a time, not both (id {checkpoint_id!r}, at {at!r})',
-            name='at',
-            value=at if isinstance(at, str) else at.isoformat(),
-        )
-    return find(session.repo.history(), at, session.repo.path).sha
-
-
-def named(session: ReadSession, checkpoint_id: str | None, at: Moment | None, name: str) -> str:
-    """:func:`chosen`, for a verb that needs a checkpoint: an id (argument ``name``) or a
-    time."""
-    found = chosen(session, checkpoint_id, at)
-    if found is None:
-        raise InvalidArgumentError(
-            f'give {name} (a checkpoint id) or at (a time)', name=name, value=None
-        )
-    return found

@@ -52,6 +52,7 @@ from ..errors import CheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.repo import ShadowRepo
+from . import calls
 from .session import LockedSession, ReadSession
 
 SEAL_REF = b'refs/checkpoints/sealed'
@@ -104,15 +105,12 @@ def attribute(
             return Attribution(SEALED)
         left, _ = session.flatten(seal.tree)
         unstored = oversize_of(seal)
-        return Attribution(
-            SEALED,
-            tuple(
-                path
-                for path in _differing(left, desk)
-                if path not in unstored or unstored[path][0] != desk.get(path)
-            ),
-            left,
+        changed = tuple(
+            path
+            for path in _differing(left, desk)
+            if path not in unstored or unstored[path][0] != desk.get(path)
         )
+        return Attribution(SEALED, _not_by_calls(session, desk, changed), left)
     head_info = seal or repo.commit_info(head)
     declared = metadata.parse(head_info.message).paths
     if not declared:
@@ -126,16 +124,26 @@ def attribute(
     if desk_tree is not None and desk_tree == head_info.tree:
         return Attribution(DECLARED)
     left, _ = session.flatten(head_info.tree)
-    changed = _differing(left, desk)
-    return Attribution(
-        DECLARED,
-        tuple(
-            path
-            for path in changed
-            if not any(path == item or path.startswith(item + '/') for item in declared)
-        ),
-        left,
+    changed = tuple(
+        path
+        for path in _differing(left, desk)
+        if not any(path == item or path.startswith(item + '/') for item in declared)
     )
+    return Attribution(DECLARED, _not_by_calls(session, desk, changed), left)
+
+
+def _not_by_calls(
+    session: ReadSession, desk: Mapping[str, FileEntry], changed: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``changed`` less the paths an agent's tool call on record wrote for certain (several
+    calls announced at once, or another session's write: see ``calls``)."""
+    if not changed:
+        return changed
+    record = calls.load(session.repo.path)
+    if not record:
+        return changed
+    explained = calls.credit(record, [(path, desk.get(path)) for path in changed]).explained()
+    return tuple(path for path in changed if path not in explained)
 
 
 def _relative(declared: str, desk_directory: Path | None) -> str | None:
@@ -276,6 +284,19 @@ def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
         return repo.commit_info(sha)
     except CheckpointError:
         return None
+
+
+def sealed_write_time(repo: ShadowRepo) -> str | None:
+    """When the agent's write the current seal records was sealed (None: no such seal, or it
+    names the newest checkpoint itself): a checkpoint that supersedes it keeps that time, so
+    the state after the write can be found at a moment (``heldat``)."""
+    head = repo.head()
+    seal = current_seal(repo, head)
+    if seal is None or head is None or seal.sha.encode() == head:
+        return None
+    if metadata.action_of(seal.message) in (ANNOUNCE, RESTORED_STATE):
+        return None
+    return seal.created_at
 
 
 def mark_sealed(session: LockedSession) -> None:

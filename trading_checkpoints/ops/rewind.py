@@ -52,7 +52,14 @@ class _Then:
     writer: Writer
 
 
-Credit = Writer | _Then | str | None  # who made a change (None: no turn)
+@dataclass(frozen=True)
+class _Maybe:
+    """A change any of ``writers`` may have made (they were at work at once: uncertain)."""
+
+    writers: frozenset[Writer]
+
+
+Credit = Writer | _Then | _Maybe | str | None  # who made a change (None: no turn)
 
 
 @dataclass(frozen=True)
@@ -64,11 +71,14 @@ class Rewind:
         overlay: Each path the turn wrote, with the entry it had before the turn first wrote
             it (None: it did not exist); paths that already hold it are left out.
         others: Of those, the paths someone else changed after the turn first did.
+        uncertain: Of those, the paths the turn may have written while another writer may
+            have too (two sessions at work at once, or a tool call that was denied or failed).
     """
 
     first: bytes
     overlay: dict[str, FileEntry | None]
     others: frozenset[str]
+    uncertain: frozenset[str] = frozenset()
 
 
 def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: bool) -> RestoreResult:
@@ -81,7 +91,7 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
         rewind.first,
         short_id(rewind.first),
         overlay=rewind.overlay,
-        others=rewind.others,
+        others=rewind.others | rewind.uncertain,
         subject=f'rewound turn {turn_id}',
         before_subject=f'before rewinding turn {turn_id}',
         dry_run=dry_run,
@@ -94,11 +104,18 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
     except ExternalChangesError as refused:
         paths = refused.paths
         shown = ', '.join(paths[:5]) + (' ...' if len(paths) > 5 else '')
+        unsure = [path for path in paths if path in rewind.uncertain]
+        why = (
+            f'{len(paths)} file(s) it wrote were changed since by another turn or writer'
+            if not unsure
+            else f'{len(paths)} file(s) it may have written were changed by another turn or '
+            f'writer at the same time, or by a tool call that was denied or failed '
+            f'({len(unsure)} uncertain)'
+        )
         raise TurnConflictError(
-            f'refusing to rewind turn {turn_id}: {len(paths)} file(s) it wrote were changed '
-            f'since by another turn or writer: {shown}; nothing was changed (force it to put '
-            'them back as before the turn, the current ones kept in the pre-snapshot, or keep '
-            'them as they are)',
+            f'refusing to rewind turn {turn_id}: {why}: {shown}; nothing was changed (force it '
+            'to put them back as before the turn, the current ones kept in the pre-snapshot, '
+            'or keep them as they are)',
             paths,
             turn=turn_id,
         ) from None
@@ -157,7 +174,12 @@ def plan(
         if old != new:
             walk.change(path, old, new, writer if path not in skip else None)
     overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
-    return Rewind(first.sha.encode(), overlay, frozenset(walk.others & set(overlay)))
+    return Rewind(
+        first.sha.encode(),
+        overlay,
+        frozenset(walk.others & set(overlay)),
+        frozenset(walk.uncertain & set(overlay)),
+    )
 
 
 def _parent(session: ReadSession, info: CommitInfo) -> CommitInfo | None:
@@ -176,6 +198,7 @@ class _Walk:
         self.tracked = tracked
         self.before: dict[str, FileEntry | None] = {}
         self.others: set[str] = set()
+        self.uncertain: set[str] = set()
         self.seen: dict[tuple[str, FileEntry | None], Credit] = {}
 
     def ours(self, writer: Credit) -> bool:
@@ -192,6 +215,16 @@ class _Walk:
             if self.ours(writer.writer) and path not in self.before:
                 self.before[path] = old
             writer = None  # the last change was someone else's
+        if isinstance(writer, _Maybe):
+            if any(self.ours(each) for each in writer.writers):
+                if path not in self.before:
+                    self.before[path] = old
+                    self.seen[(path, old)] = _TURN_BEFORE
+                self.uncertain.add(path)
+            elif path in self.before:
+                self.others.add(path)
+            self.seen[(path, new)] = writer
+            return
         if self.ours(writer):
             if path not in self.before:
                 self.before[path] = old
@@ -206,13 +239,19 @@ def _credit(message: str, previous: str, walk: _Walk) -> Callable[[str, FileEntr
     having ``previous`` (see the module notes); None: no turn."""
     if metadata.action_of(message) in _RESTORING:
         return lambda path, new: walk.seen.get((path, new))
-    record = metadata.written(message)
-    if record is not None:
+    groups = metadata.written_groups(message)
+    if groups:
 
         def credit(path: str, new: FileEntry | None) -> Credit:
-            if path in record.changed_after:
-                return _Then(record.writer)
-            return record.writer if path in record.paths else None
+            maybe = frozenset(group.writer for group in groups if path in group.maybe)
+            if maybe:
+                return _Maybe(maybe)
+            for group in groups:
+                if path in group.changed_after:
+                    return _Then(group.writer)
+                if path in group.paths:
+                    return group.writer
+            return None
 
         return credit
     writer = metadata.writer_of(previous)

@@ -24,7 +24,7 @@ finds the desk unchanged tells the watcher so.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..core.ids import ShortId, short_id
@@ -35,7 +35,7 @@ from ..store import metadata
 from ..store.config import read_bytes
 from ..store.repo import ShadowRepo
 from ..store.repofolder import head_is_sound
-from . import external, journal, vouched
+from . import calls, external, journal, vouched
 from .deskconfig import DeskConfig
 from .results import SnapshotResult
 from .session import Change, LockedSession, ReadSession, open_reading
@@ -135,11 +135,15 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
     reusable = None if earlier is None else _reusable(session, earlier)
     result, cache = reusable if reusable is not None else session.scan(record=True)
     attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
-    sha = session.commit(result, cache, message, writes(session, attribution, message))
+    record = calls.load(session.repo.path)
+    sealed = _with_seal_time(session.repo, message)
+    sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
     if sha is None:
         external.announce(session, message)
-    elif earlier is not None and earlier.asked is not None:
-        _report_commit(session, earlier.asked, result, cache, sha)
+    else:
+        calls.settle(session, record, result.started_ns)
+        if earlier is not None and earlier.asked is not None:
+            _report_commit(session, earlier.asked, result, cache, sha)
     recovery = session.recovery
     return SnapshotResult(
         checkpoint_id=short_id(sha),
@@ -151,12 +155,19 @@ def take(session: LockedSession, message: str, earlier: Look | None = None) -> S
 
 
 def writes(
-    session: ReadSession, attribution: external.Attribution, message: str
+    session: ReadSession,
+    attribution: external.Attribution,
+    message: str,
+    record: Mapping[str, calls.Call] | None = None,
 ) -> Callable[[list[Change]], list[tuple[str, str]]]:
-    """The trailers recording which of a commit's changed files the agent's turn wrote (see
-    ``external.writer`` for the turn): the ones not changed outside the agent, and those it
-    wrote that someone else changed afterwards (the state the agent left differs from both
-    the newest checkpoint and the desk there).
+    """The trailers recording which of a commit's changed files which agent turn wrote.
+
+    The agent's tool calls on record (``record``: see ``calls``) decide first: a path a call
+    wrote for certain is that call's turn's, a path several may have written is recorded as
+    uncertain for each. The paths no call explains are credited as without the record, to the
+    turn the seal or the newest checkpoint names (``external.writer``): the ones not changed
+    outside the agent, and those it wrote that someone else changed afterwards (the state the
+    agent left differs from both the newest checkpoint and the desk there).
 
     A commit taken in the same turn, when the turn names no session (the library's and the
     MCP server's turns, whose tool calls may run in parallel, each sealing when it is done),
@@ -165,19 +176,40 @@ def writes(
     """
 
     def pairs(changes: list[Change]) -> list[tuple[str, str]]:
+        found = calls.credit(record or {}, [(path, new) for path, _, new in changes])
+        rest = set(found.unknown)
         writer = external.writer(session.repo)  # read before the branch moves
-        if writer is None:
-            return []
-        paths = [path for path, _, _ in changes]
-        if writer.session is None and metadata.writer_of(message) == writer:
-            return metadata.written_pairs(writer, paths)
-        outside, left = set(attribution.external), attribution.left
-        ours = [path for path in paths if path not in outside]
-        # Changed outside the agent after the agent had changed it: the state the agent left
-        # differs from the newest checkpoint there too.
-        then = [path for path, old, _ in changes if path in outside and left.get(path) != old]
-        return metadata.written_pairs(writer, [*ours, *then], then)
+        if writer is not None and rest:
+            paths = [path for path, _, _ in changes if path in rest]
+            if writer.session is None and metadata.writer_of(message) == writer:
+                found.wrote.setdefault(writer, set()).update(paths)
+            else:
+                outside, left = set(attribution.external), attribution.left
+                # Changed outside the agent after the agent had changed it: the state the
+                # agent left differs from the newest checkpoint there too.
+                then = {
+                    path
+                    for path, old, _ in changes
+                    if path in rest and path in outside and left.get(path) != old
+                }
+                ours = {path for path in paths if path not in outside}
+                found.wrote.setdefault(writer, set()).update(ours | then)
+                found.changed_after.setdefault(writer, set()).update(then)
+        return credit_pairs(found)
 
+    return pairs
+
+
+def credit_pairs(found: calls.Credit) -> list[tuple[str, str]]:
+    """The trailers of a credit: a group per writer, in a stable order."""
+    pairs: list[tuple[str, str]] = []
+    writers = {*found.wrote, *found.uncertain}
+    for writer in sorted(writers, key=lambda w: (w.turn, w.session or '')):
+        # A group naming no path still says who was at work: the changes are no turn's.
+        wrote = found.wrote.get(writer, set())
+        maybe = found.uncertain.get(writer, set())
+        after = found.changed_after.get(writer, set())
+        pairs += metadata.written_pairs(writer, wrote, after, maybe)
     return pairs
 
 
@@ -187,7 +219,19 @@ def commit_desk(session: LockedSession, message: str) -> bytes | None:
     result, cache = session.scan(record=True)
     known = session.known_tree(result, cache)
     attribution = external.attribute(session, LazyFiles(result), known)
-    return session.commit(result, cache, message, writes(session, attribution, message))
+    record = calls.load(session.repo.path)
+    sealed = _with_seal_time(session.repo, message)
+    sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
+    if sha is not None:
+        calls.settle(session, record, result.started_ns)
+    return sha
+
+
+def _with_seal_time(repo: ShadowRepo, message: str) -> str:
+    """The message of a commit that supersedes the seal of an agent's write, with when the
+    seal was made (``Checkpoint-Sealed-At``)."""
+    when = external.sealed_write_time(repo)
+    return message if when is None else metadata.with_trailer(message, metadata.SEALED_AT, when)
 
 
 def _nothing_to_commit(result: Scan, cache: StatCache, head: bytes) -> bool:
@@ -246,35 +290,47 @@ class Capture:
 
 
 def capture(
-    session: LockedSession, subject: str, tool: str, writer: metadata.Writer | None
+    session: LockedSession,
+    subject: str,
+    tool: str,
+    writer: metadata.Writer | None,
+    call_id: str | None = None,
 ) -> Capture:
     """Commits the changes made since the newest checkpoint as a change already made
     (``Checkpoint-Action: captured``, the changed paths as ``Checkpoint-Path``), then seals.
 
-    With ``writer`` (a shell command seen through the hooks) every change is that turn's, and
-    the state is sealed as the state it left. Without (``checkpoints watch``) the changes are
-    credited as a snapshot credits them; when an agent's write was announced and not yet
-    sealed, it is announced again on the new checkpoint (the agent may still be writing),
-    else the state is sealed. Nothing is committed when nothing changed; a turn's capture
-    then only seals.
+    With ``writer`` (a shell command seen through the hooks, the call ``call_id`` of the
+    record) the changes are that turn's, less those other calls on record explain (another
+    session's write that landed meanwhile is that session's; a path both may have written is
+    uncertain: see ``calls``), and the state is sealed as the state it left. Without
+    (``checkpoints watch``) the changes are credited as a snapshot credits them; when an
+    agent's write was announced and not yet sealed, it is announced again on the new
+    checkpoint (the agent may still be writing), else the state is sealed. Nothing is
+    committed when nothing changed; a turn's capture then only seals.
     """
     repo = session.repo
     result, cache = session.scan(record=True)
     known = session.known_tree(result, cache)
     attribution = external.attribute(session, LazyFiles(result), known)
     pending = None if writer is not None else external.in_flight(repo)
-    credit = writes(session, attribution, '')
+    record = dict(calls.load(repo.path))
+    if writer is not None:
+        call_id = call_id or calls.new_id()
+        if call_id not in record or not record[call_id].open:
+            # Not on record (its pre-event was not seen): at work since the newest checkpoint.
+            record[call_id] = calls.Call(call_id, writer, tool, calls.SHELL, began=0)
+    credit = writes(session, attribution, '', record)
     changed: list[str] = []
 
     def pairs(changes: list[Change]) -> list[tuple[str, str]]:
-        changed.extend(path for path, _, _ in changes)
+        changed.extend(sorted(path for path, _, _ in changes))
         found = [(metadata.PATH, path) for path in changed]
-        found += metadata.written_pairs(writer, changed) if writer else credit(changes)
-        return [*found, (metadata.ACTION, metadata.CAPTURED)]
+        return [*found, *credit(changes), (metadata.ACTION, metadata.CAPTURED)]
 
     turn, by = (writer.turn, writer.session) if writer is not None else (None, None)
     message = metadata.compose(subject, tool, None, turn, by)
     sha = session.commit(result, cache, message, pairs)
+    calls.settle(session, record, result.started_ns, ending=call_id)
     if sha is None and (writer is None or repo.read_ref(external.SEAL_REF) == repo.head()):
         return Capture(None)
     if pending is not None:

@@ -151,15 +151,19 @@ class Turn:
 
 def _first_snapshot(turn: Turn, reason: str, tool: str | None, paths: Sequence[str] | None) -> str:
     """Snapshots, or marks the current checkpoint as the turn's start when nothing changed."""
-    body = reason.strip() or 'snapshot'
-    if turn.label:
-        body = f'{body}\n\n{_LABEL_PREFIX}{turn.label}'
+    body = labelled(reason, turn.label)
     # The public verb first, so whatever bookkeeping a snapshot does happens here too.
     new_id = turn._take(body, tool, paths)
     if new_id is not None:
         return new_id
     config = turn.checkpoints.desk_config
     return mark(config, metadata.compose(body, tool, paths, turn.turn_id, turn.session))
+
+
+def labelled(reason: str, label: str) -> str:
+    """A turn's first checkpoint's message: the reason, and the turn's label below it."""
+    body = reason.strip() or 'snapshot'
+    return f'{body}\n\n{_LABEL_PREFIX}{_one_line(label, _MAX_LABEL)}' if label.strip() else body
 
 
 def mark(config: DeskConfig, message: str) -> ShortId:

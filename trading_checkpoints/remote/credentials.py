@@ -17,13 +17,15 @@ They are decoded before use; ``$CHECKPOINTS_REMOTE_USERNAME``/``PASSWORD`` are t
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from ..errors import CheckpointError, CredentialFileError, RemoteURLError
+from ..core.durability import write_atomically
+from ..errors import CheckpointError, CredentialFileError, FileAccessError, RemoteURLError
 
 STORE_ENV = 'CHECKPOINTS_CREDENTIALS'
 MAX_BYTES = 1 << 20
@@ -162,18 +164,14 @@ def save(url: str, credentials: Credentials, repository: Path | None = None) -> 
     data = ('\n'.join(kept) + '\n').encode('utf-8', 'surrogateescape')
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-    except OSError as error:
+        write_atomically(path, data, mode=0o600)
+    except (OSError, FileAccessError) as error:
+        cause = error if isinstance(error, OSError) else error.__cause__
+        reason = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(error)
+        if isinstance(cause, OSError) and cause.errno in (errno.ELOOP, errno.ENOTDIR):
+            reason = f'its folder {path.parent} is a symbolic link or not a folder'
         raise CredentialFileError(
-            f'cannot write the credential file {path}: {error.strerror}; give the credentials '
+            f'cannot write the credential file {path}: {reason}; give the credentials '
             'through $CHECKPOINTS_REMOTE_USERNAME and $CHECKPOINTS_REMOTE_PASSWORD instead',
             path=path,
         ) from None

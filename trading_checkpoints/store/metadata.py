@@ -10,7 +10,10 @@ turn of which session). ``Checkpoint-Wrote-By``, ``-Wrote-Session`` and ``-Wrote
 the changes a checkpoint *holds*, relative to its parent: the turn (and its session) that wrote
 each listed path, as far as the product could tell when it took the checkpoint; the other paths
 it changed were written by no turn (a person, a script, another tool), and so were the listed
-paths also named by ``Checkpoint-Changed-After``, after the turn had written them. A checkpoint
+paths also named by ``Checkpoint-Changed-After``, after the turn had written them. When
+several writers were at work at once (two agent sessions on one desk), each has a group of its
+own, starting with its ``Checkpoint-Wrote-By``; a path two of them may have written is named by
+``Checkpoint-Maybe-Wrote`` in each of their groups (uncertain). A checkpoint
 recording a change that already happened (a shell command seen through the hooks,
 ``checkpoints watch``) carries ``Checkpoint-Action: captured``.
 
@@ -40,8 +43,11 @@ WROTE_BY = 'Checkpoint-Wrote-By'
 WROTE_SESSION = 'Checkpoint-Wrote-Session'
 WROTE = 'Checkpoint-Wrote'
 CHANGED_AFTER = 'Checkpoint-Changed-After'  # a path someone else changed after the writer
+MAYBE_WROTE = 'Checkpoint-Maybe-Wrote'  # a path the writer may have written, another too
+SEALED_AT = 'Checkpoint-Sealed-At'  # when the seal a checkpoint supersedes was made
 CAPTURED = 'captured'  # the action of a checkpoint recording a change already made
 
+_GROUPED = frozenset({WROTE_SESSION, WROTE, CHANGED_AFTER, MAYBE_WROTE})  # after a Wrote-By
 _TRAILER = re.compile(r'([A-Za-z0-9][A-Za-z0-9-]*): ?(.*)')
 QUOTE = '> '
 
@@ -72,12 +78,14 @@ class Writer:
 @dataclass(frozen=True)
 class Written:
     """Who made the changes a checkpoint holds: ``writer`` wrote ``paths`` (and of those,
-    someone else changed ``changed_after`` again before the checkpoint was taken); the
+    someone else changed ``changed_after`` again before the checkpoint was taken), and may
+    have written ``maybe``, which another writer may have written too (uncertain); the
     checkpoint's other changes were made by no turn."""
 
     writer: Writer
     paths: frozenset[str]
     changed_after: frozenset[str] = frozenset()
+    maybe: frozenset[str] = frozenset()
 
 
 def one_line(value: str) -> str:
@@ -202,25 +210,49 @@ def writer_of(text: str) -> Writer | None:
     return Writer(meta.turn, meta.session) if meta.turn else None
 
 
+def written_groups(text: str) -> tuple[Written, ...]:
+    """Who made the changes a checkpoint holds, one group per writer, as recorded
+    (``Checkpoint-Wrote-By`` starts a group; ``-Wrote-Session``, ``-Wrote``,
+    ``-Changed-After`` and ``-Maybe-Wrote`` that follow belong to it); () when it records none."""
+    groups: list[tuple[str, dict[str, list[str]]]] = []
+    for key, value in trailers(text):
+        if key == WROTE_BY:
+            groups.append((value, {}))
+        elif groups and key in _GROUPED:
+            groups[-1][1].setdefault(key, []).append(value)
+    found = []
+    for turn, values in groups:
+        if turn:
+            sessions = values.get(WROTE_SESSION)
+            found.append(
+                Written(
+                    Writer(turn, sessions[-1] if sessions else None),
+                    frozenset(values.get(WROTE, ())),
+                    frozenset(values.get(CHANGED_AFTER, ())),
+                    frozenset(values.get(MAYBE_WROTE, ())),
+                )
+            )
+    return tuple(found)
+
+
 def written(text: str) -> Written | None:
-    """Who made the changes a checkpoint holds, when it records it (``Checkpoint-Wrote-By``)."""
-    values = trailer_values(text)
-    turns = values.get(WROTE_BY)
-    if not turns or not turns[-1]:
-        return None
-    sessions = values.get(WROTE_SESSION)
-    writer = Writer(turns[-1], sessions[-1] if sessions else None)
-    after = frozenset(values.get(CHANGED_AFTER, ()))
-    return Written(writer, frozenset(values.get(WROTE, ())), after)
+    """Who made the changes a checkpoint of one writer holds (of several: the last one's
+    group; :func:`written_groups` gives them all); None when it records none."""
+    groups = written_groups(text)
+    return groups[-1] if groups else None
 
 
 def written_pairs(
-    writer: Writer, paths: Iterable[str], changed_after: Iterable[str] = ()
+    writer: Writer,
+    paths: Iterable[str],
+    changed_after: Iterable[str] = (),
+    maybe: Iterable[str] = (),
 ) -> list[tuple[str, str]]:
-    """The trailers recording that ``writer`` wrote ``paths`` of a checkpoint (and someone
-    else changed ``changed_after`` of them afterwards), sorted."""
+    """The trailers recording that ``writer`` wrote ``paths`` of a checkpoint (someone else
+    changed ``changed_after`` of them afterwards) and may have written ``maybe``, sorted."""
     pairs = writer.pairs() + [(WROTE, path) for path in sorted(set(paths))]
-    return pairs + [(CHANGED_AFTER, path) for path in sorted(set(changed_after))]
+    pairs += [(CHANGED_AFTER, path) for path in sorted(set(changed_after))]
+    return pairs + [(MAYBE_WROTE, path) for path in sorted(set(maybe))]
 
 
 def trailer_values(text: str) -> dict[str, list[str]]:

@@ -21,8 +21,10 @@ Write tools: Claude Code's ``Write``, ``Edit``, ``MultiEdit`` (``tool_input.file
 ``run_shell_command`` (``tool_input.command``; ``dir_path`` or ``directory`` the folder).
 
 The modules: ``events`` (what an event names), ``place`` (workspace, desk, the session's turn),
-``dispatch`` (what each event does), ``process`` (the command: stdin, exit status) and
-``install`` (the harness's settings: install, uninstall, doctor).
+``dispatch`` (what each event does), ``lastevent`` (the last event handled and failed, per
+harness), ``process`` (the command: stdin, exit status); for the harness's settings,
+``install`` (install, uninstall), ``settingsfile`` and ``jsonc`` (reading and editing a
+settings file) and ``doctor``.
 """
 
 from .dispatch import handle, run

@@ -1,15 +1,26 @@
 """What each hook event does, and the answer the harness gets.
 
-- A prompt (``UserPromptSubmit``, ``BeforeAgent``): opens a turn for the session.
+- A prompt (``UserPromptSubmit``, ``BeforeAgent``): closes what the session left at work
+  (below) and opens a turn for the session.
 - Before a write tool (``PreToolUse``, ``BeforeTool``) whose target is a tracked file: a
-  snapshot, with the tool, the desk-relative path, the session and its turn as metadata. A
-  target in a desk folder that does not exist yet (``desks/NEW/...``) creates that desk.
-- After it (``PostToolUse``, ``AfterTool``): a seal (the state the agent left).
-- Before a shell command (``Bash``, ``run_shell_command``): a snapshot of each desk it may
-  write (the desk as the person left it); after it, a checkpoint of what it changed, credited
-  to the session's turn and sealed (none when nothing changed). The command line itself is
-  never kept: only the names of the programs it starts (see ``events.programs``).
-- Anything else, or an event from a folder with no workspace above it: nothing, silently.
+  snapshot of the desk the file is in, with the tool, the desk-relative path, the session and
+  its turn as metadata, and the call put on the desk's record (``ops/calls.py``) so that what
+  lands there while it runs is credited to it. A file reached through a symlink into another
+  desk snapshots that desk too. A target in a desk folder that does not exist yet
+  (``desks/NEW/...``) creates that desk.
+- After it (``PostToolUse``, ``AfterTool``): the call's end on record, and a seal (the state
+  the agent left).
+- Before a shell command (``Bash``, ``run_shell_command``): a snapshot of every desk of the
+  workspace that changed (the desk as the person left it; none for a desk that did not) and
+  the call on each desk's record; after it, a checkpoint of what it changed in each desk,
+  credited to the session's turn less what other calls explain, and sealed (none when nothing
+  changed). The command line itself is never kept: only the names of the programs it starts
+  (see ``events.programs``).
+- A tool that failed (``PostToolUseFailure``), the session's next prompt or tool call, or the
+  agent stopping (``Stop``, ``AfterAgent``): the session's calls still at work are closed as
+  unfinished (``ops/toolcalls.py``: what they named and did not change is no longer the
+  agent's; what did change is uncertain).
+- Anything else, or an event from a folder with no workspace: nothing, silently.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ from .events import (
     OK,
     PROMPT,
     SHELL_TOOLS,
+    STOP,
+    TOOL_FAILED,
     HookError,
     Options,
     Reply,
@@ -40,20 +53,22 @@ from .events import (
     target_paths,
     text,
 )
-
-if TYPE_CHECKING:
-    from ...checkpoints import Checkpoints
-
+from .lastevent import record_event, record_failure
 from .place import (
+    all_desks,
+    chosen_desk,
+    desk_holding,
     desk_name,
     find_workspace,
     open_turn,
-    record_event,
     session_id,
     session_word,
-    shell_desks,
     turn_of,
 )
+
+if TYPE_CHECKING:
+    from ...checkpoints import Checkpoints
+    from ...ops.toolcalls import ToolCall
 
 
 def handle(event: dict[str, Any], options: Options) -> str | None:
@@ -62,28 +77,33 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     harness, kind = EVENTS.get(name, (CLAUDE, ''))
     cwd = text(event, 'cwd')
     session = text(event, 'session_id')
-    if kind == PROMPT:
+    if kind in (PROMPT, STOP):
         if session_word(session) is None:
             return None  # no session to group by: tool events take plain snapshots
         assert session is not None
         workspace = find_workspace(options, cwd, ())
         if workspace is None:
             return None
+        closed = Action(workspace, harness, kind, '', session, None).close_session()
+        if kind == STOP:
+            return _done(workspace, harness, name, None, closed)
         prompt = event.get('prompt')
         turn = open_turn(workspace, session, prompt if isinstance(prompt, str) else '')
-        return _done(workspace, name, None, f'opened turn {turn}')
-    if kind not in (BEFORE_TOOL, AFTER_TOOL):
+        return _done(workspace, harness, name, None, f'opened turn {turn}')
+    if kind not in (BEFORE_TOOL, AFTER_TOOL, TOOL_FAILED):
         return None
     tool = text(event, 'tool_name') or ''
     tool_input = event.get('tool_input')
+    call_id = text(event, 'tool_use_id')
     if tool in SHELL_TOOLS:
         folder = shell_folder(tool, tool_input, cwd)
         workspace = find_workspace(options, folder or cwd, ())
         if workspace is None:
             return None
         command = tool_input.get('command') if isinstance(tool_input, dict) else None
-        action = Action(workspace, harness, kind, tool, session)
-        desks = shell_desks(options, workspace, folder)
+        action = Action(workspace, harness, kind, tool, session, call_id)
+        named = chosen_desk(options)
+        desks = [named] if named else all_desks(workspace)
         return action.recorded(name, lambda: action.shell(desks, programs(command)))
     paths = target_paths(tool, tool_input, cwd)
     if not paths:
@@ -91,28 +111,54 @@ def handle(event: dict[str, Any], options: Options) -> str | None:
     workspace = find_workspace(options, cwd, paths)
     if workspace is None:
         return None
+    action = Action(workspace, harness, kind, tool, session, call_id)
+    targets = _targets(options, workspace, paths, cwd)
+    return action.recorded(name, lambda: action.write(targets))
+
+
+def _targets(
+    options: Options, workspace: Path, paths: list[str], cwd: str | None
+) -> list[tuple[str, bool, list[str]]]:
+    """Each desk a write may change, whether it was told by where the file is, and the paths:
+    the desk the path names, and the desk a symlink on the way leads into (when another)."""
     desk, by_place = desk_name(options, workspace, paths, cwd)
-    action = Action(workspace, harness, kind, tool, session)
-    return action.recorded(name, lambda: action.write(desk, by_place, paths))
+    targets = [(desk, by_place, paths)]
+    if chosen_desk(options):
+        return targets
+    for path in paths:
+        real = os.path.realpath(path)
+        other = desk_holding(workspace, real)
+        if real != path and other is not None and other != desk:
+            targets.append((other, True, [real]))
+    return targets
 
 
-def _done(workspace: Path, event: str, tool: str | None, line: str | None) -> str | None:
+def _done(
+    workspace: Path, harness: str, event: str, tool: str | None, line: str | None
+) -> str | None:
     if line is not None:
-        record_event(workspace, event, tool, line)
+        record_event(workspace, harness, event, tool, line)
     return line
 
 
 class Action:
-    """One tool event's work on a workspace."""
+    """One event's work on a workspace."""
 
     def __init__(
-        self, workspace: Path, harness: str, kind: str, tool: str, session: str | None
+        self,
+        workspace: Path,
+        harness: str,
+        kind: str,
+        tool: str,
+        session: str | None,
+        call_id: str | None,
     ) -> None:
         self.workspace = workspace
         self.harness = harness
         self.kind = kind
         self.tool = tool
         self.session = session
+        self.call_id = call_id
         self.label_tool = f'{harness}:{tool}'
 
     def recorded(self, event: str, work: Callable[[], str | None]) -> str | None:
@@ -120,9 +166,9 @@ class Action:
         try:
             line = work()
         except HookError as error:
-            record_event(self.workspace, event, self.tool, f'failed: {error}')
+            record_failure(self.workspace, self.harness, event, self.tool, str(error))
             raise
-        return _done(self.workspace, event, self.tool, line)
+        return _done(self.workspace, self.harness, event, self.tool, line)
 
     def failed(self, desk: str, what: str, error: Exception) -> HookError:
         if isinstance(error, OSError):
@@ -131,32 +177,71 @@ class Action:
             )
         else:
             detail = error
-        verb = 'checkpoint' if self.kind == BEFORE_TOOL else 'seal'
+        verb = {BEFORE_TOOL: 'checkpoint', AFTER_TOOL: 'seal'}.get(self.kind, 'close a call of')
         return HookError(
             f'could not {verb} desk {desk!r} for {what}: {detail}',
             blocks=self.kind == BEFORE_TOOL,
         )
 
-    # -- write tools ------------------------------------------------------------------------
+    def call(self) -> ToolCall:
+        from ...ops.toolcalls import ToolCall
+        from ...store.metadata import Writer
 
-    def write(self, desk: str, by_place: bool, paths: list[str]) -> str | None:
-        """Snapshots (before) or seals (after) the desk when ``paths`` hold a tracked file."""
+        turn = turn_of(self.workspace, self.session)
+        writer = Writer(turn[0], session_id(self.session)) if turn is not None else None
+        return ToolCall(self.call_id, self.label_tool, writer, turn[1] if turn else '')
+
+    def _desk(self, desk: str) -> Checkpoints:
         from ...workspace import Workspace
 
-        if by_place and not _desk_name_ok(desk):
-            return None  # desks/.hidden/...: no desk of ours
-        what = f'{self.tool} {" ".join(paths)}'
-        try:
-            cps = Workspace(self.workspace).desk(desk)  # describes it: touches no disk
-            return self._write(cps, desk, by_place, paths)
-        except HookError:
-            raise
-        except (CheckpointError, OSError) as error:
-            raise self.failed(desk, what, error) from error
+        return Workspace(self.workspace).desk(desk)  # describes it: touches no disk
+
+    # -- the session moving on ------------------------------------------------------------------
+
+    def close_session(self, keep: str | None = None) -> str | None:
+        """Closes, in every desk, the session's calls still at work (all but ``keep``)."""
+        from ...ops import calls, toolcalls
+
+        closed = []
+        for desk in all_desks(self.workspace):
+            config = self._desk(desk).desk_config
+            if not config.repository.is_dir():
+                continue
+            at_work = calls.open_calls(config.repository, session_id(self.session))
+            if not [c for c in at_work if c.call_id != keep]:
+                continue
+            try:
+                done = toolcalls.unfinished(config, None, session_id(self.session), keep=keep)
+            except (CheckpointError, OSError) as error:
+                raise self.failed(desk, 'the calls left at work', error) from error
+            if done is not None:
+                closed.append(desk)
+        return f'closed the calls left at work in {", ".join(closed)}' if closed else None
+
+    # -- write tools ------------------------------------------------------------------------
+
+    def write(self, targets: list[tuple[str, bool, list[str]]]) -> str | None:
+        """Before: a snapshot of each desk a tracked target is in; after: its seal; failed:
+        the call closed as unfinished."""
+        if self.kind == BEFORE_TOOL and self.session:
+            self.close_session(keep=self.call_id)
+        lines = []
+        for desk, by_place, paths in targets:
+            if by_place and not _desk_name_ok(desk):
+                continue  # desks/.hidden/...: no desk of ours
+            what = f'{self.tool} {" ".join(paths)}'
+            try:
+                lines.append(self._write(self._desk(desk), desk, by_place, paths))
+            except HookError:
+                raise
+            except (CheckpointError, OSError) as error:
+                raise self.failed(desk, what, error) from error
+        return '; '.join(line for line in lines if line) or None
 
     def _write(self, cps: Checkpoints, desk: str, by_place: bool, paths: list[str]) -> str | None:
         from ...checkpoints import Checkpoints
         from ...core.paths import Allowlist
+        from ...ops import toolcalls
         from ...ops.guard import desk_relative
 
         folder = cps.desk_directory
@@ -175,74 +260,60 @@ class Action:
             folder.mkdir(parents=True, exist_ok=True)  # a write into desks/NEW/ makes the desk
         if not tracked:
             return None
+        call = self.call()
         if self.kind == AFTER_TOOL:
-            return f'sealed desk {desk!r} as {cps.seal()} after {self.tool}'
+            sealed = toolcalls.after_write(cps.desk_config, call, tracked)
+            return f'sealed desk {desk!r} as {sealed} after {self.tool}'
+        if self.kind == TOOL_FAILED:
+            closed = toolcalls.unfinished(cps.desk_config, call, None, tracked)
+            return None if closed is None else f'closed the failed {self.tool} on desk {desk!r}'
         cps = Checkpoints.open(cps.repository_directory, folder)  # applies retention
-        return self._snapshot(cps, desk, f'before {self.tool} {" ".join(tracked)}', tracked)
-
-    def _snapshot(self, cps: Checkpoints, desk: str, reason: str, paths: list[str] | None) -> str:
-        from ...ops.turns import snapshot_in_turn
-
-        turn = turn_of(self.workspace, self.session)
-        if turn is None:
-            new_id = cps.snapshot(reason, tool=self.label_tool, paths=paths)
-            return f'checkpoint {new_id or "unchanged"} of desk {desk!r} before {self.tool}'
-        turn_id, label = turn
-        new_id = snapshot_in_turn(
-            cps,
-            turn_id,
-            reason,
-            label=label,
-            tool=self.label_tool,
-            paths=paths,
-            session=session_id(self.session),
+        new_id = toolcalls.before_write(
+            cps, call, f'before {self.tool} {" ".join(tracked)}', tracked
         )
-        return (
-            f'checkpoint {new_id or "unchanged"} of desk {desk!r} before {self.tool} '
-            f'(turn {turn_id})'
-        )
+        turn = f' (turn {call.writer.turn})' if call.writer is not None else ''
+        return f'checkpoint {new_id or "unchanged"} of desk {desk!r} before {self.tool}{turn}'
 
     # -- shell tools ------------------------------------------------------------------------
 
     def shell(self, desks: list[str], shown: str) -> str | None:
         """Before: a snapshot of each desk; after: a capture of what the command changed."""
-        from ...workspace import Workspace
-
+        if self.kind == BEFORE_TOOL and self.session:
+            self.close_session(keep=self.call_id)
         lines: list[str | None] = []
         for desk in desks:
             what = f'{self.tool} ({shown})'
             try:
-                cps = Workspace(self.workspace).desk(desk)
+                cps = self._desk(desk)
                 if not cps.desk_directory.is_dir():
                     continue
-                if self.kind == BEFORE_TOOL:
-                    lines.append(self._before_shell(cps, desk, shown))
-                else:
-                    lines.append(self._after_shell(cps, desk, shown))
+                lines.append(self._shell(cps, desk, shown))
             except HookError:
                 raise
             except (CheckpointError, OSError) as error:
                 raise self.failed(desk, what, error) from error
         return '; '.join(line for line in lines if line) or None
 
-    def _before_shell(self, cps: Checkpoints, desk: str, shown: str) -> str:
+    def _shell(self, cps: Checkpoints, desk: str, shown: str) -> str | None:
         from ...checkpoints import Checkpoints
+        from ...ops import toolcalls
 
-        cps = Checkpoints.open(cps.repository_directory, cps.desk_directory)  # retention
-        return self._snapshot(cps, desk, f'before {self.tool}: {shown}', None)
-
-    def _after_shell(self, cps: Checkpoints, desk: str, shown: str) -> str | None:
-        from ...ops import engine, snapshot
-        from ...store.metadata import Writer
-
-        config = cps.desk_config
-        if not cps.repository_directory.is_dir() or snapshot.settled(config):
-            return None  # nothing changed since the snapshot before it
-        turn = turn_of(self.workspace, self.session)
-        writer = Writer(turn[0], session_id(self.session)) if turn is not None else None
-        with engine.locked(config, light=True) as session:
-            done = snapshot.capture(session, f'after {self.tool}: {shown}', self.label_tool, writer)
-        if done.checkpoint_id is None:
+        call = self.call()
+        if self.kind == BEFORE_TOOL:
+            cps = Checkpoints.open(cps.repository_directory, cps.desk_directory)  # retention
+            new_id = toolcalls.before_shell(cps, call, f'before {self.tool}: {shown}')
+            return (
+                None
+                if new_id is None
+                else f'checkpoint {new_id} of desk {desk!r} before {self.tool}'
+            )
+        if not cps.repository_directory.is_dir():
+            return None
+        if self.kind == TOOL_FAILED:
+            done = toolcalls.unfinished(cps.desk_config, call, None)
+        else:
+            done = toolcalls.after_shell(cps.desk_config, call, f'after {self.tool}: {shown}')
+        if done is None or done.checkpoint_id is None:
             return None
         changed = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
         return f'checkpoint {done.checkpoint_id} of desk {desk!r} after {self.tool}: {changed}'

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,15 +23,19 @@ GEMINI = 'gemini'
 HARNESSES = (CLAUDE, GEMINI)
 
 PROMPT, BEFORE_TOOL, AFTER_TOOL = 'prompt', 'before-tool', 'after-tool'
+TOOL_FAILED, STOP = 'tool-failed', 'stop'
 
 # hook_event_name -> (harness, what it means here)
 EVENTS: dict[str, tuple[str, str]] = {
     'UserPromptSubmit': (CLAUDE, PROMPT),
     'PreToolUse': (CLAUDE, BEFORE_TOOL),
     'PostToolUse': (CLAUDE, AFTER_TOOL),
+    'PostToolUseFailure': (CLAUDE, TOOL_FAILED),
+    'Stop': (CLAUDE, STOP),
     'BeforeAgent': (GEMINI, PROMPT),
     'BeforeTool': (GEMINI, BEFORE_TOOL),
     'AfterTool': (GEMINI, AFTER_TOOL),
+    'AfterAgent': (GEMINI, STOP),
 }
 
 # tool_name -> the tool_input fields that name the file it writes (the first one present).
@@ -54,7 +59,14 @@ OK, NON_BLOCKING, BLOCKING = 0, 1, 2
 
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # a Write event carries the whole new file
 MAX_PROGRAMS = 80
-_COMMAND_SEPARATORS = re.compile(r'&&|\|\||[;|&()`]')
+_SEPARATORS = frozenset({'&&', '||', ';', '|', '&', '(', ')', ';;', '|&', '`'})
+# Shell words before a command (skipped), and those whose next words are no commands.
+_KEYWORDS = frozenset(
+    {'!', '{', '}', 'then', 'do', 'done', 'else', 'elif', 'fi', 'esac', 'if', 'while', 'until'}
+    | {'time', 'exec', 'command', 'builtin', 'nohup'}
+)
+_NO_COMMAND_AFTER = frozenset({'for', 'case', 'select', 'function'})
+_PUNCTUATION = frozenset('();<>|&')
 _PROGRAM = re.compile(r'[A-Za-z0-9._+-]{1,32}')
 
 
@@ -151,19 +163,34 @@ def programs(command: object) -> str:
     A command line carries tokens and passwords (``curl -H "Authorization: ..."``, ``export
     KEY=...``, a URL with user info); none of its arguments, assignments or later lines (a
     here-document) is kept, and a name of more than 32 characters (what a token looks like)
-    is left out too.
+    is left out too. The line is split as the shell splits it (``shlex``: quotes respected, so
+    a ``|`` or ``;`` inside quotes separates nothing); a line that does not split (an open
+    quote) keeps nothing.
     """
     if not isinstance(command, str):
         return 'a command'
     first = command.strip().split('\n', 1)[0]
+    lexer = shlex.shlex(first, posix=True, punctuation_chars=True)
+    lexer.commenters = '#'
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return 'a command'
     names: list[str] = []
-    for part in _COMMAND_SEPARATORS.split(first):
-        words = part.split()
-        while words and ('=' in words[0] or words[0] in ('!', '{', 'then', 'do', 'else')):
-            words.pop(0)  # assignments (VAR=value cmd) and shell words before a command
-        if not words:
+    starts = True  # the next word starts a command
+    for word in words:
+        if word in _SEPARATORS:
+            starts = True
             continue
-        name = words[0].rsplit('/', 1)[-1]
+        if not starts or ('=' in word and not word.startswith('=')) or word in _KEYWORDS:
+            continue  # an argument, an assignment (VAR=value cmd), a shell word before a command
+        starts = False
+        if word in _NO_COMMAND_AFTER:
+            continue
+        if set(word) <= _PUNCTUATION:
+            continue  # a redirection (>, <<) where a command would start
+        name = word.rsplit('/', 1)[-1]
         if _PROGRAM.fullmatch(name) and name not in names:
             names.append(name)
     shown = ''

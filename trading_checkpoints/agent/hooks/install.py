@@ -1,19 +1,20 @@
-"""The harness's settings: install, uninstall and doctor for the hook command.
+"""The harness's settings: install and uninstall the hook command.
 
-``install`` merges three hook entries into a Claude Code or Gemini CLI settings file (a prompt
-opens a turn; before and after a write or shell tool) with an absolute command, so a harness
-started without this virtualenv on its PATH still finds it: the running interpreter with the
-``checkpoints-hook`` script beside it (``checkpoints hook`` without the console script's own
-start), else the ``checkpoints`` console script there, else that interpreter with
-``-m trading_checkpoints``. Every
-other key of the file is kept; an existing file is copied aside first (``<name>.<time>.bak``)
-and replaced through a temporary file (the target of a symlink is what is written); a second
-install writes nothing. ``uninstall`` removes the entries whose command runs this hook, and
-only those. ``doctor`` says what a harness would see.
+``install`` merges the hook entries into a Claude Code or Gemini CLI settings file (a prompt
+opens a turn; before and after a write or shell tool, a failed tool, the end of the agent's
+answer) with an absolute command, so a harness started without this virtualenv on its PATH
+still finds it: the running interpreter with the ``checkpoints-hook`` script beside it
+(``checkpoints hook`` without the console script's own start), else the ``checkpoints``
+console script there, else that interpreter with ``-m trading_checkpoints``. The command names
+the workspace it acts on (``--workspace ABS``) unless installed for every project. Every other
+key of the file is kept, and its text with them (see ``settingsfile``); a second install
+writes nothing. ``uninstall`` removes the entries whose command runs this hook, in any
+spelling an earlier version wrote, and only those.
 
 Where: ``--settings FILE``; else ``--global`` (``~/.claude/settings.json``,
-``~/.gemini/settings.json``); else the workspace's own (``.claude/settings.local.json``, the
-local project settings Claude Code does not share, and ``.gemini/settings.json``).
+``~/.gemini/settings.json``); else the project settings of the folder the harness is started
+in, which each harness reads there: ``.claude/settings.local.json`` (the local ones, not
+shared) and ``.gemini/settings.json``.
 """
 
 from __future__ import annotations
@@ -21,22 +22,23 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import CheckpointError, FileAccessError, InvalidSettingError
+from ...errors import InvalidSettingError
+from . import jsonc, settingsfile
 from .events import CLAUDE, GEMINI, SHELL_TOOLS, WRITE_TOOLS
 
 PACKAGE = 'trading_checkpoints'
 HOOK_SCRIPT = 'checkpoints-hook'  # bin/checkpoints-hook, installed beside the console script
 
-# The events each harness gets, and the matcher of the tool events (None: no matcher).
+# The events each harness gets, and the matcher of the tool events (None: no matcher). A
+# failed or refused tool (Claude Code's PostToolUseFailure; Gemini CLI has no such event and
+# calls AfterTool) and the end of the agent's answer (Stop, AfterAgent) close what the tool's
+# first event opened.
 CLAUDE_TOOLS = ('Write', 'Edit', 'MultiEdit', 'NotebookEdit', 'Bash')
 GEMINI_TOOLS = ('write_file', 'replace', 'run_shell_command')
 ENTRIES: dict[str, list[tuple[str, str | None]]] = {
@@ -44,13 +46,17 @@ ENTRIES: dict[str, list[tuple[str, str | None]]] = {
         ('UserPromptSubmit', None),
         ('PreToolUse', '|'.join(CLAUDE_TOOLS)),
         ('PostToolUse', '|'.join(CLAUDE_TOOLS)),
+        ('PostToolUseFailure', '|'.join(CLAUDE_TOOLS)),
+        ('Stop', None),
     ],
     GEMINI: [
         ('BeforeAgent', None),
         ('BeforeTool', '|'.join(GEMINI_TOOLS)),
         ('AfterTool', '|'.join(GEMINI_TOOLS)),
+        ('AfterAgent', None),
     ],
 }
+NAMES = {CLAUDE: 'Claude Code', GEMINI: 'Gemini CLI'}
 assert set(CLAUDE_TOOLS + GEMINI_TOOLS) == set(WRITE_TOOLS) | set(SHELL_TOOLS)
 
 GLOBAL_SETTINGS = {CLAUDE: ('.claude', 'settings.json'), GEMINI: ('.gemini', 'settings.json')}
@@ -80,9 +86,25 @@ def hook_program() -> list[str]:
     return [*program(), 'hook']
 
 
-def command_line(harness: str) -> str:
-    """The hook command a settings file gets (shell words, quoted where needed)."""
-    return shlex.join([*hook_program(), '--harness', harness])
+def command_line(harness: str, workspace: Path | None = None) -> str:
+    """The hook command a settings file gets (shell words, quoted where needed), bound to
+    ``workspace`` when one is given."""
+    bound = ['--workspace', str(workspace.absolute())] if workspace is not None else []
+    return shlex.join([*hook_program(), '--harness', harness, *bound])
+
+
+def bound_workspace(command: str) -> Path | None:
+    """The workspace a hook command names (``--workspace DIR``), if any."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for at, word in enumerate(words):
+        if word == '--workspace' and at + 1 < len(words):
+            return Path(words[at + 1])
+        if word.startswith('--workspace='):
+            return Path(word.split('=', 1)[1])
+    return None
 
 
 def is_ours(command: object) -> bool:
@@ -113,20 +135,33 @@ def is_ours(command: object) -> bool:
     return bool(rest) and rest[0] == 'hook' and not set(rest[1:2]) & {'install', 'uninstall'}
 
 
-def settings_file(
-    harness: str, settings: Path | None, everywhere: bool, workspace: Path | None
-) -> Path:
-    """The settings file to change (see the module notes)."""
+def settings_file(harness: str, settings: Path | None, everywhere: bool, folder: Path) -> Path:
+    """The settings file to change (see the module notes); ``folder``: where the harness is
+    started."""
     if settings is not None:
         return settings.expanduser().absolute()
     if everywhere:
-        return Path.home().joinpath(*GLOBAL_SETTINGS[harness])
-    if workspace is None:
-        raise CheckpointError(
-            'no workspace found from the current folder for the project settings; run it in '
-            'the workspace, pass --workspace DIR, or --global for every project'
-        )
-    return workspace.absolute().joinpath(*PROJECT_SETTINGS[harness])
+        return global_settings(harness)
+    return folder.absolute().joinpath(*PROJECT_SETTINGS[harness])
+
+
+def global_settings(harness: str) -> Path:
+    return Path.home().joinpath(*GLOBAL_SETTINGS[harness])
+
+
+def project_settings(harness: str, folder: Path) -> list[Path]:
+    """The project settings files a harness started in ``folder`` reads."""
+    names = ['settings.json', 'settings.local.json'] if harness == CLAUDE else ['settings.json']
+    return [folder.absolute() / f'.{harness}' / name for name in names]
+
+
+def harness_of(data: object) -> str | None:
+    """The harness whose events this hook's entries in the settings are registered for."""
+    events = set(ours_in(data))
+    for harness, entries in ENTRIES.items():
+        if events & {event for event, _ in entries}:
+            return harness
+    return None
 
 
 # -- merging ------------------------------------------------------------------------------
@@ -225,229 +260,66 @@ class Change:
         before: Its text before (None: it did not exist).
         after: Its text after (None: unchanged).
         backup: Where its old text was copied (None: nothing was copied).
+        real: Where its bytes are (the file its link leads to, else ``path``).
     """
 
     path: Path
     before: str | None
     after: str | None
     backup: Path | None = None
+    real: Path | None = None
 
     @property
     def changed(self) -> bool:
         return self.after is not None
 
 
-def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
-    """A settings file's text (None when absent) and its object ({} for an empty file)."""
+def change(
+    path: Path,
+    edit: Callable[[dict[str, Any]], dict[str, Any]],
+    dry_run: bool,
+    by_hand: Callable[[], str],
+) -> Change:
+    """Applies ``edit`` (settings -> settings) to a settings file; writes only a real change.
+    ``by_hand``: what to do by hand when a comment is in the way of the edit."""
+    file = settingsfile.read(path)
     try:
-        text = path.read_text(encoding='utf-8')
-    except FileNotFoundError:
-        return None, {}
-    except (OSError, UnicodeDecodeError) as error:
-        raise FileAccessError(f'cannot read {path}: {error}', path=path, action='read') from error
-    if not text.strip():
-        return text, {}
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise InvalidSettingError(
-            f'{path} is not valid JSON ({error}); nothing was changed',
-            setting='settings',
-            source=path,
-        ) from None
-    if not isinstance(data, dict):
-        raise InvalidSettingError(
-            f'{path} does not hold a JSON object; nothing was changed',
-            setting='settings',
-            source=path,
-        )
-    return text, data
-
-
-def _text(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, ensure_ascii=False) + '\n'
-
-
-def change(path: Path, edit: Any, dry_run: bool) -> Change:
-    """Applies ``edit`` (settings -> settings) to a settings file; writes only a real change."""
-    before, data = read_settings(path)
-    try:
-        new = edit(data)
+        new = edit(file.data)
     except InvalidSettingError as error:
         raise InvalidSettingError(f'{path}: {error}', setting=error.setting, source=path) from None
-    if new == data and before is not None:
-        return Change(path, before, None)
-    if before is None and new == {}:
+    if new == file.data and file.text is not None:
+        return Change(path, file.text, None, real=file.real)
+    if file.text is None and new == {}:
         return Change(path, None, None)  # nothing to remove from a file that is not there
-    after = _text(new)
+    try:
+        after = settingsfile.new_text(file, new)
+    except jsonc.CommentInTheWay as error:
+        raise InvalidSettingError(
+            f'{path}: {error}; nothing was changed. {by_hand()}', setting='hooks', source=path
+        ) from None
     if dry_run:
-        return Change(path, before, after)
-    target = path.resolve() if path.is_symlink() else path
-    backup = None
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if before is not None:
-            backup = _backup_name(target)
-            shutil.copy2(target, backup)
-        _write(target, after)
-    except OSError as error:
-        raise FileAccessError(
-            f'cannot write {target}: {error.strerror or error}', path=target, action='write'
-        ) from error
-    return Change(path, before, after, backup)
+        return Change(path, file.text, after, real=file.real)
+    backup = settingsfile.write(file, after)
+    return Change(path, file.text, after, backup, file.real)
 
 
-def _backup_name(path: Path) -> Path:
-    """``<name>.<time>.bak``, with a number added when that one exists (never overwritten)."""
-    stamp = datetime.now().strftime('%Y%m%d-%H%M%S')
-    backup = path.with_name(f'{path.name}.{stamp}.bak')
-    number = 1
-    while backup.exists() or backup.is_symlink():
-        number += 1
-        backup = path.with_name(f'{path.name}.{stamp}-{number}.bak')
-    return backup
+def install(
+    harness: str, path: Path, dry_run: bool = False, workspace: Path | None = None
+) -> Change:
+    command = command_line(harness, workspace)
 
+    def by_hand() -> str:
+        wanted = merged({}, harness, command)['hooks']
+        entries = json.dumps(wanted, indent=2, ensure_ascii=False)
+        return f'Add these entries to its "hooks" by hand (beside your own):\n{entries}'
 
-def _write(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    temporary = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
-
-
-def install(harness: str, path: Path, dry_run: bool = False) -> Change:
-    command = command_line(harness)
-    return change(path, lambda data: merged(data, harness, command), dry_run)
+    return change(path, lambda data: merged(data, harness, command), dry_run, by_hand)
 
 
 def uninstall(path: Path, dry_run: bool = False) -> Change:
-    return change(path, without_ours, dry_run)
+    def by_hand() -> str:
+        found = settingsfile.read(path).data
+        commands = '\n'.join(sorted(set(commands_in(found))))
+        return f'Remove the hook entries running this command by hand:\n{commands}'
 
-
-# -- doctor --------------------------------------------------------------------------------
-
-
-@dataclass
-class Finding:
-    """One line of the doctor's report: what was looked at, what was seen, and whether it is
-    a problem a harness would run into."""
-
-    topic: str
-    seen: str
-    problem: bool = False
-
-
-@dataclass
-class Report:
-    findings: list[Finding] = field(default_factory=list)
-
-    def add(self, topic: str, seen: str, problem: bool = False) -> None:
-        self.findings.append(Finding(topic, seen, problem))
-
-    @property
-    def problems(self) -> int:
-        return sum(finding.problem for finding in self.findings)
-
-
-def runs(command: str) -> str | None:
-    """Why a hook command would not run from a harness (a shell with a bare PATH), or None."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith('PYTHON')}
-    env['PATH'] = os.defpath
-    try:
-        done = subprocess.run(
-            ['/bin/sh', '-c', f'{command} --help'],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return str(error)
-    if done.returncode == 0:
-        return None
-    last = done.stderr.decode(errors='replace').strip().splitlines()[-1:] or ['']
-    return f'exit status {done.returncode}: {last[0]}'
-
-
-def doctor(
-    workspace: Path | None, folder: Path, desk: str | None, files: Iterable[tuple[str, Path]]
-) -> Report:
-    """What a harness started in ``folder`` would see: the hook entries in each settings file,
-    whether their command runs, the workspace and desk found, the last event handled."""
-    from .place import last_event
-
-    report = Report()
-    installed = False
-    for harness, path in files:
-        try:
-            _, data = read_settings(path)
-        except CheckpointError as error:
-            report.add(harness, str(error), problem=True)
-            continue
-        found = ours_in(data)
-        switch = data.get('hooksConfig')
-        if isinstance(switch, dict) and switch.get('enabled') is False:
-            report.add(harness, f'hooks are switched off in {path} (hooksConfig.enabled)', True)
-        if not found:
-            report.add(harness, f'not installed in {path}')
-            continue
-        installed = True
-        wanted = {event for event, _ in ENTRIES[harness]}
-        missing = sorted(wanted - set(found))
-        shell = any(
-            tool in matcher
-            for matchers in found.values()
-            for matcher in matchers
-            for tool in SHELL_TOOLS
-        )
-        note = f'installed in {path}: {", ".join(sorted(found))}'
-        if not shell:
-            note += ' (shell commands are not hooked: install again to add them)'
-        report.add(
-            harness,
-            note + (f'; missing {", ".join(missing)}' if missing else ''),
-            problem=bool(missing),
-        )
-        for command in sorted(set(commands_in(data))):
-            why = runs(command)
-            report.add(
-                'command',
-                f'{command}: ' + ('runs' if why is None else f'fails ({why})'),
-                problem=why is not None,
-            )
-    if not installed:
-        report.add(
-            'hooks', 'installed nowhere: checkpoints hook install --harness claude', problem=True
-        )
-    if workspace is None:
-        report.add('workspace', f'none at or above {folder}: events from there are ignored')
-        return report
-    report.add('workspace', f'{workspace} (found from {folder})')
-    if desk is not None:
-        desk_folder = workspace / 'desks' / desk
-        state = (
-            'its folder exists'
-            if desk_folder.is_dir()
-            else 'no folder yet (made on the first write)'
-        )
-        report.add('desk', f'{desk}: {state}')
-    last = last_event(workspace)
-    if last is None:
-        report.add('last event', 'none handled yet')
-    else:
-        tool = f' {last["tool"]}' if last['tool'] else ''
-        report.add(
-            'last event',
-            f'{last["time"]} {last["event"]}{tool}: {last["outcome"]}',
-            problem=last['outcome'].startswith('failed'),
-        )
-    return report
+    return change(path, without_ours, dry_run, by_hand)

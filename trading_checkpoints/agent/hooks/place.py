@@ -8,8 +8,7 @@ target file (or the shell command's folder) is in, else the one ``cwd`` is in, e
 a shell command run elsewhere in the workspace concerns every desk.
 
 The open turn of each session is kept in ``<workspace>/.checkpoints/hooks/`` (one small file
-per session, removed after 30 days), beside ``last-event.json``, what the last event that did
-something did (for ``checkpoints hook doctor``).
+per session, removed after 30 days), beside what the last events did (``lastevent``).
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...errors import CheckpointError
-from ...workspace import DESKS, desk_name_problem, is_workspace
+from ...workspace import DESKS, desk_name_problem, is_workspace, locate_workspace
+from ...workspace import find_workspace as nearest_workspace
 from .events import HookError, Options
 
 STATE_FOLDER = ('.checkpoints', 'hooks')
@@ -40,23 +40,24 @@ _UNSAFE = re.compile(r'[^A-Za-z0-9._:-]+')
 
 
 def find_workspace(options: Options, cwd: str | None, paths: Sequence[str]) -> Path | None:
-    """``--workspace``, ``$CHECKPOINTS_WORKSPACE``, else upward from cwd (or the target);
-    None when no workspace is above them (the event is not ours)."""
-    if options.workspace is not None:
-        chosen = options.workspace.expanduser()
-    elif os.environ.get('CHECKPOINTS_WORKSPACE'):
-        chosen = Path(os.environ['CHECKPOINTS_WORKSPACE']).expanduser()
-    else:
-        starts = [Path(cwd)] if cwd and os.path.isabs(cwd) else []
-        starts += [Path(p).parent for p in paths]
-        for start in starts:
-            for folder in (start, *start.parents):
-                if is_workspace(folder):
-                    return folder
-        return None
-    if not chosen.is_dir():
-        raise HookError(f'the workspace {chosen} is not a folder')
-    return chosen
+    """The workspace an event acts on, found as every verb finds it (``workspace.
+    locate_workspace``): ``--workspace``, ``$CHECKPOINTS_WORKSPACE``, else the nearest one at
+    or above the event's cwd, else the nearest one above a path it names, else
+    ``<cwd>/workspace``. None when that is no workspace: the event is not ours (hooks installed
+    for every project act only where a workspace is, and never create one)."""
+    start = cwd if cwd and os.path.isabs(cwd) else None
+    chosen, source = locate_workspace(start or os.sep, options.workspace)
+    if source in ('option', 'environment'):
+        if not chosen.is_dir():
+            raise HookError(f'the workspace {chosen} is not a folder')
+        return chosen
+    if start is not None and source == 'found':
+        return chosen
+    for path in paths:
+        found = nearest_workspace(os.path.dirname(path))
+        if found is not None:
+            return found
+    return chosen if start is not None and is_workspace(chosen) else None
 
 
 def desk_holding(workspace: Path, path: str | None) -> str | None:
@@ -91,12 +92,9 @@ def desk_name(
     return 'main', False
 
 
-def shell_desks(options: Options, workspace: Path, folder: str | None) -> list[str]:
-    """The desks a shell command may write: the one named or the one it runs in, else every
-    desk of the workspace that has a folder."""
-    named = chosen_desk(options) or desk_holding(workspace, folder)
-    if named:
-        return [named] if desk_name_problem(named) is None or chosen_desk(options) else []
+def all_desks(workspace: Path) -> list[str]:
+    """Every desk of the workspace that has a folder (a shell command may write any of them:
+    ``../other/notes/x.md`` from inside one desk reaches another)."""
     try:
         entries = sorted(os.scandir(workspace / DESKS), key=lambda entry: entry.name)
     except OSError:
@@ -217,36 +215,3 @@ def _forget_old_sessions(folder: Path) -> None:
                 os.unlink(entry.path)
         except OSError:
             pass
-
-
-# -- the last event that did something (for `checkpoints hook doctor`) ------------------------
-
-
-def record_event(workspace: Path, event: str, tool: str | None, outcome: str) -> None:
-    """Keeps what an event did, best effort (not flushed: it is a note for people, and a hook
-    never fails for its own bookkeeping)."""
-    record = {
-        'time': datetime.now(timezone.utc).isoformat(timespec='seconds'),
-        'event': event[:100],
-        'tool': (tool or '')[:100],
-        'outcome': outcome[:500],
-    }
-    try:
-        folder = state_folder(workspace, create=True)
-        temporary = folder / f'.{LAST_EVENT}.{os.getpid()}.tmp'
-        temporary.write_bytes(json.dumps(record).encode())
-        os.replace(temporary, folder / LAST_EVENT)
-    except (OSError, CheckpointError):
-        pass
-
-
-def last_event(workspace: Path) -> dict[str, str] | None:
-    """What the last event that did something did, as :func:`record_event` kept it."""
-    try:
-        data = _read_small(state_folder(workspace, create=False) / LAST_EVENT)
-        record = json.loads(data) if data is not None else None
-    except (ValueError, CheckpointError):
-        return None
-    if not isinstance(record, dict):
-        return None
-    return {key: str(record.get(key, '')) for key in ('time', 'event', 'tool', 'outcome')}

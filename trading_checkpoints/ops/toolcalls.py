@@ -1,0 +1,162 @@
+"""A harness's tool call on a desk, from the hook before it to the hook after it.
+
+Each function is one hook event's work on one desk (``agent/hooks`` decides which desks an
+event concerns and calls these):
+
+- :func:`before_write` (a write tool names its paths): a checkpoint of the desk as it is, in
+  the session's turn (the turn's first one always, as the turn's start), then the call on
+  record (``calls``), so whatever lands at those paths while it runs is credited to it.
+- :func:`after_write`: the call's end, with what it left at its paths, and the desk sealed.
+- :func:`before_shell` (a shell command may write any path of any desk): a checkpoint only
+  when the desk changed (never an empty one: a command that only reads leaves no row), then
+  the call on record.
+- :func:`after_shell`: a checkpoint of what changed meanwhile, credited to the command's turn
+  less what other calls explain (another session's write is that session's; a path both may
+  have written is uncertain), labelled with the turn's prompt when it is the turn's first.
+- :func:`unfinished`: a call the harness reports denied or failed, or one still at work when
+  its session moves on (a new prompt, the agent stopping): closed as unfinished. A path it
+  named that did not change is no longer the agent's (a person's later edit there stays the
+  person's); a path that did change is uncertain, so ``restore-turn`` reverts it only when
+  forced; what changed meanwhile is committed at once, so that window closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.ids import ShortId, short_id
+from ..store import metadata
+from ..store.metadata import Writer
+from . import calls, engine, external, snapshot
+from .deskconfig import DeskConfig
+from .session import LockedSession
+from .turns import CheckpointsLike, labelled, snapshot_in_turn, started
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as the hooks see it.
+
+    Attributes:
+        call_id: The harness's id for it (Claude Code's ``tool_use_id``); None when the harness
+            names none (the call is then found by its session, tool and paths).
+        tool: The tool as checkpoints name it (``claude:Write``).
+        writer: The session's turn (None without a session: plain snapshots, no record).
+        label: The turn's prompt, for its first checkpoint.
+    """
+
+    call_id: str | None
+    tool: str
+    writer: Writer | None
+    label: str = ''
+
+
+def before_write(
+    checkpoints: CheckpointsLike, call: ToolCall, reason: str, paths: Sequence[str]
+) -> ShortId | None:
+    """The checkpoint before a write tool (None: nothing changed), and the call on record."""
+    writer = call.writer
+    if writer is None:
+        new_id = checkpoints.snapshot(reason, tool=call.tool, paths=paths)
+        return None if new_id is None else ShortId(new_id)
+    new_id = snapshot_in_turn(
+        checkpoints,
+        writer.turn,
+        reason,
+        label=call.label,
+        tool=call.tool,
+        paths=paths,
+        session=writer.session,
+    )
+    _begin(checkpoints.desk_config, call, paths)
+    return None if new_id is None else ShortId(new_id)
+
+
+def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> ShortId:
+    """The call's end on record, with what it left, and the desk sealed; the seal's id."""
+    with engine.locked(config, light=True, verb='seal') as session:
+        found = _find(session.repo.path, call, paths)
+        if found is not None:
+            calls.end(session, found, calls.WROTE)
+        return short_id(external.seal(session))
+
+
+def before_shell(checkpoints: CheckpointsLike, call: ToolCall, reason: str) -> ShortId | None:
+    """A checkpoint of the desk when it changed (None: it did not), and the call on record."""
+    session = call.writer.session if call.writer is not None else None
+    new_id = checkpoints.snapshot(reason, tool=call.tool, session=session)
+    if call.writer is not None:
+        _begin(checkpoints.desk_config, call, None)
+    return None if new_id is None else ShortId(new_id)
+
+
+def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Capture:
+    """A checkpoint of what changed since the command began (see the module notes)."""
+    on_record = call.call_id is not None and call.call_id in calls.load(config.repository)
+    if not on_record and snapshot.settled(config):
+        return snapshot.Capture(None)  # nothing changed since the checkpoint before it
+    writer = call.writer
+    if writer is not None and not started(config.repository, writer.turn):
+        subject = labelled(subject, call.label)
+    with engine.locked(config, light=True, verb='capture') as session:
+        return snapshot.capture(session, subject, call.tool, writer, call.call_id)
+
+
+def unfinished(
+    config: DeskConfig,
+    call: ToolCall | None,
+    session_id: str | None,
+    paths: Sequence[str] = (),
+    keep: str | None = None,
+) -> snapshot.Capture | None:
+    """Closes as unfinished ``call`` (denied or failed), or every call of ``session_id`` still
+    at work but ``keep`` (``call`` None: the session moved on); None when there was none on
+    record."""
+    if not config.repository.is_dir():
+        return None
+    if call is not None:
+        found = _find(config.repository, call, paths)
+        ids = [found] if found is not None else []
+    else:
+        ids = [
+            c.call_id for c in calls.open_calls(config.repository, session_id) if c.call_id != keep
+        ]
+    if not ids:
+        return None
+    with engine.locked(config, light=True, verb='close') as session:
+        closed = [calls.end(session, call_id, calls.UNFINISHED) for call_id in ids]
+        if not any(c is not None and c.left for c in closed):
+            if any(c is not None and c.kind == calls.WRITE for c in closed):
+                _withdraw(session)
+            if not any(c is not None and c.kind == calls.SHELL for c in closed):
+                return snapshot.Capture(None)
+        return snapshot.capture(session, 'after an unfinished tool call', 'hooks', None)
+
+
+def _withdraw(session: LockedSession) -> None:
+    """A write that did not happen is no longer announced: the desk as the agent left it is
+    the newest checkpoint again (unless a seal of a write that did happen holds)."""
+    repo = session.repo
+    seal = external.current_seal(repo, repo.head())
+    if seal is None or metadata.action_of(seal.message) == external.ANNOUNCE:
+        external.mark_sealed(session)
+
+
+def _begin(config: DeskConfig, call: ToolCall, paths: Sequence[str] | None) -> None:
+    assert call.writer is not None
+    call_id = call.call_id or calls.new_id()
+    with engine.locked(config, light=True, verb='record') as session:
+        calls.begin(session, call_id, call.writer, call.tool, paths)
+
+
+def _find(repository: Path, call: ToolCall, paths: Sequence[str]) -> str | None:
+    """The id on record of the call: its own, else the oldest of its session at work with its
+    tool on its paths."""
+    if call.call_id is not None:
+        return call.call_id if call.call_id in calls.load(repository) else None
+    if call.writer is None:
+        return None
+    found = calls.find(repository, call.writer.session, call.tool, paths)
+    return None if found is None else found.call_id
