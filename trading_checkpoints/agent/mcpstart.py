@@ -43,7 +43,6 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ..core import installation
@@ -158,7 +157,7 @@ class Answers:
             return
         data = json.dumps(kept, ensure_ascii=False).encode('utf-8', 'surrogateescape')
         try:
-            write_atomically(Path(self.path), data)
+            write_atomically(self.path, data, durable=False)  # a cache: lost, it is learnt again
         except CheckpointError:
             pass  # nothing kept this time; the next server learns again
 

@@ -38,7 +38,6 @@ import signal
 import socket
 import struct
 import time
-from pathlib import Path
 from typing import NoReturn
 
 from ..core import installation, private
@@ -78,7 +77,7 @@ def main(expected: str) -> None:
     finally:
         os.close(starting)
     try:
-        write_atomically(Path(manifest), address.manifest(files))
+        write_atomically(manifest, address.manifest(files), durable=False)  # a cache
         listener, identity = private.listen(path, 64)
     except (CheckpointError, OSError):
         os.close(lock)
