@@ -298,7 +298,7 @@ def start_server(slot: str) -> None:
             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
             setsid=True,
             setsigmask=(),
-            setsigdef=[getattr(_signal, name) for name in FORWARDED_SIGNALS],
+            setsigdef=_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP},
         )
     except OSError:
         pass  # no server this time; every command still runs
