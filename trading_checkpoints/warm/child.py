@@ -4,18 +4,20 @@ client's own process would have.
 The child that took a connection (``server.py``):
 
 1. receives the request (``wire.py``);
-2. refuses (``no REASON``, and the client runs the command itself) unless it can be the client
-   (``context.py``: the same namespaces, root, credentials, control groups; the client's
-   folder, umask, signals and resource limits taken);
-3. takes the client's environment (the server's own cleared first) with what a new process
-   derives from it at its start (the time zone, ``time.tzset``; the character type locale);
-4. answers ``pid N`` and waits for ``go``, which brings the client's standard streams, set up
-   then as the client's Python set up its own; a client that gave up closes the connection
-   instead, and the child runs nothing;
-5. from ``go`` on, ends at once (SIGKILL, sent by the kernel) if the client's end of the
+2. answers ``pid N`` at once, and while the client says ``go``:
+3. checks that it can be the client (``context.py``: the same namespaces, root, credentials,
+   control groups) and takes the client's folder, umask, signals and resource limits, its
+   environment (the server's own removed first) with what a new process derives from it at
+   its start (the time zone, ``time.tzset``; the character type locale);
+4. reads ``go``, which brings the client's standard streams, set up then as the client's
+   Python set up its own (a client that gave up closes the connection instead, and the child
+   runs nothing); then refuses (``no REASON``: the client runs the command itself) when step
+   3 found it cannot be the client;
+5. from then on ends at once (SIGKILL, sent by the kernel) if the client's end of the
    connection closes: a client killed mid-command leaves no command running without it, as
    killing an in-process command would;
-6. runs the command, then ends as the interpreter ends a process: threads joined, ``atexit``
+6. says ``run``, runs the command, then ends as the interpreter ends a process: threads joined,
+   ``atexit``
    handlers run, the streams flushed (status 120 when stdout cannot be), an uncaught
    ``KeyboardInterrupt`` printed and ended by SIGINT; it answers ``exit N`` (a signal that
    ends it is reported to the client by the server, which sees it end).
@@ -49,15 +51,16 @@ def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
         request = receive(connection)
         if request is None:
             os._exit(1)  # the client runs the command itself: it never saw ``pid``
+        connection.sendall(f'pid {os.getpid()}\n'.encode())  # it says go while this one works
         reason = become(request, pid, own)
-        if reason is not None:
-            connection.sendall(f'no {reason}\n'.encode())
-            os._exit(1)
-        connection.sendall(f'pid {os.getpid()}\n'.encode())
         connection.settimeout(None)
         if not take_streams(connection, request.streams):
             os._exit(1)  # the client gave up: nothing runs
-        _end_with_client(connection)
+        if reason is not None:
+            connection.sendall(f'no {reason}\n'.encode())
+            os._exit(1)
+        end_with_client(connection)
+        connection.sendall(wire.RUN)
     except BaseException:  # noqa: BLE001 - nothing has run: the client runs it itself
         os._exit(1)
     sys.argv = [os.fsdecode(item) for item in request.process_argv]
@@ -159,7 +162,7 @@ def _stream(fd: int, setup: wire.Stream) -> io.TextIOWrapper:
     return text
 
 
-def _end_with_client(connection: socket.socket) -> None:
+def end_with_client(connection: socket.socket) -> None:
     """Has the kernel end this process (SIGKILL) when the client's end of the connection
     closes (or sends anything more); ends it now if it has already closed."""
     fd = connection.fileno()

@@ -1,17 +1,18 @@
 """The ``checkpoints`` console script: the command run by the warm server, else in-process.
 
 **A command runs exactly once.** Nothing runs until the client has said ``go`` to a child that
-answered ``pid N`` (``wire.py``); until then every failure makes the client run the command
-itself: no server or no manifest yet, a socket that is not private (``core/private.connect``),
-a refused connection, a child that refuses (``no REASON``: it cannot be the client), a
-connection that closes, or no answer within :data:`ANSWER_TIMEOUT` seconds (a hung server,
-whose socket the client then removes, so that the next command starts a new one). A signal
-the client forwards (SIGINT, SIGTERM, SIGHUP, SIGQUIT) received in that time makes it give the
-server up and act on the client as it would have without the server. After ``go`` the client
-only relays: it forwards those signals to the child (not the ones it ignores: the child
-ignores them too), and exits with the child's status; a command ended by a signal ends the
-client by the same signal (a shell sees 128+N), and a server that dies mid-command is reported,
-never retried.
+answered ``pid N`` and the child has then said ``run`` (``wire.py``); until then every failure
+makes the client run the command itself: no server or no manifest yet, a socket that is not
+private (``core/private.connect``), a refused connection, no answer within
+:data:`ANSWER_TIMEOUT` seconds (a hung server, whose socket the client then removes, so that
+the next command starts a new one), a child that refuses (``no REASON``: it cannot be the
+client) or ends before ``run``. A signal the client forwards (SIGINT, SIGTERM, SIGHUP,
+SIGQUIT) received before ``go`` makes it give the server up, and one received before ``run``
+is held; either acts on the client as it would have without the server if the command does not
+start. After ``run`` the client only relays: it forwards those signals to the child (not the
+ones it ignores: the child ignores them too), and exits with the child's status; a command
+ended by a signal ends the client by the same signal (a shell sees 128+N), and a server that
+dies mid-command is reported, never retried.
 
 Which commands go to the server at all (:func:`wanted`): not when ``CHECKPOINTS_SERVER`` is
 ``off`` (or ``0``, ``no``, ``false``), not on a platform without Unix sockets, not when a
@@ -76,10 +77,10 @@ def wanted(argv: list[str]) -> bool:
         return False
     if IN_PROCESS_VERBS.intersection(argv):
         return False
-    return _streams_usable()
+    return streams_usable()
 
 
-def _streams_usable() -> bool:
+def streams_usable() -> bool:
     """Whether stdin, stdout and stderr are open as Python set them up (a descriptor closed
     when the process started leaves its stream None), stdin readable, the others writable
     (an empty read or write says so without moving anything), and none a terminal."""
@@ -118,7 +119,7 @@ def run_on_server(argv: list[str]) -> int | None:
         connection.close()
         return None
     try:
-        return _run(connection, argv, lambda: _remove_hung(socket, inode))
+        return _run(connection, argv, lambda: remove_hung(socket, inode))
     finally:
         connection.close()
 
@@ -127,18 +128,18 @@ def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) 
     """Hands the command to the child that takes the connection (see the module notes)."""
     request = wire.encode(sys.argv, argv, [sys.stdin, sys.stdout, sys.stderr])
     fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
-    held = _Held()
-    child = None
+    held = Held()
+    child, pending = None, b''
     try:
         connection.sendall(request)
-        child = _answer(connection)
+        child, pending = answer(connection)
         held.abandon = False  # from here a signal is held, then forwarded once the child runs
         if child is not None and not held.signals:
             # The streams go with ``go`` only: none is left in a server that never answers.
             connection.sendmsg([wire.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
         else:
             child = None
-    except _Abandon:
+    except Abandon:
         child = None
     except TimeoutError:
         child = None
@@ -147,23 +148,31 @@ def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) 
         child = None
     finally:
         held.abandon = False
-        if child is None:
-            held.release()
-    if child is None:
-        return None
-    _forward_signals(child, held.previous)
-    for signum in held.signals:  # came while the client said ``go``
-        _send(child, signum)
-    return _relay(connection)
+    status = None if child is None else relay(connection, _forwarding(child, held), pending)
+    if status is None:
+        held.release()
+    return status
 
 
-class _Abandon(Exception):
+def _forwarding(child: int, held: Held) -> Callable[[], None]:
+    """What the client does when the child starts the command: forward it the signals the
+    client handles from then on, and those it held meanwhile."""
+
+    def started() -> None:
+        forward_signals(child, held.previous)
+        for signum in held.signals:
+            _send(child, signum)
+
+    return started
+
+
+class Abandon(Exception):
     """A forwarded signal came before the client said ``go``: it gives the server up."""
 
 
-def _answer(connection: _socket.socket) -> int | None:
-    """The child's pid once it answered ``pid N``; None when it refused or hung up;
-    ``TimeoutError`` when it did not answer in time."""
+def answer(connection: _socket.socket) -> tuple[int | None, bytes]:
+    """The child's pid once it answered ``pid N`` (None when it hung up or said anything
+    else), and what it sent after; ``TimeoutError`` when it did not answer in time."""
     pending = b''
     deadline = time.monotonic() + ANSWER_TIMEOUT
     while b'\n' not in pending:
@@ -173,35 +182,48 @@ def _answer(connection: _socket.socket) -> int | None:
         connection.settimeout(left)
         chunk = connection.recv(4096)
         if not chunk:
-            return None
+            return None, b''
         pending += chunk
-    word, _, number = pending.partition(b'\n')[0].partition(b' ')
-    return int(number) if word == b'pid' else None
+    line, _, rest = pending.partition(b'\n')
+    word, _, number = line.partition(b' ')
+    return (int(number) if word == b'pid' else None), rest
 
 
-def _relay(connection: _socket.socket) -> int:
-    """The command's exit status, relayed from the child (see the module notes)."""
-    pending = b''
+def relay(
+    connection: _socket.socket, started: Callable[[], None], pending: bytes = b''
+) -> int | None:
+    """The command's exit status, relayed from the child; None when the child ended before it
+    started the command (it refused, or it was ended), which then never ran (see the module
+    notes). ``started`` is called as the child starts it."""
+    running = False
     connection.settimeout(None)
     while True:
+        while b'\n' in pending:
+            line, _, pending = pending.partition(b'\n')
+            word, _, number = line.partition(b' ')
+            if not running:
+                if word == b'run':
+                    running = True
+                    started()
+                elif word in (b'no', b'signal', b'exit'):
+                    return None
+            elif word == b'exit':
+                return int(number)
+            elif word == b'signal':
+                end_by(int(number))
         try:
             chunk = connection.recv(4096)
         except OSError:
             chunk = b''
         if not chunk:
+            if not running:
+                return None
             sys.stderr.write(SERVER_GONE + '\n')
             return 1
         pending += chunk
-        while b'\n' in pending:
-            line, _, pending = pending.partition(b'\n')
-            word, _, number = line.partition(b' ')
-            if word == b'exit':
-                return int(number)
-            if word == b'signal':
-                _die_of(int(number))
 
 
-def _die_of(signum: int) -> None:
+def end_by(signum: int) -> None:
     """Ends this process by signal ``signum``, as the command's child ended (exits 128+N
     when that signal does not end a process)."""
     try:
@@ -216,7 +238,7 @@ def _die_of(signum: int) -> None:
     raise SystemExit(128 + signum)
 
 
-class _Held:
+class Held:
     """The forwarded signals received before the child started the command; a signal the
     client ignores stays ignored. Until the client says ``go`` (``abandon``), one such signal
     gives the server up at once."""
@@ -233,7 +255,7 @@ class _Held:
     def hold(self, signum: int, frame: object) -> None:
         self.signals.append(signum)
         if self.abandon:
-            raise _Abandon
+            raise Abandon
 
     def release(self) -> None:
         """The client's own handlers back, and the signals held act on the client as they
@@ -254,7 +276,7 @@ def _send(pid: int, signum: int) -> None:
         pass
 
 
-def _forward_signals(pid: int, handled: dict[int, object]) -> None:
+def forward_signals(pid: int, handled: dict[int, object]) -> None:
     """Forwards to the child the signals the client does not ignore (``handled``)."""
 
     def forward(signum: int, frame: object) -> None:
@@ -264,7 +286,7 @@ def _forward_signals(pid: int, handled: dict[int, object]) -> None:
         _signal.signal(number, forward)
 
 
-def _remove_hung(path: str, inode: int) -> None:
+def remove_hung(path: str, inode: int) -> None:
     """Removes a hung server's socket, so that the next command starts a new server (the hung
     one goes once it sees its socket gone); only the socket this client reached (no other
     server can have taken its place: the hung one holds the socket's lock)."""

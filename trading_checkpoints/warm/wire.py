@@ -12,14 +12,15 @@ the environment as ``NAME=VALUE`` items; all as the bytes the operating system g
 about to its advantage (its folder, umask, limits, signals, namespaces, credentials) is not
 sent: the server reads it from ``/proc`` (``context.py``).
 
-The server's child answers with lines: ``pid N`` once it is ready to run the command as the
-client, or ``no REASON`` when it cannot (the client runs the command itself). After ``pid N``
-the client says ``go`` (:data:`GO`), with its stdin, stdout and stderr attached as
-``SCM_RIGHTS`` ancillary data, and only then does the child start: a client that gave up
-meanwhile (no answer in time, a signal) closes the connection instead, and the child, reading
-no ``go``, runs nothing (and holds none of the client's descriptors, which a harness waiting
-for the end of the client's output would wait on). Then the child answers ``exit N`` when the
-command ends, or the server answers ``signal N`` when a signal ended it.
+The server's child answers ``pid N`` as soon as it has the request. The client then says
+``go`` (:data:`GO`), with its stdin, stdout and stderr attached as ``SCM_RIGHTS`` ancillary
+data: a client that gave up before (no answer in time, a signal) closes the connection
+instead, and the child, reading no ``go``, runs nothing (and holds none of the client's
+descriptors, which a harness waiting for the end of the client's output would wait on).
+Meanwhile the child has checked whether it can be the client: it answers ``no REASON`` (the
+client runs the command itself), or ``run`` (:data:`RUN`) as it starts the command, and
+``exit N`` when the command ends; the server answers ``signal N`` when a signal ended it.
+Until ``run`` nothing has run.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ LENGTH_DIGITS = 8
 MAX_REQUEST = 4 * 1024 * 1024
 STREAM_FIELDS = 5
 GO = b'go\n'
+RUN = b'run\n'
 
 
 class Stream:
