@@ -126,3 +126,16 @@ def test_a_file_written_moments_ago_is_not_settled(tmp_path: Path) -> None:
     assert installation.settled(paths, now=time.time() + installation.RACY_SECONDS + 1)
     shutil.rmtree(root)
     assert installation.settled(paths), 'a file gone is told by the fingerprint, not here'
+
+
+def test_frozen_modules_are_the_interpreters_own() -> None:
+    """A frozen module's code is in the executable: the file it names is not what runs."""
+    import os as frozen
+
+    if getattr(frozen.__spec__, 'origin', None) != 'frozen':
+        import pytest
+
+        pytest.skip('this interpreter does not freeze os')
+    listed = set(installation.loaded_files())
+    assert frozen.__file__ not in listed
+    assert installation.__file__ in listed

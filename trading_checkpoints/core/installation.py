@@ -68,11 +68,14 @@ def interpreter() -> str:
 
 def loaded_files() -> list[str]:
     """What this process's imports depend on, to fingerprint: every module file it has
-    imported (built-in modules have none), the folders holding them and the folders of its
-    import path; sorted."""
+    imported, the folders holding them and the folders of its import path; sorted. Built-in
+    and frozen modules are left out: their code is in the interpreter's executable (whose
+    status :func:`interpreter` covers), not in the file a frozen module names."""
     paths = set(sys.path)
     for module in list(sys.modules.values()):
         path = getattr(module, '__file__', None)
+        if getattr(getattr(module, '__spec__', None), 'origin', None) == 'frozen':
+            continue
         if isinstance(path, str) and os.path.isabs(path):
             paths.add(path)
             paths.add(path.rpartition('/')[0] if os.sep == '/' else os.path.dirname(path))

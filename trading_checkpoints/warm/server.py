@@ -61,7 +61,7 @@ def main(expected: str) -> None:
         return
     os.chdir('/')
     manifest = address.manifest_path(folder, expected)
-    starting = _lock(manifest + '.start')
+    starting = lock_file(manifest + '.start')
     if starting is None:
         return  # another server of this slot is starting
     signal.signal(signal.SIGTERM, _stop)
@@ -71,7 +71,7 @@ def main(expected: str) -> None:
         if not installation.settled(files):
             return  # a module was just written: a later client starts the server
         path = address.socket_path(folder, installation.fingerprint(files, expected))
-        lock = _lock(path + '.lock')
+        lock = lock_file(path + '.lock')
         if lock is None:
             return  # a server of this very code runs
     finally:
@@ -83,11 +83,11 @@ def main(expected: str) -> None:
         os.close(lock)
         return
     try:
-        _serve(listener, _Server(path, identity, lock, _idle_seconds()))
+        _serve(listener, Server(path, identity, lock, idle_seconds()))
     finally:
         listener.close()
         try:
-            if _still_ours(path, identity):
+            if still_ours(path, identity):
                 os.unlink(path)
         except OSError:
             pass
@@ -98,7 +98,7 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(0)  # the parent's ``finally`` blocks retire the waiting child
 
 
-def _lock(path: str) -> int | None:
+def lock_file(path: str) -> int | None:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
@@ -113,7 +113,7 @@ def _lock(path: str) -> int | None:
     return fd
 
 
-def _idle_seconds() -> float:
+def idle_seconds() -> float:
     try:
         value = float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE))
     except ValueError:
@@ -121,7 +121,7 @@ def _idle_seconds() -> float:
     return value if value > 0 else DEFAULT_IDLE
 
 
-class _Server:
+class Server:
     """What the serving parent keeps: its socket and lock, and its children."""
 
     def __init__(self, path: str, identity: tuple[int, int], lock: int, idle: float) -> None:
@@ -134,7 +134,7 @@ class _Server:
         self.waiting: int | None = None
 
 
-def _serve(listener: socket.socket, server: _Server) -> None:
+def _serve(listener: socket.socket, server: Server) -> None:
     """Keeps one child waiting for the next client (see the module notes) until it is time to
     stop; each child that took a client says so with its pid and the connection on ``told``.
 
@@ -142,13 +142,13 @@ def _serve(listener: socket.socket, server: _Server) -> None:
     retires it by closing that end, and a parent that dies closes it too."""
     told, tell = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     woken, wake = os.pipe()
-    retiring, retire = os.pipe()
+    retiring, retirement = os.pipe()
     for fd in (woken, wake):
         os.set_blocking(fd, False)
     signal.signal(signal.SIGCHLD, _ignore)  # a handler, so that a child's end wakes ``select``
     previous = signal.set_wakeup_fd(wake)
     last = time.monotonic()
-    parents = (server.lock, woken, wake, retire)  # the fds a child closes at once
+    parents = (server.lock, woken, wake, retirement)  # the fds a child closes at once
     try:
         while True:
             if server.waiting is None:
@@ -156,21 +156,21 @@ def _serve(listener: socket.socket, server: _Server) -> None:
                 if server.waiting is None:
                     return  # no child can wait: clients run their commands themselves
             select.select([told.fileno(), woken], [], [], min(server.idle, 5.0))
-            _drain(woken)
-            if _take_reports(told, server):
+            drain(woken)
+            if take_reports(told, server):
                 last = time.monotonic()
-            if not _reap(server):
+            if not reap(server):
                 return  # the waiting child ended without a client: ended by a signal, or failed
             if server.running:
                 last = time.monotonic()
-            if not _still_ours(server.path, server.identity):
+            if not still_ours(server.path, server.identity):
                 return
             if time.monotonic() - last >= server.idle and not server.running:
                 return
     finally:
         signal.set_wakeup_fd(previous)
-        os.close(retire)
-        _retire(server, told)
+        os.close(retirement)  # the waiting child's signal to go
+        retire(server, told)
         for fd in (*server.running.values(), woken, wake, retiring):
             os.close(fd)
         told.close()
@@ -181,7 +181,7 @@ def _ignore(signum: int, frame: object) -> None:
     pass
 
 
-def _drain(fd: int) -> None:
+def drain(fd: int) -> None:
     try:
         while os.read(fd, 512):
             pass
@@ -189,7 +189,7 @@ def _drain(fd: int) -> None:
         pass
 
 
-def _take_reports(told: socket.socket, server: _Server) -> bool:
+def take_reports(told: socket.socket, server: Server) -> bool:
     """Reads the children's word that they took a client (their pid, with the connection);
     whether any did."""
     took = False
@@ -210,7 +210,7 @@ def _take_reports(told: socket.socket, server: _Server) -> bool:
             server.waiting = None
 
 
-def _reap(server: _Server) -> bool:
+def reap(server: Server) -> bool:
     """Collects the children that ended, telling the client of one a signal ended; False when
     the waiting child ended without taking a client."""
     while True:
@@ -223,14 +223,14 @@ def _reap(server: _Server) -> bool:
         connection = server.running.pop(pid, None)
         if connection is not None:
             if os.WIFSIGNALED(status):
-                _tell(connection, f'signal {os.WTERMSIG(status)}\n'.encode())
+                tell_client(connection, f'signal {os.WTERMSIG(status)}\n'.encode())
             os.close(connection)
         elif pid == server.waiting:
             server.waiting = None
             return False
 
 
-def _tell(fd: int, message: bytes) -> None:
+def tell_client(fd: int, message: bytes) -> None:
     try:
         os.write(fd, message)  # a few bytes into an empty socket: never blocks
     except OSError:
@@ -300,14 +300,14 @@ def _wait_for_client(listener: socket.socket, tell: socket.socket, retiring: int
     child.serve(connection, peer[0], own)
 
 
-def _retire(server: _Server, told: socket.socket) -> None:
+def retire(server: Server, told: socket.socket) -> None:
     """Waits for the waiting child to end (its retiring pipe closed); one that has just taken a
     client runs its command on, as every child that took one does once the server is gone
     (clients coming meanwhile must not wait on a socket no one takes)."""
     pid = server.waiting
     while pid is not None and server.waiting == pid:
         select.select([told], [], [], 0.05)
-        _take_reports(told, server)
+        take_reports(told, server)
         try:
             done, _ = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
@@ -316,7 +316,7 @@ def _retire(server: _Server, told: socket.socket) -> None:
             return
 
 
-def _still_ours(path: str, identity: tuple[int, int]) -> bool:
+def still_ours(path: str, identity: tuple[int, int]) -> bool:
     """Whether the socket file at ``path`` is still the one this server listens on."""
     try:
         info = os.lstat(path)
