@@ -40,7 +40,8 @@ def test_one_server_holds_a_sockets_lock(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    'value, seconds', [(None, 300.0), ('7', 7.0), ('0.5', 0.5), ('x', 300.0), ('-1', 300.0), ('0', 300.0)]
+    'value, seconds',
+    [(None, 300.0), ('7', 7.0), ('0.5', 0.5), ('x', 300.0), ('-1', 300.0), ('0', 300.0)],
 )
 def test_the_idle_limit_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: float
