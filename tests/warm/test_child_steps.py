@@ -37,13 +37,42 @@ def request(argv: list[str]) -> bytes:
     return wire.encode(['checkpoints'], argv, [sys.__stdin__, sys.__stdout__, sys.__stderr__])
 
 
+def with_token(theirs: socket.socket, first: bytes) -> socket.socket:
+    """Sends ``first`` with a token attached (one end of a new datagram pair); the other end."""
+    streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with token:
+        theirs.sendmsg(
+            [first], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', token.fileno()))]
+        )
+    return streams
+
+
 def test_a_request_is_read_whole_across_chunks() -> None:
     body = request(['list', 'x' * 70000])
     with pair() as (mine, theirs):
-        theirs.sendall(body[:5])
+        streams = with_token(theirs, body[:5])
         theirs.sendall(body[5:])
         got = child.receive(mine)
-    assert got is not None and got.argv == [b'list', b'x' * 70000]
+    assert got is not None
+    found, token = got
+    assert found.argv == [b'list', b'x' * 70000]
+    with streams, token:
+        streams.send(b'through the token')
+        assert token.recv(100) == b'through the token'
+
+
+def test_a_request_without_its_token_is_none() -> None:
+    with pair() as (mine, theirs):
+        theirs.sendall(request(['list']))
+        assert child.receive(mine) is None
+    with pair() as (mine, theirs):
+        one, other = socket.socketpair()
+        with one, other:
+            fds = struct.pack('2i', one.fileno(), other.fileno())
+            theirs.sendmsg([request(['list'])], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        opened = len(os.listdir('/proc/self/fd'))
+        assert child.receive(mine) is None, 'two descriptors: not a token'
+        assert len(os.listdir('/proc/self/fd')) == opened, 'both closed'
 
 
 @pytest.mark.parametrize(
@@ -59,7 +88,7 @@ def test_a_request_is_read_whole_across_chunks() -> None:
 )
 def test_anything_but_a_whole_request_is_none(body: bytes) -> None:
     with pair() as (mine, theirs):
-        theirs.sendall(body)
+        with_token(theirs, body).close()
         theirs.shutdown(socket.SHUT_WR)
         assert child.receive(mine) is None
 
@@ -136,11 +165,7 @@ def test_the_child_becomes_the_client(tmp_path: Path, monkeypatch: pytest.Monkey
     own = context.facts()
     assert own is not None
     with restored_process(), client_process(tmp_path, env) as pid:
-        message = wire.encode(['checkpoints'], ['list'], [sys.__stdin__] * 3)
-        with pair() as (mine, theirs):
-            theirs.sendall(message)
-            got = child.receive(mine)
-        assert got is not None
+        got = wire.decode(request(['list'])[wire.LENGTH_DIGITS :])
         got.environment = {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
         assert child.become(got, pid, own) is None
         assert os.getcwd() == str(tmp_path)
@@ -194,9 +219,9 @@ def restored_streams() -> Iterator[None]:
         sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
 
 
-def test_the_clients_streams_come_with_its_go(tmp_path: Path) -> None:
-    """The descriptors sent with ``go`` become 0, 1 and 2, and the streams on them are set up
-    as the client's were (encoding, errors, buffering, no newline translation)."""
+def test_the_clients_streams_are_taken_from_its_token(tmp_path: Path) -> None:
+    """The descriptors waiting in the token's queue become 0, 1 and 2, and the streams on them
+    are set up as the client's were (encoding, errors, buffering, no newline translation)."""
     (tmp_path / 'in').write_bytes(b'line\r\n')
     setup = [
         wire.Stream('utf-8', 'strict', False, False, True),
@@ -208,11 +233,12 @@ def test_the_clients_streams_come_with_its_go(tmp_path: Path) -> None:
         os.open(tmp_path / 'out', os.O_WRONLY | os.O_CREAT, 0o600),
         os.open(tmp_path / 'err', os.O_WRONLY | os.O_CREAT, 0o600),
     ]
-    with restored_streams(), pair() as (mine, theirs):
-        theirs.sendmsg(
-            [wire.GO], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
+    streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with restored_streams(), streams, token:
+        streams.sendmsg(
+            [wire.STREAMS], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
         )
-        assert child.take_streams(mine, setup)
+        assert child.take_streams(token, setup)
         assert sys.stdin.read() == 'line\r\n', 'no newline translation, as Python sets it up'
         assert sys.stdout.encoding == 'latin-1' and sys.stdout.errors == 'replace'
         assert sys.stdout.line_buffering and sys.stdout.mode == 'w'
@@ -227,19 +253,25 @@ def test_the_clients_streams_come_with_its_go(tmp_path: Path) -> None:
     assert (tmp_path / 'err').read_bytes() == b'\\xfc\n'
 
 
-@pytest.mark.parametrize('what', ['nothing', 'another word', 'go without streams'])
-def test_no_go_takes_no_streams(what: str) -> None:
+@pytest.mark.parametrize('what', ['taken back', 'another word', 'streams without descriptors'])
+def test_streams_no_longer_in_the_token_are_not_taken(what: str, tmp_path: Path) -> None:
+    """The client took its streams back (it gave up), or what waits is not its streams:
+    nothing is taken, and descriptors that came anyway are closed."""
     setup = [wire.Stream('utf-8', 'strict', False, False, True)] * 3
-    with restored_streams(), pair() as (mine, theirs):
+    streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    extra = os.open(tmp_path / 'f', os.O_WRONLY | os.O_CREAT, 0o600)
+    with restored_streams(), streams, token:
         before = [os.readlink(f'/proc/self/fd/{number}') for number in range(3)]
         if what == 'another word':
-            theirs.sendall(b'stop\n')
-        elif what == 'go without streams':
-            theirs.sendall(wire.GO)
-        else:
-            theirs.close()
-        assert not child.take_streams(mine, setup)
+            fds = struct.pack('3i', extra, extra, extra)
+            streams.sendmsg([b'stream!'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        elif what == 'streams without descriptors':
+            streams.send(wire.STREAMS)
+        opened = len(os.listdir('/proc/self/fd'))
+        assert not child.take_streams(token, setup)
+        assert len(os.listdir('/proc/self/fd')) == opened, 'what came is closed'
         assert [os.readlink(f'/proc/self/fd/{number}') for number in range(3)] == before
+    os.close(extra)
 
 
 def test_the_kernel_is_set_to_end_the_child_with_its_client() -> None:

@@ -8,6 +8,7 @@ import os
 import pty
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -118,43 +119,33 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
         yield mine, theirs
 
 
-def test_the_childs_answer_is_its_pid_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pair() as (mine, theirs):
-        theirs.sendall(b'pid ')
-        theirs.sendall(b'4242\nrun\nex')
-        assert client.answer(mine) == (4242, b'run\nex')
-    with pair() as (mine, theirs):
-        theirs.sendall(b'no Uid differs\n')
-        assert client.answer(mine) == (None, b'')
-    with pair() as (mine, theirs):
-        theirs.sendall(b'pid 7')  # then gone before the end of its line
-        theirs.close()
-        assert client.answer(mine) == (None, b'')
-    monkeypatch.setattr(client, 'ANSWER_TIMEOUT', 0.2)
-    with pair() as (mine, theirs):
-        began = time.monotonic()
-        theirs.sendall(b'pid 1')
-        with pytest.raises(TimeoutError):
-            client.answer(mine)
-        assert time.monotonic() - began >= 0.2
-
-
-def relayed(*chunks: bytes, pending: bytes = b'', close: bool = False) -> tuple[int | None, int]:
-    """What ``relay`` returns for the child's ``chunks``, and how often it said the command
-    started."""
-    starts: list[int] = []
-    with pair() as (mine, theirs):
-        for chunk in chunks:
-            theirs.sendall(chunk)
-        if close:
-            theirs.close()
-        return client.relay(mine, lambda: starts.append(1), pending), len(starts)
+def relayed(
+    *chunks: bytes, close: bool = False, deadline: float | None = None
+) -> tuple[int | None, int | None, list[int]]:
+    """What ``Relay.run`` returns for the child's ``chunks``, the child it learnt, and the
+    signals it forwarded to that child when it started (a SIGUSR1 held before)."""
+    forwarded: list[int] = []
+    with recorded_signals(), pair() as (mine, theirs):
+        held = client.Held()
+        held.signals.append(signal.SIGUSR1)
+        relay = client.Relay(mine, held)
+        original = client._send
+        client._send = lambda pid, signum: forwarded.append(signum)  # type: ignore[assignment]
+        try:
+            for chunk in chunks:
+                theirs.sendall(chunk)
+            if close:
+                theirs.close()
+            status = relay.run(deadline)
+        finally:
+            client._send = original  # type: ignore[assignment]
+        assert held.abandon is (relay.child is None)
+        return status, relay.child, forwarded
 
 
 def test_the_relay_returns_the_commands_status(capsys: pytest.CaptureFixture[str]) -> None:
-    assert relayed(b'ru', b'n\nnoise\nex', b'it 3\nexit 9\n') == (3, 1)
-    assert relayed(b'\nexit 0\n', pending=b'run') == (0, 1)
-    assert relayed(b'run\nrun\nexit 5\n') == (5, 1), 'started once'
+    assert relayed(b'ru', b'n 42\nnoise\nex', b'it 3\nexit 9\n') == (3, 42, [signal.SIGUSR1])
+    assert relayed(b'run 7\nrun 8\nexit 5\n') == (5, 7, [signal.SIGUSR1]), 'started once'
     assert capsys.readouterr().err == ''
 
 
@@ -167,25 +158,54 @@ def test_the_relay_returns_the_commands_status(capsys: pytest.CaptureFixture[str
         ((b'ru',), True),
     ],
 )
-def test_a_child_that_ends_before_it_runs_the_command_leaves_it_to_the_client(
+def test_a_child_that_ends_before_it_starts_the_command_leaves_it_to_the_client(
     chunks: tuple[bytes, ...], close: bool, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert relayed(*chunks, close=close) == (None, 0)
+    assert relayed(*chunks, close=close) == (None, None, [])
     assert capsys.readouterr().err == ''
+
+
+def test_a_child_that_does_not_start_in_time_is_given_up() -> None:
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        relayed(b'ru', deadline=time.monotonic() + 0.2)
+    assert time.monotonic() - began >= 0.2
+    with pytest.raises(TimeoutError):
+        relayed(deadline=time.monotonic() - 1)
 
 
 def test_a_relay_cut_after_the_command_started_is_reported(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert relayed(b'run\nexit', close=True) == (1, 1)
+    assert relayed(b'run 3\nexit', close=True)[0] == 1
     assert capsys.readouterr().err == client.SERVER_GONE + '\n'
 
 
 def test_a_command_ended_by_a_signal_ends_the_client_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
     ended: list[int] = []
     monkeypatch.setattr(client, 'end_by', ended.append)
-    assert relayed(b'run\nsignal 15\nexit 4\n') == (4, 1)
+    assert relayed(b'run 3\nsignal 15\nexit 4\n')[0] == 4
     assert ended == [15]
+
+
+def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
+    """The token's one datagram: a child that takes it has the client's streams; a client
+    that takes it back first leaves none for a child (and closes the copies it got back)."""
+    streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with streams, token:
+        assert not client.take_back(token), 'nothing there'
+        files = [os.open(tmp_path / 'f', os.O_WRONLY | os.O_CREAT, 0o600) for _ in range(3)]
+        streams.sendmsg(
+            [b'streams'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
+        )
+        for fd in files:
+            os.close(fd)
+        opened = len(os.listdir('/proc/self/fd'))
+        assert client.take_back(token)
+        assert len(os.listdir('/proc/self/fd')) == opened, 'the copies came back closed'
+        assert not client.take_back(token), 'taken once'
+        streams.send(b'other')
+        assert not client.take_back(token), 'not the streams'
 
 
 def test_a_signal_that_does_not_end_a_process_ends_the_client_with_128_plus_it() -> None:

@@ -222,9 +222,11 @@ def test_a_signal_mid_command_ends_it_as_in_process(
         assert here[0] == -signum, 'the signal ended it'
 
 
-def test_a_client_gone_before_it_said_go_leaves_nothing_run(tmp_path: Path, runtime: Path) -> None:
+def test_a_client_gone_before_its_command_started_leaves_nothing_run(
+    tmp_path: Path, runtime: Path
+) -> None:
     """A client killed while it waits for the child's answer (the child held with SIGSTOP):
-    the child, let go, finds no one to say go and runs nothing."""
+    the child, let go, finds its client gone as it takes the streams, and runs nothing."""
     desk = workspace_with_history(tmp_path)
     workspace = desk.parent.parent
     server = started(runtime, desk)
@@ -356,3 +358,50 @@ def test_a_client_under_other_credentials_is_served_by_a_server_of_its_own(
         assert time.monotonic() < deadline, 'no server of its own'
         time.sleep(0.1)
     assert len(list((runtime / address.FOLDER_NAME).glob('server-*.sock'))) == 2
+
+
+def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """A client (this test's process, alive: the child can read it) sends a hook event's
+    command with its streams and hangs up at once: the child takes the streams, finds no one
+    to tell it starts, and runs nothing (no checkpoint, though the desk has changed)."""
+    import socket as sockets
+    import struct
+
+    from trading_checkpoints.core import private
+    from trading_checkpoints.warm import wire
+
+    desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    started(runtime, desk)
+    [path] = (runtime / address.FOLDER_NAME).glob('server-*.sock')
+    server = server_pid(runtime)
+    before = count(desk)
+    (tmp_path / 'event').write_bytes(hook_event('claude_pre_tool_use_write.json', workspace))
+    files = [
+        os.open(tmp_path / 'event', os.O_RDONLY),
+        os.open(tmp_path / 'out', os.O_WRONLY | os.O_CREAT, 0o600),
+        os.open(tmp_path / 'err', os.O_WRONLY | os.O_CREAT, 0o600),
+    ]
+    streams, token = sockets.socketpair(sockets.AF_UNIX, sockets.SOCK_DGRAM)
+    streams.sendmsg(
+        [wire.STREAMS], [(sockets.SOL_SOCKET, sockets.SCM_RIGHTS, struct.pack('3i', *files))]
+    )
+    ahead = waiting(server)
+    connection = private.connect(str(path), 5)
+    request = wire.encode(['checkpoints-hook'], ['hook', '--harness', 'claude'], [sys.stdin] * 3)
+    connection.sendmsg(
+        [request], [(sockets.SOL_SOCKET, sockets.SCM_RIGHTS, struct.pack('i', token.fileno()))]
+    )
+    connection.close()
+    try:
+        assert gone(ahead), 'the child ended'
+        assert not client.take_back(token), 'it had taken the streams'
+        assert count(desk) == before, 'nothing ran'
+        assert (tmp_path / 'out').read_bytes() == b'' and (tmp_path / 'err').read_bytes() == b''
+    finally:
+        for fd in files:
+            os.close(fd)
+        streams.close()
+        token.close()

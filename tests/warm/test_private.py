@@ -97,8 +97,8 @@ def test_another_users_process_reaching_the_server_runs_nothing(
         ['checkpoints'], ['--workspace', str(desk.parent.parent), 'snapshot', '-m', 'theirs'], []
     )
     with open_to_others(path):
-        answers = knock(path, request, request + wire.GO)
-    assert answers == [b'', b''], 'nothing answered: no pid, no refusal, no exit'
+        answers = knock(path, request, request[: wire.LENGTH_DIGITS])
+    assert answers == [b'', b''], 'nothing answered: no refusal, no run, no exit'
     assert len(Checkpoints(repository, desk).list(None)) == before
     mine = run(runtime, 'snapshot', '-m', 'mine', cwd=desk)
     assert mine.returncode == 0, mine.stderr

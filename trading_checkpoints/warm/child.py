@@ -3,24 +3,22 @@ client's own process would have.
 
 The child that took a connection (``server.py``):
 
-1. receives the request (``wire.py``);
-2. answers ``pid N`` at once, and while the client says ``go``:
-3. checks that it can be the client (``context.py``: the same namespaces, root, credentials,
+1. receives the request and the client's token (``wire.py``);
+2. checks that it can be the client (``context.py``: the same namespaces, root, credentials,
    control groups) and takes the client's folder, umask, signals and resource limits, its
    environment (the server's own removed first) with what a new process derives from it at
-   its start (the time zone, ``time.tzset``; the character type locale);
-4. reads ``go``, which brings the client's standard streams, set up then as the client's
-   Python set up its own (a client that gave up closes the connection instead, and the child
-   runs nothing); then refuses (``no REASON``: the client runs the command itself) when step
-   3 found it cannot be the client;
-5. from then on ends at once (SIGKILL, sent by the kernel) if the client's end of the
+   its start (the time zone, ``time.tzset``; the character type locale); or refuses (``no
+   REASON``: the client runs the command itself);
+3. takes the client's standard streams from the token, and sets them up as the client's Python
+   set up its own; when they are gone, the client took them back (it gave up) and the child
+   runs nothing;
+4. from then on ends at once (SIGKILL, sent by the kernel) if the client's end of the
    connection closes: a client killed mid-command leaves no command running without it, as
    killing an in-process command would;
-6. says ``run``, runs the command, then ends as the interpreter ends a process: threads joined,
-   ``atexit``
-   handlers run, the streams flushed (status 120 when stdout cannot be), an uncaught
-   ``KeyboardInterrupt`` printed and ended by SIGINT; it answers ``exit N`` (a signal that
-   ends it is reported to the client by the server, which sees it end).
+5. says ``run N``, runs the command, then ends as the interpreter ends a process: threads
+   joined, ``atexit`` handlers run, the streams flushed (status 120 when stdout cannot be), an
+   uncaught ``KeyboardInterrupt`` printed and ended by SIGINT; it answers ``exit N`` (a signal
+   that ends it is reported to the client by the server, which sees it end).
 """
 
 from __future__ import annotations
@@ -48,19 +46,20 @@ def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
     """Runs the command of the client ``pid`` on ``connection`` (the server's facts ``own``),
     or refuses it; never returns."""
     try:
-        request = receive(connection)
-        if request is None:
-            os._exit(1)  # the client runs the command itself: it never saw ``pid``
-        connection.sendall(f'pid {os.getpid()}\n'.encode())  # it says go while this one works
+        received = receive(connection)
+        if received is None:
+            os._exit(1)  # the client takes its streams back and runs the command itself
+        request, token = received
         reason = become(request, pid, own)
         connection.settimeout(None)
-        if not take_streams(connection, request.streams):
-            os._exit(1)  # the client gave up: nothing runs
         if reason is not None:
             connection.sendall(f'no {reason}\n'.encode())
             os._exit(1)
+        if not take_streams(token, request.streams):
+            os._exit(1)  # the client took them back: it gave up, nothing runs
+        token.close()
         end_with_client(connection)
-        connection.sendall(wire.RUN)
+        connection.sendall(f'run {os.getpid()}\n'.encode())
     except BaseException:  # noqa: BLE001 - nothing has run: the client runs it itself
         os._exit(1)
     sys.argv = [os.fsdecode(item) for item in request.process_argv]
@@ -72,11 +71,18 @@ def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
     os._exit(status)
 
 
-def receive(connection: socket.socket) -> wire.Request | None:
-    """The client's request; None when there is no whole request."""
+def receive(connection: socket.socket) -> tuple[wire.Request, socket.socket] | None:
+    """The client's request and its token (the socket its streams wait on); None when there
+    is no whole request with one."""
     connection.settimeout(REQUEST_TIMEOUT)
-    data = b''
     try:
+        data, ancillary, _, _ = connection.recvmsg(65536, socket.CMSG_SPACE(4))
+        fds = _descriptors(ancillary)
+        token = socket.socket(fileno=fds.pop()) if len(fds) == 1 else None
+        for fd in fds:
+            os.close(fd)
+        if token is None:
+            return None
         while len(data) < wire.LENGTH_DIGITS:
             chunk = connection.recv(65536)
             if not chunk:
@@ -91,9 +97,19 @@ def receive(connection: socket.socket) -> wire.Request | None:
             if not more:
                 return None
             body += more
-        return wire.decode(body, STREAMS)
+        return wire.decode(body, STREAMS), token
     except (OSError, ValueError):
         return None
+
+
+def _descriptors(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors received with a message."""
+    fds: list[int] = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            usable = len(payload) - len(payload) % struct.calcsize('i')
+            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
+    return fds
 
 
 def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
@@ -119,18 +135,22 @@ def become(request: wire.Request, pid: int, own: dict[str, str]) -> str | None:
     return None
 
 
-def take_streams(connection: socket.socket, setup: list[wire.Stream]) -> bool:
-    """Takes the client's stdin, stdout and stderr, sent with its ``go`` (only then: a client
-    that gives up before leaves no descriptor of its own in a server's hands), as this
-    process's 0, 1 and 2 and its standard streams; False when the client gave up instead."""
-    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
-    data, ancillary, _, _ = connection.recvmsg(len(wire.GO), space)
-    fds: list[int] = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % struct.calcsize('i')
-            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
-    if data != wire.GO or len(fds) != STREAMS:
+def take_streams(token: socket.socket, setup: list[wire.Stream]) -> bool:
+    """Takes the client's stdin, stdout and stderr from the token's queue, as this process's
+    0, 1 and 2 and its standard streams; False when they are no longer there (the client took
+    them back: it gave up)."""
+    try:
+        data, ancillary, _, _ = token.recvmsg(
+            len(wire.STREAMS),
+            socket.CMSG_SPACE(STREAMS * struct.calcsize('i')),
+            socket.MSG_DONTWAIT,
+        )
+    except (BlockingIOError, InterruptedError):
+        return False
+    fds = _descriptors(ancillary)
+    if data != wire.STREAMS or len(fds) != STREAMS:
+        for fd in fds:
+            os.close(fd)
         return False
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
@@ -164,16 +184,12 @@ def _stream(fd: int, setup: wire.Stream) -> io.TextIOWrapper:
 
 def end_with_client(connection: socket.socket) -> None:
     """Has the kernel end this process (SIGKILL) when the client's end of the connection
-    closes (or sends anything more); ends it now if it has already closed."""
+    closes (or sends anything more). A client gone before this is found by the next write to
+    it (``run N``), which fails."""
     fd = connection.fileno()
     fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
     fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGKILL)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
-    try:
-        if connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b'':
-            os._exit(1)  # it closed before the kernel was watching
-    except BlockingIOError:
-        pass
 
 
 def _run(args: list[str]) -> int:

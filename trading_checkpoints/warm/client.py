@@ -1,18 +1,21 @@
 """The ``checkpoints`` console script: the command run by the warm server, else in-process.
 
-**A command runs exactly once.** Nothing runs until the client has said ``go`` to a child that
-answered ``pid N`` and the child has then said ``run`` (``wire.py``); until then every failure
-makes the client run the command itself: no server or no manifest yet, a socket that is not
-private (``core/private.connect``), a refused connection, no answer within
+**A command runs exactly once.** The client's stdin, stdout and stderr wait in a queue of their
+own (a datagram socket pair, the *token*), and whoever takes them from it first decides
+(``wire.py``): the child that takes them runs the command; the client that takes them back
+runs it itself, or no one does. Until a child has taken them, every failure makes the client
+take them back and run the command itself: no server or no manifest yet, a socket that is not
+private (``core/private.connect``), a refused connection, a child that refuses (``no REASON``:
+it cannot be the client), a connection that closes, or no ``run N`` within
 :data:`ANSWER_TIMEOUT` seconds (a hung server, whose socket the client then removes, so that
-the next command starts a new one), a child that refuses (``no REASON``: it cannot be the
-client) or ends before ``run``. A signal the client forwards (SIGINT, SIGTERM, SIGHUP,
-SIGQUIT) received before ``go`` makes it give the server up, and one received before ``run``
-is held; either acts on the client as it would have without the server if the command does not
-start. After ``run`` the client only relays: it forwards those signals to the child (not the
-ones it ignores: the child ignores them too), and exits with the child's status; a command
-ended by a signal ends the client by the same signal (a shell sees 128+N), and a server that
-dies mid-command is reported, never retried.
+the next command starts a new one; its streams are then the client's again, never left in a
+hung server's hands). A signal the client forwards (SIGINT, SIGTERM, SIGHUP, SIGQUIT) received
+in that time makes it take them back too, and act as it would have without the server; if a
+child took them first, the signal goes to that child. Once a child has them the client only
+relays: it forwards those signals to the child (not the ones it ignores: the child ignores them
+too), and exits with the child's status; a command ended by a signal ends the client by the
+same signal (a shell sees 128+N), and a server that dies mid-command is reported, never
+retried.
 
 Which commands go to the server at all (:func:`wanted`): not when ``CHECKPOINTS_SERVER`` is
 ``off`` (or ``0``, ``no``, ``false``), not on a platform without Unix sockets, not when a
@@ -48,7 +51,7 @@ IN_PROCESS_VERBS = frozenset({'mcp', 'watch', 'browse', 'push', 'pull', 'clone'}
 FORWARDED_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT')
 SERVER_GONE = 'error: the command server stopped while running the command; run it again'
 CONNECT_TIMEOUT = 1.0
-ANSWER_TIMEOUT = 5.0  # for ``pid N``: a child ready ahead answers within milliseconds
+ANSWER_TIMEOUT = 5.0  # for ``run N``: a child ready ahead answers within milliseconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,100 +130,127 @@ def run_on_server(argv: list[str]) -> int | None:
 def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) -> int | None:
     """Hands the command to the child that takes the connection (see the module notes)."""
     request = wire.encode(sys.argv, argv, [sys.stdin, sys.stdout, sys.stderr])
-    fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
+    streams, token = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_DGRAM)
     held = Held()
-    child, pending = None, b''
+    relay = Relay(connection, held)
+    status, hanging = None, False
     try:
-        connection.sendall(request)
-        child, pending = answer(connection)
-        held.abandon = False  # from here a signal is held, then forwarded once the child runs
-        if child is not None and not held.signals:
-            # The streams go with ``go`` only: none is left in a server that never answers.
-            connection.sendmsg([wire.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-        else:
-            child = None
+        # The streams wait in the token's queue: the child that takes them runs the command.
+        streams.sendmsg([wire.STREAMS], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _fds(0, 1, 2))])
+        token_fd = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _fds(token.fileno()))]
+        connection.sendmsg([request], token_fd)
+        status = relay.run(time.monotonic() + ANSWER_TIMEOUT)
     except Abandon:
-        child = None
+        pass  # a signal before the command started: the client takes its streams back
     except TimeoutError:
-        child = None
-        hung()
+        hanging = True
     except (OSError, ValueError):
-        child = None
+        pass
     finally:
         held.abandon = False
-    status = None if child is None else relay(connection, _forwarding(child, held), pending)
-    if status is None:
-        held.release()
-    return status
+        streams.close()
+    try:
+        if relay.child is None:
+            if take_back(token):
+                if hanging:
+                    hung()
+                held.release()  # nothing started: the client runs it, or ends by the signal
+                return None
+            # A child took the streams: it runs the command, whatever it says first.
+        if status is None:
+            status = relay.run()
+        if status is None:
+            sys.stderr.write(SERVER_GONE + '\n')  # it took the command and ended before run
+            return 1
+        return status
+    finally:
+        token.close()
 
 
-def _forwarding(child: int, held: Held) -> Callable[[], None]:
-    """What the client does when the child starts the command: forward it the signals the
-    client handles from then on, and those it held meanwhile."""
+def _fds(*numbers: int) -> bytes:
+    return b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in numbers)
 
-    def started() -> None:
-        forward_signals(child, held.previous)
-        for signum in held.signals:
-            _send(child, signum)
 
-    return started
+def take_back(token: _socket.socket) -> bool:
+    """Whether the client took its own streams back from the token's queue (then no child has
+    them, and none ever will); False when a child took them first."""
+    try:
+        data, ancillary, _, _ = token.recvmsg(16, _socket.CMSG_SPACE(12), _socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    for _, _, payload in ancillary:  # the client's own streams, received again: closed
+        for at in range(0, len(payload) - len(payload) % 4, 4):
+            os.close(int.from_bytes(payload[at : at + 4], sys.byteorder, signed=True))
+    return data == wire.STREAMS
 
 
 class Abandon(Exception):
-    """A forwarded signal came before the client said ``go``: it gives the server up."""
+    """A forwarded signal came before the child started the command: the client gives the
+    server up, if it takes its streams back."""
 
 
-def answer(connection: _socket.socket) -> tuple[int | None, bytes]:
-    """The child's pid once it answered ``pid N`` (None when it hung up or said anything
-    else), and what it sent after; ``TimeoutError`` when it did not answer in time."""
-    pending = b''
-    deadline = time.monotonic() + ANSWER_TIMEOUT
-    while b'\n' not in pending:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        connection.settimeout(left)
-        chunk = connection.recv(4096)
-        if not chunk:
-            return None, b''
-        pending += chunk
-    line, _, rest = pending.partition(b'\n')
-    word, _, number = line.partition(b' ')
-    return (int(number) if word == b'pid' else None), rest
+class Relay:
+    """The child's lines, read from the connection: ``run N`` as it starts the command (the
+    held signals are forwarded to pid N then), ``exit N``, or ``signal N`` from the server."""
 
+    def __init__(self, connection: _socket.socket, held: Held) -> None:
+        self.connection = connection
+        self.held = held
+        self.pending = b''
+        self.child: int | None = None
 
-def relay(
-    connection: _socket.socket, started: Callable[[], None], pending: bytes = b''
-) -> int | None:
-    """The command's exit status, relayed from the child; None when the child ended before it
-    started the command (it refused, or it was ended), which then never ran (see the module
-    notes). ``started`` is called as the child starts it."""
-    running = False
-    connection.settimeout(None)
-    while True:
-        while b'\n' in pending:
-            line, _, pending = pending.partition(b'\n')
+    def run(self, deadline: float | None = None) -> int | None:
+        """The command's exit status; None when the child ended or refused (``no REASON``)
+        before it started the command; ``TimeoutError`` when it did not start it by
+        ``deadline``."""
+        while True:
+            line = self._line(deadline if self.child is None else None)
+            if line is None:
+                if self.child is None:
+                    return None
+                sys.stderr.write(SERVER_GONE + '\n')
+                return 1
             word, _, number = line.partition(b' ')
-            if not running:
+            if self.child is None:
                 if word == b'run':
-                    running = True
-                    started()
-                elif word in (b'no', b'signal', b'exit'):
+                    self._started(int(number))
+                elif word in (b'no', b'exit', b'signal'):
                     return None
             elif word == b'exit':
                 return int(number)
             elif word == b'signal':
                 end_by(int(number))
-        try:
-            chunk = connection.recv(4096)
-        except OSError:
-            chunk = b''
-        if not chunk:
-            if not running:
+
+    def _started(self, child: int) -> None:
+        """The child started the command: the signals the client handles go to it from now
+        on, and those it held meanwhile go now."""
+        self.child = child
+        self.held.abandon = False
+        forward_signals(child, self.held.previous)
+        for signum in self.held.signals:
+            _send(child, signum)
+
+    def _line(self, deadline: float | None) -> bytes | None:
+        """The next line (None at the end); ``TimeoutError`` past ``deadline``."""
+        while b'\n' not in self.pending:
+            if deadline is None:
+                self.connection.settimeout(None)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(left)
+            try:
+                chunk = self.connection.recv(4096)
+            except TimeoutError:
+                raise
+            except OSError:
+                chunk = b''
+            if not chunk:
                 return None
-            sys.stderr.write(SERVER_GONE + '\n')
-            return 1
-        pending += chunk
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b'\n')
+        return line
 
 
 def end_by(signum: int) -> None:
@@ -240,8 +270,8 @@ def end_by(signum: int) -> None:
 
 class Held:
     """The forwarded signals received before the child started the command; a signal the
-    client ignores stays ignored. Until the client says ``go`` (``abandon``), one such signal
-    gives the server up at once."""
+    client ignores stays ignored. While ``abandon`` is set (until the child starts), one such
+    signal makes the client try to give the server up at once (:class:`Abandon`)."""
 
     def __init__(self) -> None:
         self.signals: list[int] = []

@@ -12,15 +12,19 @@ the environment as ``NAME=VALUE`` items; all as the bytes the operating system g
 about to its advantage (its folder, umask, limits, signals, namespaces, credentials) is not
 sent: the server reads it from ``/proc`` (``context.py``).
 
-The server's child answers ``pid N`` as soon as it has the request. The client then says
-``go`` (:data:`GO`), with its stdin, stdout and stderr attached as ``SCM_RIGHTS`` ancillary
-data: a client that gave up before (no answer in time, a signal) closes the connection
-instead, and the child, reading no ``go``, runs nothing (and holds none of the client's
-descriptors, which a harness waiting for the end of the client's output would wait on).
-Meanwhile the child has checked whether it can be the client: it answers ``no REASON`` (the
-client runs the command itself), or ``run`` (:data:`RUN`) as it starts the command, and
-``exit N`` when the command ends; the server answers ``signal N`` when a signal ended it.
-Until ``run`` nothing has run.
+With the request goes one descriptor (``SCM_RIGHTS``): the *token*, one end of a datagram
+socket pair in whose queue the client's stdin, stdout and stderr wait (one datagram,
+:data:`STREAMS`, the three descriptors attached). Whoever takes that datagram first decides:
+the server's child that takes it runs the command; the client that takes it back (it holds the
+token too) runs the command itself, or no one does; the kernel gives the datagram to exactly
+one of them. So the client may give up at any moment (no answer in time, a signal) without a
+race, and a server that never answers holds none of the client's descriptors, which a harness
+waiting for the end of the client's output would otherwise wait on.
+
+The child answers with lines: ``no REASON`` when it cannot be the client (it took nothing; the
+client runs the command itself), else ``run N`` (its pid) once it took the streams and starts
+the command, then ``exit N`` when the command ends; the server answers ``signal N`` when a
+signal ended it.
 """
 
 from __future__ import annotations
@@ -31,8 +35,7 @@ MAGIC = b'tc2'
 LENGTH_DIGITS = 8
 MAX_REQUEST = 4 * 1024 * 1024
 STREAM_FIELDS = 5
-GO = b'go\n'
-RUN = b'run\n'
+STREAMS = b'streams'
 
 
 class Stream:
