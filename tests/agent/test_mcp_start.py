@@ -25,6 +25,7 @@ from helpers.builders import checkpoints_in, write
 from helpers.cli import start
 
 from trading_checkpoints.agent import mcpstart
+from trading_checkpoints.core import installation
 
 mcp = pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
 
@@ -120,15 +121,14 @@ def cache(tmp_path: Path) -> Path:
 @pytest.fixture(scope='session')
 def blocker_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder whose ``sitecustomize`` makes the SDK's server package unimportable when
-    :data:`BLOCK` is set; written long ago as far as its status says (a module written moments
-    before a server imports it keeps the server from keeping its answers)."""
+    :data:`BLOCK` is set; given time to settle (a module changed moments before a server
+    imports it keeps the server from keeping its answers)."""
     folder = tmp_path_factory.mktemp('blocker')
     module = folder / 'sitecustomize.py'
     module.write_text(
         f"import os, sys\nif os.environ.get('{BLOCK}'):\n    sys.modules['mcp.server'] = None\n"
     )
-    for path in (module, folder):
-        os.utime(path, (time.time() - 60, time.time() - 60))
+    time.sleep(installation.RACY_SECONDS)  # a module changed moments ago keeps nothing kept
     return folder
 
 
@@ -209,16 +209,13 @@ def test_a_dependency_changed_in_place_is_another_installation(
 
     site = tmp_path / 'site'
     shutil.copytree(Path(click.__file__).parent, site / 'click')
-    old = time.time() - 60
-    for path in (site, site / 'click', *(site / 'click').glob('*.py')):
-        os.utime(path, (old, old))
+    time.sleep(installation.RACY_SECONDS)  # the copy settles, as a real installation has
     monkeypatch.setenv(SITE, os.pathsep.join([os.environ[SITE], str(site)]))
     assert serve(workspace, cache, *HANDSHAKE).status == 0
     assert serve(workspace, cache, *HANDSHAKE, blocked=blocker).status == 0, 'kept and used'
     module = site / 'click' / 'utils.py'
     text = module.read_text()
     module.write_text(text.replace('def echo(', 'def echo (', 1)[:-1])  # the same size
-    os.utime(module, (old + 1, old + 1))
     assert serve(workspace, cache, *HANDSHAKE, blocked=blocker).status == 1, 'not used'
 
 
@@ -278,8 +275,8 @@ def test_a_session_goes_on_through_the_sdk_after_a_kept_handshake(
 ) -> None:
     write(desk, 'Memory.md', 'v1')
     # The server runs from the workspace with it first on its import path (``python -m``): a
-    # folder of the import path written moments ago keeps its answers from being kept.
-    os.utime(workspace, (time.time() - 60, time.time() - 60))
+    # folder of the import path changed moments ago keeps its answers from being kept.
+    time.sleep(installation.RACY_SECONDS)
     seen: list[list[str]] = []
 
     async def script(client: Session) -> None:

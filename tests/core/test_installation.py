@@ -48,6 +48,17 @@ def test_a_module_written_in_place_keeping_its_size_changes_it(tmp_path: Path) -
     assert installation.fingerprint(paths) != before
 
 
+def test_a_module_written_again_with_its_old_time_changes_it(tmp_path: Path) -> None:
+    """A tool that writes a module and sets its old modification time back (``tar -x``,
+    ``cp -p``) cannot set its change time back."""
+    root, paths = package(tmp_path)
+    before = installation.fingerprint(paths)
+    time.sleep(0.01)
+    (root / 'a.py').write_text('x = 2\n')
+    os.utime(root / 'a.py', (LONG_AGO, LONG_AGO))
+    assert installation.fingerprint(paths) != before
+
+
 def test_a_module_replaced_by_one_of_the_same_size_and_time_changes_it(tmp_path: Path) -> None:
     """An upgrade that writes a new file of the same size and time in place of the old one (a
     package manager keeping the archive's times) is a new inode."""
@@ -116,13 +127,17 @@ def test_loaded_files_are_the_modules_their_folders_and_the_import_path() -> Non
     assert {entry for entry in sys.path if entry} <= listed
 
 
-def test_a_file_written_moments_ago_is_not_settled(tmp_path: Path) -> None:
+def test_a_file_changed_moments_ago_is_not_settled(tmp_path: Path) -> None:
     """A write within the file system clock's tick of the previous one keeps the status: a
-    fingerprint is only kept when every file was written long enough before."""
+    fingerprint is only kept when every file changed long enough before, by its change time
+    (its modification time may have been set back, as ``package`` does here)."""
     root, paths = package(tmp_path)
-    assert installation.settled(paths)
+    later = time.time() + installation.RACY_SECONDS + 1
+    assert not installation.settled(paths), 'just made, though dated an hour back'
+    assert installation.settled(paths, now=later)
     (root / 'b.py').write_text('y = 2\n')
-    assert not installation.settled(paths)
+    os.utime(root / 'b.py', (LONG_AGO, LONG_AGO))
+    assert not installation.settled(paths, now=later - 1)
     assert installation.settled(paths, now=time.time() + installation.RACY_SECONDS + 1)
     shutil.rmtree(root)
     assert installation.settled(paths), 'a file gone is told by the fingerprint, not here'

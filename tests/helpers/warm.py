@@ -203,9 +203,10 @@ def stopped(pid: int, timeout: float = 30) -> bool:
 
 
 def copied(site: Path, *packages: str) -> Path:
-    """``site``, a folder holding copies of ``packages`` (click, dulwich), each file written
-    long ago as far as its status says (a server keeps away from modules written moments ago);
-    click's ``echo`` marks what it prints (``[copy] ``), so output tells which click ran."""
+    """``site``, a folder holding copies of ``packages`` (click, dulwich), each file dated long
+    ago (a server keeps away from modules changed moments ago: it serves once they settle, by
+    their change time, two seconds on); click's ``echo`` marks what it prints (``[copy] ``),
+    so output tells which click ran."""
     for name in packages:
         module = importlib.import_module(name)
         shutil.copytree(Path(str(module.__file__)).parent, site / name)

@@ -48,8 +48,8 @@ def test_a_socket_is_named_only_once_the_slots_server_listed_its_files(folder: P
     assert where.slot == address.slot()
     files = installation.loaded_files()[:40]
     manifest = Path(address.manifest_path(str(folder), where.slot))
-    manifest.write_bytes(address.manifest(files))
-    assert address.read_manifest(str(manifest)) == files
+    manifest.write_bytes(address.listed(files))
+    assert address.read_manifest(str(manifest)) == (address.LISTED, files)
     found = address.locate()
     assert found is not None
     expected = installation.fingerprint(files, where.slot)
@@ -57,11 +57,38 @@ def test_a_socket_is_named_only_once_the_slots_server_listed_its_files(folder: P
     assert found.socket == address.socket_path(str(folder), expected)
 
 
-def test_a_file_that_is_no_manifest_names_no_socket(folder: Path) -> None:
+def test_a_watched_servers_manifest_names_its_socket(folder: Path) -> None:
+    """A server that watches its files names its socket: the client reads no file's status."""
     where = address.locate(create=True)
     assert where is not None
     manifest = Path(address.manifest_path(str(folder), where.slot))
-    manifest.write_text('something else\n/a/file.py\n')
+    socket = folder / 'server-0123456789abcdef.sock'
+    manifest.write_bytes(address.watched(str(socket)))
+    assert address.read_manifest(str(manifest)) == (address.WATCHED, [socket.name])
+    found = address.locate()
+    assert found is not None and found.socket == str(socket)
+
+
+@pytest.mark.parametrize(
+    'lines',
+    [
+        ['something else', 'listed', '/a/file.py'],
+        [address.MANIFEST_HEADER],
+        [address.MANIFEST_HEADER, 'neither', '/a/file.py'],
+        [address.MANIFEST_HEADER, 'watched'],
+        [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdef.sock', 'more'],
+        [address.MANIFEST_HEADER, 'watched', '../elsewhere/server-0123456789abcdef.sock'],
+        [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdeg.sock'],
+        [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcde.sock'],
+        [address.MANIFEST_HEADER, 'watched', 'other-0123456789abcdef.sock'],
+        [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdef.lock'],
+    ],
+)
+def test_a_file_that_is_no_manifest_names_no_socket(folder: Path, lines: list[str]) -> None:
+    where = address.locate(create=True)
+    assert where is not None
+    manifest = Path(address.manifest_path(str(folder), where.slot))
+    manifest.write_text('\n'.join(lines) + '\n')
     assert address.read_manifest(str(manifest)) is None
     found = address.locate()
     assert found is not None and found.socket is None
@@ -81,7 +108,7 @@ def test_no_location_where_the_socket_path_would_be_too_long(
     monkeypatch.setenv('XDG_RUNTIME_DIR', str(deep))
     where = address.locate(create=True)
     assert where is not None and where.socket is None
-    Path(address.manifest_path(where.folder, where.slot)).write_bytes(address.manifest([]))
+    Path(address.manifest_path(where.folder, where.slot)).write_bytes(address.listed([]))
     assert address.locate() is None
 
 

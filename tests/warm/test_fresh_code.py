@@ -5,6 +5,7 @@ is part of the server's name, read afresh by each client."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import ROOT
-from helpers.warm import PROBE, client_env, copied, workspace_with_history
+from helpers.warm import PROBE, client_env, copied, gone, workspace_with_history
 
 from trading_checkpoints.warm import address
 
@@ -93,3 +94,48 @@ def test_a_module_only_the_preload_imports_is_part_of_the_servers_name(
     rewrite(site / 'dulwich' / 'reflog.py', '# reflog.py', '# REFLOG.PY')
     _, second = served_by(runtime, desk, site, probe)
     assert second != first
+
+
+def manifest_kind(runtime: Path) -> set[str]:
+    folder = runtime / address.FOLDER_NAME
+    return {path.read_text().splitlines()[1] for path in folder.glob('server-*.files')}
+
+
+def test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """The server's code is on a local file system: the server watches it, and the manifest
+    names its socket. The server held still (SIGSTOP) as a module changes: its waiting child
+    still takes the next client, sees the change queued, and refuses it (the command runs
+    in-process, through the new code); let go, the server stops."""
+    desk = workspace_with_history(tmp_path)
+    site = copied(tmp_path / 'site', 'click')
+    probe = tmp_path / 'probe'
+    _, server = served_by(runtime, desk, site, probe)
+    assert manifest_kind(runtime) == {address.WATCHED}
+    os.kill(server, signal.SIGSTOP)
+    try:
+        rewrite(site / 'click' / 'utils.py', "'[copy] '", "'[COPY] '")
+        out, where = listed(runtime, desk, site, probe)
+        assert (out[:7], where) == ('[COPY] ', 'in-process')
+    finally:
+        os.kill(server, signal.SIGCONT)
+    assert gone(server), 'it stopped once it saw the change'
+
+
+def test_code_off_the_local_file_systems_is_listed_for_every_client_to_check(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """An import path entry on a file system inotify cannot vouch for (here /sys): the
+    server lists its files, and every client fingerprints them; a module then changed in
+    place, keeping its size, is served by a new server."""
+    desk = workspace_with_history(tmp_path)
+    site = copied(tmp_path / 'site', 'click')
+    path = Path(os.pathsep.join(['/sys/kernel', str(site)]))
+    probe = tmp_path / 'probe'
+    out, first = served_by(runtime, desk, path, probe)
+    assert out.startswith('[copy] ')
+    assert manifest_kind(runtime) == {address.LISTED}
+    rewrite(site / 'click' / 'utils.py', "'[copy] '", "'[COPY] '")
+    out, second = served_by(runtime, desk, path, probe)
+    assert out.startswith('[COPY] ') and second != first

@@ -11,11 +11,13 @@ A fingerprint is a short hash of
 - the paths given, each with its status: the files of the modules a process imported, the
   folders holding them and the folders of the import path (:func:`loaded_files`).
 
-A status is a file's size, modification time in nanoseconds, inode and device. A module written
-in place changes its modification time (an edit that keeps the size included); one replaced (an
-upgrade) its inode; a module added, removed or renamed changes its folder's modification time,
-and so does a file put on an earlier entry of the import path that would shadow one of them
-(``click.py`` dropped into the script's folder).
+A status is a file's size, modification and change times in nanoseconds, inode and device. A
+module written in place changes its modification time (an edit that keeps the size included)
+and its change time (which no one can set back: a tool that restores an older modification
+time afterwards, ``tar -x`` or ``cp -p``, still moves it); one replaced (an upgrade) its inode;
+a module added, removed or renamed changes its folder's times, and so does a file put on an
+earlier entry of the import path that would shadow one of them (``click.py`` dropped into the
+script's folder).
 
 The paths are the ones a process's imports depend on (:func:`loaded_files`, read after its
 imports). A process that has not imported them checks a fingerprint for the list another
@@ -28,9 +30,11 @@ reading ~10 MB. No cheaper stamp is sound: a write in place changes nothing but 
 status (no folder's, no other file's), so the check must look at every file.
 
 A status misses one change: a write within the same tick of the file system's clock as the
-write before it, keeping the size, leaves the status as it was. A file last written moments
-before it was imported may be such a file; :func:`settled` tells whether every file of a list
-was last written long enough ago, and the users keep a fingerprint only then.
+write before it, keeping the size, leaves the status as it was. A file last changed moments
+before it was read, and so before a process's imports were fingerprinted, may be such a file;
+:func:`settled` tells whether every file of a list last changed long enough ago (by its change
+time: a modification time may have been set back), and the users keep a fingerprint only
+then.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ def fingerprint(paths: Iterable[str], context: str = '') -> str:
     ``paths`` (:func:`loaded_files`) as they are now, and of ``context`` (any text its user
     adds: what else the fingerprinted thing depends on)."""
     listed = list(paths)
-    statuses: list[tuple[int, int, int, int] | None] = []
+    statuses: list[tuple[int, int, int, int, int] | None] = []
     add = statuses.append
     for path in listed:
         try:
@@ -95,17 +99,18 @@ def fingerprint(paths: Iterable[str], context: str = '') -> str:
         except (OSError, ValueError):
             add(None)
             continue
-        add((info.st_size, info.st_mtime_ns, info.st_ino, info.st_dev))
+        add((info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev))
     return digest('\0'.join([interpreter(), context, *sys.path, '', *listed, repr(statuses)]))
 
 
 def settled(files: Iterable[str], now: float | None = None) -> bool:
-    """Whether each of ``files`` was last written more than :data:`RACY_SECONDS` before ``now``
-    (so that a later write changes its status)."""
+    """Whether each of ``files`` last changed more than :data:`RACY_SECONDS` before ``now`` (so
+    that a later write changes its status)."""
     limit = int(((time.time() if now is None else now) - RACY_SECONDS) * 1e9)
     for path in files:
         try:
-            if os.stat(path).st_mtime_ns >= limit:
+            info = os.stat(path)
+            if max(info.st_mtime_ns, info.st_ctime_ns) >= limit:
                 return False
         except OSError:
             continue  # gone: its fingerprint says so
@@ -123,4 +128,4 @@ def _status(path: str) -> str:
         info = os.stat(path)
     except (OSError, ValueError):
         return '-'
-    return f'{info.st_size}:{info.st_mtime_ns}:{info.st_ino}:{info.st_dev}'
+    return f'{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}:{info.st_dev}'

@@ -9,13 +9,16 @@ The folder is the user's private one (``core/private.py``). Two names in it:
 - the **slot** (:func:`slot`), what a client knows of itself without reading any other file:
   the interpreter and its options, the import path, the package's folder, and the shared part
   of its context (``context.py``: namespaces, root, credentials, control groups). The server
-  started for a slot lists, once it has imported everything, every module file it imported in
-  ``server-<slot>.files`` (the manifest);
+  started for a slot writes, once it has imported everything, ``server-<slot>.files`` (the
+  manifest);
 - the **socket**, ``server-<fingerprint>.sock``: the fingerprint (``core/installation.py``) of
-  the manifest's files, as the client finds them now, in that slot. A client whose files
-  differ from those the server imported (an upgrade of any dependency, an edit in a checkout,
-  another copy of a library on the import path) computes another name, finds no server there
-  and starts one; the old server, left without clients, goes away.
+  every module file and folder the server imported. A *listed* manifest lists them, and the
+  client fingerprints them as it finds them now: a client whose files differ from those the
+  server imported (an upgrade of any dependency, an edit in a checkout, another copy of a
+  library on the import path) computes another name, finds no server there and starts one;
+  the old server, left without clients, goes away. A *watched* manifest names the socket:
+  the server watches those files itself and stops, refusing every client, at the first change
+  (``watched.py``), so the client reads nothing more.
 
 A client whose import path holds a relative entry (the ``''`` of ``python -c``: its current
 folder) has no slot: what it imports depends on the folder it runs in, which the modules a
@@ -34,7 +37,8 @@ FOLDER_NAME = private.FOLDER_NAME
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = 'server-{slot}.files'
 SOCKET = 'server-{fingerprint}.sock'
-MANIFEST_HEADER = 'trading-checkpoints server files 1'
+MANIFEST_HEADER = 'trading-checkpoints server 2'
+LISTED, WATCHED = 'listed', 'watched'
 
 
 def slot() -> str | None:
@@ -71,10 +75,14 @@ def locate(create: bool = False) -> Location | None:
     folder = private.private_folder(create)
     if folder is None:
         return None
-    files = read_manifest(manifest_path(folder, name))
-    if files is None:
+    manifest = read_manifest(manifest_path(folder, name))
+    if manifest is None:
         return Location(folder, name, None)
-    path = socket_path(folder, installation.fingerprint(files, name))
+    kind, listed = manifest
+    if kind == WATCHED:
+        path = os.path.join(folder, listed[0])
+    else:
+        path = socket_path(folder, installation.fingerprint(listed, name))
     if len(os.fsencode(path)) > private.MAX_SOCKET_PATH:
         return None
     return Location(folder, name, path)
@@ -88,22 +96,37 @@ def socket_path(folder: str, fingerprint: str) -> str:
     return os.path.join(folder, SOCKET.format(fingerprint=fingerprint))
 
 
-def manifest(files: list[str]) -> bytes:
-    """The manifest's contents for ``files``."""
-    return '\n'.join([MANIFEST_HEADER, *files, '']).encode('utf-8', 'surrogateescape')
+def listed(files: list[str]) -> bytes:
+    """A listed manifest's contents: the server's ``files``."""
+    return '\n'.join([MANIFEST_HEADER, LISTED, *files, '']).encode('utf-8', 'surrogateescape')
 
 
-def read_manifest(path: str) -> list[str] | None:
-    """The files a manifest lists, None when there is none (or it is not one)."""
+def watched(socket: str) -> bytes:
+    """A watched manifest's contents: the server's socket (its path, in the folder)."""
+    return '\n'.join([MANIFEST_HEADER, WATCHED, os.path.basename(socket), '']).encode()
+
+
+def read_manifest(path: str) -> tuple[str, list[str]] | None:
+    """A manifest's kind (listed or watched) and what it holds (the files; the socket's name),
+    None when there is none (or it is not one)."""
     try:
         with open(path, 'rb') as file:
-            text = file.read().decode('utf-8', 'surrogateescape')
+            lines = file.read().decode('utf-8', 'surrogateescape').splitlines()
     except OSError:
         return None
-    header, _, rest = text.partition('\n')
-    if header != MANIFEST_HEADER:
+    if lines[:1] != [MANIFEST_HEADER] or len(lines) < 2:
         return None
-    return rest.splitlines()
+    kind, rest = lines[1], lines[2:]
+    if kind == WATCHED and len(rest) == 1 and _is_socket_name(rest[0]):
+        return kind, rest
+    if kind == LISTED:
+        return kind, rest
+    return None
+
+
+def _is_socket_name(name: str) -> bool:
+    middle = name.removeprefix('server-').removesuffix('.sock')
+    return len(middle) == 16 and all(c in '0123456789abcdef' for c in middle) and name != middle
 
 
 def interpreter_options() -> list[str]:

@@ -5,10 +5,11 @@ The child that took a connection (``server.py``):
 
 1. receives the request and the client's token (``wire.py``);
 2. checks that it can be the client (``context.py``: the same namespaces, root, credentials,
-   control groups) and takes the client's folder, umask, signals and resource limits, its
-   environment (the server's own removed first) with what a new process derives from it at
-   its start (the time zone, ``time.tzset``; the character type locale); or refuses (``no
-   REASON``: the client runs the command itself);
+   control groups; the server's watched code unchanged, ``watched.py``) and takes the
+   client's folder, umask, signals and resource limits, its environment (the server's own
+   removed first) with what a new process derives from it at its start (the time zone,
+   ``time.tzset``; the character type locale); or refuses (``no REASON``: the client runs the
+   command itself);
 3. takes the client's standard streams from the token, and sets them up as the client's Python
    set up its own; when they are gone, the client took them back (it gave up) and the child
    runs nothing;
@@ -35,22 +36,26 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from . import context, wire
+from . import context, watched, wire
 
 REQUEST_TIMEOUT = 10.0
 STREAMS = 3
 STREAM_NAMES = ('<stdin>', '<stdout>', '<stderr>')
 
 
-def serve(connection: socket.socket, pid: int, own: dict[str, str]) -> NoReturn:
-    """Runs the command of the client ``pid`` on ``connection`` (the server's facts ``own``),
-    or refuses it; never returns."""
+def serve(
+    connection: socket.socket, pid: int, own: dict[str, str], watch: int | None = None
+) -> NoReturn:
+    """Runs the command of the client ``pid`` on ``connection`` (the server's facts ``own``;
+    ``watch``, the queue of the server's watched code), or refuses it; never returns."""
     try:
         received = receive(connection)
         if received is None:
             os._exit(1)  # the client takes its streams back and runs the command itself
         request, token = received
         reason = become(request, pid, own)
+        if watch is not None and watched.changed(watch):
+            reason = 'the code changed'  # a client of the new code: a new server serves it
         connection.settimeout(None)
         if reason is not None:
             connection.sendall(f'no {reason}\n'.encode())

@@ -6,21 +6,24 @@ Started by a client that found none (``client.start_server``), detached from any
 1. checks that its slot (``address.py``: interpreter, import path, context) is the one the
    client expected, and that no other server of the slot is starting (``<manifest>.start``,
    locked while it starts); else it exits;
-2. imports the command and everything the verbs import lazily (``preload.py``), then
-   fingerprints every module file it imported (``core/installation.py``); it exits when a file
-   was written too recently for its status to stand for what was imported, or when a server of
-   the same fingerprint holds the socket's lock (``<socket>.lock``, which holds its pid);
-3. lists those files in the slot's manifest and listens on the socket the fingerprint names,
-   closed to other users (a private folder, and each peer's user checked, ``SO_PEERCRED``);
+2. imports the command and everything the verbs import lazily (``preload.py``), watches every
+   module file and folder it imported where it can (``watched.py``), then fingerprints them
+   (``core/installation.py``); it exits when a file was written too recently for its status to
+   stand for what was imported, or when a server of the same fingerprint holds the socket's
+   lock (``<socket>.lock``, which holds its pid);
+3. writes the slot's manifest (the files listed, or, when watched, its socket named) and
+   listens on the socket the fingerprint names, closed to other users (a private folder, and
+   each peer's user checked, ``SO_PEERCRED``);
 4. keeps one child *waiting*: forked ahead of the next client, it has already paid for the
    fork and for copying the memory a command writes to, and waits in ``accept``. The child that
    takes a connection tells the parent at once, handing it the connection (the parent forks the
    next waiting child), and serves the client (``child.py``); when a signal ends a child, the
    parent tells its client (``signal N``);
 5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
-   none received, as soon as its socket file is removed or replaced, on SIGTERM, or when it
-   cannot keep a child waiting; it first retires the waiting child (one that has just taken a
-   client runs its command on, and the server does not wait for it).
+   none received, as soon as its socket file is removed or replaced or its watched code
+   changes, on SIGTERM, or when it cannot keep a child waiting; it first retires the waiting
+   child (one that has just taken a client runs its command on, and the server does not wait
+   for it).
 
 The parent never runs a command itself, so every child starts from the state right after the
 imports: no memo, open repository or lock survives from one command into another. Commands take
@@ -43,7 +46,7 @@ from typing import NoReturn
 from ..core import installation, private
 from ..core.durability import write_atomically
 from ..errors import CheckpointError
-from . import address, child, context
+from . import address, child, context, watched
 from .preload import preload
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
@@ -68,6 +71,7 @@ def main(expected: str) -> None:
     try:
         preload()
         files = installation.loaded_files()
+        watch = watched.watch(files)  # before the check: a write from now on is an event
         if not installation.settled(files):
             return  # a module was just written: a later client starts the server
         path = address.socket_path(folder, installation.fingerprint(files, expected))
@@ -77,13 +81,14 @@ def main(expected: str) -> None:
     finally:
         os.close(starting)
     try:
-        write_atomically(manifest, address.manifest(files), durable=False)  # a cache
+        contents = address.listed(files) if watch is None else address.watched(path)
+        write_atomically(manifest, contents, durable=False)  # a cache
         listener, identity = private.listen(path, 64)
     except (CheckpointError, OSError):
         os.close(lock)
         return
     try:
-        _serve(listener, Server(path, identity, lock, idle_seconds()))
+        _serve(listener, Server(path, identity, lock, idle_seconds(), watch))
     finally:
         listener.close()
         try:
@@ -124,11 +129,19 @@ def idle_seconds() -> float:
 class Server:
     """What the serving parent keeps: its socket and lock, and its children."""
 
-    def __init__(self, path: str, identity: tuple[int, int], lock: int, idle: float) -> None:
+    def __init__(
+        self,
+        path: str,
+        identity: tuple[int, int],
+        lock: int,
+        idle: float,
+        watch: int | None = None,
+    ) -> None:
         self.path = path
         self.identity = identity
         self.lock = lock
         self.idle = idle
+        self.watch = watch  # the inotify queue of its code (``watched.py``), if watched
         # pid -> the client's connection, to tell the client of a signal that ends the child
         self.running: dict[int, int] = {}
         self.waiting: int | None = None
@@ -152,10 +165,15 @@ def _serve(listener: socket.socket, server: Server) -> None:
     try:
         while True:
             if server.waiting is None:
-                server.waiting = _fork_waiting(listener, (told, tell), parents, retiring)
+                server.waiting = _fork_waiting(
+                    listener, (told, tell), parents, (retiring, server.watch)
+                )
                 if server.waiting is None:
                     return  # no child can wait: clients run their commands themselves
-            select.select([told.fileno(), woken], [], [], min(server.idle, 5.0))
+            watching = [] if server.watch is None else [server.watch]
+            select.select([told.fileno(), woken, *watching], [], [], min(server.idle, 5.0))
+            if server.watch is not None and watched.changed(server.watch):
+                return  # its code changed: clients of the new code start its new server
             drain(woken)
             if take_reports(told, server):
                 last = time.monotonic()
@@ -241,10 +259,11 @@ def _fork_waiting(
     listener: socket.socket,
     reports: tuple[socket.socket, socket.socket],
     parents: tuple[int, ...],
-    retiring: int,
+    watching: tuple[int, int | None],
 ) -> int | None:
     """A new waiting child's pid, None when none could be forked; ``reports`` are the parent's
-    end and the children's end of the socket a child reports on."""
+    end and the children's end of the socket a child reports on; ``watching``, the pipe that
+    retires the child and the server's watch of its code."""
     told, tell = reports
     try:
         pid = os.fork()
@@ -256,11 +275,13 @@ def _fork_waiting(
         told.close()
         for fd in parents:
             os.close(fd)
-        _wait_for_client(listener, tell, retiring)  # never returns
+        _wait_for_client(listener, tell, *watching)  # never returns
     return pid
 
 
-def _wait_for_client(listener: socket.socket, tell: socket.socket, retiring: int) -> NoReturn:
+def _wait_for_client(
+    listener: socket.socket, tell: socket.socket, retiring: int, watch: int | None
+) -> NoReturn:
     """The waiting child: takes the next client of this user, tells the parent, and serves it
     (``child.serve``).
 
@@ -297,7 +318,7 @@ def _wait_for_client(listener: socket.socket, tell: socket.socket, retiring: int
         tell.close()
     except BaseException:  # noqa: BLE001 - retired, or anything else: no command has run
         os._exit(0)
-    child.serve(connection, peer[0], own)
+    child.serve(connection, peer[0], own, watch)
 
 
 def retire(server: Server, told: socket.socket) -> None:
