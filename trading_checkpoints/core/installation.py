@@ -21,13 +21,13 @@ script's folder).
 
 The paths are the ones a process's imports depend on (:func:`loaded_files`, read after its
 imports). A process that has not imported them checks a fingerprint for the list another
-process kept:
-the warm server writes its list beside its socket, and its client, which imports almost
-nothing, fingerprints that list on every command; the MCP server keeps its list with its
-answers. Checking costs one ``stat`` per file and folder (the warm server's ~370 files and ~40
-folders: 0.7-0.9 ms on the 2-core test machine), where fingerprinting the contents would cost
-reading ~10 MB. No cheaper stamp is sound: a write in place changes nothing but the file's own
-status (no folder's, no other file's), so the check must look at every file.
+process kept: the MCP server keeps its list with its answers; the warm server's clients check
+the list their server wrote beside its socket, one ``stat`` per path (~390 for a served
+command: 0.7-0.9 ms on the 2-core test machine), where fingerprinting the contents would read
+~10 MB. No cheaper stamp is sound: a write in place changes nothing but the file's own status
+(no folder's, no other file's), so a check must look at every file, or be told of every
+change, which the warm server arranges where it can (``warm/watched.py``: inotify on local
+file systems, and then its clients check nothing).
 
 A status misses one change: a write within the same tick of the file system's clock as the
 write before it, keeping the size, leaves the status as it was. A file last changed moments
