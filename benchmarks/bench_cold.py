@@ -26,8 +26,10 @@ The MCP rows are a client's first exchange: spawn ``checkpoints mcp``, send ``in
 ``initialized`` notification and ``tools/list``, and stop the clock at the ``tools/list`` answer.
 The server answers that exchange from the SDK's own answers kept by an earlier server of the same
 installation (``trading_checkpoints/agent/mcpstart.py``): one row gives every run an empty cache
-folder (the first start of an installation, the SDK imported first), the other keeps one folder
-(every later start). Both folders are private ones in the scratch folder (``XDG_CACHE_HOME``).
+folder (the first start of an installation, the SDK imported first), another keeps one folder
+(every later start), and a third gives a cache folder others may enter, which the server never
+uses (the server without the kept answers at all: the SDK started at once). The folders are in
+the scratch folder (``XDG_CACHE_HOME``).
 
 ``--before DIR`` also installs another checkout (e.g. ``git archive main | tar -x -C DIR``) into a
 virtualenv of its own and times the same rows for it in the same rounds (``before:`` rows), so a
@@ -207,6 +209,15 @@ def fresh_cache(base: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix='cache-', dir=base))
 
 
+def unusable_cache(base: Path) -> Path:
+    """A cache folder whose ``trading-checkpoints`` folder others may enter: the MCP server
+    keeps and reads no answers there."""
+    folder = fresh_cache(base)
+    (folder / 'trading-checkpoints').mkdir(mode=0o755)
+    (folder / 'trading-checkpoints').chmod(0o755)
+    return folder
+
+
 def command_rows(
     label: str,
     bin_dir: Path,
@@ -243,6 +254,8 @@ def command_rows(
         mcp, workspace, {**env, 'XDG_CACHE_HOME': str(fresh_cache(base))}
     )
     rows[f'{MCP_ROW} (answers kept)'] = partial(timed_mcp, mcp, workspace, kept)
+    unkept = {**env, 'XDG_CACHE_HOME': str(unusable_cache(base))}
+    rows[f'{MCP_ROW} (no kept answers at all)'] = partial(timed_mcp, mcp, workspace, unkept)
     return {f'{label}{name}': run for name, run in rows.items()}
 
 

@@ -340,6 +340,27 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     'vouched': ('trading_checkpoints.ops.vouched.*', WATCH_TESTS),
     'inotify': ('trading_checkpoints.agent.inotify.*', WATCH_TESTS),
     'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', WATCH_TESTS),
+    # The warm server: each step is tested in the test process (what mutmut learns coverage
+    # from); the real clients, servers and children of tests/warm run in other processes.
+    'warmclient': ('trading_checkpoints.warm.client.*', ['tests/warm/test_client_steps.py']),
+    'warmchild': ('trading_checkpoints.warm.child.*', ['tests/warm/test_child_steps.py']),
+    'warmserver': ('trading_checkpoints.warm.server.*', ['tests/warm/test_server_steps.py']),
+    'warmcontext': (
+        'trading_checkpoints.warm.context.*',
+        ['tests/warm/test_context.py', 'tests/warm/test_child_steps.py'],
+    ),
+    'warmaddress': ('trading_checkpoints.warm.address.*', ['tests/warm/test_address.py']),
+    'warmwire': (
+        'trading_checkpoints.warm.wire.*',
+        ['tests/warm/test_wire.py', 'tests/warm/test_child_steps.py'],
+    ),
+    'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
+    'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
+    'installation': (
+        'trading_checkpoints.core.installation.*',
+        ['tests/core/test_installation.py', 'tests/warm/test_address.py'],
+    ),
 }
 
 

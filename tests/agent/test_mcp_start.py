@@ -3,7 +3,9 @@ SDK's own bytes, kept per installation, default desk and client, then the connec
 the SDK as if it had read it all; nothing kept is used where it cannot be trusted.
 
 A server run with ``sys.modules['mcp.server'] = None`` cannot start the SDK's server: when it
-still answers, the answers came from what was kept."""
+still answers, the answers came from what was kept. Every server here has the ``sitecustomize``
+that does it on its import path (``blocker_folder``), and it does it only when told
+(:data:`BLOCK`): the import path is part of the installation the answers are kept for."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from helpers.builders import checkpoints_in, write
 from helpers.cli import start
 
 from trading_checkpoints.agent import mcpstart
+from trading_checkpoints.core import installation
 
 mcp = pytest.importorskip('mcp', reason="the MCP SDK is not installed (pip install '.[mcp]')")
 
@@ -61,20 +64,25 @@ class Served(NamedTuple):
     stderr: str
 
 
+BLOCK = 'TC_TEST_BLOCK_MCP_SERVER'
+SITE = 'TC_TEST_MCP_SITE'  # the import path the servers are given before the checkout
+
+
 def serve(
     workspace: Path,
     cache: Path,
     *messages: dict[str, Any],
-    blocked: Path | None = None,
+    blocked: bool = False,
     desk: str = '',
     after: Callable[[], object] = lambda: None,
 ) -> Served:
     """``checkpoints mcp`` given ``messages``; its input ends once every request is answered,
-    and ``after()`` returned. With ``blocked`` (the ``blocker`` fixture) on its path the SDK's
-    server cannot be imported."""
-    env = {'XDG_CACHE_HOME': str(cache)}
-    if blocked is not None:
-        env['PYTHONPATH'] = os.pathsep.join([str(blocked), str(ROOT)])
+    and ``after()`` returned. ``blocked``: the SDK's server cannot be imported."""
+    env = {
+        'XDG_CACHE_HOME': str(cache),
+        'PYTHONPATH': os.pathsep.join([os.environ[SITE], str(ROOT)]),
+        BLOCK: '1' if blocked else None,
+    }
     options = ['--desk', desk] if desk else []
     pipe = subprocess.PIPE
     process = start(
@@ -110,17 +118,30 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / 'cache'
 
 
-@pytest.fixture
-def blocker(tmp_path: Path) -> Path:
-    """A folder whose ``sitecustomize`` makes the SDK's server package unimportable."""
-    folder = tmp_path / 'blocker'
-    folder.mkdir()
-    (folder / 'sitecustomize.py').write_text("import sys\nsys.modules['mcp.server'] = None\n")
+@pytest.fixture(scope='session')
+def blocker_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose ``sitecustomize`` makes the SDK's server package unimportable when
+    :data:`BLOCK` is set; given time to settle (a module changed moments before a server
+    imports it keeps the server from keeping its answers)."""
+    folder = tmp_path_factory.mktemp('blocker')
+    module = folder / 'sitecustomize.py'
+    module.write_text(
+        f"import os, sys\nif os.environ.get('{BLOCK}'):\n    sys.modules['mcp.server'] = None\n"
+    )
+    time.sleep(installation.RACY_SECONDS)  # a module changed moments ago keeps nothing kept
     return folder
 
 
+@pytest.fixture(autouse=True)
+def blocker(blocker_folder: Path, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Every server of the test gets the blocking ``sitecustomize`` on its path; passed as
+    ``blocked=blocker``, it blocks."""
+    monkeypatch.setenv(SITE, str(blocker_folder))
+    return True
+
+
 def test_the_handshake_is_answered_with_the_sdks_own_bytes_without_the_sdk(
-    workspace: Path, cache: Path, blocker: Path
+    workspace: Path, cache: Path, blocker: bool
 ) -> None:
     refused = serve(workspace, cache, *HANDSHAKE, blocked=blocker)
     assert refused.status == 1 and refused.stderr.startswith(INSTALL_HINT)
@@ -158,7 +179,7 @@ def test_the_handshake_is_answered_with_the_sdks_own_bytes_without_the_sdk(
     ],
 )
 def test_anything_not_answered_before_goes_to_the_sdk_first(
-    workspace: Path, cache: Path, messages: list[dict[str, Any]], blocker: Path
+    workspace: Path, cache: Path, messages: list[dict[str, Any]], blocker: bool
 ) -> None:
     assert serve(workspace, cache, *HANDSHAKE).status == 0
     handed = serve(workspace, cache, *messages, blocked=blocker)
@@ -167,7 +188,7 @@ def test_anything_not_answered_before_goes_to_the_sdk_first(
     assert answered.status == 0, answered.stderr
 
 
-def test_answers_are_kept_per_default_desk(workspace: Path, cache: Path, blocker: Path) -> None:
+def test_answers_are_kept_per_default_desk(workspace: Path, cache: Path, blocker: bool) -> None:
     checkpoints_in(workspace, 'research')
     assert serve(workspace, cache, *HANDSHAKE).status == 0
     other = serve(workspace, cache, *HANDSHAKE, blocked=blocker, desk='research')
@@ -179,21 +200,27 @@ def test_answers_are_kept_per_default_desk(workspace: Path, cache: Path, blocker
     assert len(kept_files(cache)) == 2
 
 
-def test_a_changed_module_is_another_installation(tmp_path: Path) -> None:
-    copy = tmp_path / 'trading_checkpoints'
-    shutil.copytree(ROOT / 'trading_checkpoints', copy)
-    before = mcpstart.installation(str(copy))
-    assert before is not None and before == mcpstart.installation(str(copy))
-    module = copy / 'agent' / 'mcpresults.py'
-    module.write_text(module.read_text() + '\n')
-    grown = mcpstart.installation(str(copy))
-    assert grown != before
-    os.utime(module, ns=(1_000_000_000, 1_000_000_000))
-    assert mcpstart.installation(str(copy)) not in (before, grown)
+def test_a_dependency_changed_in_place_is_another_installation(
+    workspace: Path, cache: Path, tmp_path: Path, blocker: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers learnt with a copy of a dependency on the import path (click, which the command
+    imports) are not used once a module of that copy changes in place, keeping its size."""
+    import click
+
+    site = tmp_path / 'site'
+    shutil.copytree(Path(click.__file__).parent, site / 'click')
+    time.sleep(installation.RACY_SECONDS)  # the copy settles, as a real installation has
+    monkeypatch.setenv(SITE, os.pathsep.join([os.environ[SITE], str(site)]))
+    assert serve(workspace, cache, *HANDSHAKE).status == 0
+    assert serve(workspace, cache, *HANDSHAKE, blocked=blocker).status == 0, 'kept and used'
+    module = site / 'click' / 'utils.py'
+    text = module.read_text()
+    module.write_text(text.replace('def echo(', 'def echo (', 1)[:-1])  # the same size
+    assert serve(workspace, cache, *HANDSHAKE, blocked=blocker).status == 1, 'not used'
 
 
 def test_a_folder_others_may_enter_or_a_symlink_is_never_used(
-    workspace: Path, cache: Path, tmp_path: Path, blocker: Path
+    workspace: Path, cache: Path, tmp_path: Path, blocker: bool
 ) -> None:
     folder = cache / mcpstart.FOLDER
     folder.mkdir(parents=True, mode=0o755)
@@ -216,7 +243,7 @@ def test_a_folder_others_may_enter_or_a_symlink_is_never_used(
 
 
 def test_a_kept_answer_unlike_the_sdks_is_replaced_by_it(
-    workspace: Path, cache: Path, blocker: Path
+    workspace: Path, cache: Path, blocker: bool
 ) -> None:
     learnt = serve(workspace, cache, *HANDSHAKE)
     [path] = kept_files(cache)
@@ -247,6 +274,9 @@ def test_a_session_goes_on_through_the_sdk_after_a_kept_handshake(
     workspace: Path, desk: Path, _answers_folder: Path
 ) -> None:
     write(desk, 'Memory.md', 'v1')
+    # The server runs from the workspace with it first on its import path (``python -m``): a
+    # folder of the import path changed moments ago keeps its answers from being kept.
+    time.sleep(installation.RACY_SECONDS)
     seen: list[list[str]] = []
 
     async def script(client: Session) -> None:
@@ -267,7 +297,7 @@ def test_a_session_goes_on_through_the_sdk_after_a_kept_handshake(
 
 
 def test_a_client_that_leaves_during_the_handshake_ends_the_server(
-    workspace: Path, cache: Path, blocker: Path
+    workspace: Path, cache: Path, blocker: bool
 ) -> None:
     assert serve(workspace, cache, *HANDSHAKE).status == 0
     left = serve(workspace, cache, initialize(), blocked=blocker)

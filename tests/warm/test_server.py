@@ -9,156 +9,39 @@ test gets its own private runtime folder, so its server is its own, and stops it
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import stat
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import NO_TEXTUAL, ROOT
 from helpers.builders import write
 from helpers.hookrun import event as hook_event
-from helpers.processes import environment, lock_holder
-
-from trading_checkpoints import Checkpoints
-from trading_checkpoints.warm import address
-
-CLIENT = (
-    'import sys; sys.argv[0] = "checkpoints"; '
-    'from trading_checkpoints.warm.client import main; main()'
+from helpers.processes import lock_holder
+from helpers.warm import (
+    CLIENT,
+    children_of,
+    client_env,
+    forwarding,
+    gone,
+    hook_client,
+    reading_stdin,
+    receiving,
+    run,
+    server_pid,
+    serving,
+    stopped,
+    waiting,
+    workspace_with_history,
 )
 
-
-@pytest.fixture
-def runtime() -> Iterator[Path]:
-    """A private runtime folder of the test's own (short: a socket's path has at most ~100
-    bytes); its server is stopped afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix='tc-', dir='/tmp'))
-    yield folder
-    for lock in (folder / address.FOLDER_NAME).glob('*.lock'):
-        text = lock.read_text().strip()
-        if text:
-            try:
-                os.kill(int(text), signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def client_env(runtime: Path, **extra: str) -> dict[str, str]:
-    return environment({'XDG_RUNTIME_DIR': str(runtime), 'CHECKPOINTS_SERVER_IDLE': '60', **extra})
-
-
-def run(
-    runtime: Path, *args: str, cwd: Path, stdin: bytes = b'', **extra: str
-) -> subprocess.CompletedProcess[bytes]:
-    """``checkpoints ARGS`` through the console script's entry point (stdin not a terminal)."""
-    return subprocess.run(
-        [sys.executable, '-c', CLIENT, *args],
-        cwd=cwd,
-        env=client_env(runtime, **extra),
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-    )
-
-
-def hook_client(runtime: Path, cwd: Path, **extra: str) -> subprocess.Popen[bytes]:
-    """``checkpoints hook --harness claude`` through the console script's entry point, its
-    stdin a pipe left open: the hook reads its event until the end of it, so the command
-    blocks there until the test writes or closes it."""
-    return subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'hook', '--harness', 'claude'],
-        cwd=cwd,
-        env=client_env(runtime, **extra),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-
-
-def server_pid(runtime: Path, timeout: float = 60) -> int:
-    """The pid of the server for this checkout, once it listens."""
-    deadline = time.monotonic() + timeout
-    folder = runtime / address.FOLDER_NAME
-    while time.monotonic() < deadline:
-        for sock in folder.glob('server-*.sock'):
-            lock = Path(f'{sock}.lock')
-            text = lock.read_text().strip() if lock.exists() else ''
-            if text:
-                return int(text)
-        time.sleep(0.05)
-    raise AssertionError(f'no server started in {folder}')
-
-
-def children_of(pid: int) -> list[int]:
-    found = []
-    for entry in Path('/proc').iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def serving(server: int) -> list[int]:
-    """The server's children running a client's command: each has taken the client's stdin
-    (the server's own, and so a waiting child's, is /dev/null)."""
-    found = []
-    for child in children_of(server):
-        try:
-            if os.readlink(f'/proc/{child}/fd/0') != os.devnull:
-                found.append(child)
-        except OSError:
-            continue
-    return found
-
-
-def waiting(server: int, timeout: float = 30) -> int:
-    """The server's child waiting for the next client (once there is one)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        busy = serving(server)
-        idle = [child for child in children_of(server) if child not in busy]
-        if len(idle) == 1:
-            return idle[0]
-        time.sleep(0.02)
-    raise AssertionError(f'no child of the server {server} waits for a client')
-
-
-def gone(pid: int, timeout: float = 30) -> bool:
-    """Whether ``pid`` has ended (exited, or a zombie its parent has yet to reap)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == 'Z':
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-
-
-def workspace_with_history(tmp_path: Path) -> Path:
-    desk = tmp_path / 'ws' / 'desks' / 'main'
-    checkpoints = Checkpoints(tmp_path / 'ws' / '.checkpoints' / 'main.git', desk)
-    write(desk, 'Memory.md', '# Memory\n')
-    checkpoints.snapshot('first')
-    write(desk, 'notes/plan.md', 'Buy MSFT below 400.\n')
-    checkpoints.snapshot('second')
-    write(desk, 'notes/plan.md', 'SELL EVERYTHING\n')
-    return desk
-
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.core import installation
+from trading_checkpoints.warm import address
 
 pytestmark = pytest.mark.skipif(
     sys.platform != 'linux', reason='the server test reads /proc and SO_PEERCRED (Linux)'
@@ -217,33 +100,6 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     assert after[0].tool == 'claude:Write'
 
 
-def reading_stdin(pid: int, timeout: float = 60) -> bool:
-    """Whether ``pid`` is blocked reading its stdin (``read(0, ...)`` in /proc/PID/syscall)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            fields = Path(f'/proc/{pid}/syscall').read_text().split()
-        except OSError:
-            fields = []
-        if fields[:2] == ['0', '0x0']:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def forwarding(pid: int, timeout: float = 60) -> bool:
-    """Whether the client ``pid`` forwards SIGTERM (it installs that once the child took the
-    command; a Python process does not catch SIGTERM by itself)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status = Path(f'/proc/{pid}/status').read_text()
-        caught = int(status.split('SigCgt:')[1].split()[0], 16)
-        if caught & (1 << (signal.SIGTERM - 1)):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     """``checkpoints hook`` blocked on its stdin, then SIGINT, as a terminal's Ctrl-C sends it
     to the foreground process: its status and stderr."""
@@ -285,8 +141,9 @@ def test_ctrl_c_reaches_the_served_command(tmp_path: Path, runtime: Path) -> Non
 
 
 def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, runtime: Path) -> None:
-    """Once the child took the command, a client whose server dies says so and exits 1: it
-    never runs the command again itself (it may have written half of what it meant to)."""
+    """Once the child took the command, a client whose server dies (and its child, so that no
+    one can say how the command ended) says so and exits 1: it never runs the command again
+    itself (it may have written half of what it meant to)."""
     desk = workspace_with_history(tmp_path)
     run(runtime, 'list', cwd=desk)
     server = server_pid(runtime)
@@ -297,6 +154,8 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
             time.sleep(0.02)
         [child] = serving(server)
         assert forwarding(client.pid) and reading_stdin(child)
+        os.kill(server, signal.SIGKILL)
+        assert gone(server)
         os.kill(child, signal.SIGKILL)
         _, err = client.communicate(timeout=60)
     finally:
@@ -400,10 +259,11 @@ def test_changed_code_is_served_by_a_server_of_its_own(tmp_path: Path) -> None:
     (package / 'sub').mkdir(parents=True)
     (package / 'a.py').write_text('x = 1\n')
     (package / 'sub' / 'b.py').write_text('y = 1\n')
-    before = address.fingerprint(str(package))
-    assert address.fingerprint(str(package)) == before
+    files = [str(package / 'a.py'), str(package / 'sub' / 'b.py')]
+    before = installation.fingerprint(files)
+    assert installation.fingerprint(files) == before
     (package / 'sub' / 'b.py').write_text('y = 22\n')
-    assert address.fingerprint(str(package)) != before
+    assert installation.fingerprint(files) != before
 
 
 def test_hook_events_served_record_what_they_record_in_process(
@@ -468,7 +328,7 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     holder = lock_holder(repository, 3)
     try:
         client = subprocess.Popen(
-            [sys.executable, '-c', CLIENT, 'snapshot', '-m', 'behind a restore'],
+            [*CLIENT, 'snapshot', '-m', 'behind a restore'],
             cwd=desk,
             env=client_env(runtime),
             stdin=subprocess.PIPE,  # not /dev/null, which would hide the child (``serving``)
@@ -492,36 +352,6 @@ def test_a_served_command_waiting_for_the_lock_says_so_in_one_line(
     assert len(notes) == 1, err
     assert notes[0].startswith('note: ') and f'pid {holder.pid}' in notes[0], err
     assert 'LockWaitWarning' not in err
-
-
-# recvfrom, recvmsg, poll, ppoll (x86_64): the first field of /proc/PID/syscall
-RECEIVING = ('45', '47', '7', '271')
-
-
-def receiving(pid: int, timeout: float = 60) -> bool:
-    """Whether ``pid`` is blocked reading (or polling) a socket: the client waiting for the
-    child."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            fields = Path(f'/proc/{pid}/syscall').read_text().split()
-        except OSError:
-            fields = []
-        if fields[:1] and fields[0] in RECEIVING:
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def stopped(pid: int, timeout: float = 30) -> bool:
-    """Whether ``pid`` is stopped (SIGSTOP has taken effect)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
-        if state == 'T':
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_ctrl_c_as_the_child_answers_interrupts_the_command(tmp_path: Path, runtime: Path) -> None:
@@ -607,7 +437,7 @@ def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime
     first = waiting(server)
     here = run(runtime, 'list', cwd=desk, CHECKPOINTS_SERVER='off')
     client = subprocess.Popen(
-        [sys.executable, '-c', CLIENT, 'list'],
+        [*CLIENT, 'list'],
         cwd=desk,
         env=client_env(runtime),
         stdin=subprocess.PIPE,
@@ -620,7 +450,7 @@ def test_a_killed_waiting_child_stops_the_server_at_once(tmp_path: Path, runtime
         ahead = waiting(server)  # forked when the parent heard of the client: its wait began
         os.kill(ahead, signal.SIGSTOP)
         client = subprocess.Popen(
-            [sys.executable, '-c', CLIENT, 'list'],
+            [*CLIENT, 'list'],
             cwd=desk,
             env=client_env(runtime),
             stdin=subprocess.PIPE,
@@ -661,7 +491,7 @@ def test_a_server_stopped_as_its_child_takes_a_client_keeps_no_one_waiting(
         os.kill(server, signal.SIGTERM)
         os.kill(server, signal.SIGCONT)
         second = subprocess.run(
-            [sys.executable, '-c', CLIENT, 'list'],
+            [*CLIENT, 'list'],
             cwd=desk,
             env=client_env(runtime),
             input=b'',

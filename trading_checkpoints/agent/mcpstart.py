@@ -15,16 +15,20 @@ lines itself; then it imports the SDK and hands it the connection as if the SDK 
   (a tool call, a ping, other ``initialize`` parameters, a message that is no plain request)
   hands the connection over first, itself included;
 - a kept answer is the SDK's own line, byte for byte, with the request's id put in, and is used
-  only by the same installation: the interpreter, and every module of this package, of the SDK
-  and of pydantic, by path, size and modification time (:func:`installation`), for the same
-  default desk and package version. The SDK is asked again for each listing answered from the
-  kept lines (the connection handed over, its answers dropped), and what it answers replaces
-  what was kept if the two differ.
+  only by the same installation, for the same default desk and package version: the kept
+  answers carry the list of every module file the server that learnt them had imported (this
+  package, the SDK, pydantic and the rest) and their fingerprint (``core/installation.py``:
+  the interpreter, the import path, and each file's path, size, modification time and inode),
+  and a server uses them only when those files still have that fingerprint. The SDK is asked
+  again for each listing answered from the kept lines (the connection handed over, its answers
+  dropped), and what it answers replaces what was kept if the two differ.
 
 A server with nothing kept for its installation imports the SDK first, as before, and learns the
 answers from the exchange. The lines are kept in ``$XDG_CACHE_HOME/trading-checkpoints`` (else
 ``~/.cache/trading-checkpoints``), used only when it is a real folder of this user that nobody
-else may enter (mode ``0700``): what is written there reaches a client as the server's own.
+else may enter (mode ``0700``): what is written there reaches a client as the server's own. They
+are written whole or not at all (``core/durability.write_atomically``), and not while a module
+file was written too recently for its status to stand for what was imported.
 
 After the handshake, once no request has come for :data:`IDLE` seconds, the SDK is imported
 while the client is idle, so the first tool call finds it ready.
@@ -38,16 +42,19 @@ import select
 import stat
 import sys
 import threading
-import zlib
 from collections.abc import Callable
 from typing import Any
 
+from ..core import installation
+from ..core.durability import write_atomically
+from ..errors import CheckpointError
+
 FOLDER = 'trading-checkpoints'
 LISTINGS = frozenset({'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list'})
-SDK_PACKAGES = ('mcp', 'mcp_types', 'pydantic', 'pydantic_core')
 IDLE = 0.05
 KEPT_CLIENTS = 8
-FORMAT = 1
+FORMAT = 2
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PREFIX = b'{"jsonrpc":"2.0","id":'
 CHECK_ID = 'trading-checkpoints-check-'
 
@@ -55,36 +62,6 @@ Message = dict[str, Any]
 
 
 # -- what is kept ----------------------------------------------------------------------------
-
-
-def installation(package: str) -> str | None:
-    """A fingerprint of the code the answers come from (see the module notes), or None when
-    the SDK or pydantic is not installed as a package folder."""
-    import importlib.util
-
-    folders = [package]
-    for name in SDK_PACKAGES:
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            return None
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        folders.extend(spec.submodule_search_locations)
-    parts = [sys.executable, sys.version]
-    for top in folders:
-        for root, subfolders, names in os.walk(top):
-            subfolders[:] = sorted(name for name in subfolders if name != '__pycache__')
-            for name in sorted(names):
-                if name.endswith(('.py', '.so', '.pyd')):
-                    path = os.path.join(root, name)
-                    try:
-                        info = os.stat(path)
-                    except OSError:
-                        return None
-                    parts.append(f'{path}:{info.st_size}:{info.st_mtime_ns}')
-    text = '\n'.join(parts).encode('utf-8', 'surrogateescape')
-    return f'{zlib.crc32(text):08x}{zlib.adler32(text):08x}'
 
 
 def cache_folder(create: bool) -> str | None:
@@ -114,21 +91,28 @@ class Answers:
         self.path = path
         self.context = context
         self.clients = clients
+        self.files: list[str] | None = None  # what the answers come from, once learnt
         self.lock = threading.Lock()
 
     @classmethod
     def load(cls, context: str, create: bool = False) -> Answers | None:
-        """The answers kept for ``context`` (empty when none are), or None without a folder."""
+        """The answers kept for ``context`` by this installation (empty when none are), or None
+        without a folder."""
         folder = cache_folder(create)
         if folder is None:
             return None
-        text = context.encode('utf-8', 'surrogateescape')
-        path = os.path.join(folder, f'mcp-{zlib.crc32(text):08x}{zlib.adler32(text):08x}.json')
+        name = installation.digest('\0'.join([installation.interpreter(), *sys.path, context]))
+        path = os.path.join(folder, f'mcp-{name}.json')
         clients: dict[str, dict[str, str]] = {}
         try:
             with open(path, encoding='utf-8') as file:
                 kept = json.load(file)
-            if kept['format'] == FORMAT and kept['context'] == context:
+            files = [str(item) for item in kept['files']]
+            if (
+                kept['format'] == FORMAT
+                and kept['context'] == context
+                and kept['fingerprint'] == installation.fingerprint(files, context)
+            ):
                 clients = {
                     str(client): {str(k): str(v) for k, v in answers.items()}
                     for client, answers in kept['clients'].items()
@@ -155,20 +139,27 @@ class Answers:
                 self._save()
 
     def _save(self) -> None:
-        kept = {'format': FORMAT, 'context': self.context, 'clients': self.clients}
+        """Writes the answers with the files they come from: the modules imported by now (the
+        SDK answered), unless one was written too recently to be told from a later write."""
+        if self.files is None:
+            self.files = installation.loaded_files()
+        if not installation.settled(self.files):
+            return
+        kept = {
+            'format': FORMAT,
+            'context': self.context,
+            'files': self.files,
+            'fingerprint': installation.fingerprint(self.files, self.context),
+            'clients': self.clients,
+        }
         folder = cache_folder(create=True)
         if folder is None or os.path.dirname(self.path) != folder:
             return
-        temporary = f'{self.path}.{os.getpid()}.tmp'
+        data = json.dumps(kept, ensure_ascii=False).encode('utf-8', 'surrogateescape')
         try:
-            with open(temporary, 'w', encoding='utf-8') as file:
-                json.dump(kept, file, ensure_ascii=False)
-            os.replace(temporary, self.path)
-        except OSError:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+            write_atomically(self.path, data, durable=False)  # a cache: lost, it is learnt again
+        except CheckpointError:
+            pass  # nothing kept this time; the next server learns again
 
 
 # -- messages ------------------------------------------------------------------------------
@@ -483,10 +474,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def serve(build: Callable[[], Any], context: str) -> None:
     """Serves the MCP server ``build()`` makes over stdio, answering the handshake first when
     its answers are kept (see the module notes)."""
-    fingerprint = installation(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     answers = None
-    if fingerprint is not None and os.name == 'posix':
-        answers = Answers.load(f'{fingerprint}\0{context}', create=True)
+    if os.name == 'posix':
+        answers = Answers.load(f'{PACKAGE}\0{context}', create=True)
     if answers is None:
         build().run()
         return

@@ -47,7 +47,7 @@ from .folders import mount_table
 from .vouchprotocol import Ask, Record, Reply, Report, Token, decode, encode, read_line
 
 if TYPE_CHECKING:
-    import socket
+    import _socket as socket
 
 TIMEOUT = 0.05  # seconds for the whole exchange
 
@@ -140,19 +140,12 @@ def _connection(name: str) -> Iterator[socket.socket | None]:
 
 
 def _connect(path: str) -> socket.socket | None:
-    """A connection to the socket at ``path`` whose listener is this user's, else None."""
-    import socket
-
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A connection to the socket at ``path`` when the socket, its folder and its listener are
+    this user's (``private.connect``), else None."""
     try:
-        connection.settimeout(TIMEOUT)
-        connection.connect(path)
-        if private.peer_uid(connection) == os.getuid():
-            return connection
+        return private.connect(path, TIMEOUT)
     except OSError:
-        pass
-    connection.close()
-    return None
+        return None
 
 
 def _is_socket(path: str) -> bool:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
-    import socket
+    import _socket as socket  # a socket.socket is one too
 
 VERSION = 1
 MAX_LINE = 1 << 22  # bytes; a longer line is no message

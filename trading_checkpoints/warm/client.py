@@ -1,18 +1,27 @@
 """The ``checkpoints`` console script: the command run by the warm server, else in-process.
 
-The rule, stated once: **a command runs exactly once**. Until the server's child has answered
-``pid N`` nothing has run, and any failure (no server, a refused connection, a server that
-hangs up) falls back to running the command here. Once the child has taken it, the client only
-relays: it forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the child and exits with the child's
-status; a server that dies mid-command is reported, never retried (the command may have
-written half of what it meant to). Such a signal received while the client waits for ``pid N``
-is held: the child that answers gets it; one that has not answered a second later is given up
-(it never starts the command), and the signal acts on the client, which runs nothing itself.
+**A command runs exactly once.** The client's stdin, stdout and stderr wait in a queue of their
+own (a datagram socket pair, the *token*), and whoever takes them from it first decides
+(``wire.py``): the child that takes them runs the command; the client that takes them back
+runs it itself, or no one does. Until a child has taken them, every failure makes the client
+take them back and run the command itself: no server or no manifest yet, a socket that is not
+private (``core/private.connect``), a refused connection, a child that refuses (``no REASON``:
+it cannot be the client), a connection that closes, or no ``run N`` within
+:data:`ANSWER_TIMEOUT` seconds (a hung server, whose socket the client then removes, so that
+the next command starts a new one; its streams are then the client's again, never left in a
+hung server's hands). A signal the client forwards (SIGINT, SIGTERM, SIGHUP, SIGQUIT) received
+in that time makes it take them back too, and act as it would have without the server; if a
+child took them first, the signal goes to that child. Once a child has them the client only
+relays: it forwards those signals to the child (not the ones it ignores: the child ignores them
+too), and exits with the child's status; a command ended by a signal ends the client by the
+same signal (a shell sees 128+N), and a server that dies mid-command is reported, never
+retried.
 
-Which commands go to the server: not when ``CHECKPOINTS_SERVER`` is ``off`` (or ``0``, ``no``,
-``false``), not on a platform without Unix sockets, not when stdin is a terminal (a person may
-be asked a question, and only the foreground process may read the terminal), and not for the
-long-running verbs (``mcp``, ``watch``, ``browse``), which gain nothing.
+Which commands go to the server at all (:func:`wanted`): not when ``CHECKPOINTS_SERVER`` is
+``off`` (or ``0``, ``no``, ``false``), not on a platform without Unix sockets, not when a
+standard stream is closed, unusable or a terminal (a person may be asked a question, and only
+the terminal's own processes may use it), and not for the verbs that run long or may need the
+controlling terminal (:data:`IN_PROCESS_VERBS`).
 
 Kept to the interpreter's built-in modules (``_socket``, ``_signal``) and ``os``/``sys``: the
 client's own start is what a hook pays for every event.
@@ -26,14 +35,23 @@ import os
 import sys
 import time  # built in, and loaded by the interpreter's own start
 
+from ..core import private
 from . import address, wire
+
+TYPE_CHECKING = False  # as ``typing``'s, without importing it
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 HOOK = 'hook'
 SWITCH = 'CHECKPOINTS_SERVER'
 OFF = ('0', 'off', 'no', 'false')
-IN_PROCESS_VERBS = frozenset({'mcp', 'watch', 'browse'})
+# Long-running verbs gain nothing; the remote verbs may run ssh or a credential helper, which
+# may prompt on the controlling terminal (the server's child has none).
+IN_PROCESS_VERBS = frozenset({'mcp', 'watch', 'browse', 'push', 'pull', 'clone'})
 FORWARDED_SIGNALS = ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT')
 SERVER_GONE = 'error: the command server stopped while running the command; run it again'
+CONNECT_TIMEOUT = 1.0
+ANSWER_TIMEOUT = 5.0  # for ``run N``: a child ready ahead answers within milliseconds
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -62,89 +80,202 @@ def wanted(argv: list[str]) -> bool:
         return False
     if IN_PROCESS_VERBS.intersection(argv):
         return False
-    try:
-        return not os.isatty(0)
-    except OSError:
-        return False
+    return streams_usable()
+
+
+def streams_usable() -> bool:
+    """Whether stdin, stdout and stderr are open as Python set them up (a descriptor closed
+    when the process started leaves its stream None), stdin readable, the others writable
+    (an empty read or write says so without moving anything), and none a terminal."""
+    for number, stream in enumerate((sys.stdin, sys.stdout, sys.stderr)):
+        try:
+            if stream is None or stream.fileno() != number or os.isatty(number):
+                return False
+            if number == 0:
+                os.read(0, 0)
+            else:
+                os.write(number, b'')
+        except (OSError, ValueError, AttributeError):
+            return False
+    return True
 
 
 def run_on_server(argv: list[str]) -> int | None:
     """The command's exit status when the server ran it; None when it did not (run it here)."""
-
-    path = address.socket_path(create=True)
-    if path is None:
+    where = address.locate(create=True)
+    if where is None:
         return None
-    connection = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    if where.socket is None:
+        start_server(where.slot)
+        return None
     try:
-        try:
-            connection.connect(path)
-        except OSError:
-            start_server(path)
-            return None
-        request = wire.encode(argv, os.getcwd(), _umask())
-        fds = b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in (0, 1, 2))
-        held = _Held()
-        status = None
-        try:
-            connection.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-            status = _relay(connection, held)
-        except OSError:
-            pass
-        if status is None:
-            held.release()
-        return status
+        connection = private.connect(where.socket, CONNECT_TIMEOUT)
+    except private.NotPrivate:
+        return None
+    except OSError:
+        start_server(where.slot)
+        return None
+    socket = where.socket
+    try:
+        inode = os.lstat(socket).st_ino
+    except OSError:
+        connection.close()
+        return None
+    try:
+        return _run(connection, argv, lambda: remove_hung(socket, inode))
     finally:
         connection.close()
 
 
-POLL = 0.2  # how often a client waiting for the child's answer looks for a signal it held
-GRACE = 1.0  # how long it waits for the answer after such a signal before giving the child up
-
-
-def _relay(connection: _socket.socket, held: _Held) -> int | None:
-    """Reads the child's answers: None if it never took the command, else its exit status.
-
-    Until ``pid N`` the signals the client forwards are held (the child may be answering this
-    moment): the answer gets them, and a child that has not answered ``GRACE`` seconds after
-    one is given up (the connection closed, it never starts the command)."""
-    pending = b''
-    child = None
-    connection.settimeout(POLL)
-    while True:
-        try:
-            chunk = connection.recv(4096)
-        except TimeoutError:
-            if child is None and held.signals and time.monotonic() - held.since >= GRACE:
+def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) -> int | None:
+    """Hands the command to the child that takes the connection (see the module notes)."""
+    request = wire.encode(sys.argv, argv, [sys.stdin, sys.stdout, sys.stderr])
+    streams, token = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+    held = Held()
+    relay = Relay(connection, held)
+    status, hanging = None, False
+    try:
+        # The streams wait in the token's queue: the child that takes them runs the command.
+        streams.sendmsg([wire.STREAMS], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _fds(0, 1, 2))])
+        token_fd = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, _fds(token.fileno()))]
+        connection.sendmsg([request], token_fd)
+        status = relay.run(time.monotonic() + ANSWER_TIMEOUT)
+    except Abandon:
+        pass  # a signal before the command started: the client takes its streams back
+    except TimeoutError:
+        hanging = True
+    except (OSError, ValueError):
+        pass
+    finally:
+        held.abandon = False
+        streams.close()
+    try:
+        if relay.child is None:
+            if take_back(token):
+                if hanging:
+                    hung()
+                held.release()  # nothing started: the client runs it, or ends by the signal
                 return None
-            continue
-        except OSError:
-            chunk = b''
-        if not chunk:
-            if child is None:
-                return None  # nothing ran: the caller runs the command here
-            sys.stderr.write(SERVER_GONE + '\n')
+            # A child took the streams: it runs the command, whatever it says first.
+        if status is None:
+            status = relay.run()
+        if status is None:
+            sys.stderr.write(SERVER_GONE + '\n')  # it took the command and ended before run
             return 1
-        pending += chunk
-        while b'\n' in pending:
-            line, _, pending = pending.partition(b'\n')
+        return status
+    finally:
+        token.close()
+
+
+def _fds(*numbers: int) -> bytes:
+    return b''.join(fd.to_bytes(4, sys.byteorder, signed=True) for fd in numbers)
+
+
+def take_back(token: _socket.socket) -> bool:
+    """Whether the client took its own streams back from the token's queue (then no child has
+    them, and none ever will); False when a child took them first."""
+    try:
+        data, ancillary, _, _ = token.recvmsg(16, _socket.CMSG_SPACE(12), _socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return False
+    for _, _, payload in ancillary:  # the client's own streams, received again: closed
+        for at in range(0, len(payload) - len(payload) % 4, 4):
+            os.close(int.from_bytes(payload[at : at + 4], sys.byteorder, signed=True))
+    return data == wire.STREAMS
+
+
+class Abandon(Exception):
+    """A forwarded signal came before the child started the command: the client gives the
+    server up, if it takes its streams back."""
+
+
+class Relay:
+    """The child's lines, read from the connection: ``run N`` as it starts the command (the
+    held signals are forwarded to pid N then), ``exit N``, or ``signal N`` from the server."""
+
+    def __init__(self, connection: _socket.socket, held: Held) -> None:
+        self.connection = connection
+        self.held = held
+        self.pending = b''
+        self.child: int | None = None
+
+    def run(self, deadline: float | None = None) -> int | None:
+        """The command's exit status; None when the child ended or refused (``no REASON``)
+        before it started the command; ``TimeoutError`` when it did not start it by
+        ``deadline``."""
+        while True:
+            line = self._line(deadline if self.child is None else None)
+            if line is None:
+                if self.child is None:
+                    return None
+                sys.stderr.write(SERVER_GONE + '\n')
+                return 1
             word, _, number = line.partition(b' ')
-            if word == b'pid' and child is None:
-                child = int(number)
-                connection.settimeout(None)
-                _forward_signals(child)
-                for signum in held.signals:
-                    _send(child, signum)
-            elif word == b'exit' and child is not None:
+            if self.child is None:
+                if word == b'run':
+                    self._started(int(number))
+                elif word in (b'no', b'exit', b'signal'):
+                    return None
+            elif word == b'exit':
                 return int(number)
+            elif word == b'signal':
+                end_by(int(number))
+
+    def _started(self, child: int) -> None:
+        """The child started the command: the signals the client handles go to it from now
+        on, and those it held meanwhile go now."""
+        self.child = child
+        self.held.abandon = False
+        forward_signals(child, self.held.previous)
+        for signum in self.held.signals:
+            _send(child, signum)
+
+    def _line(self, deadline: float | None) -> bytes | None:
+        """The next line (None at the end); ``TimeoutError`` past ``deadline``."""
+        while b'\n' not in self.pending:
+            if deadline is None:
+                self.connection.settimeout(None)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self.connection.settimeout(left)
+            try:
+                chunk = self.connection.recv(4096)
+            except TimeoutError:
+                raise
+            except OSError:
+                chunk = b''
+            if not chunk:
+                return None
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b'\n')
+        return line
 
 
-class _Held:
-    """The forwarded signals received while the client waits for the child's ``pid N``, and
-    when the first came; a signal the client ignores stays ignored."""
+def end_by(signum: int) -> None:
+    """Ends this process by signal ``signum``, as the command's child ended (exits 128+N
+    when that signal does not end a process)."""
+    try:
+        _signal.signal(signum, _signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass  # SIGKILL: it has no handler to reset
+    try:
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, [signum])
+        _signal.raise_signal(signum)
+    except (OSError, ValueError):
+        pass
+    raise SystemExit(128 + signum)
+
+
+class Held:
+    """The forwarded signals received before the child started the command; a signal the
+    client ignores stays ignored. While ``abandon`` is set (until the child starts), one such
+    signal makes the client try to give the server up at once (:class:`Abandon`)."""
 
     def __init__(self) -> None:
         self.signals: list[int] = []
-        self.since = 0.0
+        self.abandon = True
         self.previous: dict[int, object] = {}
         for name in FORWARDED_SIGNALS:
             number = getattr(_signal, name)
@@ -152,9 +283,9 @@ class _Held:
                 self.previous[number] = _signal.signal(number, self.hold)
 
     def hold(self, signum: int, frame: object) -> None:
-        if not self.signals:
-            self.since = time.monotonic()
         self.signals.append(signum)
+        if self.abandon:
+            raise Abandon
 
     def release(self) -> None:
         """The client's own handlers back, and the signals held act on the client as they
@@ -175,41 +306,51 @@ def _send(pid: int, signum: int) -> None:
         pass
 
 
-def _forward_signals(pid: int) -> None:
+def forward_signals(pid: int, handled: dict[int, object]) -> None:
+    """Forwards to the child the signals the client does not ignore (``handled``)."""
+
     def forward(signum: int, frame: object) -> None:
         _send(pid, signum)
 
-    for name in FORWARDED_SIGNALS:
-        _signal.signal(getattr(_signal, name), forward)
+    for number in handled:
+        _signal.signal(number, forward)
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def remove_hung(path: str, inode: int) -> None:
+    """Removes a hung server's socket, so that the next command starts a new server (the hung
+    one goes once it sees its socket gone); only the socket this client reached (no other
+    server can have taken its place: the hung one holds the socket's lock)."""
+    try:
+        if os.lstat(path).st_ino == inode:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
-def start_server(path: str) -> None:
-    """Starts the server for this installation in the background, detached from this
-    process's session and terminal; the command at hand still runs here.
+def start_server(slot: str) -> None:
+    """Starts the server for this slot in the background, detached from this process's
+    session and terminal, with every signal at its default; the command at hand still runs
+    here.
 
-    The server is started with ``-c`` code that first drops the current folder from its
-    import path (``python -m`` would import a ``trading_checkpoints`` found there), and is told
-    the socket this client expects, so a server that imports other code than ours (another
-    ``PYTHONPATH``) stops at once instead of serving it.
+    The server is this interpreter with this process's options, given this process's import
+    path (``-c`` would put its current folder first) and told the slot this client expects, so
+    a server that would import other code or run in another context stops at once instead of
+    serving it.
     """
     code = (
-        'import sys; del sys.path[0]; '
+        'import sys; sys.path[:] = sys.argv[2:]; '
         'from trading_checkpoints.warm.server import main; main(sys.argv[1])'
     )
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         os.posix_spawn(
             sys.executable,
-            [sys.executable, '-c', code, path],
+            [sys.executable, *address.interpreter_options(), '-c', code, slot, *sys.path],
             dict(os.environ),
             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
             setsid=True,
+            setsigmask=(),
+            setsigdef=_signal.valid_signals() - {_signal.SIGKILL, _signal.SIGSTOP},
         )
     except OSError:
         pass  # no server this time; every command still runs

@@ -1,82 +1,101 @@
-"""The warm server: one process per user and installation that has imported every verb, and
-runs each command in a child forked from that state.
+"""The warm server: one process per user, slot and installation that has imported every verb,
+and runs each command in a child forked from that state.
 
 Started by a client that found none (``client.start_server``), detached from any terminal. It:
 
-1. checks that the socket it would listen on is the one the client expected (same code), and
-   that no other server holds the socket's lock file (``<socket>.lock``, which holds the
-   serving process's pid); else it exits;
-2. imports the command and everything the verbs import lazily (``preload.py``);
-3. listens on the socket, closed to other users (a private folder, and each peer's user
-   checked with ``SO_PEERCRED``);
+1. checks that its slot (``address.py``: interpreter, import path, context) is the one the
+   client expected, and that no other server of the slot is starting (``<manifest>.start``,
+   locked while it starts); else it exits;
+2. imports the command and everything the verbs import lazily (``preload.py``), watches every
+   module file and folder it imported where it can (``watched.py``), then fingerprints them
+   (``core/installation.py``); it exits when a file was written too recently for its status to
+   stand for what was imported, or when a server of the same fingerprint holds the socket's
+   lock (``<socket>.lock``, which holds its pid);
+3. writes the slot's manifest (the files listed, or, when watched, its socket named) and
+   listens on the socket the fingerprint names, closed to other users (a private folder, and
+   each peer's user checked, ``SO_PEERCRED``);
 4. keeps one child *waiting*: forked ahead of the next client, it has already paid for the
-   fork and for copying the memory a command writes to, and waits in ``accept``. The child
-   that takes a connection tells the parent (which forks the next waiting child), takes the
-   client's stdin, stdout and stderr, folder, environment and umask, answers ``pid N``, runs
-   the command exactly as ``checkpoints`` would in-process, and answers ``exit N``;
+   fork and for copying the memory a command writes to, and waits in ``accept``. The child that
+   takes a connection tells the parent at once, handing it the connection (the parent forks the
+   next waiting child), and serves the client (``child.py``); when a signal ends a child, the
+   parent tells its client (``signal N``);
 5. exits after ``CHECKPOINTS_SERVER_IDLE`` seconds (default 300) with no command running and
-   none received, as soon as its socket file is removed or replaced, on SIGTERM, or when it
-   cannot keep a child waiting; it first retires the waiting child (one that has just taken a
-   client runs its command on, and the server does not wait for it).
+   none received, as soon as its socket file is removed or replaced or its watched code
+   changes, on SIGTERM, or when it cannot keep a child waiting; it first retires the waiting
+   child (one that has just taken a client runs its command on, and the server does not wait
+   for it).
 
 The parent never runs a command itself, so every child starts from the state right after the
 imports: no memo, open repository or lock survives from one command into another. Commands take
 the repository's lock as they always do; two commands at once are two processes, as they would
 be without the server.
-
-A client's command runs exactly once (``client.py``): until a child has answered ``pid N``,
-nothing has run, and a child that ends before (retired, its parent gone, a refused peer) only
-makes the client run the command itself.
 """
 
 from __future__ import annotations
 
 import fcntl
 import gc
-import io
 import os
 import select
 import signal
 import socket
 import struct
-import sys
 import time
-import traceback
 from typing import NoReturn
 
-from ..core import private
-from . import address, wire
+from ..core import installation, private
+from ..core.durability import write_atomically
+from ..errors import CheckpointError
+from . import address, child, context, watched
 from .preload import preload
 
 IDLE_VARIABLE = 'CHECKPOINTS_SERVER_IDLE'
 DEFAULT_IDLE = 300.0
-REQUEST_TIMEOUT = 10.0
-STREAMS = 3
+PID = struct.Struct('=i')
 
 
 def main(expected: str) -> None:
-    """Serves the installation this process imports, if ``expected`` is its socket."""
-    path = address.socket_path(create=True)
-    if path is None or path != expected:
-        return  # another installation's server, or no private folder: nothing to serve
+    """Serves this process's installation in its slot, if ``expected`` is that slot."""
+    os.closerange(3, 1 << 16)  # whatever the client that started it had left open
+    if address.slot() != expected:
+        return  # another installation or context than the client's: nothing to serve
+    folder = private.private_folder(create=True)
+    if folder is None:
+        return
     os.chdir('/')
-    lock = _lock(path)
-    if lock is None:
-        return  # another server is starting or running for this installation
+    manifest = address.manifest_path(folder, expected)
+    starting = lock_file(manifest + '.start')
+    if starting is None:
+        return  # another server of this slot is starting
     signal.signal(signal.SIGTERM, _stop)
     try:
         preload()
-        listener = _listen(path)
-        try:
-            _serve(listener, path, lock, _idle_seconds())
-        finally:
-            listener.close()
-            try:
-                if _still_ours(path):
-                    os.unlink(path)
-            except OSError:
-                pass
+        files = installation.loaded_files()
+        watch = watched.watch(files)  # before the check: a write from now on is an event
+        if not installation.settled(files):
+            return  # a module was just written: a later client starts the server
+        path = address.socket_path(folder, installation.fingerprint(files, expected))
+        lock = lock_file(path + '.lock')
+        if lock is None:
+            return  # a server of this very code runs
     finally:
+        os.close(starting)
+    try:
+        contents = address.listed(files) if watch is None else address.watched(path)
+        write_atomically(manifest, contents, durable=False)  # a cache
+        listener, identity = private.listen(path, 64)
+    except (CheckpointError, OSError):
+        os.close(lock)
+        return
+    try:
+        _serve(listener, Server(path, identity, lock, idle_seconds(), watch))
+    finally:
+        listener.close()
+        try:
+            if still_ours(path, identity):
+                os.unlink(path)
+        except OSError:
+            pass
         os.close(lock)
 
 
@@ -84,9 +103,9 @@ def _stop(signum: int, frame: object) -> None:
     raise SystemExit(0)  # the parent's ``finally`` blocks retire the waiting child
 
 
-def _lock(path: str) -> int | None:
+def lock_file(path: str) -> int | None:
     try:
-        fd = os.open(path + '.lock', os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError:
         return None
     try:
@@ -95,20 +114,11 @@ def _lock(path: str) -> int | None:
         os.close(fd)
         return None
     os.ftruncate(fd, 0)
-    os.write(fd, f'{os.getpid()}\n'.encode())  # who serves, for a person (and the tests)
+    os.write(fd, f'{os.getpid()}\n'.encode())  # who holds it, for a person (and the tests)
     return fd
 
 
-_identity = (-1, -1)
-
-
-def _listen(path: str) -> socket.socket:
-    global _identity
-    listener, _identity = private.listen(path, 64)  # a dead server's socket: we hold the lock
-    return listener
-
-
-def _idle_seconds() -> float:
+def idle_seconds() -> float:
     try:
         value = float(os.environ.get(IDLE_VARIABLE, DEFAULT_IDLE))
     except ValueError:
@@ -116,277 +126,221 @@ def _idle_seconds() -> float:
     return value if value > 0 else DEFAULT_IDLE
 
 
-PID = struct.Struct('=i')
-WAIT_TIMEOUT = 1.0  # how often a waiting child checks that its parent is still there
+class Server:
+    """What the serving parent keeps: its socket and lock, and its children."""
+
+    def __init__(
+        self,
+        path: str,
+        identity: tuple[int, int],
+        lock: int,
+        idle: float,
+        watch: int | None = None,
+    ) -> None:
+        self.path = path
+        self.identity = identity
+        self.lock = lock
+        self.idle = idle
+        self.watch = watch  # the inotify queue of its code (``watched.py``), if watched
+        # pid -> the client's connection, to tell the client of a signal that ends the child
+        self.running: dict[int, int] = {}
+        self.waiting: int | None = None
 
 
-def _serve(listener: socket.socket, path: str, lock: int, idle: float) -> None:
+def _serve(listener: socket.socket, server: Server) -> None:
     """Keeps one child waiting for the next client (see the module notes) until it is time to
-    stop; each child that took a client says so with its pid on a pipe."""
-    taken, told = os.pipe()
-    running: set[int] = set()
-    waiting: int | None = None
-    alive = -1  # a pipe's end whose other end only the waiting child holds: at its end, EOF
+    stop; each child that took a client says so with its pid and the connection on ``told``.
+
+    A waiting child also watches a pipe whose writing end only the parent holds: the parent
+    retires it by closing that end, and a parent that dies closes it too."""
+    told, tell = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    woken, wake = os.pipe()
+    retiring, retirement = os.pipe()
+    for fd in (woken, wake):
+        os.set_blocking(fd, False)
+    signal.signal(signal.SIGCHLD, _ignore)  # a handler, so that a child's end wakes ``select``
+    previous = signal.set_wakeup_fd(wake)
     last = time.monotonic()
+    parents = (server.lock, woken, wake, retirement)  # the fds a child closes at once
     try:
         while True:
-            if waiting is None:
-                forked = _fork_waiting(listener, (lock, taken), told)
-                if forked is None:
+            if server.waiting is None:
+                server.waiting = _fork_waiting(
+                    listener, (told, tell), parents, (retiring, server.watch)
+                )
+                if server.waiting is None:
                     return  # no child can wait: clients run their commands themselves
-                waiting, alive = forked
-            ready, _, _ = select.select([taken, alive], [], [], min(idle, 5.0))
-            ended = _ended(waiting)  # before reading: a child says it took a client first
-            if ready or ended:
-                for pid in _pids(_read_ready(taken)):
-                    running.add(pid)
-                    last = time.monotonic()
-                    if pid == waiting:
-                        waiting = None
-            if ended and waiting is not None:
-                waiting = None
-                return  # it took no client: ended by a signal, or failed
-            if waiting is None:
-                os.close(alive)
-                alive = -1
-            _reap(running)
-            if running:
+            watching = [] if server.watch is None else [server.watch]
+            select.select([told.fileno(), woken, *watching], [], [], min(server.idle, 5.0))
+            if server.watch is not None and watched.changed(server.watch):
+                return  # its code changed: clients of the new code start its new server
+            drain(woken)
+            if take_reports(told, server):
                 last = time.monotonic()
-            if not _still_ours(path):
+            if not reap(server):
+                return  # the waiting child ended without a client: ended by a signal, or failed
+            if server.running:
+                last = time.monotonic()
+            if not still_ours(server.path, server.identity):
                 return
-            if time.monotonic() - last >= idle and not running:
+            if time.monotonic() - last >= server.idle and not server.running:
                 return
     finally:
-        if waiting is not None:
-            _retire(waiting, alive, taken)
-        for fd in (taken, told, alive):
-            if fd >= 0:
-                os.close(fd)
+        signal.set_wakeup_fd(previous)
+        os.close(retirement)  # the waiting child's signal to go
+        retire(server, told)
+        for fd in (*server.running.values(), woken, wake, retiring):
+            os.close(fd)
+        told.close()
+        tell.close()
 
 
-def _read_ready(fd: int) -> bytes:
-    """What the pipe holds now (nothing when it is empty)."""
-    ready, _, _ = select.select([fd], [], [], 0)
-    return os.read(fd, PID.size * 64) if ready else b''
+def _ignore(signum: int, frame: object) -> None:
+    pass
 
 
-def _pids(data: bytes) -> list[int]:
-    usable = len(data) - len(data) % PID.size
-    return [PID.unpack_from(data, at)[0] for at in range(0, usable, PID.size)]
+def drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def take_reports(told: socket.socket, server: Server) -> bool:
+    """Reads the children's word that they took a client (their pid, with the connection);
+    whether any did."""
+    took = False
+    space = socket.CMSG_SPACE(struct.calcsize('i'))
+    while True:
+        try:
+            data, ancillary, _, _ = told.recvmsg(PID.size, space, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return took
+        if len(data) != PID.size:
+            continue
+        (pid,) = PID.unpack(data)
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(payload) >= 4:
+                server.running[pid] = struct.unpack('i', payload[:4])[0]
+        took = True
+        if pid == server.waiting:
+            server.waiting = None
+
+
+def reap(server: Server) -> bool:
+    """Collects the children that ended, telling the client of one a signal ended; False when
+    the waiting child ended without taking a client."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return server.waiting is None
+        if pid == 0:
+            return True
+        connection = server.running.pop(pid, None)
+        if connection is not None:
+            if os.WIFSIGNALED(status):
+                tell_client(connection, f'signal {os.WTERMSIG(status)}\n'.encode())
+            os.close(connection)
+        elif pid == server.waiting:
+            server.waiting = None
+            return False
+
+
+def tell_client(fd: int, message: bytes) -> None:
+    try:
+        os.write(fd, message)  # a few bytes into an empty socket: never blocks
+    except OSError:
+        pass  # the client is gone
 
 
 def _fork_waiting(
-    listener: socket.socket, closed: tuple[int, ...], told: int
-) -> tuple[int, int] | None:
-    """A new waiting child's pid and the end of a pipe that sees EOF when the child ends (it
-    alone holds the other end), None when none could be forked."""
-    parent = os.getpid()
-    alive, held = os.pipe()
+    listener: socket.socket,
+    reports: tuple[socket.socket, socket.socket],
+    parents: tuple[int, ...],
+    watching: tuple[int, int | None],
+) -> int | None:
+    """A new waiting child's pid, None when none could be forked; ``reports`` are the parent's
+    end and the children's end of the socket a child reports on; ``watching``, the pipe that
+    retires the child and the server's watch of its code."""
+    told, tell = reports
     try:
         pid = os.fork()
     except OSError:
-        os.close(alive)
-        os.close(held)
         return None
     if pid == 0:
-        for fd in (*closed, alive):  # the server's lock (the parent's alone) and pipes' ends
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        told.close()
+        for fd in parents:
             os.close(fd)
-        _wait_for_client(listener, told, parent)  # never returns
-    os.close(held)
-    return pid, alive
+        _wait_for_client(listener, tell, *watching)  # never returns
+    return pid
 
 
-class _Retired(Exception):
-    """The parent retired the waiting child (SIGUSR1) before it took a client."""
+def _wait_for_client(
+    listener: socket.socket, tell: socket.socket, retiring: int, watch: int | None
+) -> NoReturn:
+    """The waiting child: takes the next client of this user, tells the parent, and serves it
+    (``child.serve``).
 
-
-def _retired(signum: int, frame: object) -> None:
-    raise _Retired
-
-
-def _wait_for_client(listener: socket.socket, told: int, parent: int) -> NoReturn:
-    """The waiting child: takes the next client of this user, tells the parent, and runs the
-    command (``_child``).
-
-    Until it tells the parent, it may be ended at any point (SIGUSR1 to retire it, SIGTERM, its
-    parent gone) and no command has run: a client it accepted sees the connection close before
-    ``pid N`` and runs the command itself. Once it has taken a client it ignores SIGUSR1.
+    Until it tells the parent, it may be ended at any point (retired, SIGTERM, its parent gone)
+    and no command has run: a client it accepted sees the connection close before ``pid N`` and
+    runs the command itself. Another user's process that reached the socket is closed on before
+    anything is read from it.
     """
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGUSR1, _retired)
+        context.fresh_signals()  # SIGTERM back to its default among them
+        own = context.facts()
+        if own is None:
+            os._exit(0)
         # Touches every object the command may touch (their reference counts): the pages the
         # child shares with the parent are copied now, not while a client waits.
         gc.get_objects()
-        listener.settimeout(WAIT_TIMEOUT)
+        listener.setblocking(False)
         while True:
-            if os.getppid() != parent:
-                os._exit(0)  # the server is gone: no one would fork the next waiting child
+            ready, _, _ = select.select([listener.fileno(), retiring], [], [])
+            if retiring in ready:
+                os._exit(0)  # retired, or the server is gone: no one would fork the next one
             try:
                 connection, _ = listener.accept()
-            except (TimeoutError, ConnectionAbortedError):
+            except (BlockingIOError, ConnectionAbortedError):
                 continue
-            if private.peer_uid(connection) == os.getuid():
+            peer = private.peer_credentials(connection)
+            if peer is not None and peer[1] == os.getuid() and peer[0] > 0:
                 break
             connection.close()
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         listener.close()
-        os.write(told, PID.pack(os.getpid()))
-        os.close(told)
+        os.close(retiring)
+        fd = struct.pack('i', connection.fileno())
+        tell.sendmsg([PID.pack(os.getpid())], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd)])
+        tell.close()
     except BaseException:  # noqa: BLE001 - retired, or anything else: no command has run
         os._exit(0)
-    _child(connection)
+    child.serve(connection, peer[0], own, watch)
 
 
-def _retire(pid: int, alive: int, taken: int) -> None:
-    """Ends the waiting child; one that has just taken a client runs its command on, as every
-    child that took one does once the server is gone (clients coming meanwhile must not wait
-    on a socket no one takes)."""
-    try:
-        os.kill(pid, signal.SIGUSR1)
-    except OSError:
-        return
-    while True:
-        ready, _, _ = select.select([alive, taken], [], [])
-        if taken in ready and pid in _pids(_read_ready(taken)):
-            return  # it took a client
-        if alive in ready:
-            try:
-                os.waitpid(pid, 0)  # it is ending: its pipe's end closed
-            except OSError:
-                pass
+def retire(server: Server, told: socket.socket) -> None:
+    """Waits for the waiting child to end (its retiring pipe closed); one that has just taken a
+    client runs its command on, as every child that took one does once the server is gone
+    (clients coming meanwhile must not wait on a socket no one takes)."""
+    pid = server.waiting
+    while pid is not None and server.waiting == pid:
+        select.select([told], [], [], 0.05)
+        take_reports(told, server)
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if done:
             return
 
 
-def _ended(pid: int) -> bool:
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    return done != 0
-
-
-def _reap(children: set[int]) -> None:
-    for pid in list(children):
-        if _ended(pid):
-            children.discard(pid)
-
-
-def _still_ours(path: str) -> bool:
+def still_ours(path: str, identity: tuple[int, int]) -> bool:
     """Whether the socket file at ``path`` is still the one this server listens on."""
     try:
         info = os.lstat(path)
     except OSError:
         return False
-    return (info.st_dev, info.st_ino) == _identity
-
-
-def _child(connection: socket.socket) -> NoReturn:
-    """Runs one command for the client on ``connection`` and exits with its status."""
-    status = 1
-    try:
-        request = _receive(connection)
-        if request is None:
-            os._exit(1)  # the client runs the command itself: it never saw ``pid``
-        _become_client(request)
-        try:
-            connection.sendall(f'pid {os.getpid()}\n'.encode())
-        except OSError:
-            os._exit(1)  # the client is gone before ``pid``: nothing runs, nothing to say
-        status = _run([os.fsdecode(argument) for argument in request.argv])
-    except BaseException:  # noqa: BLE001 - the child must always answer and exit
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        try:
-            connection.sendall(f'exit {status}\n'.encode())
-        except OSError:
-            pass
-        os._exit(status)
-
-
-def _receive(connection: socket.socket) -> wire.Request | None:
-    connection.settimeout(REQUEST_TIMEOUT)
-    space = socket.CMSG_SPACE(STREAMS * struct.calcsize('i'))
-    try:
-        data, ancillary, _, _ = connection.recvmsg(65536, space)
-    except OSError:
-        return None
-    fds: list[int] = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % struct.calcsize('i')
-            fds.extend(struct.unpack(f'{usable // 4}i', payload[:usable]))
-    if len(fds) != STREAMS or len(data) < wire.LENGTH_DIGITS:
-        return None
-    try:
-        length = int(data[: wire.LENGTH_DIGITS])
-    except ValueError:
-        return None
-    if not 0 < length <= wire.MAX_REQUEST:
-        return None
-    body = data[wire.LENGTH_DIGITS :]
-    while len(body) < length:
-        try:
-            more = connection.recv(min(65536, length - len(body)))
-        except OSError:
-            return None
-        if not more:
-            return None
-        body += more
-    try:
-        request = wire.decode(body)
-    except ValueError:
-        return None
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
-    connection.settimeout(None)
-    return request
-
-
-def _become_client(request: wire.Request) -> None:
-    """Takes the client's folder, environment, umask and standard streams, and the signal
-    handling of a new Python process."""
-    os.chdir(request.folder)
-    os.environ.clear()
-    for name, value in request.environment.items():
-        os.environb[name] = value
-    os.umask(request.umask)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
-        signal.signal(number, signal.SIG_DFL)
-    sys.stdin = _stream(0, 'r', sys.stdin)
-    sys.stdout = _stream(1, 'w', sys.stdout)
-    sys.stderr = _stream(2, 'w', sys.stderr)
-
-
-def _stream(fd: int, mode: str, like: object) -> io.TextIOWrapper:
-    """A text stream on ``fd`` with the encoding of the stream it replaces; line-buffered on a
-    terminal (and always for stderr), as Python sets up its own."""
-    encoding = getattr(like, 'encoding', None) or 'utf-8'
-    errors = getattr(like, 'errors', None) or 'strict'
-    raw = io.FileIO(fd, mode, closefd=False)
-    buffered: io.BufferedIOBase
-    buffered = io.BufferedReader(raw) if mode == 'r' else io.BufferedWriter(raw)
-    return io.TextIOWrapper(
-        buffered,
-        encoding=encoding,
-        errors=errors,
-        line_buffering=mode == 'w' and (fd == 2 or os.isatty(fd)),
-    )
-
-
-def _run(args: list[str]) -> int:
-    from ..cli.target import PROGRAM
-    from .command import run
-
-    sys.argv = [PROGRAM, *args]
-    try:
-        return run(args)
-    except KeyboardInterrupt:
-        return 130
+    return (info.st_dev, info.st_ino) == identity

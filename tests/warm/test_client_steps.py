@@ -1,0 +1,315 @@
+"""The client's steps, each in this process with real descriptors, sockets and signals: which
+commands go to a server, the child's answer, the relay, the signals held and forwarded, the
+hung server's socket, the end by a signal."""
+
+from __future__ import annotations
+
+import os
+import pty
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from trading_checkpoints.warm import client
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
+
+
+@contextmanager
+def standard_streams(*opened: Callable[[], int]) -> Iterator[None]:
+    """This process's descriptors 0, 1 and 2 made the given ones for the block (``opened``
+    each returns a descriptor, or -1 to leave the number closed), its ``sys`` streams
+    following; all put back afterwards."""
+    saved = [os.dup(number) for number in range(3)]
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    try:
+        for number, make in enumerate(opened):
+            fd = make()
+            if fd < 0:
+                os.close(number)
+            else:
+                os.dup2(fd, number)
+                os.close(fd)
+        sys.stdin = open(0, closefd=False) if os.path.exists('/proc/self/fd/0') else None  # noqa: SIM115
+        sys.stdout = open(1, 'w', closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, 'w', closefd=False)  # noqa: SIM115
+        yield
+    finally:
+        for number, fd in enumerate(saved):
+            os.dup2(fd, number)
+            os.close(fd)
+        sys.stdin, sys.stdout, sys.stderr = streams
+
+
+def reading(path: Path) -> Callable[[], int]:
+    return lambda: os.open(path, os.O_RDONLY)
+
+
+def writing(path: Path) -> Callable[[], int]:
+    return lambda: os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+
+
+def test_commands_go_to_a_server_only_when_it_can_take_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / 'in').write_text('')
+    files = (reading(tmp_path / 'in'), writing(tmp_path / 'out'), writing(tmp_path / 'err'))
+    monkeypatch.delenv(client.SWITCH, raising=False)
+    with standard_streams(*files):
+        assert client.wanted(['list'])
+        for verb in sorted(client.IN_PROCESS_VERBS):
+            assert not client.wanted(['--desk', 'x', verb]), verb
+        for value in ('off', 'OFF ', '0', 'no', 'false'):
+            monkeypatch.setenv(client.SWITCH, value)
+            assert not client.wanted(['list']), value
+        monkeypatch.setenv(client.SWITCH, 'on')
+        assert client.wanted(['list'])
+
+
+def test_closed_unusable_or_terminal_streams_keep_a_command_off_the_server(tmp_path: Path) -> None:
+    (tmp_path / 'in').write_text('')
+    stdin, stdout, stderr = (
+        reading(tmp_path / 'in'),
+        writing(tmp_path / 'o'),
+        writing(tmp_path / 'e'),
+    )
+    with standard_streams(stdin, stdout, stderr):
+        assert client.streams_usable()
+    with standard_streams(writing(tmp_path / 'in'), stdout, stderr):
+        assert not client.streams_usable(), 'stdin not readable'
+    with standard_streams(stdin, reading(tmp_path / 'in'), stderr):
+        assert not client.streams_usable(), 'stdout not writable'
+    with standard_streams(stdin, stdout, reading(tmp_path / 'in')):
+        assert not client.streams_usable(), 'stderr not writable'
+    main, terminal = pty.openpty()
+    try:
+        for at in range(3):
+            made = [stdin, stdout, stderr]
+            made[at] = lambda: os.dup(terminal)
+            with standard_streams(*made):
+                assert not client.streams_usable(), f'{at} a terminal'
+    finally:
+        os.close(main)
+        os.close(terminal)
+    with standard_streams(stdin, stdout, stderr):
+        sys.stdin = None
+        assert not client.streams_usable(), 'closed when the process started'
+    with standard_streams(stdin, stdout, stderr):
+        saved = os.dup(1)
+        os.close(1)
+        try:
+            assert not client.streams_usable(), 'closed since'
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+@contextmanager
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with mine, theirs:
+        yield mine, theirs
+
+
+def relayed(
+    *chunks: bytes, close: bool = False, deadline: float | None = None
+) -> tuple[int | None, int | None, list[int]]:
+    """What ``Relay.run`` returns for the child's ``chunks``, the child it learnt, and the
+    signals it forwarded to that child when it started (a SIGUSR1 held before)."""
+    forwarded: list[int] = []
+    with recorded_signals(), pair() as (mine, theirs):
+        held = client.Held()
+        held.signals.append(signal.SIGUSR1)
+        relay = client.Relay(mine, held)
+        original = client._send
+        client._send = lambda pid, signum: forwarded.append(signum)  # type: ignore[assignment]
+        try:
+            for chunk in chunks:
+                theirs.sendall(chunk)
+            if close:
+                theirs.close()
+            status = relay.run(deadline)
+        finally:
+            client._send = original  # type: ignore[assignment]
+        assert held.abandon is (relay.child is None)
+        return status, relay.child, forwarded
+
+
+def test_the_relay_returns_the_commands_status(capsys: pytest.CaptureFixture[str]) -> None:
+    assert relayed(b'ru', b'n 42\nnoise\nex', b'it 3\nexit 9\n') == (3, 42, [signal.SIGUSR1])
+    assert relayed(b'run 7\nrun 8\nexit 5\n') == (5, 7, [signal.SIGUSR1]), 'started once'
+    assert capsys.readouterr().err == ''
+
+
+@pytest.mark.parametrize(
+    'chunks, close',
+    [
+        ((b'no Uid differs\n',), False),
+        ((b'signal 9\n',), False),
+        ((b'exit 0\n',), False),
+        ((b'ru',), True),
+    ],
+)
+def test_a_child_that_ends_before_it_starts_the_command_leaves_it_to_the_client(
+    chunks: tuple[bytes, ...], close: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert relayed(*chunks, close=close) == (None, None, [])
+    assert capsys.readouterr().err == ''
+
+
+def test_a_child_that_does_not_start_in_time_is_given_up() -> None:
+    began = time.monotonic()
+    with pytest.raises(TimeoutError):
+        relayed(b'ru', deadline=time.monotonic() + 0.2)
+    assert time.monotonic() - began >= 0.2
+    with pytest.raises(TimeoutError):
+        relayed(deadline=time.monotonic() - 1)
+
+
+def test_a_relay_cut_after_the_command_started_is_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert relayed(b'run 3\nexit', close=True)[0] == 1
+    assert capsys.readouterr().err == client.SERVER_GONE + '\n'
+
+
+def test_a_command_ended_by_a_signal_ends_the_client_by_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    ended: list[int] = []
+    monkeypatch.setattr(client, 'end_by', ended.append)
+    assert relayed(b'run 3\nsignal 15\nexit 4\n')[0] == 4
+    assert ended == [15]
+
+
+def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
+    """The token's one datagram: a child that takes it has the client's streams; a client
+    that takes it back first leaves none for a child (and closes the copies it got back)."""
+    streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with streams, token:
+        assert not client.take_back(token), 'nothing there'
+        files = [os.open(tmp_path / 'f', os.O_WRONLY | os.O_CREAT, 0o600) for _ in range(3)]
+        streams.sendmsg(
+            [b'streams'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
+        )
+        for fd in files:
+            os.close(fd)
+        opened = len(os.listdir('/proc/self/fd'))
+        assert client.take_back(token)
+        assert len(os.listdir('/proc/self/fd')) == opened, 'the copies came back closed'
+        assert not client.take_back(token), 'taken once'
+        streams.send(b'other')
+        assert not client.take_back(token), 'not the streams'
+
+
+def test_a_signal_that_does_not_end_a_process_ends_the_client_with_128_plus_it() -> None:
+    before = signal.getsignal(signal.SIGWINCH)
+    try:
+        with pytest.raises(SystemExit) as done:
+            client.end_by(signal.SIGWINCH)  # ignored by default: the client lives on to exit
+        assert done.value.code == 128 + signal.SIGWINCH
+    finally:
+        signal.signal(signal.SIGWINCH, before)
+
+
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL, signal.SIGINT])
+def test_a_signal_that_ends_a_process_ends_the_client(signum: int) -> None:
+    code = (
+        'import signal, sys\n'
+        'from trading_checkpoints.warm.client import end_by\n'
+        'signal.signal(signal.SIGTERM, signal.SIG_IGN)\n'
+        'signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\n'
+        f'end_by({signum})\n'
+    )
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, timeout=60)
+    assert done.returncode == -signum, done.stderr
+
+
+@contextmanager
+def recorded_signals() -> Iterator[list[int]]:
+    """The forwarded signals handled by a recorder for the block (as the client's own
+    handlers before it holds them); the previous handlers back afterwards."""
+    got: list[int] = []
+    numbers = [getattr(signal, name) for name in client.FORWARDED_SIGNALS]
+    before = {number: signal.getsignal(number) for number in numbers}
+    for number in numbers:
+        signal.signal(number, lambda signum, frame: got.append(signum))
+    try:
+        yield got
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
+def test_a_signal_before_go_gives_the_server_up_and_then_acts_on_the_client() -> None:
+    with recorded_signals() as got:
+        held = client.Held()
+        with pytest.raises(client.Abandon):
+            signal.raise_signal(signal.SIGHUP)
+        assert held.signals == [signal.SIGHUP] and got == []
+        with pytest.raises(SystemExit) as done:
+            held.release()
+        assert done.value.code == 128 + signal.SIGHUP
+        assert got == [signal.SIGHUP], 'the client itself then got it'
+        assert signal.getsignal(signal.SIGHUP) is not held.hold
+
+
+def test_a_signal_after_go_is_held_for_the_child() -> None:
+    with recorded_signals() as got:
+        held = client.Held()
+        held.abandon = False
+        signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGQUIT)
+        assert held.signals == [signal.SIGTERM, signal.SIGQUIT] and got == []
+
+
+def test_a_signal_the_client_ignores_is_neither_held_nor_forwarded() -> None:
+    with recorded_signals():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        held = client.Held()
+        assert signal.SIGHUP not in held.previous
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        assert set(held.previous) == {signal.SIGINT, signal.SIGTERM, signal.SIGQUIT}
+        held.release()
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+
+
+def test_the_signals_the_client_handles_are_forwarded_to_the_child() -> None:
+    child = subprocess.Popen(
+        [sys.executable, '-c', 'import sys; print("ready", flush=True); sys.stdin.read()'],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b'ready\n'
+        with recorded_signals() as got:
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            held = client.Held()
+            client.forward_signals(child.pid, held.previous)
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN, 'ignored: not forwarded'
+            signal.raise_signal(signal.SIGTERM)
+            assert child.wait(timeout=30) == -signal.SIGTERM
+            assert got == []
+            signal.raise_signal(signal.SIGTERM)  # the child is gone: nothing to forward to
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_hung_servers_socket_is_removed_only_if_it_is_still_the_one_reached(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / 'server.sock'
+    path.write_text('')
+    reached = path.stat().st_ino
+    client.remove_hung(str(path), reached + 1)
+    assert path.exists(), 'another socket: kept'
+    client.remove_hung(str(path), reached)
+    assert not path.exists()
+    client.remove_hung(str(path), reached)  # already gone: nothing to do

@@ -1,0 +1,185 @@
+"""The serving parent's steps, each in this process with real locks, sockets and forked children:
+one server per socket, the children's word that they took a client, a signal that ended one
+told to its client, the waiting child retired."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from trading_checkpoints.warm import server
+
+pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
+
+
+def test_one_server_holds_a_sockets_lock(tmp_path: Path) -> None:
+    path = str(tmp_path / 'server.sock.lock')
+    held = server.lock_file(path)
+    assert held is not None
+    try:
+        assert Path(path).read_text() == f'{os.getpid()}\n'
+        assert server.lock_file(path) is None, 'held already'
+    finally:
+        os.close(held)
+    again = server.lock_file(path)
+    assert again is not None
+    os.close(again)
+    link = tmp_path / 'link.lock'
+    link.symlink_to(tmp_path / 'elsewhere')
+    assert server.lock_file(str(link)) is None
+    assert not (tmp_path / 'elsewhere').exists()
+
+
+@pytest.mark.parametrize(
+    'value, seconds',
+    [(None, 300.0), ('7', 7.0), ('0.5', 0.5), ('x', 300.0), ('-1', 300.0), ('0', 300.0)],
+)
+def test_the_idle_limit_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: float
+) -> None:
+    if value is None:
+        monkeypatch.delenv(server.IDLE_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(server.IDLE_VARIABLE, value)
+    assert server.idle_seconds() == seconds
+
+
+def test_a_socket_replaced_or_removed_is_no_longer_the_servers(tmp_path: Path) -> None:
+    path = tmp_path / 'server.sock'
+    path.write_text('')
+    info = path.stat()
+    identity = (info.st_dev, info.st_ino)
+    assert server.still_ours(str(path), identity)
+    assert not server.still_ours(str(path), (info.st_dev, info.st_ino + 1))
+    assert not server.still_ours(str(path), (info.st_dev + 1, info.st_ino))
+    path.unlink()
+    assert not server.still_ours(str(path), identity)
+
+
+@contextmanager
+def reports() -> Iterator[tuple[socket.socket, socket.socket]]:
+    told, tell = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with told, tell:
+        yield told, tell
+
+
+def served(idle: float = 60.0) -> server.Server:
+    return server.Server('/nowhere', (0, 0), -1, idle)
+
+
+def test_a_child_that_took_a_client_hands_the_parent_its_connection() -> None:
+    state = served()
+    state.waiting = 4321
+    one, other = socket.socketpair()
+    with one, other, reports() as (told, tell):
+        assert not server.take_reports(told, state), 'nothing said yet'
+        tell.send(b'ab')  # not a pid: passed over
+        fd = struct.pack('i', one.fileno())
+        tell.sendmsg([server.PID.pack(4321)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd)])
+        tell.send(server.PID.pack(99))  # another child, its connection lost on the way
+        assert server.take_reports(told, state)
+        assert state.waiting is None
+        assert set(state.running) == {4321}
+        connection = state.running[4321]
+        assert connection != one.fileno()
+        os.write(connection, b'to the client')
+        assert other.recv(100) == b'to the client'
+        os.close(connection)
+
+
+def forked(ending: str) -> int:
+    """A child of this process that ends as ``ending`` says (``exit``: status 3; ``kill``:
+    SIGTERM), once it exists; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        if ending == 'kill':
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)
+        os._exit(3)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not yet collected
+    return pid
+
+
+def test_a_child_ended_by_a_signal_is_told_to_its_client() -> None:
+    state = served()
+    mine, theirs = socket.socketpair()
+    quiet, silent = socket.socketpair()
+    with mine, theirs, quiet, silent:
+        killed, exited = forked('kill'), forked('exit')
+        state.running = {killed: os.dup(mine.fileno()), exited: os.dup(quiet.fileno())}
+        state.waiting = None
+        assert server.reap(state)
+        assert state.running == {}
+        theirs.settimeout(5)
+        assert theirs.recv(100) == f'signal {signal.SIGTERM}\n'.encode()
+        silent.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            silent.recv(100)  # an exit is the child's own to say
+
+
+def test_a_waiting_child_that_ended_without_a_client_stops_the_server() -> None:
+    state = served()
+    state.waiting = forked('exit')
+    assert not server.reap(state)
+    assert state.waiting is None
+    assert server.reap(state), 'nothing more to collect'
+
+
+def test_telling_a_client_that_is_gone_does_nothing() -> None:
+    mine, theirs = socket.socketpair()
+    theirs.close()
+    with mine:
+        server.tell_client(mine.fileno(), b'signal 9\n')
+
+
+def test_the_wake_up_pipe_is_emptied() -> None:
+    reading, writing = os.pipe()
+    os.set_blocking(reading, False)
+    try:
+        os.write(writing, b'x' * 2000)
+        server.drain(reading)
+        with pytest.raises(BlockingIOError):
+            os.read(reading, 1)
+    finally:
+        os.close(reading)
+        os.close(writing)
+
+
+def test_retiring_waits_for_the_waiting_child_to_end() -> None:
+    state = served()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.3)
+        os._exit(0)
+    state.waiting = pid
+    began = time.monotonic()
+    with reports() as (told, _):
+        server.retire(state, told)
+    assert time.monotonic() - began >= 0.2
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def test_retiring_a_child_that_took_a_client_leaves_it_running() -> None:
+    state = served()
+    with reports() as (told, tell):
+        pid = os.fork()
+        if pid == 0:
+            tell.send(server.PID.pack(os.getpid()))
+            time.sleep(2)
+            os._exit(0)
+        state.waiting = pid
+        server.retire(state, told)
+        assert state.waiting is None, 'it said it took a client'
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
