@@ -248,6 +248,26 @@ def counted_calls(stats: pstats.Stats, runs: int) -> dict[str, float]:
     return found
 
 
+def callers_of(stats: pstats.Stats, runs: int) -> dict[str, str]:
+    """For each counted function called in these runs (the system calls' wrappers excepted),
+    who calls it and how often per event."""
+    table = stats.stats  # type: ignore[attr-defined]
+    found = {}
+    for label, functions in COUNTED.items():
+        callers: Counter[str] = Counter()
+        for (filename, _, name), (_, _, _, _, by) in table.items():
+            if filename == '~' or not any(
+                filename.endswith(end) and name == want for end, want in functions
+            ):
+                continue
+            for (where, line, caller), figures in by.items():
+                short = where.split('trading_checkpoints/')[-1].split('site-packages/')[-1]
+                callers[f'{short}:{line}({caller})'] += figures[1]
+        if callers:
+            found[label] = ', '.join(f'{c} {n / runs:g}' for c, n in callers.most_common())
+    return found
+
+
 def top_functions(
     stats: pstats.Stats, runs: int, top: int, by_own: bool
 ) -> list[tuple[float, float, str]]:
@@ -301,6 +321,8 @@ def report(figures: dict[tuple[str, bool], Recorder], top: int) -> None:
             print(f'{import_ms(stats, runs):.1f} ms of it importing')
             calls = counted_calls(stats, runs)
             print('calls: ' + ', '.join(f'{k} {v:g}' for k, v in calls.items()))
+            for label, callers in callers_of(stats, runs).items():
+                print(f'  {label} called from: {callers}')
             for by_own in (False, True):
                 print(
                     f'{"cumulative ms":>13} {"own ms":>7}  by {"own" if by_own else "cumulative"}'
