@@ -6,10 +6,10 @@ Run by hand from the project root (never as a test):
     python benchmarks/bench_cold.py --venv /tmp/cold  # reuse (or create) that virtualenv
     python benchmarks/bench_cold.py --rounds 11 --files 200 --json out.json
 
-It installs this checkout (``pip install '.[mcp]'``, not editable, so nothing is imported from
-the source tree) into a virtualenv, builds two alike workspaces whose desk ``main`` holds
-``--files`` tracked 1 KB files (and one checkpoint of them; a person's verbs run on the first,
-the hooks on the second: see ``main``), then times each command as a new process,
+It installs this checkout (``pip install '.[mcp,watch]'``, not editable, so nothing is imported
+from the source tree; ``installed.py``) into a virtualenv, builds two alike workspaces whose
+desk ``main`` holds ``--files`` tracked 1 KB files (and one checkpoint of them; a person's verbs
+run on the first, the hooks on the second: see ``main``), then times each command as a new process,
 started the way a harness starts a hook: by its absolute path, stdin from a file, no terminal.
 A person's verbs run the console script; the hook rows run the command ``checkpoints hook
 install`` writes into a harness's settings for that installation (``hook_command``). Every
@@ -46,7 +46,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -56,8 +55,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-GIT = shutil.which('git')
+from installed import GIT, ROOT, build_workspace, git_env, git_repository, make_venv, timed_process
+
 HOOK_FIXTURES = ROOT / 'tests' / 'helpers' / 'hook_events'
 
 BASH_PAIR = 'hook Bash pair: Pre + PostToolUse (unchanged)'
@@ -72,73 +71,12 @@ MCP_TARGET_MS = 800.0
 MCP_ROW = 'mcp: spawn, initialize, tools/list'
 
 
-def make_venv(folder: Path, source: Path = ROOT) -> Path:
-    """The virtualenv's bin folder, with the checkout ``source`` installed into it (once)."""
-    bin_dir = folder / 'bin'
-    if not (bin_dir / 'checkpoints').exists():
-        subprocess.run([sys.executable, '-m', 'venv', str(folder)], check=True)
-        subprocess.run(
-            [str(bin_dir / 'python'), '-m', 'pip', 'install', '-q', f'{source}[mcp]'],
-            check=True,
-        )
-    return bin_dir
-
-
-def build_workspace(root: Path, files: int, bin_dir: Path) -> Path:
-    desk = root / 'desks' / 'main'
-    for index in range(files):
-        path = desk / 'memory' / f'part{index // 100:03d}' / f'note{index:05d}.md'
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes((f'note {index}\n'.encode() * 128)[:1024])
-    (desk / 'Memory.md').write_text('# Memory\n')
-    run = subprocess.run(
-        [str(bin_dir / 'checkpoints'), '--workspace', str(root), 'snapshot', '-m', 'first'],
-        capture_output=True,
-        check=True,
-    )
-    assert b'Snapshot' in run.stdout, run.stdout
-    return desk
-
-
-def git_repository(desk: Path, folder: Path) -> Path:
-    """A git work tree holding the desk's tracked files, committed, for `git status`."""
-    shutil.copytree(desk, folder)
-    env = git_env(folder)
-    for args in (['init', '-q'], ['add', '-A'], ['commit', '-qm', 'first']):
-        subprocess.run([GIT, *args], cwd=folder, env=env, check=True)
-    return folder
-
-
-def git_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith('GIT_')}
-    env.update(
-        HOME=str(home),
-        GIT_CONFIG_NOSYSTEM='1',
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_AUTHOR_NAME='bench',
-        GIT_AUTHOR_EMAIL='bench@example.com',
-        GIT_COMMITTER_NAME='bench',
-        GIT_COMMITTER_EMAIL='bench@example.com',
-    )
-    return env
-
-
 def hook_event(name: str, workspace: Path, folder: Path) -> Path:
     """A documented hook payload with its workspace filled in, as a file for stdin."""
     text = (HOOK_FIXTURES / name).read_text().replace('${WORKSPACE}', str(workspace))
     path = folder / name
     path.write_text(text)
     return path
-
-
-def timed_process(argv: list[str], cwd: Path, stdin: Path | None, env: dict[str, str]) -> float:
-    with open(stdin or os.devnull, 'rb') as source:
-        start = time.perf_counter()
-        done = subprocess.run(argv, cwd=cwd, stdin=source, capture_output=True, env=env)
-        elapsed = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f'{argv} failed ({done.returncode}): {done.stderr.decode()[-500:]}')
-    return elapsed
 
 
 def timed_mcp(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
