@@ -356,6 +356,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
     'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
