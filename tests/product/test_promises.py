@@ -80,8 +80,8 @@ _PROMISE = re.compile(r'(?<![\w-])(' + '|'.join(map(re.escape, PROMISE_WORDS)) +
 _TESTED = re.compile(r'<!--\s*tested:(.*?)-->', re.S)
 _EXEMPT = re.compile(r'<!--\s*not a promise:\s*(\S.*?)\s*-->', re.S)
 _COMMENT = re.compile(r'<!--.*?-->', re.S)
-# A sentence ends at . ! ? (or a colon ending a line) followed by a space and what starts one.
-_SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z`"(\[*])|(?<=:)\n(?=\s*\S)')
+# A sentence ends at . ! ? (bold or not) followed by a space and what starts one.
+_SENTENCE_END = re.compile(r'(?:(?<=[.!?])|(?<=[.!?]\*\*))\s+(?=[A-Z`"(\[*])')
 _LIST_ITEM = re.compile(r'\s*([-*+]|\d+\.)\s')
 _FENCE = re.compile(r'\s*(```|~~~)')
 
@@ -136,8 +136,13 @@ def units(markdown: str) -> list[tuple[int, str]]:
             found.append((start, '\n'.join(lines)))
         lines.clear()
 
+    listed = False  # inside a list, where an indented paragraph continues an item
     for number, line in enumerate(markdown.splitlines(), 1):
         opened = _FENCE.match(line)
+        if fence == '    ':  # an indented code block ends at the first line less indented
+            if not line.strip() or line.startswith('    '):
+                continue
+            fence = ''
         if fence:
             if opened and opened.group(1) == fence:
                 fence = ''
@@ -159,8 +164,14 @@ def units(markdown: str) -> list[tuple[int, str]]:
                 if cell.strip():
                     found.append((number, cell))
             continue
+        if not lines and line.startswith('    ') and not listed:
+            fence = '    '
+            continue
         if _LIST_ITEM.match(line) or line.lstrip().startswith('!!!'):
             close()
+            listed = True
+        elif not lines and not line.startswith(' '):
+            listed = False
         if not lines:
             start = number
         lines.append(line)
@@ -268,6 +279,8 @@ The lock is held while it writes. A crash never loses a checkpoint.
 $ checkpoints never
 ```
 
+    an indented block that never counts
+
 - Each restore is undoable. <!-- tested: tests/product/test_promises.py::test_x -->
 - A restore snapshots first.
 
@@ -280,11 +293,11 @@ $ checkpoints never
 def test_a_promise_without_a_marker_is_named_with_its_line() -> None:
     assert [(s.line, s.text) for s in unmarked(PAGE)] == [
         (3, 'A crash never loses a checkpoint.'),
-        (14, 'refuses a dirty desk'),
+        (16, 'refuses a dirty desk'),
     ]
     assert problems('page.md', PAGE)[:2] == [
         'page.md:3: A crash never loses a checkpoint.',
-        'page.md:14: refuses a dirty desk',
+        'page.md:16: refuses a dirty desk',
     ]
 
 
