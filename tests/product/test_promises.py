@@ -80,8 +80,9 @@ _PROMISE = re.compile(r'(?<![\w-])(' + '|'.join(map(re.escape, PROMISE_WORDS)) +
 _TESTED = re.compile(r'<!--\s*tested:(.*?)-->', re.S)
 _EXEMPT = re.compile(r'<!--\s*not a promise:\s*(\S.*?)\s*-->', re.S)
 _COMMENT = re.compile(r'<!--.*?-->', re.S)
-# A sentence ends at . ! ? (bold or not) followed by a space and what starts one.
-_SENTENCE_END = re.compile(r'(?:(?<=[.!?])|(?<=[.!?]\*\*))\s+(?=[A-Z`"(\[*])')
+# A sentence ends at . ! ? followed by a space and what starts one (a bold lead-in such as
+# "**Prune asks first.**" stays with the sentence after it, which it names).
+_SENTENCE_END = re.compile(r'(?<=[.!?])\s+(?=[A-Z`"(\[*])')
 _LIST_ITEM = re.compile(r'\s*([-*+]|\d+\.)\s')
 _FENCE = re.compile(r'\s*(```|~~~)')
 
