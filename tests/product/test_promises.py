@@ -18,8 +18,8 @@ in the same paragraph (list item, table cell), a marker naming the tests that ch
 behaviour, an exemption with its reason: ``<!-- not a promise: it says what a flag is for -->``.
 A marker covers the one sentence it follows; several markers in a row cover the same sentence.
 
-Prose is what is left of a page without its fenced code blocks, headings and HTML comments;
-paragraphs, list items and table cells are the units a marker lives in.
+Prose is what is left of a page without its code blocks (fenced or indented), headings and
+HTML comments; paragraphs, list items and table cells are the units a marker lives in.
 
 The test fails listing ``file:line: sentence`` for every unmarked promise, and for every marker
 naming a file that does not exist or a test that file does not define (read with ``ast``).
