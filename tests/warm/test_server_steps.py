@@ -207,7 +207,9 @@ def listening(
         os.close(lock)
 
 
-def in_thread(action: Callable[[], None]) -> tuple[threading.Thread, list[BaseException]]:
+def in_thread(
+    action: Callable[[], None], path: str
+) -> tuple[threading.Thread, list[BaseException]]:
     failures: list[BaseException] = []
 
     def run() -> None:
@@ -215,6 +217,9 @@ def in_thread(action: Callable[[], None]) -> tuple[threading.Thread, list[BaseEx
             action()
         except BaseException as error:  # noqa: BLE001 - handed to the test's own thread
             failures.append(error)
+            if os.path.lexists(path):
+                os.unlink(path)  # the serving loop ends: the failure is reported
+            os.kill(os.getpid(), signal.SIGCHLD)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -238,7 +243,7 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
     opened = set(os.listdir('/proc/self/fd'))
     previous = signal.getsignal(signal.SIGCHLD)
     RETURNED.clear()
-    thread, failures = in_thread(clients)
+    thread, failures = in_thread(clients, state.path)
     try:
         server._serve(listener, state)
     finally:

@@ -187,7 +187,7 @@ def _serve(listener: socket.socket, server: Server) -> None:
             if server.running:
                 last = time.monotonic()
             if not still_ours(server.path, server.identity):
-                pass
+                return
             if time.monotonic() - last >= server.idle and not server.running:
                 return
     finally:
