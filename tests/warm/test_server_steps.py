@@ -208,7 +208,7 @@ def listening(
 
 
 def in_thread(
-    action: Callable[[], None], path: str
+    action: Callable[[], None], state: server.Server
 ) -> tuple[threading.Thread, list[BaseException]]:
     failures: list[BaseException] = []
 
@@ -217,8 +217,7 @@ def in_thread(
             action()
         except BaseException as error:  # noqa: BLE001 - handed to the test's own thread
             failures.append(error)
-            if os.path.lexists(path):
-                os.unlink(path)  # the serving loop ends: the failure is reported
+            state.idle = 0.0  # the serving loop ends at its next round: the failure is reported
             os.kill(os.getpid(), signal.SIGCHLD)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -243,7 +242,7 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
     opened = set(os.listdir('/proc/self/fd'))
     previous = signal.getsignal(signal.SIGCHLD)
     RETURNED.clear()
-    thread, failures = in_thread(clients, state.path)
+    thread, failures = in_thread(clients, state)
     try:
         server._serve(listener, state)
     finally:
@@ -256,16 +255,15 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
 
 
 def stopped(state: server.Server) -> None:
-    """Removes the server's socket file and wakes its loop (as a child's end would)."""
+    """Removes the server's socket file: the serving loop returns."""
     os.unlink(state.path)
-    os.kill(os.getpid(), signal.SIGCHLD)
+    returns(state, 'its socket was removed')
 
 
 def returns(state: server.Server, why: str) -> None:
     """Waits for the serving loop to return; stops it and fails when it does not."""
     os.kill(os.getpid(), signal.SIGCHLD)  # wakes it, as a child's end would
     if not RETURNED.wait(15):
-        stopped(state)
         raise AssertionError(f'still serving after {why}')
 
 
