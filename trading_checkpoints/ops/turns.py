@@ -39,6 +39,7 @@ from .deskconfig import DeskConfig
 from .prompts import LABEL_PREFIX, label_of
 from .results import Checkpoint, SnapshotResult, TurnInfo, checkpoint_from
 from .session import LockedSession
+from .turnid import check_turn_id
 
 
 class CheckpointsLike(Protocol):
@@ -210,23 +211,6 @@ def first_of_turn(
     if started(config.repository, turn_id):
         return result
     return replace(result, checkpoint_id=mark(config, message), turn_start=True)
-
-
-def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
-    """Refuses a turn id that is not one non-empty word (it is kept as a one-line trailer)."""
-    if not isinstance(turn_id, str) or not turn_id.strip():
-        raise InvalidArgumentError(
-            f'{what} must be a non-empty string, not {turn_id!r}',
-            name=what.replace(' ', '_'),
-            value=turn_id,
-        )
-    if len(turn_id.split()) != 1 or turn_id != turn_id.strip():
-        raise InvalidArgumentError(
-            f'{what} {turn_id!r} must be one word (no spaces or line breaks)',
-            name=what.replace(' ', '_'),
-            value=turn_id,
-        )
-    return turn_id
 
 
 def snapshot_in_turn(
