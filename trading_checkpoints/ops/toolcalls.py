@@ -61,7 +61,7 @@ def before_write(
 ) -> ShortId | None:
     """The checkpoint before a write tool (None: nothing changed), and the call on record:
     the desk looked at without the lock, then one locked session for the checkpoint (the
-    turn's start when its first), the announcement and the call."""
+    turn's start when its first) or the announcement, and the call."""
     writer = call.writer
     if writer is None:
         new_id = checkpoints.snapshot(reason, tool=call.tool, paths=paths)
@@ -76,7 +76,9 @@ def before_write(
         if first:  # the turn's start: labelled, and a checkpoint even of an unchanged desk
             reason = labelled(reason, call.label)
             message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
-        new_id = snapshot.take(session, message, earlier).checkpoint_id
+        # A turn's start on an unchanged desk is marked by a checkpoint declaring the paths:
+        # an announcement on the checkpoint before it would be superseded at once.
+        new_id = snapshot.take(session, message, earlier, announce=not first).checkpoint_id
         if first and new_id is None:
             new_id = mark_in(session, message)
         _begin(session, call, paths)
