@@ -356,6 +356,24 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
     'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    # Rewinding a turn: every test drives the library in the test process.
+    'rewind': (
+        'trading_checkpoints.ops.rewind.*',
+        [
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_turns.py',
+            'tests/ops/test_capture_announced.py',
+            'tests/agent/test_hooks_calls.py',
+            'tests/test_error_kinds.py',
+        ],
+    ),
+    # As-of lookups and what the desk held then, in-process (the command line's tests of
+    # ``--at`` run in other processes).
+    'asof': ('trading_checkpoints.ops.asof.*', ['tests/ops/test_asof.py']),
+    'heldat': (
+        'trading_checkpoints.ops.heldat.*',
+        ['tests/ops/test_held_at.py', 'tests/ops/test_asof.py'],
+    ),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
