@@ -356,14 +356,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
     'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
-    # Rewinding a turn: every test drives the library in the test process.
+    # Rewinding a turn: every test drives the library in the test process (the hooks' tests
+    # of it run the hooks in other processes).
     'rewind': (
         'trading_checkpoints.ops.rewind.*',
         [
             'tests/ops/test_rewind.py',
+            'tests/ops/test_rewind_records.py',
             'tests/ops/test_turns.py',
             'tests/ops/test_capture_announced.py',
-            'tests/agent/test_hooks_calls.py',
             'tests/test_error_kinds.py',
         ],
     ),
