@@ -375,6 +375,17 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.ops.heldat.*',
         ['tests/ops/test_held_at.py', 'tests/ops/test_asof.py'],
     ),
+    # A tool call from its hook before to its hook after, driven in the test process.
+    'toolcalls': (
+        'trading_checkpoints.ops.toolcalls.*',
+        ['tests/ops/test_toolcalls.py', 'tests/ops/test_rewind_records.py'],
+    ),
+    # The watch itself: run in a thread of the test process, or in its main thread stopped by
+    # a signal (test_watch.py runs it as its own process).
+    'watch': (
+        'trading_checkpoints.agent.watch.*',
+        ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
+    ),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',

@@ -269,3 +269,24 @@ def test_a_plan_without_checkpoints_or_without_the_turn_is_refused(cps: Checkpoi
             rewind.plan(session, 'a-1', {}, ())
     assert str(unknown.value) == f"no turn 'a-1' in {path} (`checkpoints turns` lists them)"
     assert unknown.value.turn == 'a-1'
+
+
+def test_a_turn_whose_first_checkpoint_is_its_commands_capture_puts_back_what_it_changed(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The turn's command found the desk unchanged (no checkpoint before it), so the turn's
+    first checkpoint is the capture of what the command changed: measured from the one before."""
+    write(desk, 'Memory.md', 'v0')
+    write(desk, 'notes/other.md', 'untouched')
+    cps.snapshot('start')
+    shell = toolcalls.ToolCall('toolu_1', 'claude:Bash', Writer('a-1', 'A'))
+    assert toolcalls.before_shell(cps.desk_config, shell, 'before Bash: edit') is None
+    write(desk, 'Memory.md', 'by the command')
+    toolcalls.after_shell(cps.desk_config, shell, 'after Bash: edit')
+    result = cps.restore_turn('a-1')
+    assert result.written == ('Memory.md',) and result.deleted == ()
+    assert tree_of(desk) == {
+        'Memory.md': ('-', b'v0'),
+        'notes': 'dir',
+        'notes/other.md': ('-', b'untouched'),
+    }
