@@ -375,6 +375,16 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.ops.heldat.*',
         ['tests/ops/test_held_at.py', 'tests/ops/test_asof.py'],
     ),
+    # Who made each change: the reading rewinds and blame share, both run in-process.
+    'credits': (
+        'trading_checkpoints.ops.credits.*',
+        [
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_rewind_records.py',
+            'tests/ops/test_blame.py',
+            'tests/ops/test_capture_announced.py',
+        ],
+    ),
     # A tool call from its hook before to its hook after, driven in the test process.
     'toolcalls': (
         'trading_checkpoints.ops.toolcalls.*',

@@ -4,19 +4,23 @@ its end, the seal, and a call closed as unfinished."""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import armed
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import calls, external, toolcalls
+from trading_checkpoints.ops import calls, engine, external, snapshot, toolcalls
 from trading_checkpoints.ops.calls import SHELL, UNFINISHED, WRITE, WROTE
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
 from trading_checkpoints.store.metadata import Writer
-from trading_checkpoints.store.repo import ShadowRepo
+from trading_checkpoints.store.repo import PRIVATE_DIR, ShadowRepo
 
 S = Writer('t-1', 'S')
 WRITE_TOOL, SHELL_TOOL = 'claude:Write', 'claude:Bash'
@@ -56,6 +60,16 @@ def record(cps: Checkpoints) -> dict[str, calls.Call]:
 
 def count(cps: Checkpoints) -> int:
     return len(cps.list(None))
+
+
+def settled(cps: Checkpoints) -> None:
+    """Waits past the second of the desk's last change, then seals the desk (as another hook
+    would): the desk is its newest checkpoint, sealed as such, and no stat cache entry is
+    racy, so a look finds it settled without reading a file again."""
+    time.sleep(1.05 - time.time() % 1)
+    assert cps.snapshot('refresh the stat cache') is None
+    cps.seal()
+    assert snapshot.settled(cps.desk_config)
 
 
 # -- a write tool ---------------------------------------------------------------------------
@@ -204,10 +218,18 @@ def test_after_a_command_that_changed_nothing_its_call_still_ends(cps: Checkpoin
 def test_after_a_command_not_on_record_a_settled_desk_is_left_alone(
     cps: Checkpoints, desk: Path
 ) -> None:
+    denied = ToolCall('toolu_1', WRITE_TOOL, S)  # closed, changing nothing: the desk settled
+    toolcalls.before_write(cps, denied, 'before Write Memory.md', ['Memory.md'])
+    toolcalls.unfinished(cps.desk_config, denied, None, ['Memory.md'])
+    settled(cps)
+    stranger = ToolCall('toolu_9', SHELL_TOOL, S)  # its hook before never ran here
+    before = count(cps), seal_and_head(cps), record(cps)
+    assert toolcalls.after_shell(cps.desk_config, stranger, 'after Bash').checkpoint_id is None
+    assert (count(cps), seal_and_head(cps), record(cps)) == before
     call = ToolCall(None, SHELL_TOOL, None)
-    before = count(cps), seal_and_head(cps)
+    before = count(cps), seal_and_head(cps), record(cps)
     assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
-    assert (count(cps), seal_and_head(cps)) == before
+    assert (count(cps), seal_and_head(cps), record(cps)) == before
     write(desk, 'notes/new.md', 'by the command\n')
     done = toolcalls.after_shell(cps.desk_config, call, 'after Bash: echo')
     assert done.paths == ('notes/new.md',) and cps.list(1)[0].turn is None
@@ -299,3 +321,82 @@ def test_a_session_moving_on_closes_its_calls_of_the_kind_asked(
     assert done is not None and done.paths == ('notes/new.md',), 'a shell closed: captured'
     assert 's' not in record(cps) and record(cps)['o'].open
     assert toolcalls.unfinished(cps.desk_config, None, 'S') is None, 'none left at work'
+
+
+# -- the lock each step holds -----------------------------------------------------------------
+
+
+def verbs_while(cps: Checkpoints, step: Callable[[], object]) -> set[str]:
+    """The verbs the desk's lock file named each time the call record was written during
+    ``step`` (what a writer waiting for the lock is told it waits for)."""
+    holder = cps.repository_directory / PRIVATE_DIR / engine.LOCK
+    seen: set[str] = set()
+    reading: list[bool] = []
+
+    def look(event: str, args: tuple) -> None:
+        if reading or event not in ('open', 'os.rename') or not args:
+            return
+        names = [os.fsdecode(a) for a in args[:2] if isinstance(a, (str, bytes))]
+        if event == 'open' and not (isinstance(args[2], int) and args[2] & os.O_WRONLY):
+            return
+        if any(os.path.basename(name) == 'calls' for name in names[: 2 if event != 'open' else 1]):
+            reading.append(True)
+            try:
+                seen.add(holder.read_text().split()[-1])
+            finally:
+                reading.pop()
+
+    with armed(look):
+        step()
+    return seen
+
+
+def test_each_step_names_itself_in_the_lock(cps: Checkpoints, desk: Path) -> None:
+    config = cps.desk_config
+    write_call = ToolCall('toolu_1', WRITE_TOOL, S)
+    assert verbs_while(
+        cps, lambda: toolcalls.before_write(cps, write_call, 'before', ['Memory.md'])
+    ) == {'record'}
+    write(desk, 'Memory.md', 'v1\n')
+    assert verbs_while(cps, lambda: toolcalls.after_write(config, write_call, ['Memory.md'])) == {
+        'seal'
+    }
+    denied = ToolCall('toolu_2', WRITE_TOOL, S)
+    toolcalls.before_write(cps, denied, 'before', ['notes/a.md'])
+    assert verbs_while(cps, lambda: toolcalls.unfinished(config, denied, None, ['notes/a.md'])) == {
+        'close'
+    }
+    shell = ToolCall('toolu_3', SHELL_TOOL, S)
+    toolcalls.before_shell(config, shell, 'before Bash: echo')
+    write(desk, 'notes/b.md', 'by the command\n')
+    assert verbs_while(cps, lambda: toolcalls.after_shell(config, shell, 'after')) == {'capture'}
+
+
+# -- a settled desk ---------------------------------------------------------------------------
+
+
+def test_a_command_on_record_is_settled_even_on_a_settled_desk(cps: Checkpoints) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    settled(cps)
+    assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
+    assert 'toolu_1' not in record(cps), 'its capture settled it'
+
+
+def test_a_write_without_an_id_denied_is_found_and_closed(cps: Checkpoints, desk: Path) -> None:
+    call = ToolCall(None, WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    [made_up] = record(cps)
+    done = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    assert done is not None and record(cps)[made_up].outcome == UNFINISHED
+
+
+def test_a_call_closed_twice_is_closed_once(cps: Checkpoints) -> None:
+    """The harness reports a denied write twice (or its failure after the session moved on):
+    the second finds it on record but no longer at work, and closes nothing."""
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    assert toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md']) is not None
+    again = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    assert again is not None and again.checkpoint_id is None
+    assert record(cps)['toolu_1'].outcome == UNFINISHED
