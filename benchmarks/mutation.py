@@ -382,6 +382,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_rewind.py',
             'tests/ops/test_rewind_records.py',
             'tests/ops/test_blame.py',
+            'tests/ops/test_blame_calls.py',
             'tests/ops/test_capture_announced.py',
         ],
     ),

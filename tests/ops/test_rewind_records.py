@@ -290,3 +290,45 @@ def test_a_turn_whose_first_checkpoint_is_its_commands_capture_puts_back_what_it
         'notes': 'dir',
         'notes/other.md': ('-', b'untouched'),
     }
+
+
+def test_a_persons_edit_after_a_calls_sealed_write_is_a_conflict(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The call record says A's write ended with what it left; a person changed the file
+    after: A wrote it, someone changed it after, so A's rewind refuses it."""
+    write(desk, 'Memory.md', 'v0')
+    cps.snapshot('start')
+    call = toolcalls.ToolCall('toolu_1', 'claude:Write', Writer('a-1', 'A'))
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    write(desk, 'Memory.md', 'by A')
+    toolcalls.after_write(cps.desk_config, call, ['Memory.md'])
+    write(desk, 'Memory.md', 'by A, then a person')
+    with pytest.raises(TurnConflictError) as refused:
+        cps.restore_turn('a-1')
+    assert refused.value.paths == ('Memory.md',)
+    assert 'it wrote were changed since' in str(refused.value)
+
+
+def test_a_checkpoint_without_a_record_after_a_capture_credits_no_turn(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """History written without records (an older version): a checkpoint's changes are the turn's
+    of the checkpoint before it only when that one was taken before a turn's write, not after
+    its command (a capture)."""
+    from trading_checkpoints.ops import snapshot as snapshots
+
+    write(desk, 'Memory.md', 'v0')
+    cps.snapshot('start')
+    snapshot_in_turn(cps, 'a-1', 'before write Memory.md', paths=['Memory.md'], session='A')
+    monkeypatch.setattr(snapshots, 'writes', lambda *args: lambda changed: [])
+    shell = toolcalls.ToolCall('toolu_1', 'claude:Bash', Writer('a-1', 'A'))
+    toolcalls.before_shell(cps.desk_config, shell, 'before Bash: edit')
+    write(desk, 'Memory.md', 'by A')
+    toolcalls.after_shell(cps.desk_config, shell, 'after Bash: edit')
+    write(desk, 'Memory.md', 'by A, then a person')
+    cps.snapshot('later')
+    monkeypatch.undo()
+    with pytest.raises(TurnConflictError) as refused:
+        cps.restore_turn('a-1')
+    assert refused.value.paths == ('Memory.md',)
