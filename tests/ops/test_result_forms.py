@@ -76,7 +76,8 @@ def test_the_command_line_prints_each_values_form(scene: dict[str, Any]) -> None
     ws, cps, first = scene['workspace'], scene['cps'], scene['first']
     assert cli_json(ws, 'list', '-n', '0') == [c.to_dict() for c in cps.list(100)]
     assert cli_json(ws, 'log') == [e.to_dict() for e in cps.log(None, 20)]
-    assert cli_json(ws, 'status') == cps.status().to_dict()
+    policy = {'protected': list(cps.protected()), 'budgets': [u.to_dict() for u in cps.budgets()]}
+    assert cli_json(ws, 'status') == {**cps.status().to_dict(), **policy}  # and the policy
     assert cli_json(ws, 'diff', first) == cps.diff(first).to_dict()
     assert cli_json(ws, 'turns') == [t.to_dict() for t in cps.turns()]
     plan = cps.restore_with_result(first, dry_run=True)

@@ -9,7 +9,6 @@ on purpose (their folder and file made reachable), as a mistake or a hostile ``c
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -25,7 +24,7 @@ from helpers.processes import environment
 from helpers.warm import PROBE, client_env, run, server_pid, workspace_with_history
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.desk import vouch
+from trading_checkpoints.desk import vouch, vouchprotocol
 from trading_checkpoints.warm import address, wire
 
 pytestmark = [
@@ -142,7 +141,7 @@ def watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Checkpo
         subprocess.run(['rm', '-rf', str(runtime)], check=False)
 
 
-def asked(name: str) -> dict[str, object]:
+def asked(name: str) -> vouchprotocol.Reply:
     deadline = time.monotonic() + 30
     while (answer := vouch.ask(name, TRACKED)) is None:
         assert time.monotonic() < deadline, 'the watcher never answered'
@@ -159,16 +158,20 @@ def test_another_users_process_reaching_the_watcher_gets_nothing_and_reports_not
     assert name is not None
     path = vouch.socket_path(name)
     assert path is not None
-    token = asked(name)['token']
-    assert 'clean' not in asked(name), 'no walk has reported yet'
-    forged = {'op': 'clean', 'token': token, 'record': {'head': 'forged', 'entries': []}}
-    ask = {'op': 'ask', 'entries': list(TRACKED)}
+    token = asked(name).token
+    assert asked(name).clean is None, 'no walk has reported yet'
+    state = vouchprotocol.State(
+        'f' * 40, None, 'forged', None, TRACKED, 1 << 20, str(watched.desk_directory), None, ()
+    )
+    record = vouchprotocol.Record(state, vouchprotocol.Answer((), 'forged', ()))
+    forged = vouchprotocol.encode(vouchprotocol.Report(token, record))
+    ask = vouchprotocol.encode(vouchprotocol.Ask(TRACKED))
     with open_to_others(Path(path)):
-        answers = knock(Path(path), *(json.dumps(m).encode() + b'\n' for m in (ask, forged)))
+        answers = knock(Path(path), ask, forged)
     assert answers == [b'', b'']
     answer = asked(name)
-    assert answer['token'] == token, 'nothing changed on the desk meanwhile'
-    assert 'clean' not in answer, 'the forged report was not kept'
+    assert answer.token == token, 'nothing changed on the desk meanwhile'
+    assert answer.clean is None, 'the forged report was not kept'
 
 
 def test_a_private_folder_of_another_owner_is_never_used(tmp_path: Path) -> None:
