@@ -208,7 +208,7 @@ def _desk(session: ReadSession, tracker: _Tracker, head: CommitInfo) -> FileEntr
     if entry is None or entry == tracker.entry:
         tracker.change(entry, _origin(DESK, None, Author(UNKNOWN)), None)
         return entry
-    credit = since.credit(path)
+    credit = since.credit(path, entry)
     writers = credits.writers_of(credit)
     if writers:
         author = _agent(credit, writers, '', head.message, tracker.labels)
