@@ -97,3 +97,20 @@ def test_a_write_recorded_after_another_turns_declaration_never_takes_its_tool(
     cps.snapshot('later')
     [line] = [entry for entry in who(cps) if entry[-1] == 'by A']
     assert line[2] == 'a-1' and line[4] != 'claude:Edit'
+
+
+def test_a_sealed_line_is_the_calls_that_wrote_it_not_the_newest_checkpoints_turn(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """Session A's write is at work when session B's turn takes the newest checkpoint (B's
+    write of another file); A's write lands and is sealed: the seal's line is A's, as the call
+    record says, not B's, whose turn the seal follows."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    a_call = toolcalls.ToolCall('toolu_1', 'claude:Write', Writer('a-1', 'A'))
+    b_call = toolcalls.ToolCall('toolu_2', 'claude:Write', Writer('b-1', 'B'))
+    toolcalls.before_write(cps, a_call, 'before Write Memory.md', ['Memory.md'])
+    toolcalls.before_write(cps, b_call, 'before Write notes/x.md', ['notes/x.md'])
+    write(desk, 'Memory.md', 'v0\nby A\n')
+    toolcalls.after_write(cps.desk_config, a_call, ['Memory.md'])
+    assert who(cps)[1] == ('seal', 'agent', 'a-1', 'A', 'claude:Write', 'by A')

@@ -148,6 +148,16 @@ class Unrecorded:
         seal: the calls on record say, else the seal's writer."""
         return _by_calls(self.record, path, entry) or self.writer
 
+    def tool_of(self, writer: Writer, path: str) -> str | None:
+        """The tool of ``writer``'s last call on record that wrote ``path`` (None: none
+        did)."""
+        wrote = [
+            call
+            for call in self.record.values()
+            if call.writer == writer and call.outcome == calls.WROTE and path in call.left
+        ]
+        return max(wrote, key=lambda call: call.ended or 0).tool if wrote else None
+
     def credit(self, path: str, entry: FileEntry | None) -> Credit:
         """Who made the change of ``path`` to ``entry`` (what the desk holds there) from the
         seal (without one, from the newest checkpoint) to the desk."""
