@@ -397,6 +397,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.agent.watch.*',
         ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
     ),
+    'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',

@@ -30,7 +30,7 @@ from helpers.mounts import NEEDS_ROOT, bind_mounted
 from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.agent import vouchwatch
+from trading_checkpoints.agent import inotify, vouchwatch
 from trading_checkpoints.agent.inotify import Queue, Unwatchable
 from trading_checkpoints.agent.vouchwatch import Vouch
 from trading_checkpoints.desk import vouch
@@ -949,3 +949,40 @@ def test_watchers_found_running_are_left_alone(
     finally:
         running.kill()
         running.wait()
+
+
+def test_an_event_of_a_watch_no_longer_known_counts_as_a_change(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    """An event of a watch the queue no longer maps moves the generation on past every token
+    handed out before it (a report under one is never kept) and names no folders."""
+    reports = Reports(watcher)
+    settled(watcher)
+    first = watcher.generation
+    root = next(wd for wd, folder in watcher.folders.paths.items() if folder == '')  # type: ignore[union-attr]
+    with watcher.changed:
+        watcher._take([(root, inotify.MODIFY, 'Memory.md')])
+        second = watcher.generation
+        watcher._take([(-1, inotify.MODIFY, 'anything')])
+    assert watcher.touched is None
+    for generation in (first, second):
+        reports.send(checkpoints, protocol.Token(watcher.instance, generation))
+        assert watcher.record is None, 'a token from before the change'
+
+
+def test_the_events_after_one_of_an_unknown_watch_still_count(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    """The events read with one of a watch no longer mapped are each taken: a folder made in
+    the same batch is watched, so a file written in it later is recorded."""
+    desk = checkpoints.desk_directory
+    gate.close()
+    (desk / 'notes/made').mkdir()
+    with watcher.changed:
+        queue = watcher.queue
+        assert queue is not None
+        watcher._take([(-1, inotify.MODIFY, 'anything'), *queue.read()])
+    gate.open.set()
+    vouched_noop(checkpoints, walks)  # an empty folder: nothing to record
+    write(desk, 'notes/made/a.md', 'written in the folder made\n')
+    recorded(checkpoints)

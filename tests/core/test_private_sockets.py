@@ -11,9 +11,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from helpers.faults import armed
 
 from trading_checkpoints.core import private
 
@@ -180,3 +182,117 @@ def test_a_listener_of_another_user_is_not_connected_to(runtime: Path) -> None:
     finally:
         listener.kill()
         listener.wait()
+
+
+def test_a_runtime_folder_opened_to_others_while_the_folder_is_made_is_not_used(
+    runtime: Path,
+) -> None:
+    """The runtime folder is checked again after the private folder is made in it: one opened
+    to others meanwhile (another may have swapped what is inside) leaves no private folder."""
+    made = str(runtime / private.FOLDER_NAME)
+
+    def opened(event: str, args: tuple) -> None:
+        if event == 'os.mkdir' and os.fsdecode(args[0]) == made:
+            runtime.chmod(0o755)
+
+    with armed(opened):
+        assert private.private_folder(create=True) is None
+    assert os.path.isdir(made), 'made, then not trusted'
+
+
+def test_a_socket_path_alone_makes_no_folder(runtime: Path) -> None:
+    assert private.socket_path('x.sock') is None
+    assert not (runtime / private.FOLDER_NAME).exists()
+
+
+def test_a_socket_path_of_exactly_the_limit_is_kept(runtime: Path) -> None:
+    folder = private.private_folder(create=True)
+    assert folder is not None
+    room = private.MAX_SOCKET_PATH - len(os.fsencode(folder)) - 1
+    path = private.socket_path('s' * room)
+    assert path is not None and len(os.fsencode(path)) == private.MAX_SOCKET_PATH
+    assert private.socket_path('s' * (room + 1)) is None
+
+
+OTHER_GROUP = 12345
+
+
+@contextmanager
+def listening_as(path: str, uid: int, gid: int) -> Iterator[int]:
+    """A process listening at ``path`` (the socket file made by this user) as user ``uid`` and
+    group ``gid``; yields its pid."""
+    code = (
+        'import os, socket, sys\n'
+        'server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n'
+        'server.bind(sys.argv[1])\n'
+        'os.setgroups([]); os.setgid(int(sys.argv[3])); os.setuid(int(sys.argv[2]))\n'
+        'server.listen(4)\n'
+        'print("ready", flush=True)\n'
+        'sys.stdin.read()\n'
+    )
+    process = subprocess.Popen(
+        [sys.executable, '-c', code, path, str(uid), str(gid)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == b'ready\n'
+        yield process.pid
+    finally:
+        process.kill()
+        process.wait()
+
+
+@ROOT_ONLY
+def test_the_user_and_group_of_a_peer_are_its_own(runtime: Path) -> None:
+    path = private.socket_path('peer.sock', create=True)
+    assert path is not None
+    with listening_as(path, NOBODY, OTHER_GROUP) as pid:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with connection:
+            connection.connect(path)
+            assert private.peer_credentials(connection) == (pid, NOBODY, OTHER_GROUP)
+            assert private.peer_uid(connection) == NOBODY
+
+
+@ROOT_ONLY
+def test_a_listener_of_this_user_in_another_group_is_connected_to(runtime: Path) -> None:
+    """The listener's user decides, not its group."""
+    path = private.socket_path('group.sock', create=True)
+    assert path is not None
+    with listening_as(path, os.getuid(), OTHER_GROUP):
+        private.connect(path, 5).close()
+
+
+def test_a_closed_connection_has_no_known_peer() -> None:
+    one, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    other.close()
+    one.close()
+    assert private.peer_credentials(one) is None
+    assert private.peer_uid(one) is None
+
+
+@pytest.mark.parametrize('variable', ['TMPDIR', 'TEMP', 'TMP'])
+def test_without_a_runtime_folder_the_temporary_folder_named_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.delenv('XDG_RUNTIME_DIR', raising=False)
+    for name in ('TMPDIR', 'TEMP', 'TMP'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, str(tmp_path))
+    expected = str(tmp_path / f'{private.FOLDER_NAME}-{os.getuid()}')
+    assert private.private_folder(create=True) == expected
+
+
+def test_a_temporary_folder_named_relative_or_missing_is_passed_over_for_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'relative').mkdir()
+    monkeypatch.delenv('XDG_RUNTIME_DIR', raising=False)
+    monkeypatch.setenv('TMPDIR', 'relative')
+    monkeypatch.setenv('TEMP', str(tmp_path / 'missing'))
+    monkeypatch.delenv('TMP', raising=False)
+    name = f'{private.FOLDER_NAME}-{os.getuid()}'
+    assert private.private_folder(create=True) == f'/tmp/{name}'
+    assert not (tmp_path / 'relative' / name).exists()

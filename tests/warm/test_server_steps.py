@@ -7,16 +7,19 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from trading_checkpoints.warm import server
+from trading_checkpoints.core import private
+from trading_checkpoints.warm import server, watched
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
 
@@ -27,12 +30,15 @@ def test_one_server_holds_a_sockets_lock(tmp_path: Path) -> None:
     assert held is not None
     try:
         assert Path(path).read_text() == f'{os.getpid()}\n'
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, "the user's alone"
         assert server.lock_file(path) is None, 'held already'
     finally:
         os.close(held)
+    Path(path).write_text('a longer line left by an earlier holder\n')
     again = server.lock_file(path)
     assert again is not None
     os.close(again)
+    assert Path(path).read_text() == f'{os.getpid()}\n', 'the earlier line replaced'
     link = tmp_path / 'link.lock'
     link.symlink_to(tmp_path / 'elsewhere')
     assert server.lock_file(str(link)) is None
@@ -183,3 +189,147 @@ def test_retiring_a_child_that_took_a_client_leaves_it_running() -> None:
         assert state.waiting is None, 'it said it took a client'
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+@contextmanager
+def listening(
+    folder: Path, watch: int | None = None
+) -> Iterator[tuple[socket.socket, server.Server]]:
+    """A real listener and lock in ``folder``, as ``main`` makes them; closed afterwards."""
+    path = str(folder / 'server.sock')
+    listener, identity = private.listen(path, 8)
+    lock = server.lock_file(path + '.lock')
+    assert lock is not None
+    try:
+        yield listener, server.Server(path, identity, lock, 3600.0, watch)
+    finally:
+        listener.close()
+        os.close(lock)
+
+
+def in_thread(
+    action: Callable[[], None], path: str
+) -> tuple[threading.Thread, list[BaseException]]:
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            action()
+        except BaseException as error:  # noqa: BLE001 - handed to the test's own thread
+            failures.append(error)
+            if os.path.lexists(path):
+                os.unlink(path)  # the serving loop ends: the failure is reported
+            os.kill(os.getpid(), signal.SIGCHLD)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, failures
+
+
+def no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+RETURNED = threading.Event()  # set when the serving loop of the running test returned
+
+
+def serve(listener: socket.socket, state: server.Server, clients: Callable[[], None]) -> None:
+    """Runs the serving loop in this thread (it sets signal handlers) while ``clients`` acts
+    in another; then checks that the loop left no child and no descriptor behind."""
+    opened = set(os.listdir('/proc/self/fd'))
+    previous = signal.getsignal(signal.SIGCHLD)
+    RETURNED.clear()
+    thread, failures = in_thread(clients, state.path)
+    try:
+        server._serve(listener, state)
+    finally:
+        RETURNED.set()
+        signal.signal(signal.SIGCHLD, previous)
+        thread.join(20)
+    assert not failures, failures
+    assert no_children_left(), 'the waiting child retired and collected'
+    assert set(os.listdir('/proc/self/fd')) <= opened, 'nothing left open'
+
+
+def stopped(state: server.Server) -> None:
+    """Removes the server's socket file and wakes its loop (as a child's end would)."""
+    os.unlink(state.path)
+    os.kill(os.getpid(), signal.SIGCHLD)
+
+
+def returns(state: server.Server, why: str) -> None:
+    """Waits for the serving loop to return; stops it and fails when it does not."""
+    os.kill(os.getpid(), signal.SIGCHLD)  # wakes it, as a child's end would
+    if not RETURNED.wait(15):
+        stopped(state)
+        raise AssertionError(f'still serving after {why}')
+
+
+def test_serving_hands_each_client_to_a_child_and_tells_one_a_signal_ended(
+    tmp_path: Path,
+) -> None:
+    """Each client is taken by the waiting child, which the parent replaces; a child killed
+    while serving is told to its client; the socket removed stops the loop."""
+    with listening(tmp_path) as (listener, state):
+
+        def clients() -> None:
+            killed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            with killed:
+                killed.settimeout(10)
+                killed.connect(state.path)  # sends nothing: its child waits for the request
+                deadline = time.monotonic() + 10
+                while not state.running and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                [pid] = state.running
+                os.kill(pid, signal.SIGKILL)
+                assert killed.recv(100) == f'signal {signal.SIGKILL}\n'.encode()
+            for _ in range(2):  # each taken by a new waiting child
+                refused = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                with refused:
+                    refused.settimeout(10)
+                    refused.connect(state.path)
+                    refused.sendall(b'no request')
+                    assert refused.recv(100) == b'', 'its child ended without running anything'
+            stopped(state)
+
+        serve(listener, state, clients)
+    assert state.running == {}
+
+
+def test_serving_stops_after_its_idle_time(tmp_path: Path) -> None:
+    with listening(tmp_path) as (listener, state):
+        state.idle = 0.3
+        serve(listener, state, lambda: None)
+
+
+def test_serving_stops_when_its_socket_is_replaced(tmp_path: Path) -> None:
+    with listening(tmp_path) as (listener, state):
+
+        def replaced() -> None:
+            os.unlink(state.path)
+            Path(state.path).write_text('')
+            returns(state, 'its socket was replaced')
+
+        serve(listener, state, replaced)
+
+
+def test_serving_stops_when_its_watched_code_changes(tmp_path: Path) -> None:
+    module = tmp_path / 'code' / 'module.py'
+    module.parent.mkdir()
+    module.write_text('VALUE = 1\n')
+    watch = watched.watch([str(module)])
+    assert watch is not None
+    try:
+        with listening(tmp_path, watch) as (listener, state):
+
+            def changed() -> None:
+                module.write_text('VALUE = 2\n')
+                returns(state, 'its code changed')
+
+            serve(listener, state, changed)
+    finally:
+        os.close(watch)

@@ -165,8 +165,13 @@ def _serve(listener: socket.socket, server: Server) -> None:
     try:
         while True:
             if server.waiting is None:
+                # The running children's connections are theirs alone: a copy in the next
+                # child would keep a client waiting for the end of one that ended silently.
                 server.waiting = _fork_waiting(
-                    listener, (told, tell), parents, (retiring, server.watch)
+                    listener,
+                    (told, tell),
+                    (*parents, *server.running.values()),
+                    (retiring, server.watch),
                 )
                 if server.waiting is None:
                     return  # no child can wait: clients run their commands themselves
