@@ -354,9 +354,9 @@ def verbs_while(cps: Checkpoints, step: Callable[[], object]) -> set[str]:
 def test_each_step_names_itself_in_the_lock(cps: Checkpoints, desk: Path) -> None:
     config = cps.desk_config
     write_call = ToolCall('toolu_1', WRITE_TOOL, S)
-    assert verbs_while(
+    assert verbs_while(  # one session takes the checkpoint and puts the call on record
         cps, lambda: toolcalls.before_write(cps, write_call, 'before', ['Memory.md'])
-    ) == {'record'}
+    ) == {'snapshot'}
     write(desk, 'Memory.md', 'v1\n')
     assert verbs_while(cps, lambda: toolcalls.after_write(config, write_call, ['Memory.md'])) == {
         'seal'
