@@ -356,6 +356,47 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
     'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    # Rewinding a turn: every test drives the library in the test process (the hooks' tests
+    # of it run the hooks in other processes).
+    'rewind': (
+        'trading_checkpoints.ops.rewind.*',
+        [
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_rewind_records.py',
+            'tests/ops/test_turns.py',
+            'tests/ops/test_capture_announced.py',
+            'tests/test_error_kinds.py',
+        ],
+    ),
+    # As-of lookups and what the desk held then, in-process (the command line's tests of
+    # ``--at`` run in other processes).
+    'asof': ('trading_checkpoints.ops.asof.*', ['tests/ops/test_asof.py']),
+    'heldat': (
+        'trading_checkpoints.ops.heldat.*',
+        ['tests/ops/test_held_at.py', 'tests/ops/test_asof.py'],
+    ),
+    # Who made each change: the reading rewinds and blame share, both run in-process.
+    'credits': (
+        'trading_checkpoints.ops.credits.*',
+        [
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_rewind_records.py',
+            'tests/ops/test_blame.py',
+            'tests/ops/test_blame_calls.py',
+            'tests/ops/test_capture_announced.py',
+        ],
+    ),
+    # A tool call from its hook before to its hook after, driven in the test process.
+    'toolcalls': (
+        'trading_checkpoints.ops.toolcalls.*',
+        ['tests/ops/test_toolcalls.py', 'tests/ops/test_rewind_records.py'],
+    ),
+    # The watch itself: run in a thread of the test process, or in its main thread stopped by
+    # a signal (test_watch.py runs it as its own process).
+    'watch': (
+        'trading_checkpoints.agent.watch.*',
+        ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
+    ),
     'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (

@@ -9,6 +9,7 @@ killed, stopped or foreign watcher costs at most the timeout and a walk.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -177,6 +178,13 @@ def plain_walk(cps: Checkpoints, runtime: Path, call: Callable[[], object]) -> o
         os.environ['XDG_RUNTIME_DIR'] = kept
 
 
+def answered(status: object) -> object:
+    """A status without its storage figures: those are measured on disk at each call (never
+    vouched), and the walks between two calls rewrite the stat cache, whose blocks they count."""
+    assert isinstance(status, Status) and status.storage is not None
+    return dataclasses.replace(status, storage=None)
+
+
 @pytest.mark.parametrize('left_out', [False, True])
 def test_a_vouched_answer_is_exactly_the_walks(
     checkpoints: Checkpoints,
@@ -201,7 +209,7 @@ def test_a_vouched_answer_is_exactly_the_walks(
     assert (walked_status.external, walked_status.basis) == (('notes/day0/n0.md',), 'sealed')
     assert bool(walked_status.skipped) == left_out
     if not left_out:
-        assert by_watcher(checkpoints.status, walks) == walked_status
+        assert answered(by_watcher(checkpoints.status, walks)) == answered(walked_status)
     # A no-op snapshot announces the write to come (the seal moves): the walk's answer after.
     plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
     walked = plain_walk(checkpoints, runtime, lambda: checkpoints.snapshot_with_result('noop'))
@@ -209,7 +217,7 @@ def test_a_vouched_answer_is_exactly_the_walks(
     assert by_watcher(lambda: checkpoints.snapshot_with_result('noop'), walks) == walked
     walked_status = plain_walk(checkpoints, runtime, checkpoints.status)
     before = walks.count
-    assert checkpoints.status() == walked_status
+    assert answered(checkpoints.status()) == answered(walked_status)
     assert walks.count == before + left_out
 
 

@@ -3,7 +3,7 @@ on checkpoints taken seconds apart."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 import pytest
@@ -83,6 +83,7 @@ def test_a_period_before_now_finds_the_checkpoint_held_then(cps: Checkpoints, de
         '3',
         '',
         '2h ago',
+        '2025-03-14T14:30:00X',  # only a Z (or z) stands for +00:00
         5,
         '1000000d',  # before the year 1
         '99999999999999999999d',
@@ -201,3 +202,57 @@ def test_along_a_history_whose_clock_went_back_the_first_at_or_before_wins(
     assert asof.find(history, '2025-03-14T10:00:00Z', tmp_path).sha == f'{0:040x}'
     with pytest.raises(BeforeFirstCheckpointError):
         asof.find(history, '2025-03-14T08:00:00Z', tmp_path)
+
+
+class NoOffset(tzinfo):
+    """A zone that gives no offset: a datetime in it is as naive as one without a zone."""
+
+    def utcoffset(self, dt: datetime | None) -> None:
+        return None
+
+    def dst(self, dt: datetime | None) -> None:
+        return None
+
+    def tzname(self, dt: datetime | None) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ('given', 'message'),
+    [
+        (
+            datetime(2025, 3, 14, 14, 30),
+            f'the time 2025-03-14T14:30:00 has no offset; give it a zone ({asof.FORMS})',
+        ),
+        (
+            datetime(2025, 3, 14, 14, 30, tzinfo=NoOffset()),
+            f'the time 2025-03-14T14:30:00 has no offset; give it a zone ({asof.FORMS})',
+        ),
+        (5, f'at must be {asof.FORMS}; not 5'),
+        ('  ', f"at must be {asof.FORMS}; not '  '"),
+        (
+            ' 1000000d ',
+            f"'1000000d' reaches back past the year 1; give a shorter period, or a time "
+            f'({asof.FORMS})',
+        ),
+        (' yesterday ', f"'yesterday' is not a time; write {asof.FORMS}"),
+        (
+            '2025-03-14T14:30:00 ',
+            "the time '2025-03-14T14:30:00' has no offset; add one (+00:00 or Z for UTC, "
+            '+01:00, ...), or give a period before now (2h, 3d)',
+        ),
+    ],
+)
+def test_a_refused_moment_says_why_and_keeps_what_was_given(given: object, message: str) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        asof.moment(given)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    expected = given.isoformat() if isinstance(given, datetime) else given
+    assert (caught.value.name, caught.value.value) == ('at', expected)
+
+
+def test_no_checkpoints_names_the_repository(tmp_path: Path) -> None:
+    with pytest.raises(NoCheckpointsError) as caught:
+        asof.find([], '0s', tmp_path)
+    assert str(caught.value) == f'no checkpoints yet in {tmp_path}'
+    assert caught.value.repository == str(tmp_path)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import difflib
 from collections import OrderedDict
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 try:  # pydantic (the MCP SDK) reads TypedDicts from typing_extensions on Python < 3.12
     from typing_extensions import TypedDict
@@ -208,7 +208,7 @@ def _desk(session: ReadSession, tracker: _Tracker, head: CommitInfo) -> FileEntr
     if entry is None or entry == tracker.entry:
         tracker.change(entry, _origin(DESK, None, Author(UNKNOWN)), None)
         return entry
-    credit = since.credit(path)
+    credit = since.credit(path, entry)
     writers = credits.writers_of(credit)
     if writers:
         author = _agent(credit, writers, '', head.message, tracker.labels)
@@ -230,9 +230,12 @@ def _sealed(
     """Carries the blame on to the agent's write sealed since the newest checkpoint, if any."""
     seal = since.sealed
     if seal is not None:
-        author = _author(since.writer, seal, head.message, tracker.path, tracker.labels)
         entry = _entry_at(repo, seal.tree, tracker.path)
-        tracker.change(entry, _origin(SEAL, seal, author), since.writer)
+        credit = since.sealed_credit(tracker.path, entry)  # the calls on record first
+        author = _author(credit, seal, head.message, tracker.path, tracker.labels)
+        if author.tool is None and isinstance(credit, Writer):  # the call's, as recorded
+            author = replace(author, tool=since.tool_of(credit, tracker.path))
+        tracker.change(entry, _origin(SEAL, seal, author), credit)
 
 
 def _require_file(tracker: _Tracker, entry: FileEntry | None, label: str) -> None:

@@ -16,14 +16,15 @@ Each checkpoint says who made the changes it holds, relative to the checkpoint b
   paths it declared (all when it declared none).
 
 The desk's changes since the newest checkpoint (:func:`unrecorded`) are credited as a snapshot
-would credit them (``external.writer``, minus the paths changed outside the agent): those up
-to the seal to the agent, the rest to no turn.
+would credit them: by the tool calls on record first (``calls``: another session's write that
+landed meanwhile is that session's), the others as ``external.writer`` says, minus the paths
+changed outside the agent: those up to the seal to the agent, the rest to no turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..core.trees import FileEntry
@@ -31,7 +32,7 @@ from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import Writer
 from ..store.repo import ShadowRepo
-from . import external, history
+from . import calls, external, history
 from .request import REDO, RESTORE, UNDO
 
 RESTORING = frozenset({RESTORE, UNDO, REDO})
@@ -140,13 +141,44 @@ class Unrecorded:
     sealed: CommitInfo | None
     writer: Writer | None
     outside: frozenset[str]
+    record: Mapping[str, calls.Call] = field(default_factory=dict)
 
-    def credit(self, path: str) -> Credit:
-        """Who made the change of ``path`` from the seal (without one, from the newest
-        checkpoint) to the desk."""
+    def sealed_credit(self, path: str, entry: FileEntry | None) -> Credit:
+        """Who made the change of ``path`` to ``entry`` from the newest checkpoint to the
+        seal: the calls on record say, else the seal's writer."""
+        return _by_calls(self.record, path, entry) or self.writer
+
+    def tool_of(self, writer: Writer, path: str) -> str | None:
+        """The tool of ``writer``'s last call on record that wrote ``path`` (None: none
+        did)."""
+        wrote = [
+            call
+            for call in self.record.values()
+            if call.writer == writer and call.outcome == calls.WROTE and path in call.left
+        ]
+        return max(wrote, key=lambda call: call.ended or 0).tool if wrote else None
+
+    def credit(self, path: str, entry: FileEntry | None) -> Credit:
+        """Who made the change of ``path`` to ``entry`` (what the desk holds there) from the
+        seal (without one, from the newest checkpoint) to the desk."""
+        called = _by_calls(self.record, path, entry)
+        if called is not None:
+            return called
         if self.sealed is not None or path in self.outside:
             return None
         return self.writer
+
+
+def _by_calls(record: Mapping[str, calls.Call], path: str, entry: FileEntry | None) -> Credit:
+    """Who the calls on record say changed ``path`` to ``entry`` (None: no call explains it)."""
+    found = calls.credit(record, [(path, entry)])
+    maybe = frozenset(writer for writer, paths in found.uncertain.items() if path in paths)
+    if maybe:
+        return Maybe(maybe)
+    for writer, paths in found.wrote.items():
+        if path in paths:
+            return Then(writer) if path in found.changed_after.get(writer, ()) else writer
+    return None
 
 
 def unrecorded(repo: ShadowRepo, head_tree: bytes | None, outside: Collection[str]) -> Unrecorded:
@@ -158,4 +190,4 @@ def unrecorded(repo: ShadowRepo, head_tree: bytes | None, outside: Collection[st
         seal = None
     if seal is not None and seal.tree == head_tree:
         seal = None
-    return Unrecorded(seal, writer, frozenset(outside))
+    return Unrecorded(seal, writer, frozenset(outside), calls.load(repo.path))

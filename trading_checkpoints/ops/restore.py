@@ -57,7 +57,7 @@ from ..errors import (
 from ..store import changestats, metadata
 from ..store.objectio import as_objects
 from ..store.repo import ShadowRepo
-from . import dryrun, external, history, journal, policy, recovery, snapshot
+from . import calls, dryrun, external, history, journal, policy, recovery, snapshot
 from .request import (
     CONFLICTS,
     OVERWRITE,
@@ -215,7 +215,8 @@ def _run(session: LockedSession, request: Request) -> Outcome:
         return Outcome(result.make(head, None, True))
     saved = None
     if _worth_saving(session, request, scan):
-        credit = snapshot.writes(session, attribution, '')  # who wrote what it saves
+        # Who wrote what it saves, the calls on record first, as a snapshot credits them.
+        credit = snapshot.writes(session, attribution, '', calls.load(repo.path))
         saved = session.commit(scan, cache, _before_message(request), credit)
     head = repo.head()
     assert head is not None

@@ -131,13 +131,13 @@ def plan(
     if since.sealed is not None:
         # The agent's write the seal holds, then what others did since.
         for path, old, new in history.changed_files(repo, tree, since.sealed.tree):
-            walk.change(path, old, new, since.writer)
+            walk.change(path, old, new, since.sealed_credit(path, new))
         tree = since.sealed.tree
     left, _ = session.flatten(tree) if tree is not None else ({}, {})
     for path in sorted(set(left) | set(desk)):
         old, new = left.get(path), desk.get(path)
         if old != new:
-            walk.change(path, old, new, since.credit(path))
+            walk.change(path, old, new, since.credit(path, new))
     overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
     return Rewind(
         first.sha.encode(),

@@ -29,10 +29,10 @@ from pathlib import Path
 from ..core.ids import ShortId, short_id
 from ..store import metadata
 from ..store.metadata import Writer
-from . import calls, engine, external, snapshot
+from . import calls, deskconfig, engine, external, snapshot, turnindex
 from .deskconfig import DeskConfig
 from .session import LockedSession
-from .turns import CheckpointsLike, labelled, snapshot_in_turn, started
+from .turns import CheckpointsLike, check_turn_id, labelled, mark_in
 
 
 @dataclass(frozen=True)
@@ -59,22 +59,30 @@ class ToolCall:
 def before_write(
     checkpoints: CheckpointsLike, call: ToolCall, reason: str, paths: Sequence[str]
 ) -> ShortId | None:
-    """The checkpoint before a write tool (None: nothing changed), and the call on record."""
+    """The checkpoint before a write tool (None: nothing changed), and the call on record:
+    the desk looked at without the lock, then one locked session for the checkpoint (the
+    turn's start when its first) or the announcement, and the call."""
     writer = call.writer
     if writer is None:
         new_id = checkpoints.snapshot(reason, tool=call.tool, paths=paths)
         return None if new_id is None else ShortId(new_id)
-    new_id = snapshot_in_turn(
-        checkpoints,
-        writer.turn,
-        reason,
-        label=call.label,
-        tool=call.tool,
-        paths=paths,
-        session=writer.session,
-    )
-    _begin(checkpoints.desk_config, call, paths)
-    return None if new_id is None else ShortId(new_id)
+    check_turn_id(writer.turn)
+    config = checkpoints.desk_config
+    deskconfig.check_desk(config, must_exist=True)
+    message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
+    earlier = snapshot.look(config, message)
+    with engine.locked(config, light=True, verb='snapshot') as session:
+        first = not turnindex.started(session.repo, writer.turn, remember=True)
+        if first:  # the turn's start: labelled, and a checkpoint even of an unchanged desk
+            reason = labelled(reason, call.label)
+            message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
+        # A turn's start on an unchanged desk is marked by a checkpoint declaring the paths:
+        # an announcement on the checkpoint before it would be superseded at once.
+        new_id = snapshot.take(session, message, earlier, announce=not first).checkpoint_id
+        if first and new_id is None:
+            new_id = mark_in(session, message)
+        _begin(session, call, paths)
+    return new_id
 
 
 def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> ShortId:
@@ -89,17 +97,22 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
 def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | None:
     """A checkpoint of the desk when it changed (None: it did not; never a mark of the turn's
     start, as a write tool's first checkpoint is), in the session's turn, and the call on
-    record."""
+    record: the desk looked at without the lock, then one locked session for both."""
     writer = call.writer
     if writer is None:
         return engine.take_snapshot(
             config, metadata.compose(reason, call.tool, None, None)
         ).checkpoint_id
-    if not started(config.repository, writer.turn):
-        reason = labelled(reason, call.label)  # should it be the turn's first checkpoint
     message = metadata.compose(reason, call.tool, None, writer.turn, writer.session)
-    new_id = engine.take_snapshot(config, message).checkpoint_id
-    _begin(config, call, None)
+    earlier = snapshot.look(config, message)
+    with engine.locked(config, light=True, verb='snapshot') as session:
+        new_id = None
+        if earlier is None or earlier.answer is None:  # changed, or to be looked at again
+            if not turnindex.started(session.repo, writer.turn, remember=True):
+                reason = labelled(reason, call.label)  # should it be the turn's first checkpoint
+                message = metadata.compose(reason, call.tool, None, writer.turn, writer.session)
+            new_id = snapshot.take(session, message, earlier).checkpoint_id
+        _begin(session, call, None)
     return new_id
 
 
@@ -109,9 +122,9 @@ def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Ca
     if not on_record and snapshot.settled(config):
         return snapshot.Capture(None)  # nothing changed since the checkpoint before it
     writer = call.writer
-    if writer is not None and not started(config.repository, writer.turn):
-        subject = labelled(subject, call.label)
     with engine.locked(config, light=True, verb='capture') as session:
+        if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
+            subject = labelled(subject, call.label)
         return snapshot.capture(session, subject, call.tool, writer, call.call_id)
 
 
@@ -154,11 +167,10 @@ def _withdraw(session: LockedSession) -> None:
         external.mark_sealed(session)
 
 
-def _begin(config: DeskConfig, call: ToolCall, paths: Sequence[str] | None) -> None:
+def _begin(session: LockedSession, call: ToolCall, paths: Sequence[str] | None) -> None:
     assert call.writer is not None
     call_id = call.call_id or calls.new_id()
-    with engine.locked(config, light=True, verb='record') as session:
-        calls.begin(session, call_id, call.writer, call.tool, paths, call.inputs)
+    calls.begin(session, call_id, call.writer, call.tool, paths, call.inputs)
 
 
 def _find(repository: Path, call: ToolCall, paths: Sequence[str]) -> str | None:

@@ -34,10 +34,12 @@ from ..core.ids import ShortId, short_id
 from ..errors import InvalidArgumentError, NoCheckpointsError, TurnStillOpenError, UnknownTurnError
 from ..store import metadata
 from ..store.repo import ShadowRepo
-from . import engine
+from . import engine, turnindex
 from .deskconfig import DeskConfig
 from .prompts import LABEL_PREFIX, label_of
 from .results import Checkpoint, SnapshotResult, TurnInfo, checkpoint_from
+from .session import LockedSession
+from .turnid import check_turn_id
 
 
 class CheckpointsLike(Protocol):
@@ -169,25 +171,31 @@ def labelled(reason: str, label: str) -> str:
 def mark(config: DeskConfig, message: str) -> ShortId:
     """Commits the desk with ``message``; when it equals the newest checkpoint, commits that
     checkpoint's files again, so the message (a turn's start) is on the branch either way."""
+    with engine.locked(config) as session:
+        return mark_in(session, message)
+
+
+def mark_in(session: LockedSession, message: str) -> ShortId:
+    """:func:`mark` in a session that holds the lock."""
     from . import snapshot
 
-    with engine.locked(config) as session:
-        # A change that slipped in meanwhile is the pre-image.
-        sha = snapshot.commit_desk(session, message)
-        if sha is None:
-            head = session.repo.head()
-            assert head is not None  # an unchanged snapshot implies an existing checkpoint
-            sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
+    # A change that slipped in meanwhile is the pre-image.
+    sha = snapshot.commit_desk(session, message)
+    if sha is None:
+        head = session.repo.head()
+        assert head is not None  # an unchanged snapshot implies an existing checkpoint
+        sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
     return short_id(sha)
 
 
 def started(repository: Path, turn_id: str, lookback: int = 200) -> bool:
-    """Whether one of the newest ``lookback`` checkpoints carries the turn id."""
+    """Whether one of the newest ``lookback`` checkpoints carries the turn id (read through
+    the record of the turns near the branch's tip: ``turnindex``)."""
     repo = ShadowRepo.open(repository)
     if repo is None:
         return False
     try:
-        return any(metadata.parse(info.message).turn == turn_id for info in repo.history(lookback))
+        return turnindex.started(repo, turn_id, lookback)
     finally:
         repo.close()
 
@@ -203,23 +211,6 @@ def first_of_turn(
     if started(config.repository, turn_id):
         return result
     return replace(result, checkpoint_id=mark(config, message), turn_start=True)
-
-
-def check_turn_id(turn_id: object, what: str = 'turn id') -> str:
-    """Refuses a turn id that is not one non-empty word (it is kept as a one-line trailer)."""
-    if not isinstance(turn_id, str) or not turn_id.strip():
-        raise InvalidArgumentError(
-            f'{what} must be a non-empty string, not {turn_id!r}',
-            name=what.replace(' ', '_'),
-            value=turn_id,
-        )
-    if len(turn_id.split()) != 1 or turn_id != turn_id.strip():
-        raise InvalidArgumentError(
-            f'{what} {turn_id!r} must be one word (no spaces or line breaks)',
-            name=what.replace(' ', '_'),
-            value=turn_id,
-        )
-    return turn_id
 
 
 def snapshot_in_turn(

@@ -241,10 +241,12 @@ class Action:
         """Closes, in every desk, the session's calls still at work (of ``kind`` only: a write
         tool's hook before closes the session's write calls, which both harnesses run one at a
         time; shell commands may run side by side)."""
-        from ...ops import calls, toolcalls
-
         closed = []
         for desk in all_desks(self.workspace):
+            if not _calls_on_record(self.workspace, desk):
+                continue  # nothing at work: the desk's modules are not even imported
+            from ...ops import calls, toolcalls
+
             config = self._desk(desk).desk_config
             if not config.repository.is_dir():
                 continue
@@ -369,6 +371,24 @@ class Action:
         """After a write: the budgets it took past their limit, for the agent (once a turn)."""
         notices = budget_notices(self.workspace, self.session, desk, cps, touched)
         self.answer.context.extend(notices)
+
+
+# The desk's call record (``ops/calls.py``'s NAME), looked at before the modules that read it
+# are imported: a prompt or a stop with no call at work then costs no more than starting.
+CALLS_RECORD = ('checkpoints', 'calls')
+
+
+def _calls_on_record(workspace: Path, desk: str) -> bool:
+    """Whether the desk's call record holds anything (an empty or missing one: no call)."""
+    from ...workspace import Workspace
+
+    try:
+        record = Workspace(workspace).repository_directory(desk).joinpath(*CALLS_RECORD)
+        return os.stat(record).st_size > 0
+    except FileNotFoundError:
+        return False
+    except (OSError, CheckpointError):
+        return True  # read as before, which reports what is wrong
 
 
 def _desk_name_ok(name: str) -> bool:

@@ -160,7 +160,7 @@ def read_small(path: Path) -> bytes | None:
 
 def read_turn(workspace: Path, session: str) -> tuple[str, str] | None:
     """The (turn id, label) the session's last prompt opened, if it is on record and sane."""
-    from ...ops.turns import check_turn_id
+    from ...ops.turnid import check_turn_id
 
     data = read_small(_state_file(workspace, session))
     if data is None:

@@ -1,0 +1,402 @@
+"""A tool call on a desk from its hook before to its hook after (``ops/toolcalls.py``), driven in
+the test's process on a real desk and repository: the checkpoint before it, the call on record,
+its end, the seal, and a call closed as unfinished."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+from helpers.faults import armed
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.ops import calls, engine, external, snapshot, toolcalls
+from trading_checkpoints.ops.calls import SHELL, UNFINISHED, WRITE, WROTE
+from trading_checkpoints.ops.prompts import LABEL_PREFIX
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.metadata import Writer
+from trading_checkpoints.store.repo import PRIVATE_DIR, ShadowRepo
+
+S = Writer('t-1', 'S')
+WRITE_TOOL, SHELL_TOOL = 'claude:Write', 'claude:Bash'
+
+
+@pytest.fixture
+def cps(workspace: Path, desk: Path) -> Checkpoints:
+    write(desk, 'Memory.md', 'v0\n')
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
+    cps.snapshot('start')
+    return cps
+
+
+def newest_message(cps: Checkpoints) -> str:
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        head = repo.head()
+        assert head is not None
+        return repo.commit_info(head).message
+    finally:
+        repo.close()
+
+
+def seal_and_head(cps: Checkpoints) -> tuple[bytes | None, bytes | None]:
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        return repo.read_ref(external.SEAL_REF), repo.head()
+    finally:
+        repo.close()
+
+
+def record(cps: Checkpoints) -> dict[str, calls.Call]:
+    return calls.load(cps.repository_directory)
+
+
+def count(cps: Checkpoints) -> int:
+    return len(cps.list(None))
+
+
+def settled(cps: Checkpoints) -> None:
+    """Waits past the second of the desk's last change, then seals the desk (as another hook
+    would): the desk is its newest checkpoint, sealed as such, and no stat cache entry is
+    racy, so a look finds it settled without reading a file again."""
+    time.sleep(1.05 - time.time() % 1)
+    assert cps.snapshot('refresh the stat cache') is None
+    cps.seal()
+    assert snapshot.settled(cps.desk_config)
+
+
+# -- a write tool ---------------------------------------------------------------------------
+
+
+def test_a_write_without_a_session_is_a_plain_checkpoint_and_no_call(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall('toolu_1', WRITE_TOOL, None)
+    assert toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md']) is None
+    write(desk, 'Memory.md', 'v1 by a person\n')
+    new_id = toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    [newest] = cps.list(1)
+    assert new_id == newest.checkpoint_id and newest.reason == 'before Write Memory.md'
+    assert (newest.tool, newest.paths, newest.turn) == (WRITE_TOOL, ('Memory.md',), None)
+    assert record(cps) == {}, 'no session: no call on record'
+
+
+def test_a_write_in_a_turn_marks_its_start_and_goes_on_record(cps: Checkpoints) -> None:
+    call = ToolCall('toolu_1', WRITE_TOOL, S, label='fix the memory', inputs='d' * 64)
+    first = toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    [newest] = cps.list(1)
+    assert first == newest.checkpoint_id, "the turn's first checkpoint, though nothing changed"
+    assert (newest.reason, newest.tool, newest.paths) == (
+        'before Write Memory.md',
+        WRITE_TOOL,
+        ('Memory.md',),
+    )
+    assert metadata.parse(newest_message(cps)).session == 'S'
+    [turn] = cps.turns(None)
+    assert (turn.turn_id, turn.label) == ('t-1', 'fix the memory')
+    on_record = record(cps)['toolu_1']
+    assert (on_record.writer, on_record.tool, on_record.kind) == (S, WRITE_TOOL, WRITE)
+    assert (on_record.paths, on_record.inputs, on_record.open) == (('Memory.md',), 'd' * 64, True)
+    second = ToolCall('toolu_2', WRITE_TOOL, S, label='fix the memory')
+    assert toolcalls.before_write(cps, second, 'before Write notes/a.md', ['notes/a.md']) is None
+    assert record(cps)['toolu_2'].paths == ('notes/a.md',)
+
+
+def test_after_a_write_the_call_ends_with_what_it_left_and_the_desk_is_sealed(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    write(desk, 'Memory.md', 'v1 by the agent\n')
+    sealed = toolcalls.after_write(cps.desk_config, call, ['Memory.md'])
+    seal, head = seal_and_head(cps)
+    assert seal is not None and seal != head and seal.decode().startswith(sealed)
+    assert cps.show(sealed, 'Memory.md') == b'v1 by the agent\n'
+    ended = record(cps)['toolu_1']
+    assert ended.outcome == WROTE and set(ended.left) == {'Memory.md'}
+
+
+def test_a_call_without_an_id_is_found_by_its_session_tool_paths_and_inputs(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall(None, WRITE_TOOL, S, inputs='a' * 64)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    [made_up] = record(cps)
+    assert made_up.startswith('call-')
+    other = ToolCall(None, WRITE_TOOL, S, inputs='b' * 64)
+    toolcalls.after_write(cps.desk_config, other, ['Memory.md'])  # given something else
+    assert record(cps)[made_up].open
+    write(desk, 'Memory.md', 'v1\n')
+    toolcalls.after_write(cps.desk_config, call, ['Memory.md'])
+    assert record(cps)[made_up].outcome == WROTE
+
+
+def test_an_end_of_a_call_not_on_record_ends_nothing_and_still_seals(
+    cps: Checkpoints, desk: Path
+) -> None:
+    toolcalls.before_write(cps, ToolCall('toolu_1', WRITE_TOOL, S), 'before', ['Memory.md'])
+    write(desk, 'Memory.md', 'v1\n')
+    for stranger in (ToolCall('toolu_9', WRITE_TOOL, S), ToolCall(None, WRITE_TOOL, None)):
+        toolcalls.after_write(cps.desk_config, stranger, ['Memory.md'])
+        assert record(cps)['toolu_1'].open and set(record(cps)) == {'toolu_1'}
+    seal, head = seal_and_head(cps)
+    assert seal is not None and seal != head, 'the write is sealed all the same'
+
+
+# -- a shell command ------------------------------------------------------------------------
+
+
+def test_a_shell_command_without_a_session_checkpoints_only_a_changed_desk(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, None)
+    assert toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls') is None
+    write(desk, 'Memory.md', 'v1 by a person\n')
+    new_id = toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    [newest] = cps.list(1)
+    assert new_id == newest.checkpoint_id
+    assert (newest.reason, newest.tool, newest.turn) == ('before Bash: ls', SHELL_TOOL, None)
+    assert record(cps) == {}
+
+
+def test_a_shell_command_in_a_turn_labels_its_first_checkpoint_and_goes_on_record(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, S, label='tidy up')
+    assert toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls') is None, (
+        'an unchanged desk: no checkpoint, not even to mark the turn'
+    )
+    on_record = record(cps)['toolu_1']
+    assert (on_record.kind, on_record.paths, on_record.writer) == (SHELL, (), S)
+    write(desk, 'Memory.md', 'v1 by a person\n')
+    later = ToolCall('toolu_2', SHELL_TOOL, S, label='tidy up')
+    new_id = toolcalls.before_shell(cps.desk_config, later, 'before Bash: cat')
+    [newest] = cps.list(1)
+    assert new_id == newest.checkpoint_id and (newest.turn, newest.tool) == ('t-1', SHELL_TOOL)
+    assert metadata.parse(newest_message(cps)).session == 'S'
+    assert [(t.turn_id, t.label) for t in cps.turns(None)] == [('t-1', 'tidy up')]
+    write(desk, 'Memory.md', 'v2 by a person\n')
+    third = ToolCall('toolu_3', SHELL_TOOL, S, label='tidy up')
+    toolcalls.before_shell(cps.desk_config, third, 'before Bash: wc')
+    assert LABEL_PREFIX not in newest_message(cps), 'the turn had begun: no label again'
+
+
+def test_after_a_shell_command_what_it_changed_is_its_turns(cps: Checkpoints, desk: Path) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, S, label='tidy up')
+    toolcalls.before_shell(cps.desk_config, call, 'before Bash: echo')
+    write(desk, 'notes/new.md', 'by the command\n')
+    done = toolcalls.after_shell(cps.desk_config, call, 'after Bash: echo')
+    [newest] = cps.list(1)
+    assert done.checkpoint_id == newest.checkpoint_id and done.paths == ('notes/new.md',)
+    assert (newest.reason, newest.turn, newest.tool) == ('after Bash: echo', 't-1', SHELL_TOOL)
+    assert [(t.turn_id, t.label) for t in cps.turns(None)] == [('t-1', 'tidy up')]
+    [group] = metadata.written_groups(newest_message(cps))
+    assert group.writer == S and group.paths == {'notes/new.md'}
+    assert 'toolu_1' not in record(cps), 'the capture settled the command'
+    again = ToolCall('toolu_2', SHELL_TOOL, S, label='tidy up')
+    toolcalls.before_shell(cps.desk_config, again, 'before Bash: echo')
+    write(desk, 'notes/new.md', 'by the command, again\n')
+    toolcalls.after_shell(cps.desk_config, again, 'after Bash: echo')
+    assert LABEL_PREFIX not in newest_message(cps), 'the turn had begun: no label again'
+
+
+def test_after_a_command_that_changed_nothing_its_call_still_ends(cps: Checkpoints) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    before = count(cps)
+    assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
+    assert count(cps) == before and 'toolu_1' not in record(cps)
+
+
+def test_after_a_command_not_on_record_a_settled_desk_is_left_alone(
+    cps: Checkpoints, desk: Path
+) -> None:
+    denied = ToolCall('toolu_1', WRITE_TOOL, S)  # closed, changing nothing: the desk settled
+    toolcalls.before_write(cps, denied, 'before Write Memory.md', ['Memory.md'])
+    toolcalls.unfinished(cps.desk_config, denied, None, ['Memory.md'])
+    settled(cps)
+    stranger = ToolCall('toolu_9', SHELL_TOOL, S)  # its hook before never ran here
+    before = count(cps), seal_and_head(cps), record(cps)
+    assert toolcalls.after_shell(cps.desk_config, stranger, 'after Bash').checkpoint_id is None
+    assert (count(cps), seal_and_head(cps), record(cps)) == before
+    call = ToolCall(None, SHELL_TOOL, None)
+    before = count(cps), seal_and_head(cps), record(cps)
+    assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
+    assert (count(cps), seal_and_head(cps), record(cps)) == before
+    write(desk, 'notes/new.md', 'by the command\n')
+    done = toolcalls.after_shell(cps.desk_config, call, 'after Bash: echo')
+    assert done.paths == ('notes/new.md',) and cps.list(1)[0].turn is None
+
+
+# -- a call closed as unfinished ------------------------------------------------------------
+
+
+def test_nothing_is_closed_on_a_desk_without_a_repository(workspace: Path) -> None:
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', workspace / 'desks' / 'main')
+    assert toolcalls.unfinished(cps.desk_config, None, 'S') is None
+    assert not cps.repository_directory.exists()
+
+
+def test_a_call_not_on_record_closes_nothing(cps: Checkpoints) -> None:
+    before = count(cps), seal_and_head(cps)
+    for stranger in (ToolCall('toolu_9', WRITE_TOOL, S), ToolCall(None, WRITE_TOOL, S)):
+        assert toolcalls.unfinished(cps.desk_config, stranger, None, ['Memory.md']) is None
+    assert toolcalls.unfinished(cps.desk_config, None, 'S') is None
+    assert (count(cps), seal_and_head(cps)) == before
+
+
+def test_a_denied_write_that_changed_nothing_withdraws_its_announcement(cps: Checkpoints) -> None:
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    seal, head = seal_and_head(cps)
+    assert seal != head, 'the write is announced'
+    before = count(cps)
+    done = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    assert done is not None and done.checkpoint_id is None and count(cps) == before
+    assert seal_and_head(cps) == (head, head), 'the newest checkpoint is the desk again'
+    assert record(cps)['toolu_1'].outcome == UNFINISHED
+
+
+def test_a_denied_write_leaves_an_earlier_sealed_write_sealed(cps: Checkpoints, desk: Path) -> None:
+    """A write that happened and was sealed, then a second write of the same desk whose
+    checkpoint found nothing new (the first write is in it) and that was denied: the seal of
+    the first write is not replaced by the newest checkpoint."""
+    first = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, first, 'before Write Memory.md', ['Memory.md'])
+    write(desk, 'Memory.md', 'v1 by the agent\n')
+    toolcalls.after_write(cps.desk_config, first, ['Memory.md'])
+    sealed = seal_and_head(cps)
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None and sealed[0] is not None
+    try:
+        info = repo.commit_info(sealed[0])
+    finally:
+        repo.close()
+    assert metadata.action_of(info.message) != external.ANNOUNCE
+    denied = ToolCall('toolu_2', WRITE_TOOL, S)
+    calls_before = set(record(cps))
+    # Recorded as the hooks record a call whose checkpoint took nothing: only on record.
+    from trading_checkpoints.ops import engine
+
+    with engine.locked(cps.desk_config, light=True) as session:
+        calls.begin(session, 'toolu_2', S, WRITE_TOOL, ['notes/a.md'])
+    assert set(record(cps)) == calls_before | {'toolu_2'}
+    toolcalls.unfinished(cps.desk_config, denied, None, ['notes/a.md'])
+    assert seal_and_head(cps) == sealed, "the agent's sealed write still holds"
+
+
+def test_a_failed_write_that_changed_its_file_is_captured_as_uncertain(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    write(desk, 'Memory.md', 'maybe by the agent\n')
+    done = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    [newest] = cps.list(1)
+    assert done is not None and done.checkpoint_id == newest.checkpoint_id
+    assert (newest.reason, newest.tool) == ('after an unfinished tool call', 'hooks')
+    [group] = metadata.written_groups(newest_message(cps))
+    assert group.writer == S and group.maybe == {'Memory.md'}
+
+
+def test_a_session_moving_on_closes_its_calls_of_the_kind_asked(
+    cps: Checkpoints, desk: Path
+) -> None:
+    other = Writer('t-2', 'O')
+    toolcalls.before_write(cps, ToolCall('w', WRITE_TOOL, S), 'before', ['Memory.md'])
+    toolcalls.before_shell(cps.desk_config, ToolCall('s', SHELL_TOOL, S), 'before Bash')
+    toolcalls.before_write(cps, ToolCall('o', WRITE_TOOL, other), 'before', ['notes/o.md'])
+    assert toolcalls.unfinished(cps.desk_config, None, 'S', kind=WRITE) is not None
+    left = record(cps)
+    assert (left['w'].outcome, left['s'].open, left['o'].open) == (UNFINISHED, True, True)
+    write(desk, 'notes/new.md', 'by the command\n')
+    done = toolcalls.unfinished(cps.desk_config, None, 'S')
+    assert done is not None and done.paths == ('notes/new.md',), 'a shell closed: captured'
+    assert 's' not in record(cps) and record(cps)['o'].open
+    assert toolcalls.unfinished(cps.desk_config, None, 'S') is None, 'none left at work'
+
+
+# -- the lock each step holds -----------------------------------------------------------------
+
+
+def verbs_while(cps: Checkpoints, step: Callable[[], object]) -> set[str]:
+    """The verbs the desk's lock file named each time the call record was written during
+    ``step`` (what a writer waiting for the lock is told it waits for)."""
+    holder = cps.repository_directory / PRIVATE_DIR / engine.LOCK
+    seen: set[str] = set()
+    reading: list[bool] = []
+
+    def look(event: str, args: tuple) -> None:
+        if reading or event not in ('open', 'os.rename') or not args:
+            return
+        names = [os.fsdecode(a) for a in args[:2] if isinstance(a, (str, bytes))]
+        if event == 'open' and not (isinstance(args[2], int) and args[2] & os.O_WRONLY):
+            return
+        if any(os.path.basename(name) == 'calls' for name in names[: 2 if event != 'open' else 1]):
+            reading.append(True)
+            try:
+                seen.add(holder.read_text().split()[-1])
+            finally:
+                reading.pop()
+
+    with armed(look):
+        step()
+    return seen
+
+
+def test_each_step_names_itself_in_the_lock(cps: Checkpoints, desk: Path) -> None:
+    config = cps.desk_config
+    write_call = ToolCall('toolu_1', WRITE_TOOL, S)
+    assert verbs_while(  # one session takes the checkpoint and puts the call on record
+        cps, lambda: toolcalls.before_write(cps, write_call, 'before', ['Memory.md'])
+    ) == {'snapshot'}
+    write(desk, 'Memory.md', 'v1\n')
+    assert verbs_while(cps, lambda: toolcalls.after_write(config, write_call, ['Memory.md'])) == {
+        'seal'
+    }
+    denied = ToolCall('toolu_2', WRITE_TOOL, S)
+    toolcalls.before_write(cps, denied, 'before', ['notes/a.md'])
+    assert verbs_while(cps, lambda: toolcalls.unfinished(config, denied, None, ['notes/a.md'])) == {
+        'close'
+    }
+    shell = ToolCall('toolu_3', SHELL_TOOL, S)
+    toolcalls.before_shell(config, shell, 'before Bash: echo')
+    write(desk, 'notes/b.md', 'by the command\n')
+    assert verbs_while(cps, lambda: toolcalls.after_shell(config, shell, 'after')) == {'capture'}
+
+
+# -- a settled desk ---------------------------------------------------------------------------
+
+
+def test_a_command_on_record_is_settled_even_on_a_settled_desk(cps: Checkpoints) -> None:
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    settled(cps)
+    assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
+    assert 'toolu_1' not in record(cps), 'its capture settled it'
+
+
+def test_a_write_without_an_id_denied_is_found_and_closed(cps: Checkpoints, desk: Path) -> None:
+    call = ToolCall(None, WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    [made_up] = record(cps)
+    done = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    assert done is not None and record(cps)[made_up].outcome == UNFINISHED
+
+
+def test_a_call_closed_twice_is_closed_once(cps: Checkpoints) -> None:
+    """The harness reports a denied write twice (or its failure after the session moved on):
+    the second finds it on record but no longer at work, and closes nothing."""
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write Memory.md', ['Memory.md'])
+    assert toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md']) is not None
+    again = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
+    assert again is not None and again.checkpoint_id is None
+    assert record(cps)['toolu_1'].outcome == UNFINISHED
