@@ -88,8 +88,8 @@ class Walks:
 def by_watcher(call: Callable[[], object], walks: Walks) -> object:
     """Calls until the watcher answers without a walk; that answer (the walks after a write
     refresh the stat cache's racy entries for a while, and a walk that changed the cache
-    cannot vouch)."""
-    deadline = time.monotonic() + 10
+    cannot vouch; a watcher starting over, under a loaded machine's suite, takes seconds)."""
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         before = walks.count
         answer = call()
