@@ -11,26 +11,10 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.cli import checkpoints
+from helpers.hooklayout import SETTINGS
 from helpers.processes import environment
 
 from trading_checkpoints.agent.hooks.install import command_line, merged
-
-SETTINGS = {'claude': '.claude/settings.local.json', 'gemini': '.gemini/settings.json'}
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> dict[str, str]:
-    """A home of the test's own (the user's settings never read or written), where Gemini CLI
-    trusts the test's folders."""
-    write(tmp_path, 'home/.gemini/trustedFolders.json', json.dumps({str(tmp_path): 'TRUST_FOLDER'}))
-    return {'HOME': str(tmp_path / 'home')}
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / 'project'
-    (folder / 'workspace' / 'desks' / 'main').mkdir(parents=True)
-    return folder
 
 
 def lines(done: subprocess.CompletedProcess) -> list[str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 from helpers.processes import environment
+from helpers.warm import children_of
 
 from trading_checkpoints.warm import context
 
@@ -41,14 +42,7 @@ def _descendants(pid: int) -> list[int]:
     while pending:
         parent = pending.pop()
         found.append(parent)
-        for entry in Path('/proc').iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
-                except OSError:
-                    continue
-                if int(fields[1]) == parent:
-                    pending.append(int(entry.name))
+        pending.extend(children_of(parent))
     return found
 
 
