@@ -151,7 +151,7 @@ def take(
     """
     reusable = None if earlier is None else _reusable(session, earlier)
     result, cache = reusable if reusable is not None else session.scan(record=True)
-    attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
@@ -235,8 +235,7 @@ def commit_desk(session: LockedSession, message: str) -> bytes | None:
     """Commits the desk as it is (None when it equals the newest checkpoint), recording which
     of its changes the agent's turn wrote, as :func:`take` does."""
     result, cache = session.scan(record=True)
-    known = session.known_tree(result, cache)
-    attribution = external.attribute(session, LazyFiles(result), known)
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
@@ -328,8 +327,7 @@ def capture(
     """
     repo = session.repo
     result, cache = session.scan(record=True)
-    known = session.known_tree(result, cache)
-    attribution = external.attribute(session, LazyFiles(result), known)
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     pending = None if writer is not None else external.in_flight(repo)
     record = dict(calls.load(repo.path))
     if writer is not None:
