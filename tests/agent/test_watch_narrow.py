@@ -433,3 +433,44 @@ def test_status_walks_only_what_changed(
         'notes/day1/new.md',
         'notes/day2/n1.md',
     ]
+
+
+def sealed_tree(repository: Path) -> bytes:
+    repo = ShadowRepo.open(repository)
+    assert repo is not None
+    try:
+        seal = repo.read_ref(b'refs/checkpoints/sealed')
+        assert seal is not None
+        return repo.commit_info(seal).tree
+    finally:
+        repo.close()
+
+
+def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """An agent's write sealed, then the next tool's snapshot: each walks only the folders
+    changed since the watcher's record (the seal moved, which no scan reads), and each records
+    what a walk of everything records, a person's edit elsewhere included. With nothing
+    changed since, a seal walks nothing and holds the newest checkpoint's files."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    plain = Checkpoints(other, desk, TRACKED, max_file_size=LIMIT)
+    write(desk, 'notes/day0/by-the-agent.md', 'written by the agent\n')
+    write(desk, 'notes/day2/n1.md', 'a person edited it meanwhile\n')
+    before = walks.count()
+    checkpoints.seal()
+    assert walks.count() == (before[0], before[1] + 1)
+    plain.seal()
+    assert sealed_tree(checkpoints.repository_directory) == sealed_tree(other)
+    before = walks.count()
+    assert checkpoints.snapshot('before the next tool') is not None
+    assert walks.count() == (before[0], before[1] + 1)
+    assert plain.snapshot('before the next tool, walked') is not None
+    assert head_tree(checkpoints.repository_directory) == head_tree(other)
+    before = walks.count()
+    checkpoints.seal()
+    assert walks.count() == (before[0], before[1] + 1)
+    assert sealed_tree(checkpoints.repository_directory) == head_tree(other)

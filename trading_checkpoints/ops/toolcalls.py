@@ -29,7 +29,7 @@ from pathlib import Path
 from ..core.ids import ShortId, short_id
 from ..store import metadata
 from ..store.metadata import Writer
-from . import calls, deskconfig, engine, external, snapshot, turnindex
+from . import calls, deskconfig, engine, external, snapshot, turnindex, vouched
 from .deskconfig import DeskConfig
 from .session import LockedSession
 from .turns import CheckpointsLike, check_turn_id, labelled, mark_in
@@ -91,7 +91,7 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
         found = _find(session.repo.path, call, paths)
         if found is not None:
             calls.end(session, found, calls.WROTE)
-        return short_id(external.seal(session))
+        return short_id(external.seal(session, vouched.recorded_scan(session)))
 
 
 def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | None:
