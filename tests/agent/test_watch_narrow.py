@@ -32,8 +32,10 @@ from trading_checkpoints.core import private
 from trading_checkpoints.desk import narrow, vouch
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.desk import vouchprotocol as protocol
-from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops import toolcalls, vouched
 from trading_checkpoints.ops.session import open_reading
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store.metadata import Writer
 from trading_checkpoints.store.repo import ShadowRepo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -474,3 +476,27 @@ def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
     checkpoints.seal()
     assert walks.count() == (before[0], before[1] + 1)
     assert sealed_tree(checkpoints.repository_directory) == head_tree(other)
+
+
+def test_a_shell_commands_capture_walks_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """A shell command's hooks (``ops/toolcalls.py``), a watcher running: the look before it
+    walks only what changed (nothing), the capture after it only the folders the command
+    changed, and it commits what a walk of everything commits."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    call = ToolCall('call-1', 'claude:Bash', Writer('t-1', 'S'))
+    before = walks.count()
+    assert toolcalls.before_shell(checkpoints.desk_config, call, 'before echo') is None
+    assert walks.count()[0] == before[0]
+    write(desk, 'notes/day1/n2.md', 'written by the command\n')
+    write(desk, 'notes/day0/deep/inner.md', 'and this\n')
+    before = walks.count()
+    done = toolcalls.after_shell(checkpoints.desk_config, call, 'after echo')
+    assert done.paths == ('notes/day0/deep/inner.md', 'notes/day1/n2.md')
+    assert walks.count() == (before[0], before[1] + 1)
+    assert Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).snapshot('walked') is not None
+    assert head_tree(checkpoints.repository_directory) == head_tree(other)

@@ -91,13 +91,32 @@ def look(
     return Looked(None, walked, asked)
 
 
-def recorded_scan(session: LockedSession) -> tuple[Scan, StatCache]:
-    """A scan that stores the blobs it reads (a seal's), walking only what changed since the
-    watcher's record when the watcher knows that (:meth:`Asked.since`), else everything."""
+@dataclass(frozen=True)
+class Recorded:
+    """A scan made to record (:func:`recorded_scan`), with the stat cache it was compared with
+    and the watcher asked before it (None: none was running), to report a commit to."""
+
+    scan: Scan
+    cache: StatCache
+    asked: Asked | None
+
+
+def recorded_scan(session: LockedSession) -> Recorded:
+    """A scan that stores the blobs it reads (a seal's, a capture's), walking only what changed
+    since the watcher's record when the watcher knows that (:meth:`Asked.since`), else
+    everything."""
     head = session.repo.head()
     asked = None if head is None else Asked.of(session)
     since = None if asked is None or head is None else asked.since(head, asked.state(head))
-    return session.scan(record=True, since=since)
+    result, cache = session.scan(record=True, since=since)
+    return Recorded(result, cache, asked)
+
+
+def seal(session: LockedSession) -> bytes:
+    """``external.seal`` of the desk scanned by :func:`recorded_scan` (narrowed by a running
+    watcher); returns the seal's commit."""
+    scanned = recorded_scan(session)
+    return external.seal(session, (scanned.scan, scanned.cache))
 
 
 class Asked:
