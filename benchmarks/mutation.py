@@ -98,6 +98,12 @@ WATCH_TESTS = [
     'tests/agent/test_watch_narrow.py',
 ]
 
+# What catches the mutants of the hooks' event handling, in the test's process.
+HOOK_TESTS = [
+    'tests/agent/test_hook_dispatch.py',
+    'tests/agent/test_hooks_protect.py',
+]
+
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
         'trading_checkpoints.core.paths.*',
@@ -398,6 +404,22 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
     ),
     'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
+    # The hooks: each event handled in the test's process (``hooks.run``, with real desks and
+    # the real harnesses' saved payloads); the hook command's own tests run it as a process.
+    'hookdispatch': ('trading_checkpoints.agent.hooks.dispatch.*', HOOK_TESTS),
+    'hookevents': (
+        'trading_checkpoints.agent.hooks.events.*',
+        ['tests/agent/test_real_hook_events.py', 'tests/agent/test_hook_events.py'],
+    ),
+    'hookprotect': (
+        'trading_checkpoints.agent.hooks.protect.*',
+        ['tests/agent/test_hooks_protect.py', 'tests/agent/test_hook_protect_steps.py'],
+    ),
+    'hookprocess': (
+        'trading_checkpoints.agent.hooks.process.*',
+        ['tests/agent/test_hook_process.py'],
+    ),
+    'hookplace': ('trading_checkpoints.agent.hooks.place.*', HOOK_TESTS),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',

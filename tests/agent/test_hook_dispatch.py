@@ -1,0 +1,386 @@
+"""Each hook event handled in this process (``hooks.run``), fed the events the real harnesses sent
+(``hook_events/real/``), on real desks: what each event does, the line ``--verbose`` says, what
+the harness is answered, and how a failure is reported. The hook command itself, as a process,
+is tested in ``test_hooks.py``; these run where mutation testing sees them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import HOOK_EVENTS
+from helpers.builders import write
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent.hooks import Options, Reply, run
+from trading_checkpoints.agent.hooks.lastevent import FAILED, last_event
+from trading_checkpoints.ops import calls
+from trading_checkpoints.workspace import Workspace
+
+REAL = HOOK_EVENTS / 'real'
+SESSIONS = {
+    'claude': '5d57f2df-ff97-4d01-b306-14d2f3e0c1c9',
+    'gemini': 'c116fc4d-6520-4a9d-95f5-659d404cd4c4',
+}
+ID = r'[0-9a-f]{7,}'
+
+
+def real(name: str, project: Path, **changes: Any) -> bytes:
+    """A saved real event with the test's folders in it (and top-level fields changed)."""
+    text = (REAL / f'{name}.json').read_text()
+    text = text.replace('${PROJECT}', str(project)).replace('${HOME}', str(project.parent))
+    data = json.loads(text.replace('${PROJECT_SLUG}', 'project'))
+    data.update(changes)
+    return json.dumps(data).encode()
+
+
+def hook(raw: bytes, **options: Any) -> Reply:
+    return run(raw, Options(**options))
+
+
+def said(reply: Reply) -> str:
+    """What ``--verbose`` said was done (the one line, without its prefix)."""
+    assert reply.code == 0, reply
+    assert reply.stderr.startswith('checkpoints hook: ') and reply.stderr.count('\n') == 1, reply
+    return reply.stderr.removeprefix('checkpoints hook: ').removesuffix('\n')
+
+
+def desk_of(workspace: Path, name: str = 'main') -> Checkpoints:
+    return Workspace(workspace).desk(name)
+
+
+def shell(project: Path, payload: bytes) -> None:
+    """Runs the event's command as the harness would (in its folder)."""
+    event = json.loads(payload)
+    folder = event['tool_input'].get('dir_path', '')
+    subprocess.run(['bash', '-c', event['tool_input']['command']], cwd=project / folder, timeout=60)
+
+
+@pytest.fixture
+def workspace(project: Path) -> Path:
+    """The README's layout with notes/old.md on desk main, as the real runs had it."""
+    write(project, 'workspace/desks/main/notes/old.md', 'old\n')
+    return project / 'workspace'
+
+
+def test_a_claude_turn_of_a_write_and_a_shell_command(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    opened = said(hook(real('claude-UserPromptSubmit', project), verbose=True))
+    turn = opened.removeprefix('opened turn ')
+    assert re.fullmatch(rf'{SESSIONS["claude"]}-\d{{8}}T\d{{6}}', turn), opened
+    assert cps.list() == [], 'opening a turn takes no checkpoint'
+
+    before = said(hook(real('claude-write-PreToolUse', project), verbose=True))
+    [first] = cps.list()
+    assert before == (f"checkpoint {first.checkpoint_id} of desk 'main' before Write (turn {turn})")
+    assert (first.reason, first.tool, first.paths) == (
+        'before Write notes/new.md',
+        'claude:Write',
+        ('notes/new.md',),
+    )
+    assert first.turn == turn
+    [call] = calls.open_calls(cps.repository_directory, SESSIONS['claude'])
+    assert (call.call_id, call.tool) == (f'{SESSIONS["claude"]}/toolu_0002', 'claude:Write')
+
+    write(workspace, 'desks/main/notes/new.md', 'new\n')
+    after = hook(real('claude-write-PostToolUse', project), verbose=True)
+    assert after.stdout == '', 'Claude Code is told nothing'
+    assert re.fullmatch(rf"sealed desk 'main' as {ID} after Write", said(after)), after
+    assert calls.open_calls(cps.repository_directory, SESSIONS['claude']) == []
+    assert cps.status().basis == 'sealed'
+
+    # The desk as the write left it, before the command.
+    command = real('claude-shell-PreToolUse', project)
+    sealed = said(hook(command, verbose=True))
+    assert sealed == f"checkpoint {cps.list(1)[0].checkpoint_id} of desk 'main' before Bash"
+    shell(project, command)
+    captured = said(hook(real('claude-shell-PostToolUse', project), verbose=True))
+    newest = cps.list(1)[0]
+    assert captured == (
+        f"checkpoint {newest.checkpoint_id} of desk 'main' after Bash: notes/shell.md"
+    )
+    assert (newest.reason, newest.tool, newest.turn) == ('after Bash: echo', 'claude:Bash', turn)
+    assert hook(real('claude-Stop', project), verbose=True) == Reply(0), 'nothing at work'
+    assert hook(command, verbose=True) == Reply(0), 'nothing changed since: no checkpoint'
+    [record] = [last_event(workspace, 'claude')]
+    assert record is not None
+    assert (record.event, record.tool, record.outcome) == ('PostToolUse', 'Bash', captured)
+
+
+def test_a_gemini_turn_answers_json_every_time(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    prompt = hook(real('gemini-BeforeAgent', project), verbose=True)
+    assert prompt.stdout == '{}\n' and said(prompt).startswith(f'opened turn {SESSIONS["gemini"]}-')
+    before = hook(real('gemini-write-BeforeTool', project), verbose=True)
+    [first] = cps.list()
+    assert before.stdout == '{}\n'
+    assert said(before).startswith(f"checkpoint {first.checkpoint_id} of desk 'main' before ")
+    assert (first.tool, first.paths) == ('gemini:write_file', ('notes/new.md',))
+    [call] = calls.open_calls(cps.repository_directory, SESSIONS['gemini'])
+    assert not call.call_id.startswith(SESSIONS['gemini']), 'Gemini CLI gives no id of the call'
+    write(workspace, 'desks/main/notes/new.md', 'new\n')
+    after = hook(real('gemini-write-AfterTool', project))
+    assert after == Reply(0, '{}\n'), 'nothing said without --verbose'
+    assert cps.status().basis == 'sealed'
+
+    # A command run in a desk folder named relative to the project.
+    command = real('gemini-shell-in-desk-BeforeTool', project)
+    assert hook(command) == Reply(0, '{}\n')
+    shell(project, command)
+    captured = said(hook(real('gemini-shell-in-desk-AfterTool', project), verbose=True))
+    newest = cps.list(1)[0]
+    assert captured == (
+        f"checkpoint {newest.checkpoint_id} of desk 'main' after run_shell_command: notes/here.md"
+    )
+    assert hook(real('gemini-AfterAgent', project)) == Reply(0, '{}\n')
+
+
+def test_a_command_that_failed_is_captured_and_a_person_s_edit_snapshotted_first(
+    project: Path, workspace: Path
+) -> None:
+    cps = desk_of(workspace)
+    before = said(hook(real('claude-shell-fails-PreToolUse', project), verbose=True))
+    [first] = cps.list()
+    assert before == f"checkpoint {first.checkpoint_id} of desk 'main' before Bash"
+    assert first.reason == 'before Bash: echo, exit'
+    shell(project, real('claude-shell-fails-PreToolUse', project))
+    failed = said(hook(real('claude-shell-fails-PostToolUseFailure', project), verbose=True))
+    newest = cps.list(1)[0]
+    assert failed == f"checkpoint {newest.checkpoint_id} of desk 'main' after Bash: notes/old.md"
+    assert newest.checkpoint_id != first.checkpoint_id
+
+
+def test_more_than_five_changed_files_are_cut_short(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    command = 'for n in 1 2 3 4 5 6; do echo $n > workspace/desks/main/notes/n$n.md; done'
+    tool_input = {'command': command, 'description': 'six files'}
+    assert hook(real('claude-shell-PreToolUse', project, tool_input=tool_input)).code == 0
+    subprocess.run(['bash', '-c', command], cwd=project, check=True, timeout=60)
+    done = hook(real('claude-shell-PostToolUse', project, tool_input=tool_input), verbose=True)
+    newest = cps.list(1)[0]
+    shown = ', '.join(f'notes/n{n}.md' for n in range(1, 6))
+    assert said(done) == (
+        f"checkpoint {newest.checkpoint_id} of desk 'main' after Bash: {shown} ..."
+    )
+    assert newest.reason == 'after Bash: echo'
+
+
+def test_a_stop_closes_the_write_left_at_work(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    assert hook(real('claude-UserPromptSubmit', project)).code == 0
+    assert hook(real('claude-write-PreToolUse', project)).code == 0
+    assert len(calls.open_calls(cps.repository_directory, SESSIONS['claude'])) == 1
+    stopped = said(hook(real('claude-Stop', project), verbose=True))
+    assert stopped == 'closed the calls left at work in main'
+    assert calls.open_calls(cps.repository_directory, SESSIONS['claude']) == []
+    assert hook(real('claude-Stop', project), verbose=True) == Reply(0), 'nothing left'
+
+
+def test_the_next_prompt_closes_what_the_last_turn_left(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    assert hook(real('gemini-BeforeAgent', project)).code == 0
+    assert hook(real('gemini-write-BeforeTool', project)).code == 0
+    opened = said(hook(real('gemini-BeforeAgent', project), verbose=True))
+    assert opened.startswith('opened turn ')
+    assert calls.open_calls(cps.repository_directory, SESSIONS['gemini']) == []
+
+
+def test_a_write_tool_closes_the_session_s_last_write_not_its_commands(
+    project: Path, workspace: Path
+) -> None:
+    cps = desk_of(workspace)
+    assert hook(real('claude-shell-PreToolUse', project)).code == 0
+    assert hook(real('claude-write-PreToolUse', project)).code == 0
+    write(workspace, 'desks/main/notes/new.md', 'new\n')
+    assert hook(real('claude-edit-PreToolUse', project)).code == 0  # the write got no after
+    at_work = calls.open_calls(cps.repository_directory, SESSIONS['claude'])
+    assert [call.tool for call in at_work] == ['claude:Bash', 'claude:Edit']
+
+
+def test_an_event_outside_any_workspace_does_nothing(tmp_path: Path) -> None:
+    elsewhere = tmp_path / 'elsewhere'
+    write(elsewhere, 'notes/old.md', 'old\n')
+    for name in (
+        'claude-UserPromptSubmit',
+        'claude-write-PreToolUse',
+        'claude-shell-PreToolUse',
+        'claude-Stop',
+    ):
+        assert hook(real(name, elsewhere), verbose=True) == Reply(0)
+    assert hook(real('gemini-write-BeforeTool', elsewhere)) == Reply(0, '{}\n')
+    assert sorted(p.name for p in elsewhere.iterdir()) == ['notes'], 'no workspace made'
+
+
+def test_a_tool_that_writes_nothing_and_other_events_do_nothing(
+    project: Path, workspace: Path
+) -> None:
+    for name in ('claude-read-PreToolUse', 'claude-SessionStart', 'claude-PostToolBatch'):
+        assert hook(real(name, project), verbose=True) == Reply(0)
+    assert hook(real('gemini-read-BeforeTool', project), verbose=True) == Reply(0, '{}\n')
+    assert desk_of(workspace).list() == []
+    # A prompt without a session groups nothing: no turn is opened.
+    assert hook(real('claude-UserPromptSubmit', project, session_id=None), verbose=True) == Reply(0)
+    assert not (workspace / '.checkpoints').exists()
+
+
+def test_a_write_without_a_session_is_a_plain_snapshot(project: Path, workspace: Path) -> None:
+    raw = real('claude-edit-PreToolUse', project, session_id=None)
+    done = said(hook(raw, verbose=True))
+    [only] = desk_of(workspace).list()
+    assert done == f"checkpoint {only.checkpoint_id} of desk 'main' before Edit"
+    assert only.turn is None and only.tool == 'claude:Edit'
+
+
+def test_a_write_into_a_new_desk_folder_makes_the_desk(project: Path, workspace: Path) -> None:
+    target = str(workspace / 'desks' / 'research' / 'notes' / 'new.md')
+    raw = real('claude-write-PreToolUse', project, tool_input={'file_path': target})
+    done = said(hook(raw, verbose=True))
+    assert (workspace / 'desks' / 'research').is_dir()
+    assert done.endswith(f"of desk 'research' before Write (turn {SESSIONS['claude']})")
+    assert desk_of(workspace, 'main').list() == []
+    # After a tool into a desk that does not exist, or before one into a hidden folder: nothing.
+    for name, folder in (
+        ('claude-write-PostToolUse', 'archive'),
+        ('claude-write-PreToolUse', '.hidden'),
+    ):
+        target = str(workspace / 'desks' / folder / 'notes' / 'new.md')
+        assert hook(real(name, project, tool_input={'file_path': target}), verbose=True) == Reply(0)
+        assert not (workspace / 'desks' / folder).exists()
+
+
+def test_an_untracked_target_takes_no_checkpoint(project: Path, workspace: Path) -> None:
+    target = str(workspace / 'desks' / 'main' / 'data.bin')
+    raw = real('claude-write-PreToolUse', project, tool_input={'file_path': target})
+    assert hook(raw, verbose=True) == Reply(0)
+    assert desk_of(workspace).list() == []
+
+
+def test_a_write_through_a_symlink_snapshots_the_desk_it_leads_into(
+    project: Path, workspace: Path
+) -> None:
+    write(workspace, 'desks/research/notes/shared.md', 'shared\n')
+    (workspace / 'desks' / 'main' / 'notes' / 'shared.md').symlink_to(
+        workspace / 'desks' / 'research' / 'notes' / 'shared.md'
+    )
+    target = str(workspace / 'desks' / 'main' / 'notes' / 'shared.md')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': target})
+    done = said(hook(raw, verbose=True))
+    [main] = desk_of(workspace, 'main').list()
+    [research] = desk_of(workspace, 'research').list()
+    assert done == (
+        f"checkpoint {main.checkpoint_id} of desk 'main' before Edit (turn {SESSIONS['claude']}); "
+        f"checkpoint {research.checkpoint_id} of desk 'research' before Edit "
+        f'(turn {SESSIONS["claude"]})'
+    )
+    assert research.paths == ('notes/shared.md',)
+    # A desk named on the command line is the only one.
+    write(workspace, 'desks/research/notes/shared.md', 'changed\n')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': target}, session_id=None)
+    assert said(hook(raw, desk='main', verbose=True)).endswith("of desk 'main' before Edit")
+    assert len(desk_of(workspace, 'research').list()) == 1
+
+
+def test_a_command_concerns_every_desk_unless_one_is_named(project: Path, workspace: Path) -> None:
+    write(workspace, 'desks/research/notes/a.md', 'a\n')
+    write(workspace, 'desks/.hidden/notes/a.md', 'a\n')
+    raw = real('claude-shell-PreToolUse', project)
+    done = said(hook(raw, verbose=True))
+    [main] = desk_of(workspace, 'main').list()
+    [research] = desk_of(workspace, 'research').list()
+    assert done == (
+        f"checkpoint {main.checkpoint_id} of desk 'main' before Bash; "
+        f"checkpoint {research.checkpoint_id} of desk 'research' before Bash"
+    )
+    write(workspace, 'desks/research/notes/a.md', 'b\n')
+    write(workspace, 'desks/main/notes/old.md', 'newer\n')
+    named = said(hook(raw, desk='research', verbose=True))
+    assert named.startswith('checkpoint ') and "desk 'research'" in named and 'main' not in named
+    assert len(desk_of(workspace, 'main').list()) == 1
+
+
+def test_a_missing_desk_fails_and_blocks_only_a_strict_write(
+    project: Path, workspace: Path
+) -> None:
+    raw = real('claude-write-PreToolUse', project)
+    folder = workspace / 'desks' / 'research'
+    message = (
+        f"checkpoints hook: no desk 'research' in {workspace} (expected the folder {folder}); "
+        'pass --desk or set CHECKPOINTS_DESK'
+    )
+    assert hook(raw, desk='research') == Reply(1, '', message + '\n')
+    assert hook(raw, desk='research', strict=True) == Reply(
+        2, '', f'{message} (blocked: --strict)\n'
+    )
+    after = real('claude-write-PostToolUse', project)
+    assert hook(after, desk='research', strict=True).code == 1, 'the tool ran: nothing to block'
+    failed = last_event(workspace, 'claude', FAILED)
+    assert failed is not None and failed.outcome == message.removeprefix('checkpoints hook: ')
+    assert (failed.event, failed.tool) == ('PostToolUse', 'Write')
+
+
+def test_a_damaged_repository_fails_as_a_checkpoint_a_seal_or_a_close(
+    project: Path, workspace: Path
+) -> None:
+    (workspace / '.checkpoints').mkdir()
+    (workspace / '.checkpoints' / 'main.git').write_text('not a repository')
+    target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
+    for name, verb in (
+        ('claude-write-PreToolUse', 'checkpoint'),
+        ('claude-write-PostToolUse', 'seal'),
+    ):
+        done = hook(real(name, project))
+        assert done.code == 1 and done.stdout == '', done
+        assert done.stderr.startswith(
+            f"checkpoints hook: could not {verb} desk 'main' for Write {target}: "
+        ), done
+    assert hook(real('claude-write-PreToolUse', project), strict=True).code == 2
+    assert hook(real('claude-write-PostToolUse', project), strict=True).code == 1
+    shell_done = hook(real('claude-shell-PreToolUse', project), strict=True)
+    assert shell_done.code == 2
+    assert shell_done.stderr.startswith(
+        "checkpoints hook: could not checkpoint desk 'main' for Bash (echo): "
+    )
+
+
+def test_a_file_where_the_hooks_keep_state_is_reported_with_its_path(
+    project: Path, workspace: Path
+) -> None:
+    (workspace / '.checkpoints').write_text('a file, not a folder')
+    done = hook(real('claude-UserPromptSubmit', project), strict=True)
+    hooks = workspace / '.checkpoints' / 'hooks'
+    assert done.code == 1 and done.stderr.startswith(f'checkpoints hook: cannot read {hooks}/')
+
+
+def test_an_unexpected_error_is_one_line_unless_debugging(
+    project: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A lone surrogate cannot name a file: no path can be made of it.
+    raw = real('claude-write-PreToolUse', project)
+    raw = raw.replace(b'notes/new.md', b'notes/\\ud800.md')
+    done = hook(raw, strict=True)
+    assert done.code == 1 and done.stdout == ''
+    assert done.stderr.startswith('checkpoints hook: unexpected UnicodeEncodeError: ')
+    assert done.stderr.count('\n') == 1
+    monkeypatch.setenv('CHECKPOINTS_DEBUG', '1')
+    with pytest.raises(UnicodeEncodeError):
+        hook(raw)
+
+
+@pytest.mark.parametrize(
+    'raw',
+    [b'', b'[1]', b'{"tool_name": "Write"}', b'{"hook_event_name": "PreToolUse", '],
+)
+def test_an_unreadable_event_blocks_only_when_strict(raw: bytes) -> None:
+    done = hook(raw)
+    assert done.code == 1 and done.stdout == '' and done.stderr.startswith('checkpoints hook: ')
+    assert hook(raw, strict=True).code == 2
+
+
+def test_the_harness_option_chooses_the_answer_s_terms(project: Path, workspace: Path) -> None:
+    raw = real('claude-edit-PreToolUse', project)
+    assert hook(raw, harness='gemini') == Reply(0, '{}\n')
+    assert hook(real('gemini-edit-BeforeTool', project), harness='claude') == Reply(0)
