@@ -18,6 +18,7 @@ from helpers.builders import write
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.agent.hooks import Options, Reply, run
 from trading_checkpoints.agent.hooks.lastevent import FAILED, last_event
+from trading_checkpoints.agent.hooks.place import session_file
 from trading_checkpoints.ops import calls
 from trading_checkpoints.workspace import Workspace
 
@@ -350,9 +351,40 @@ def test_a_file_where_the_hooks_keep_state_is_reported_with_its_path(
     project: Path, workspace: Path
 ) -> None:
     (workspace / '.checkpoints').write_text('a file, not a folder')
+    record = session_file(workspace, SESSIONS['claude'], 'json')
     done = hook(real('claude-UserPromptSubmit', project), strict=True)
-    hooks = workspace / '.checkpoints' / 'hooks'
-    assert done.code == 1 and done.stderr.startswith(f'checkpoints hook: cannot read {hooks}/')
+    assert done == Reply(1, '', f'checkpoints hook: Not a directory: {record}\n')
+
+
+def test_a_session_record_that_cannot_be_read_fails_the_checkpoint_and_names_it(
+    project: Path, workspace: Path
+) -> None:
+    record = session_file(workspace, SESSIONS['claude'], 'json', create=True)
+    record.mkdir()
+    target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
+    failed = f'{target}: Is a directory: {record}'
+    done = hook(real('claude-write-PreToolUse', project), strict=True)
+    assert done == Reply(
+        2,
+        '',
+        f"checkpoints hook: could not checkpoint desk 'main' for Write {failed} "
+        '(blocked: --strict)\n',
+    )
+    failure = real('claude-write-PostToolUse', project, hook_event_name='PostToolUseFailure')
+    assert hook(failure, strict=True) == Reply(
+        1, '', f"checkpoints hook: could not close a call of desk 'main' for Write {failed}\n"
+    )
+    prompt = hook(real('claude-UserPromptSubmit', project), strict=True)
+    assert prompt == Reply(1, '', f'checkpoints hook: Is a directory: {record}\n')
+    record.rmdir()
+    record.symlink_to(workspace / 'desks' / 'main' / 'notes' / 'old.md')
+    done = hook(real('claude-shell-PreToolUse', project), strict=True)
+    assert done == Reply(
+        2,
+        '',
+        "checkpoints hook: could not checkpoint desk 'main' for Bash (echo): "
+        f'Too many levels of symbolic links: {record} (blocked: --strict)\n',
+    )
 
 
 def test_an_unexpected_error_is_one_line_unless_debugging(

@@ -124,7 +124,7 @@ def test_the_folder_a_shell_command_runs_in(tool, tool_input, cwd, expected):
 
 def test_a_line_is_split_as_the_shell_splits_it():
     assert shell_words('a "b c" #d e') == ['a', 'b c']
-    assert shell_words("x&&y|z;w") == ['x', '&&', 'y', '|', 'z', ';', 'w']
+    assert shell_words('x&&y|z;w') == ['x', '&&', 'y', '|', 'z', ';', 'w']
     assert shell_words('echo "open') is None
     assert simple_commands(['a', '&&', 'b', 'c', '|', 'd', '(', ')', 'e']) == [
         ['a'],

@@ -103,7 +103,7 @@ def verb(name: str, listing: bool) -> str:
         ('echo "open quote', None),
         ("bash -c 'checkpoints protect x'", verb('protect', True)),
         ("eval 'checkpoints budget x 1'", verb('budget', True)),
-        ("sh -c 'sh -c \"checkpoints protect x\"'", verb('protect', True)),
+        ('sh -c \'sh -c "checkpoints protect x"\'', verb('protect', True)),
         ("echo -c 'checkpoints protect x'", verb('protect', True)),
         ("echo 'checkpoints protect x'", None),
         ('checkpoints protect', None),
