@@ -6,7 +6,9 @@ is tested in ``test_hooks.py``; these run where mutation testing sees them."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -327,23 +329,26 @@ def test_a_damaged_repository_fails_as_a_checkpoint_a_seal_or_a_close(
     project: Path, workspace: Path
 ) -> None:
     (workspace / '.checkpoints').mkdir()
-    (workspace / '.checkpoints' / 'main.git').write_text('not a repository')
+    repository = workspace / '.checkpoints' / 'main.git'
+    repository.write_text('not a repository')
     target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
+    why = f'the checkpoint repository {repository} is not a folder'
     for name, verb in (
         ('claude-write-PreToolUse', 'checkpoint'),
         ('claude-write-PostToolUse', 'seal'),
     ):
         done = hook(real(name, project))
-        assert done.code == 1 and done.stdout == '', done
-        assert done.stderr.startswith(
-            f"checkpoints hook: could not {verb} desk 'main' for Write {target}: "
-        ), done
+        assert done == Reply(
+            1, '', f"checkpoints hook: could not {verb} desk 'main' for Write {target}: {why}\n"
+        )
     assert hook(real('claude-write-PreToolUse', project), strict=True).code == 2
     assert hook(real('claude-write-PostToolUse', project), strict=True).code == 1
     shell_done = hook(real('claude-shell-PreToolUse', project), strict=True)
-    assert shell_done.code == 2
-    assert shell_done.stderr.startswith(
-        "checkpoints hook: could not checkpoint desk 'main' for Bash (echo): "
+    assert shell_done == Reply(
+        2,
+        '',
+        f"checkpoints hook: could not checkpoint desk 'main' for Bash (echo): {why} "
+        '(blocked: --strict)\n',
     )
 
 
@@ -416,3 +421,322 @@ def test_the_harness_option_chooses_the_answer_s_terms(project: Path, workspace:
     raw = real('claude-edit-PreToolUse', project)
     assert hook(raw, harness='gemini') == Reply(0, '{}\n')
     assert hook(real('gemini-edit-BeforeTool', project), harness='claude') == Reply(0)
+
+
+# -- found by mutation: each pins a step of agent/hooks/dispatch.py ---------------------------
+
+
+def test_the_turn_is_labelled_with_the_prompt_and_each_event_recorded(
+    project: Path, workspace: Path
+) -> None:
+    cps = desk_of(workspace)
+    assert hook(real('claude-UserPromptSubmit', project)).code == 0
+    handled = last_event(workspace, 'claude')
+    assert handled is not None and (handled.event, handled.tool) == ('UserPromptSubmit', '')
+    assert handled.outcome.startswith('opened turn ')
+    assert hook(real('claude-write-PreToolUse', project)).code == 0
+    [turn] = cps.turns()
+    assert turn.label == 'record the events'
+    [call] = calls.open_calls(cps.repository_directory, SESSIONS['claude'])
+    tool_input = json.loads(real('claude-write-PreToolUse', project))['tool_input']
+    assert call.inputs == calls.digest(SESSIONS['claude'], ['Write', tool_input])
+    assert hook(real('claude-Stop', project)).code == 0
+    stopped = last_event(workspace, 'claude')
+    assert stopped is not None
+    assert (stopped.event, stopped.outcome) == ('Stop', 'closed the calls left at work in main')
+    # A prompt that is no string labels nothing.
+    assert hook(real('claude-UserPromptSubmit', project, prompt=7)).code == 0
+    write(workspace, 'desks/main/notes/new.md', 'new\n')
+    assert hook(real('claude-edit-PreToolUse', project)).code == 0
+    assert cps.turns()[0].label == ''
+
+
+def test_a_shell_call_s_input_is_digested(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    raw = real('gemini-shell-BeforeTool', project)
+    assert hook(raw).code == 0
+    [call] = calls.open_calls(cps.repository_directory, SESSIONS['gemini'])
+    tool_input = json.loads(raw)['tool_input']
+    assert call.inputs == calls.digest(SESSIONS['gemini'], ['run_shell_command', tool_input])
+
+
+def test_a_command_given_as_no_object_is_still_checkpointed(project: Path, workspace: Path) -> None:
+    raw = real('claude-shell-PreToolUse', project, tool_input='echo x')
+    done = said(hook(raw, verbose=True))
+    [first] = desk_of(workspace).list()
+    assert done == f"checkpoint {first.checkpoint_id} of desk 'main' before Bash"
+    assert first.reason == 'before Bash: a command'
+
+
+def test_a_command_s_folder_above_the_cwd_s_finds_the_workspace(project: Path) -> None:
+    write(project, 'workspace/desks/main/notes/old.md', 'old\n')
+    above = str(project.parent)
+    for dir_path in ('project/workspace/desks/main', str(project / 'workspace' / 'desks')):
+        raw = real('gemini-shell-in-desk-BeforeTool', project, cwd=above)
+        data = json.loads(raw)
+        data['tool_input']['dir_path'] = dir_path
+        assert said(hook(json.dumps(data).encode(), verbose=True)).startswith('checkpoint ')
+        write(project, 'workspace/desks/main/notes/old.md', f'{dir_path}\n')
+    assert len(desk_of(project / 'workspace').list()) == 2
+    # Without the folder, the cwd alone is no workspace: nothing.
+    assert hook(real('gemini-shell-BeforeTool', project, cwd=above)) == Reply(0, '{}\n')
+
+
+def test_the_workspace_is_the_cwd_s_before_the_file_s(project: Path, workspace: Path, tmp_path):
+    other = tmp_path / 'other' / 'workspace'
+    write(other, 'desks/main/notes/a.md', 'a\n')
+    target = str(other / 'desks' / 'main' / 'notes' / 'a.md')
+    raw = real(
+        'claude-edit-PreToolUse', project, cwd=str(workspace), tool_input={'file_path': target}
+    )
+    assert hook(raw, verbose=True) == Reply(0), 'not a file of the cwd workspace'
+    assert not (other / '.checkpoints').exists() and not (workspace / '.checkpoints').exists()
+    # From a folder in no workspace, the file's own.
+    away = real('claude-edit-PreToolUse', tmp_path, tool_input={'file_path': target})
+    assert said(hook(away, verbose=True)).startswith('checkpoint ')
+    assert len(desk_of(other).list()) == 1
+
+
+def test_a_write_outside_every_desk_from_a_desk_s_folder_is_nothing(project: Path) -> None:
+    write(project, 'workspace/desks/research/notes/a.md', 'a\n')  # no desk main
+    cwd = str(project / 'workspace' / 'desks' / 'research')
+    target = str(project / 'workspace' / 'README.md')
+    raw = real('claude-write-PreToolUse', project, cwd=cwd, tool_input={'file_path': target})
+    assert hook(raw, verbose=True) == Reply(0)
+
+
+def test_a_dangling_link_into_a_new_desk_makes_that_desk(project: Path, workspace: Path) -> None:
+    link = workspace / 'desks' / 'main' / 'notes' / 'link.md'
+    link.symlink_to(workspace / 'desks' / 'ghost' / 'notes' / 'x.md')
+    raw = real('claude-write-PreToolUse', project, tool_input={'file_path': str(link)})
+    done = said(hook(raw, verbose=True))
+    assert (workspace / 'desks' / 'ghost').is_dir()
+    assert done.endswith(f"of desk 'ghost' before Write (turn {SESSIONS['claude']})")
+
+
+def test_a_write_through_a_hidden_folder_s_link_reaches_the_desk(
+    project: Path, workspace: Path
+) -> None:
+    hidden = workspace / 'desks' / '.hidden'
+    hidden.mkdir()
+    (hidden / 'link.md').symlink_to(workspace / 'desks' / 'main' / 'notes' / 'old.md')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': str(hidden / 'link.md')})
+    done = said(hook(raw, verbose=True))
+    [taken] = desk_of(workspace).list()
+    assert done == (
+        f"checkpoint {taken.checkpoint_id} of desk 'main' before Edit (turn {SESSIONS['claude']})"
+    )
+
+
+def test_a_new_desk_s_folders_are_made_in_a_workspace_without_desks(tmp_path: Path) -> None:
+    workspace = tmp_path / 'project' / 'workspace'
+    (workspace / '.checkpoints').mkdir(parents=True)
+    target = str(workspace / 'desks' / 'new' / 'notes' / 'a.md')
+    raw = real('claude-write-PreToolUse', tmp_path / 'project', tool_input={'file_path': target})
+    assert said(hook(raw, verbose=True)).endswith(
+        f"of desk 'new' before Write (turn {SESSIONS['claude']})"
+    )
+    assert (workspace / 'desks' / 'new').is_dir()
+
+
+def test_a_new_desk_another_hook_makes_at_the_same_moment_is_no_error(
+    project: Path, workspace: Path
+) -> None:
+    from helpers.faults import armed
+
+    folder = workspace / 'desks' / 'new'
+
+    made: list[bool] = []
+
+    def other_hook(event: str, args: tuple) -> None:
+        if event == 'os.mkdir' and os.fsdecode(args[0]) == str(folder) and not made:
+            made.append(True)
+            os.mkdir(folder)  # the other session's hook, first
+
+    target = str(folder / 'notes' / 'a.md')
+    raw = real('claude-write-PreToolUse', project, tool_input={'file_path': target})
+    with armed(other_hook):
+        done = hook(raw, verbose=True)
+    assert made, 'the other hook made it first'
+    assert said(done).endswith(f"of desk 'new' before Write (turn {SESSIONS['claude']})")
+
+
+def test_an_unchanged_desk_s_write_without_a_session_says_so(
+    project: Path, workspace: Path
+) -> None:
+    raw = real('claude-edit-PreToolUse', project, session_id=None)
+    assert said(hook(raw, verbose=True)).startswith('checkpoint ')
+    assert said(hook(raw, verbose=True)) == "checkpoint unchanged of desk 'main' before Edit"
+    [call] = calls.load(desk_of(workspace).repository_directory).values() or [None]
+    assert call is None, 'no session: no call on record'
+
+
+def test_a_call_id_is_the_session_s_and_at_most_100_characters(
+    project: Path, workspace: Path
+) -> None:
+    long_id = 'toolu_' + 'x' * 150
+    assert hook(real('claude-write-PreToolUse', project, tool_use_id=long_id)).code == 0
+    [call] = calls.open_calls(desk_of(workspace).repository_directory, SESSIONS['claude'])
+    assert call.call_id == f'{SESSIONS["claude"]}/{long_id[:100]}'
+
+
+def test_a_failed_write_tool_is_closed(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    assert hook(real('claude-write-PreToolUse', project)).code == 0
+    failed = real('claude-write-PostToolUse', project, hook_event_name='PostToolUseFailure')
+    assert said(hook(failed, verbose=True)) == "closed the failed Write on desk 'main'"
+    assert calls.open_calls(cps.repository_directory, SESSIONS['claude']) == []
+
+
+def test_the_session_s_calls_are_closed_in_every_desk(project: Path, workspace: Path) -> None:
+    """A desk with nothing at work, or only a command, or no repository, is passed over."""
+    write(workspace, 'desks/archive/notes/a.md', 'a\n')
+    write(workspace, 'desks/broken/notes/a.md', 'a\n')
+    write(workspace, 'desks/research/notes/shared.md', 'shared\n')
+    (workspace / 'desks' / 'main' / 'notes' / 'shared.md').symlink_to(
+        workspace / 'desks' / 'research' / 'notes' / 'shared.md'
+    )
+    desks = ('archive', 'main', 'research')
+    assert hook(real('claude-shell-PreToolUse', project), desk='archive').code == 0
+    (workspace / '.checkpoints' / 'broken.git').write_text('not a repository')
+    target = str(workspace / 'desks' / 'main' / 'notes' / 'shared.md')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': target})
+    assert hook(raw).code == 0
+    at_work = {d: calls.open_calls(desk_of(workspace, d).repository_directory, SESSIONS['claude'])
+               for d in desks}  # fmt: skip
+    assert {d: [c.tool for c in at_work[d]] for d in desks} == {
+        'archive': ['claude:Bash'],
+        'main': ['claude:Edit'],
+        'research': ['claude:Edit'],
+    }
+    # The next write closes the write in both desks, not the command.
+    again = real('claude-write-PreToolUse', project, tool_use_id='toolu_next')
+    assert hook(again).code == 0
+    assert [c.tool for c in calls.open_calls(desk_of(workspace, 'research').repository_directory,
+                                             SESSIONS['claude'])] == []  # fmt: skip
+    assert [c.tool for c in calls.open_calls(desk_of(workspace, 'archive').repository_directory,
+                                             SESSIONS['claude'])] == ['claude:Bash']  # fmt: skip
+    assert hook(raw).code == 0
+    stopped = said(hook(real('claude-Stop', project), verbose=True))
+    assert stopped == 'closed the calls left at work in archive, main, research'
+
+
+def test_calls_that_cannot_be_closed_are_said(project: Path, workspace: Path) -> None:
+    assert hook(real('claude-write-PreToolUse', project)).code == 0
+    repository = workspace / '.checkpoints' / 'main.git'
+    shutil.rmtree(repository / 'objects')
+    (repository / 'objects').write_text('in the way')
+    done = hook(real('claude-Stop', project), strict=True)
+    assert done == Reply(
+        1,
+        '',
+        "checkpoints hook: could not close a call of desk 'main' for the calls left at work: "
+        f'cannot open the checkpoint repository {repository}: it has no objects or refs folder\n',
+    )
+
+
+def test_handle_answers_without_being_given_an_answer(project: Path, workspace: Path) -> None:
+    from trading_checkpoints.agent.hooks import handle
+
+    event = json.loads(real('claude-shell-PreToolUse', project))
+    event['tool_input']['command'] = 'checkpoints protect notes'
+    line = handle(event, Options())
+    assert line is not None and line.startswith('denied Bash: `checkpoints protect` changes ')
+    denied = last_event(workspace, 'claude')
+    assert denied is not None and (denied.tool, denied.outcome) == ('Bash', line)
+
+
+def test_a_denied_write_is_recorded_with_its_tool(project: Path, workspace: Path) -> None:
+    desk_of(workspace).protect(['notes/old.md'])
+    reply = hook(real('gemini-edit-BeforeTool', project))
+    assert json.loads(reply.stdout)['decision'] == 'deny'
+    denied = last_event(workspace, 'gemini')
+    assert denied is not None and denied.tool == 'replace'
+    assert denied.outcome == f'denied replace: {json.loads(reply.stdout)["reason"]}'
+
+
+def test_a_write_into_a_protected_file_of_a_desk_named_by_its_text_is_denied(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A desk folder that is a link elsewhere: the desk the text names is asked too."""
+    elsewhere = tmp_path / 'elsewhere'
+    (workspace / 'desks' / 'main').rename(elsewhere)
+    (workspace / 'desks' / 'main').symlink_to(elsewhere)
+    desk_of(workspace).protect(['notes/old.md'])
+    reply = hook(real('claude-edit-PreToolUse', project))
+    assert json.loads(reply.stdout)['hookSpecificOutput']['permissionDecision'] == 'deny'
+
+
+def test_a_desk_folder_in_the_way_of_a_new_desk_is_said_with_its_path(
+    project: Path, workspace: Path
+) -> None:
+    (workspace / 'desks' / 'new').write_text('a file')
+    target = workspace / 'desks' / 'new' / 'notes' / 'a.md'
+    raw = real('claude-write-PreToolUse', project, tool_input={'file_path': str(target)})
+    assert hook(raw, strict=True) == Reply(
+        2,
+        '',
+        f"checkpoints hook: could not checkpoint desk 'new' for Write {target}: "
+        f'File exists: {workspace / "desks" / "new"} (blocked: --strict)\n',
+    )
+
+
+def test_a_damaged_policy_is_said_in_full(project: Path, workspace: Path) -> None:
+    desk_of(workspace).snapshot('start')
+    config = workspace / '.checkpoints' / 'main.git' / 'config'
+    config.unlink()
+    config.mkdir()
+    done = hook(real('claude-write-PreToolUse', project))
+    assert done == Reply(
+        1,
+        '',
+        f'checkpoints hook: could not read the policy for Write: {config} is not a regular file '
+        '(a FIFO, a device or a folder); refusing to open it (remove it)\n',
+    )
+
+
+def test_a_command_s_change_to_protected_paths_is_put_back_and_said(
+    project: Path, workspace: Path
+) -> None:
+    cps = desk_of(workspace)
+    write(workspace, 'desks/main/notes/rules.md', 'rules\n')
+    cps.snapshot('start')
+    cps.protect(['notes/old.md', 'notes/rules.md'])
+    cps.budget('notes/plan.md', 5)
+    command = (
+        'cd workspace/desks/main/notes; echo x >> old.md; echo x >> rules.md; '
+        'echo a long plan > plan.md'
+    )
+    tool_input = {'command': command, 'description': 'x'}
+    assert hook(real('claude-shell-PreToolUse', project, tool_input=tool_input)).code == 0
+    subprocess.run(['bash', '-c', command], cwd=project, check=True, timeout=60)
+    reply = hook(real('claude-shell-PostToolUse', project, tool_input=tool_input), verbose=True)
+    assert re.fullmatch(
+        rf"checkpoint {ID} of desk 'main' after Bash: notes/old.md, notes/plan.md, "
+        "notes/rules.md; put back protected notes/old.md, notes/rules.md of desk 'main'",
+        said(reply),
+    ), reply
+    answer = json.loads(reply.stdout)
+    assert answer['reason'] == (
+        "Your command changed notes/old.md, notes/rules.md, protected on desk 'main': you may "
+        'read it but not change it, so the checkpoints hook put it back as it was before the '
+        'command. Leave it as it is.'
+    )
+    assert answer['hookSpecificOutput']['additionalContext'] == (
+        "notes/plan.md is 12 B, its budget is 5 B: condense it (desk 'main')."
+    )
+    assert (workspace / 'desks' / 'main' / 'notes' / 'old.md').read_text() == 'old\n'
+
+
+def test_five_changed_files_are_named_in_full(project: Path, workspace: Path) -> None:
+    cps = desk_of(workspace)
+    command = 'for n in 1 2 3 4 5; do echo $n > workspace/desks/main/notes/n$n.md; done'
+    tool_input = {'command': command, 'description': 'five files'}
+    assert hook(real('claude-shell-PreToolUse', project, tool_input=tool_input)).code == 0
+    subprocess.run(['bash', '-c', command], cwd=project, check=True, timeout=60)
+    done = hook(real('claude-shell-PostToolUse', project, tool_input=tool_input), verbose=True)
+    shown = ', '.join(f'notes/n{n}.md' for n in range(1, 6))
+    assert (
+        said(done)
+        == f"checkpoint {cps.list(1)[0].checkpoint_id} of desk 'main' after Bash: {shown}"
+    )
