@@ -419,7 +419,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.agent.hooks.process.*',
         ['tests/agent/test_hook_process.py'],
     ),
-    'hookplace': ('trading_checkpoints.agent.hooks.place.*', HOOK_TESTS),
+    'hookplace': (
+        'trading_checkpoints.agent.hooks.place.*',
+        ['tests/agent/test_hook_place.py', *HOOK_TESTS],
+    ),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
