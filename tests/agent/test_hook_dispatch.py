@@ -498,7 +498,8 @@ def test_the_workspace_is_the_cwd_s_before_the_file_s(project: Path, workspace: 
 
 
 def test_a_write_outside_every_desk_from_a_desk_s_folder_is_nothing(project: Path) -> None:
-    write(project, 'workspace/desks/research/notes/a.md', 'a\n')  # no desk main
+    (project / 'workspace' / 'desks' / 'main').rmdir()  # no desk main
+    write(project, 'workspace/desks/research/notes/a.md', 'a\n')
     cwd = str(project / 'workspace' / 'desks' / 'research')
     target = str(project / 'workspace' / 'README.md')
     raw = real('claude-write-PreToolUse', project, cwd=cwd, tool_input={'file_path': target})
@@ -588,8 +589,23 @@ def test_a_failed_write_tool_is_closed(project: Path, workspace: Path) -> None:
     assert calls.open_calls(cps.repository_directory, SESSIONS['claude']) == []
 
 
+def test_a_failed_write_tool_without_an_id_is_found_by_its_file(
+    project: Path, workspace: Path
+) -> None:
+    cps = desk_of(workspace)
+    failed = real('claude-write-PostToolUse', project, hook_event_name='PostToolUseFailure')
+    assert hook(failed, verbose=True) == Reply(0), 'nothing on record: nothing closed'
+    assert hook(real('claude-write-PreToolUse', project, tool_use_id=None)).code == 0
+    failed = real(
+        'claude-write-PostToolUse', project, hook_event_name='PostToolUseFailure', tool_use_id=None
+    )
+    assert said(hook(failed, verbose=True)) == "closed the failed Write on desk 'main'"
+    assert calls.open_calls(cps.repository_directory, SESSIONS['claude']) == []
+
+
 def test_the_session_s_calls_are_closed_in_every_desk(project: Path, workspace: Path) -> None:
     """A desk with nothing at work, or only a command, or no repository, is passed over."""
+    write(workspace, 'desks/aaa/notes/a.md', 'a\n')  # no repository: nothing on record
     write(workspace, 'desks/archive/notes/a.md', 'a\n')
     write(workspace, 'desks/broken/notes/a.md', 'a\n')
     write(workspace, 'desks/research/notes/shared.md', 'shared\n')
