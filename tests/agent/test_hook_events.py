@@ -116,6 +116,7 @@ def test_a_relative_path_without_a_cwd_is_an_error_that_does_not_block():
         ('run_shell_command', {'dir_path': 'd'}, None, None),
         ('run_shell_command', {'dir_path': '/abs'}, None, '/abs'),
         ('run_shell_command', ['/abs'], '/p', '/p'),
+        ('Write', {'dir_path': '/abs'}, '/p', '/p'),
     ],
 )
 def test_the_folder_a_shell_command_runs_in(tool, tool_input, cwd, expected):
@@ -126,6 +127,9 @@ def test_a_line_is_split_as_the_shell_splits_it():
     assert shell_words('a "b c" #d e') == ['a', 'b c']
     assert shell_words('x&&y|z;w') == ['x', '&&', 'y', '|', 'z', ';', 'w']
     assert shell_words('echo "open') is None
+    assert shell_words('ls X # Y') == ['ls', 'X']
+    assert simple_commands(['a', '&;()<>|', 'b']) == [['a'], ['b']]
+    assert simple_commands(['cat', '<>', 'f', '<', 'g']) == [['cat', '<>', 'f', '<', 'g']]
     assert simple_commands(['a', '&&', 'b', 'c', '|', 'd', '(', ')', 'e']) == [
         ['a'],
         ['b', 'c'],
@@ -148,6 +152,11 @@ def test_a_line_is_split_as_the_shell_splits_it():
     'command, shown',
     [
         ('  ls\nrm -rf TOKEN123', 'ls'),
+        ('ls\n;cat\n;rm', 'ls'),
+        ('echo "open; TOKEN123', 'a command'),
+        ('A=1 ls', 'ls'),
+        ('> out; ls', 'ls'),
+        ('/usr/bin/python3 x', 'python3'),
         ('=x ls', 'a command'),
         ('ls; ls && cat', 'ls, cat'),
         ('! time nohup exec command builtin rm x', 'rm'),
