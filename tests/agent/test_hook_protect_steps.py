@@ -5,11 +5,20 @@ denied and in what words. ``test_hooks_protect.py`` drives the same through whol
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers import HOOK_EVENTS
+from helpers.builders import write
 
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent.hooks import Options, Reply, run
 from trading_checkpoints.agent.hooks.events import AFTER_TOOL, BEFORE_TOOL, PROMPT, TOOL_FAILED
-from trading_checkpoints.agent.hooks.protect import Answer, put_back_text, refuse_command
+from trading_checkpoints.agent.hooks.place import session_file
+from trading_checkpoints.agent.hooks.protect import TOLD, Answer, put_back_text, refuse_command
+from trading_checkpoints.workspace import Workspace
 
 
 def test_an_answer_with_nothing_to_say():
@@ -107,6 +116,9 @@ def verb(name: str, listing: bool) -> str:
         ("echo -c 'checkpoints protect x'", verb('protect', True)),
         ("echo 'checkpoints protect x'", None),
         ('checkpoints protect', None),
+        ('checkpoints protect --json -h --help', None),
+        ('echo checkpoints\nprotect x', None),
+        ('echo "open\ncheckpoints protect x', verb('protect', True)),
         ('checkpoints protect -h --json', None),
         ('checkpoints hook doctor', None),
         ('checkpoints hook', None),
@@ -138,3 +150,119 @@ def test_what_the_agent_is_told_when_its_change_was_put_back():
         "Your command changed 0.md, 1.md, 2.md, 3.md, 4.md ..., protected on desk 'main'"
     )
     assert 'changed 0.md, 1.md, 2.md, 3.md, 4.md, protected' in put_back_text('m', many[:5])
+
+
+# -- through whole events, the real harnesses' payloads ---------------------------------------
+
+
+def real(name: str, project: Path, **changes: Any) -> bytes:
+    text = (HOOK_EVENTS / 'real' / f'{name}.json').read_text()
+    text = text.replace('${PROJECT}', str(project)).replace('${HOME}', str(project.parent))
+    data = json.loads(text.replace('${PROJECT_SLUG}', 'project'))
+    data.update(changes)
+    return json.dumps(data).encode()
+
+
+@pytest.fixture
+def workspace(project: Path) -> Path:
+    """The README's layout: desks main and research, notes/limits.md in each."""
+    for desk in ('main', 'research'):
+        write(project, f'workspace/desks/{desk}/notes/limits.md', f'{desk} limits\n')
+        write(project, f'workspace/desks/{desk}/notes/old.md', 'old\n')
+    return project / 'workspace'
+
+
+def denied(reply) -> str | None:
+    assert reply.code == 0, reply
+    said = json.loads(reply.stdout) if reply.stdout else {}
+    return said.get('hookSpecificOutput', {}).get('permissionDecisionReason')
+
+
+def test_dots_after_a_link_into_another_desk_ask_that_desk(project: Path, workspace: Path):
+    """``main/link/../notes/limits.md`` reads as main's file; the system writes research's."""
+    research = Workspace(workspace).desk('research')
+    research.protect(['notes/limits.md'])
+    (workspace / 'desks' / 'research' / 'deep').mkdir()
+    (workspace / 'desks' / 'main' / 'link').symlink_to(workspace / 'desks' / 'research' / 'deep')
+    target = str(workspace / 'desks' / 'main' / 'link' / '..' / 'notes' / 'limits.md')
+    reply = run(
+        real('claude-edit-PreToolUse', project, tool_input={'file_path': target}), Options()
+    )
+    assert "protected on desk 'research'" in (denied(reply) or ''), reply
+    # Both desks protecting it: both reasons, one after the other.
+    Workspace(workspace).desk('main').protect(['notes/limits.md'])
+    reason = denied(
+        run(real('claude-edit-PreToolUse', project, tool_input={'file_path': target}), Options())
+    )
+    tail = (
+        ': you may read it but not change it (a person may; `checkpoints protect` lists the '
+        'protected paths).'
+    )
+    assert reason == (
+        f"notes/limits.md is protected on desk 'main'{tail} "
+        f"notes/limits.md is protected on desk 'research'{tail}"
+    )
+
+
+def test_a_desk_named_that_has_no_folder_does_not_keep_the_others_from_being_asked(
+    project: Path, workspace: Path
+):
+    Workspace(workspace).desk('main').protect(['notes/limits.md'])
+    target = str(workspace / 'desks' / 'main' / 'notes' / 'limits.md')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': target})
+    assert denied(run(raw, Options(desk='ghost'))) is not None
+
+
+def test_a_link_into_a_folder_that_is_no_desk_is_not_asked(project: Path, workspace: Path):
+    odd = workspace / 'desks' / 'back\\slash'
+    write(odd, 'notes/a.md', 'a\n')
+    # A repository and a policy made for it by hand: never read, the folder is no desk.
+    repository = workspace / '.checkpoints' / 'back\\slash.git'
+    Checkpoints(repository, odd).protect(['notes/a.md'])
+    link = workspace / 'desks' / 'main' / 'notes' / 'odd.md'
+    link.symlink_to(odd / 'notes' / 'a.md')
+    raw = real('claude-edit-PreToolUse', project, tool_input={'file_path': str(link)})
+    assert run(raw, Options()) == Reply(0)
+
+
+def budget_told(project: Path, session: str | None, **options: Any) -> str | None:
+    """A write tool's after event on main's notes/old.md, over its budget: what is told."""
+    changes: dict[str, Any] = {'session_id': session}
+    target = str(project / 'workspace' / 'desks' / 'main' / 'notes' / 'old.md')
+    changes['tool_input'] = {'file_path': target}
+    reply = run(real('claude-edit-PostToolUse', project, **changes), Options(**options))
+    assert reply.code == 0, reply
+    said = json.loads(reply.stdout) if reply.stdout else {}
+    return said.get('hookSpecificOutput', {}).get('additionalContext')
+
+
+def test_a_session_with_no_word_of_its_own_is_told_every_time(project: Path, workspace: Path):
+    Workspace(workspace).desk('main').budget('notes/old.md', 2)
+    for _ in range(2):
+        assert (
+            budget_told(project, '///')
+            == "notes/old.md is 4 B, its budget is 2 B: condense it (desk 'main')."
+        )
+
+
+def test_the_first_notice_of_a_session_is_kept_with_no_hook_state_yet(
+    project: Path, workspace: Path
+):
+    Workspace(workspace).desk('main').budget('notes/old.md', 2)
+    assert not (workspace / '.checkpoints' / 'hooks').exists()
+    assert budget_told(project, 'a-session') is not None
+    assert budget_told(project, 'a-session') is None, 'told once this turn'
+
+
+@pytest.mark.parametrize('told', ['5', '"notes"', '{"a": 1}', 'null'])
+def test_a_damaged_record_of_what_was_told_is_read_as_nothing_told(
+    project: Path, workspace: Path, told: str
+):
+    Workspace(workspace).desk('main').budget('notes/old.md', 2)
+    assert budget_told(project, 'a-session') is not None
+    path = session_file(workspace, 'a-session', TOLD)
+    record = json.loads(path.read_text())
+    path.write_text(f'{{"turn": {json.dumps(record["turn"])}, "told": {told}}}')
+    assert budget_told(project, 'a-session') is not None
+    assert budget_told(project, 'a-session') is None
+    os.unlink(path)
