@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,7 @@ def test_a_failed_tool_s_event_has_no_block_the_reason_goes_to_the_context():
     }
 
 
+SESSION = '5d57f2df-ff97-4d01-b306-14d2f3e0c1c9'  # the saved Claude Code run's
 REPOSITORIES = (
     'This command names the checkpoint repositories (.checkpoints): their history and '
     "the desk's policy are a person's to change, so the checkpoints hook denies it. Read "
@@ -266,3 +268,19 @@ def test_a_damaged_record_of_what_was_told_is_read_as_nothing_told(
     assert budget_told(project, 'a-session') is not None
     assert budget_told(project, 'a-session') is None
     os.unlink(path)
+
+
+def test_at_most_200_notices_are_remembered_a_turn(project: Path, workspace: Path):
+    desk = Workspace(workspace).desk('main')
+    for number in range(201):
+        write(workspace, f'desks/main/notes/f{number:03d}.md', 'four\n')
+        desk.budget(f'notes/f{number:03d}.md', 2)
+    command = 'for f in workspace/desks/main/notes/f*.md; do echo x >> $f; done'
+    tool_input = {'command': command, 'description': 'x'}
+    assert run(real('claude-shell-PreToolUse', project, tool_input=tool_input), Options()).code == 0
+    subprocess.run(['bash', '-c', command], cwd=project, check=True, timeout=60)
+    reply = run(real('claude-shell-PostToolUse', project, tool_input=tool_input), Options())
+    told = json.loads(reply.stdout)['hookSpecificOutput']['additionalContext']
+    assert told.count('is 7 B, its budget is 2 B') == 201
+    record = json.loads(session_file(workspace, SESSION, TOLD).read_text())
+    assert len(record['told']) == 200 and 'main\0notes/f200.md' not in record['told']
