@@ -133,15 +133,27 @@ def test_a_terminal_on_stdin_is_told_what_the_command_waits_for(
 
 def test_ctrl_c_while_reading_ends_it_with_130(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     reading, writing = os.pipe()
+    # Python's own Ctrl-C, whatever handler the test runner put in place.
+    runner_s = signal.signal(signal.SIGINT, signal.default_int_handler)
     with open(reading) as pipe:
         monkeypatch.setattr(sys, 'stdin', pipe)
         timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        closed = threading.Lock()
+
+        def close_once() -> None:
+            if closed.acquire(blocking=False):
+                os.close(writing)
+
+        unstuck = threading.Timer(30, close_once)  # no signal seen: the read ends, failing
         timer.start()
+        unstuck.start()
         try:
             assert main([]) == INTERRUPTED == 130
         finally:
             timer.join()
-            os.close(writing)
+            unstuck.cancel()
+            close_once()
+            signal.signal(signal.SIGINT, runner_s)
     assert capsys.readouterr().err == 'checkpoints hook: interrupted\n'
 
 
