@@ -108,6 +108,7 @@ def test_every_desk_with_a_folder(workspace: Path, tmp_path: Path) -> None:
         ('  two\n lines ', 'two_lines', 'two lines'),
         (' \n ', None, None),
         ('y' * 250, 'y' * 64, 'y' * 200),
+        ('Xy-X', 'Xy-X', 'Xy-X'),
     ],
 )
 def test_a_session_id_as_a_word_and_as_kept(session, word, kept) -> None:
@@ -217,3 +218,27 @@ def test_sessions_older_than_30_days_are_forgotten(workspace: Path) -> None:
     assert left == sorted(
         [kept, 'young.json', place.LAST_EVENT, 'old.txt', 'folder.json', 'link.json']
     )
+
+
+def test_a_relative_cwd_is_no_place_to_look_from(
+    workspace: Path, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook's own folder means nothing: a cwd that is not absolute finds nothing."""
+    monkeypatch.delenv('CHECKPOINTS_WORKSPACE', raising=False)
+    monkeypatch.chdir(desk)
+    assert place.find_workspace(Options(), 'notes', ()) is None
+
+
+def test_a_turn_is_timed_in_utc_whatever_the_local_time(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv('TZ', 'Asia/Kolkata')  # 5:30 ahead of UTC, no summer time
+    time.tzset()
+    try:
+        before = place.datetime.now(place.timezone.utc).replace(microsecond=0, tzinfo=None)
+        turn = place.open_turn(workspace, 's', 'p')
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    when = place.datetime.strptime(turn.split('-')[1], '%Y%m%dT%H%M%S')
+    assert 0 <= (when - before).total_seconds() < 60

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import pytest
 from helpers import HOOK_EVENTS
 from helpers.builders import write
 
+from trading_checkpoints.agent.hooks.events import MAX_EVENT_BYTES
 from trading_checkpoints.agent.hooks.process import INTERRUPTED, main, parser
 from trading_checkpoints.workspace import Workspace
 
@@ -170,3 +172,23 @@ def test_a_harness_that_stopped_reading_gets_1_and_nothing_more(
     with contextlib.suppress(BrokenPipeError):
         closed.close()
     assert capsys.readouterr().err == ''
+
+
+def test_the_workspace_option_is_where_the_event_acts(
+    stdin, capsys, workspace: Path, desk: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    away = tmp_path_factory.mktemp('away')  # the event's folder: in no workspace
+    stdin(gemini_prompt(away / 'workspace'))
+    assert main(['--workspace', str(workspace), '-v']) == 0
+    out, err = capsys.readouterr()
+    assert out == '{}\n' and err.startswith('checkpoints hook: opened turn c116fc4d-')
+
+
+def test_an_event_of_the_largest_size_is_read_whole(stdin, capsys, tmp_path: Path) -> None:
+    event = {'hook_event_name': 'SessionStart', 'cwd': str(tmp_path), 'padding': ''}
+    event['padding'] = 'x' * (MAX_EVENT_BYTES - len(json.dumps(event)))
+    raw = json.dumps(event).encode()
+    assert len(raw) == MAX_EVENT_BYTES
+    stdin(raw)
+    assert main(['--strict']) == 0
+    assert capsys.readouterr() == ('', '')
