@@ -423,6 +423,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.agent.hooks.place.*',
         ['tests/agent/test_hook_place.py', *HOOK_TESTS],
     ),
+    # The MCP server's start: each step in the test's process (the handshake over real pipes in
+    # place of stdin and stdout); test_mcp_start.py runs whole servers as processes.
+    'mcpstart': ('trading_checkpoints.agent.mcpstart.*', ['tests/agent/test_mcp_start_steps.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
