@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -235,6 +237,7 @@ class Stdio:
 
     def __init__(self) -> None:
         self.saved = os.dup(0), os.dup(1)
+        self.read = b''
         self.client_in, self.stdin = os.pipe()  # the client writes to self.stdin
         self.stdout, self.client_out = os.pipe()
         os.dup2(self.client_in, 0)
@@ -247,6 +250,15 @@ class Stdio:
         if end:
             os.close(self.stdin)
             self.stdin = -1
+
+    def answered(self, count: int) -> None:
+        """The client: reads ``count`` answer lines, then ends its input."""
+        while self.read.count(b'\n') < count:
+            chunk = os.read(self.stdout, 65536)
+            if not chunk:
+                break
+            self.read += chunk
+        self.send(b'', end=True)
 
     def written(self) -> bytes:
         os.dup2(self.saved[1], 1)  # the write end closed: what was written can be read whole
@@ -447,3 +459,41 @@ def test_the_same_answer_again_is_not_written_again(answers: Answers) -> None:
     assert not os.path.exists(answers.path)
     relay._learn(key(INITIALIZE), None, b'{"jsonrpc":"2.0","id":2,"error":{}}')
     assert not os.path.exists(answers.path), 'nothing kept to forget'
+
+
+# -- the whole start, the real SDK in this process ----------------------------------------------
+
+
+def test_a_server_learns_the_handshake_and_the_next_answers_it_before_the_sdk(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers over real pipes in place of stdin and stdout, the SDK's own server run in
+    this process: the first learns the SDK's answers, the second gives them before the SDK
+    (when the modules were settled enough to keep them: the answers are the same either
+    way)."""
+    pytest.importorskip('mcp')
+    from helpers.builders import new_workspace
+
+    from trading_checkpoints.agent.mcp import build_server
+
+    workspace = new_workspace(tmp_path / 'ws')
+    handshake = line(INITIALIZE) + line(INITIALIZED) + line(TOOLS)
+    said = []
+    for _ in range(2):
+        with piped() as stdio:
+            # The SDK reads and writes through sys.stdin and sys.stdout: the real fds 0 and 1.
+            monkeypatch.setattr(sys, 'stdin', open(0, closefd=False))  # noqa: SIM115
+            monkeypatch.setattr(sys, 'stdout', open(1, 'w', closefd=False))  # noqa: SIM115
+            stdio.send(handshake)
+            client = threading.Thread(target=stdio.answered, args=(2,), daemon=True)
+            client.start()
+            mcpstart.serve(lambda: build_server(workspace), 'the context')
+            client.join(30)
+            said.append(stdio.read + stdio.written())
+            monkeypatch.undo()
+            monkeypatch.setenv('XDG_CACHE_HOME', str(cache))
+    first, second = said
+    assert first == second, 'the kept answers are the SDK own, byte for byte'
+    answers = [json.loads(each) for each in first.splitlines()]
+    assert [each['id'] for each in answers] == [1, 2]
+    assert 'tools' in answers[1]['result']
