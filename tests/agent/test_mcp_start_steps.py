@@ -85,7 +85,7 @@ def test_the_folder_is_under_home_without_an_absolute_xdg_cache_home(
 def answers(cache: Path) -> Answers:
     loaded = Answers.load('the context', create=True)
     assert loaded is not None and loaded.clients == {}
-    loaded.files = []  # nothing to fingerprint but the interpreter and the import path
+    loaded.files = [sys.executable]  # a file long settled
     return loaded
 
 
@@ -95,7 +95,7 @@ def test_answers_kept_are_loaded_again_for_the_same_context(answers: Answers, ca
     assert os.path.basename(answers.path).startswith('mcp-')
     kept = json.loads(Path(answers.path).read_text())
     assert kept['format'] == mcpstart.FORMAT and kept['context'] == 'the context'
-    assert kept['files'] == [] and kept['clients'] == {
+    assert kept['files'] == [sys.executable] and kept['clients'] == {
         'client': {'tools/list null': '"result":{}}'}
     }
     again = Answers.load('the context')
@@ -368,6 +368,7 @@ def test_a_line_that_is_no_message_after_initialize_goes_to_the_sdk(answers: Ans
         line(TOOLS),
         line({**INITIALIZE, 'id': 1.5}),
         b'garbage\n',
+        line({'jsonrpc': '2.0', 'id': 1, 'result': {}}),
     ],
 )
 def test_a_first_line_not_kept_goes_to_the_sdk_unanswered(answers: Answers, first: bytes) -> None:
@@ -497,3 +498,52 @@ def test_a_server_learns_the_handshake_and_the_next_answers_it_before_the_sdk(
     answers = [json.loads(each) for each in first.splitlines()]
     assert [each['id'] for each in answers] == [1, 2]
     assert 'tools' in answers[1]['result']
+
+
+def test_a_second_initialized_or_one_with_an_id_goes_to_the_sdk(answers: Answers) -> None:
+    kept_answers(answers)
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(INITIALIZED) + line(TOOLS))
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.listed == [] and handover.rest == line(TOOLS)
+        assert handover.replay == [line(INITIALIZE), line(INITIALIZED), line(INITIALIZED)]
+    with piped() as stdio:
+        asked = {**INITIALIZED, 'id': 9}
+        stdio.send(line(INITIALIZE) + line(asked), end=True)
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.replay == [line(INITIALIZE), line(asked)]
+
+
+def test_the_listings_answered_are_handed_over(answers: Answers) -> None:
+    kept_answers(answers)
+    call = {'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call'}
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(TOOLS) + line(call))
+        handover = mcpstart.handshake(Wire(), answers)
+    assert handover is not None and handover.listed == [TOOLS]
+    assert handover.replay == [line(INITIALIZE), line(INITIALIZED), line(call)]
+
+
+def test_a_slow_client_is_waited_for_until_a_listing_was_answered(answers: Answers) -> None:
+    kept_answers(answers)
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE))
+        later = threading.Timer(0.3, stdio.send, (line(INITIALIZED) + line(TOOLS),))
+        later.start()
+        try:
+            handover = mcpstart.handshake(Wire(), answers)
+        finally:
+            later.join()
+    assert handover is not None and handover.listed == [TOOLS]
+
+
+def test_answers_are_kept_where_they_were_loaded_from_only(
+    answers: Answers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    (cache / mcpstart.FOLDER).rmdir()  # removed since: made again
+    answers.keep('client', 'k', 'v')
+    assert os.path.isfile(answers.path)
+    os.unlink(answers.path)
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'elsewhere'))
+    answers.keep('client', 'k', 'w')
+    assert not os.path.exists(answers.path), 'the cache folder moved: kept nowhere'
