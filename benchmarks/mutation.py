@@ -401,7 +401,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # a signal (test_watch.py runs it as its own process).
     'watch': (
         'trading_checkpoints.agent.watch.*',
-        ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
+        [
+            'tests/agent/test_watch_in_process.py',
+            'tests/agent/test_watch_steps.py',
+            'tests/ops/test_capture_announced.py',
+        ],
     ),
     'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
     # The hooks: each event handled in the test's process (``hooks.run``, with real desks and
