@@ -82,3 +82,32 @@ def test_the_notifier_says_nothing_on_stderr(
     capfd.readouterr()
     watched_lines(cps, lambda: write(desk, 'Memory.md', 'v1\n'), 1)
     assert capfd.readouterr().err == ''
+
+
+def test_writes_closer_than_the_debounce_make_one_checkpoint(cps: Checkpoints, desk: Path) -> None:
+    """Two writes half a second apart with the default 1 s debounce: one checkpoint of both,
+    taken once the second settled."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 1.0, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        write(desk, 'notes/a.md', 'a\n')
+        time.sleep(0.5)
+        write(desk, 'notes/b.md', 'b\n')
+        deadline = time.monotonic() + 30
+        while not lines:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert lines == [f'checkpoint {cps.list(1)[0].checkpoint_id}: notes/a.md, notes/b.md']
