@@ -111,3 +111,34 @@ def test_writes_closer_than_the_debounce_make_one_checkpoint(cps: Checkpoints, d
         stop.set()
         thread.join(30)
     assert lines == [f'checkpoint {cps.list(1)[0].checkpoint_id}: notes/a.md, notes/b.md']
+
+
+def test_the_watch_goes_on_after_each_checkpoint(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+
+    def until(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(lines) < count:
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.02)
+
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        for number in range(3):
+            write(desk, f'notes/n{number}.md', f'{number}\n')
+            until(number + 1)
+            assert thread.is_alive(), 'the watch ended after a checkpoint'
+    finally:
+        stop.set()
+        thread.join(30)
+    assert [line.split(': ')[1] for line in lines] == ['notes/n0.md', 'notes/n1.md', 'notes/n2.md']
