@@ -142,3 +142,34 @@ def test_the_watch_goes_on_after_each_checkpoint(cps: Checkpoints, desk: Path) -
         stop.set()
         thread.join(30)
     assert [line.split(': ')[1] for line in lines] == ['notes/n0.md', 'notes/n1.md', 'notes/n2.md']
+
+
+def test_writes_that_never_pause_are_taken_after_ten_debounces(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A file rewritten every 50 ms for 4 s under a 0.2 s debounce: a checkpoint is taken
+    while the writes go on (at the latest 2 s after the first), not only once they stop."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        end = time.monotonic() + 4
+        number = 0
+        while time.monotonic() < end:
+            write(desk, 'notes/log.md', f'{number}\n')
+            number += 1
+            time.sleep(0.05)
+        taken_while_writing = list(lines)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert taken_while_writing, 'nothing taken while the writes went on'
