@@ -98,6 +98,12 @@ WATCH_TESTS = [
     'tests/agent/test_watch_narrow.py',
 ]
 
+# What catches the mutants of the hooks' event handling, in the test's process.
+HOOK_TESTS = [
+    'tests/agent/test_hook_dispatch.py',
+    'tests/agent/test_hooks_protect.py',
+]
+
 MODULES: dict[str, tuple[str, list[str]]] = {
     'paths': (
         'trading_checkpoints.core.paths.*',
@@ -395,9 +401,35 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # a signal (test_watch.py runs it as its own process).
     'watch': (
         'trading_checkpoints.agent.watch.*',
-        ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
+        [
+            'tests/agent/test_watch_in_process.py',
+            'tests/agent/test_watch_steps.py',
+            'tests/ops/test_capture_announced.py',
+        ],
     ),
     'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
+    # The hooks: each event handled in the test's process (``hooks.run``, with real desks and
+    # the real harnesses' saved payloads); the hook command's own tests run it as a process.
+    'hookdispatch': ('trading_checkpoints.agent.hooks.dispatch.*', HOOK_TESTS),
+    'hookevents': (
+        'trading_checkpoints.agent.hooks.events.*',
+        ['tests/agent/test_real_hook_events.py', 'tests/agent/test_hook_events.py'],
+    ),
+    'hookprotect': (
+        'trading_checkpoints.agent.hooks.protect.*',
+        ['tests/agent/test_hooks_protect.py', 'tests/agent/test_hook_protect_steps.py'],
+    ),
+    'hookprocess': (
+        'trading_checkpoints.agent.hooks.process.*',
+        ['tests/agent/test_hook_process.py'],
+    ),
+    'hookplace': (
+        'trading_checkpoints.agent.hooks.place.*',
+        ['tests/agent/test_hook_place.py', *HOOK_TESTS],
+    ),
+    # The MCP server's start: each step in the test's process (the handshake over real pipes in
+    # place of stdin and stdout); test_mcp_start.py runs whole servers as processes.
+    'mcpstart': ('trading_checkpoints.agent.mcpstart.*', ['tests/agent/test_mcp_start_steps.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
