@@ -22,11 +22,23 @@ equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
 mutmut only learns which tests cover a function from calls made in the test process itself, so
 a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
 the tests in ``FOUND_BY_MUTATION`` exercise such checks in-process for that reason.
+
+Code that can only run in another process (the warm server's ``main``, its forked children) is
+reached through ``PROCESS_TESTS`` instead: tests that start the real processes. A mutant is
+active there too, since the processes the tests start import the package from mutmut's
+``mutants/`` copy (the tests' ``ROOT`` is that copy's folder, put on ``PYTHONPATH``) and inherit
+``MUTANT_UNDER_TEST`` from the test's environment. After the first ``mutmut run``, every
+function of the module that its stats pass recorded with no tests is mapped to the process
+tests' ids in ``mutants/mutmut-stats.json`` (``tests_by_mangled_function_name``, which a later
+``mutmut run`` loads rather than learning again), and its mutants are run again by name. A
+mutant mapped to tests that never reach it survives: the mapping can only lose a kill, never
+invent one.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -406,6 +418,35 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 }
 
 
+# module -> tests (files, or ``file::test`` ids) that run the module's code in the real processes
+# they start: what every function the test process never calls is mapped to (see above).
+PROCESS_TESTS: dict[str, list[str]] = {
+    # ``run`` runs only in the console script's process (a served command's child, or a
+    # client's own process): the tests run it there.
+    'warmcommand': ['tests/warm/test_command.py'],
+    # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
+    # a client, a served command, a server stopped, one gone idle, another user's process.
+    'warmserver': [
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_a_stopped_server_takes_its_waiting_child_along',
+        'tests/warm/test_server.py::test_an_idle_server_goes_away',
+        'tests/warm/test_private.py::test_another_users_process_reaching_the_server_runs_nothing',
+    ],
+}
+
+
+# Imported first by every process the tests start (the ``mutants/`` copy is on their
+# ``PYTHONPATH``): mutmut's stats pass records coverage in the test process alone, and the
+# recording fails in a process whose folder holds no mutmut configuration, so there the
+# original code runs. A mutant's own run is left alone: its mutant is active in them too.
+SITECUSTOMIZE = """\
+import os
+
+if os.environ.get('MUTANT_UNDER_TEST') == 'stats':
+    del os.environ['MUTANT_UNDER_TEST']
+"""
+
+
 def _config(module: str, tests: list[str]) -> str:
     pattern, _ = MODULES[module]  # 'trading_checkpoints.core.paths.*' mutates core/paths.py
     source = pattern.removesuffix('.*').replace('.', '/') + '.py'
@@ -415,8 +456,9 @@ def _config(module: str, tests: list[str]) -> str:
         'source_paths = ["trading_checkpoints"]',
         f'only_mutate = ["{source}"]',
         'pytest_add_cli_args_test_selection = [',
-        *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
+        *(f'    "{test}",' for test in tests if (ROOT / test.partition('::')[0]).exists()),
         ']',
+        'also_copy = ["bin", "sitecustomize.py"]',  # what the tests' processes start from
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0"]',
         'use_setproctitle = false',
         '',
@@ -426,19 +468,21 @@ def _config(module: str, tests: list[str]) -> str:
 
 def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     pattern, tests = MODULES[module]
+    tests = [*tests, *PROCESS_TESTS.get(module, [])]
     if baseline:
         tests = [test for test in tests if test not in FOUND_BY_MUTATION]
     place = SCRATCH / (f'{module}-baseline' if baseline else module)
     if fresh and place.exists():
         shutil.rmtree(place)
     place.mkdir(parents=True, exist_ok=True)
-    for name in ('trading_checkpoints', 'tests'):
+    for name in ('trading_checkpoints', 'tests', 'bin'):
         if (place / name).exists():
             shutil.rmtree(place / name)
         shutil.copytree(ROOT / name, place / name, ignore=shutil.ignore_patterns('__pycache__'))
     if baseline:
         for test in FOUND_BY_MUTATION:
             (place / test).unlink(missing_ok=True)
+    (place / 'sitecustomize.py').write_text(SITECUSTOMIZE)
     text = (ROOT / 'pyproject.toml').read_text()
     text = re.sub(r'\n\[tool\.mutmut\].*?(?=\n\[|\Z)', '', text, flags=re.S)
     (place / 'pyproject.toml').write_text(text + _config(module, tests))
@@ -463,6 +507,35 @@ def _mutmut(place: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _statuses(place: Path, prefix: str) -> dict[str, str]:
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    statuses = {}
+    for line in listing.splitlines():
+        name, _, status = line.strip().rpartition(': ')
+        if name.startswith(prefix):
+            statuses[name] = status
+    return statuses
+
+
+def _map_to_process_tests(place: Path, names: list[str], tests: list[str]) -> list[str]:
+    """Maps the functions of the mutants ``names`` that no test covered to ``tests``' ids in
+    mutmut's stats; answers those mutants (to run again by name)."""
+    stats_file = place / 'mutants' / 'mutmut-stats.json'
+    stats = json.loads(stats_file.read_text())
+    ids = [
+        known
+        for known in stats['duration_by_test']
+        if any(known == test or known.startswith((test + '::', test + '[')) for test in tests)
+    ]
+    if not ids:
+        raise SystemExit(f'the stats pass ran none of the process tests {tests}')
+    covered = stats['tests_by_mangled_function_name']
+    for name in names:
+        covered[name.partition('__mutmut_')[0]] = ids
+    stats_file.write_text(json.dumps(stats, indent=4))
+    return names
+
+
 def _not_killed(place: Path, prefix: str) -> list[str]:
     listing = _mutmut(place, 'results', '--all', 'true').stdout
     names = []
@@ -475,6 +548,16 @@ def _not_killed(place: Path, prefix: str) -> list[str]:
         ):
             names.append(name)
     return names
+
+
+def _run_mutmut(
+    place: Path, module: str, max_children: int, names: list[str], log: str = 'run.log'
+) -> None:
+    done = _mutmut(place, 'run', '--max-children', str(max_children), *names)
+    (place / log).write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep='\n')
+        raise SystemExit(f'mutmut failed for {module} (see {place / log})')
 
 
 def run(
@@ -496,13 +579,20 @@ def run(
             return {}
     place = _prepare(module, fresh, baseline)
     print(f'== {module}: mutmut run {pattern!r} ({len(wanted)} names) in {place}', flush=True)
-    done = _mutmut(place, 'run', '--max-children', str(max_children), *wanted)
-    (place / 'run.log').write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        print(done.stdout[-3000:], done.stderr[-3000:], sep='\n')
-        raise SystemExit(f'mutmut failed for {module} (see {place / "run.log"})')
-    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    _run_mutmut(place, module, max_children, wanted)
     prefix = pattern.rstrip('*')
+    if module in PROCESS_TESTS:
+        statuses = _statuses(place, prefix)
+        unreached = [
+            name
+            for name, status in statuses.items()
+            if status == 'no tests' and ((not recheck and not again) or name in wanted)
+        ]
+        if unreached:
+            print(f'   {len(unreached)} mutants no test reached in-process: to the process tests')
+            _map_to_process_tests(place, unreached, PROCESS_TESTS[module])
+            _run_mutmut(place, module, max_children, unreached, log='run-processes.log')
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
     counts: dict[str, int] = {}
     survivors = []
     for line in listing.splitlines():
