@@ -23,16 +23,16 @@ mutmut only learns which tests cover a function from calls made in the test proc
 a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
 the tests in ``FOUND_BY_MUTATION`` exercise such checks in-process for that reason.
 
-Code that can only run in another process (the warm server's ``main``, its forked children) is
-reached through ``PROCESS_TESTS`` instead: tests that start the real processes. A mutant is
-active there too, since the processes the tests start import the package from mutmut's
-``mutants/`` copy (the tests' ``ROOT`` is that copy's folder, put on ``PYTHONPATH``) and inherit
-``MUTANT_UNDER_TEST`` from the test's environment. After the first ``mutmut run``, every
-function of the module that its stats pass recorded with no tests is mapped to the process
-tests' ids in ``mutants/mutmut-stats.json`` (``tests_by_mangled_function_name``, which a later
-``mutmut run`` loads rather than learning again), and its mutants are run again by name. A
-mutant mapped to tests that never reach it survives: the mapping can only lose a kill, never
-invent one.
+Code that runs only in another process (the warm server's ``main``, its forked children, the
+console script's ``run``), or whose telling tests only run it there, is reached through
+``PROCESS_TESTS``: tests that start the real processes. A mutant is active there too: the
+processes the tests start import the package from mutmut's ``mutants/`` copy (the tests'
+``ROOT`` is that copy's folder, put on ``PYTHONPATH``) and inherit ``MUTANT_UNDER_TEST`` from the
+test's environment. After the first ``mutmut run``, the process tests' ids are added, in
+``mutants/mutmut-stats.json`` (``tests_by_mangled_function_name``, which a later ``mutmut run``
+loads rather than learning again), to the tests of every function of the module with a mutant
+left alive (``no tests`` or ``survived``), and those mutants are run again by name. A mutant
+given tests that never reach it survives: the mapping can only lose a kill, never invent one.
 """
 
 from __future__ import annotations
@@ -419,11 +419,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 
 
 # module -> tests (files, or ``file::test`` ids) that run the module's code in the real processes
-# they start: what every function the test process never calls is mapped to (see above).
+# they start: what the functions of the mutants left alive are mapped to too (see above).
 PROCESS_TESTS: dict[str, list[str]] = {
     # ``run`` runs only in the console script's process (a served command's child, or a
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
+    # The interpreter's options, told apart by interpreters started with them.
+    'installation': [
+        'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'
+    ],
     # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
     # a client, a served command, a server stopped, one gone idle, another user's process.
     'warmserver': [
@@ -517,9 +521,9 @@ def _statuses(place: Path, prefix: str) -> dict[str, str]:
     return statuses
 
 
-def _map_to_process_tests(place: Path, names: list[str], tests: list[str]) -> list[str]:
-    """Maps the functions of the mutants ``names`` that no test covered to ``tests``' ids in
-    mutmut's stats; answers those mutants (to run again by name)."""
+def _map_to_process_tests(place: Path, names: list[str], tests: list[str]) -> None:
+    """Adds ``tests``' ids to the tests of the functions of the mutants ``names`` in mutmut's
+    stats."""
     stats_file = place / 'mutants' / 'mutmut-stats.json'
     stats = json.loads(stats_file.read_text())
     ids = [
@@ -531,9 +535,9 @@ def _map_to_process_tests(place: Path, names: list[str], tests: list[str]) -> li
         raise SystemExit(f'the stats pass ran none of the process tests {tests}')
     covered = stats['tests_by_mangled_function_name']
     for name in names:
-        covered[name.partition('__mutmut_')[0]] = ids
+        function = name.partition('__mutmut_')[0]
+        covered[function] = sorted({*covered.get(function, []), *ids})
     stats_file.write_text(json.dumps(stats, indent=4))
-    return names
 
 
 def _not_killed(place: Path, prefix: str) -> list[str]:
@@ -583,15 +587,16 @@ def run(
     prefix = pattern.rstrip('*')
     if module in PROCESS_TESTS:
         statuses = _statuses(place, prefix)
-        unreached = [
+        alive = [
             name
             for name, status in statuses.items()
-            if status == 'no tests' and ((not recheck and not again) or name in wanted)
+            if status in ('no tests', 'survived')
+            and ((not recheck and not again) or name in wanted)
         ]
-        if unreached:
-            print(f'   {len(unreached)} mutants no test reached in-process: to the process tests')
-            _map_to_process_tests(place, unreached, PROCESS_TESTS[module])
-            _run_mutmut(place, module, max_children, unreached, log='run-processes.log')
+        if alive:
+            print(f'   {len(alive)} mutants left alive in-process: to the process tests too')
+            _map_to_process_tests(place, alive, PROCESS_TESTS[module])
+            _run_mutmut(place, module, max_children, alive, log='run-processes.log')
     listing = _mutmut(place, 'results', '--all', 'true').stdout
     counts: dict[str, int] = {}
     survivors = []
