@@ -472,7 +472,12 @@ def _config(module: str, tests: list[str]) -> str:
 
 def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     pattern, tests = MODULES[module]
-    tests = [*tests, *PROCESS_TESTS.get(module, [])]
+    # A test id of a file already selected would narrow pytest's run of that file to it.
+    files = {test.partition('::')[0] for test in tests}
+    tests = [
+        *tests,
+        *(test for test in PROCESS_TESTS.get(module, []) if test.partition('::')[0] not in files),
+    ]
     if baseline:
         tests = [test for test in tests if test not in FOUND_BY_MUTATION]
     place = SCRATCH / (f'{module}-baseline' if baseline else module)
