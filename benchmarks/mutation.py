@@ -367,7 +367,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ['tests/warm/test_wire.py', 'tests/warm/test_child_steps.py'],
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
-    'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    'warmpreload': (
+        'trading_checkpoints.warm.preload.*',
+        ['tests/warm/test_preload_steps.py', 'tests/warm/test_preload.py'],
+    ),
     # Rewinding a turn: every test drives the library in the test process (the hooks' tests
     # of it run the hooks in other processes).
     'rewind': (
@@ -424,6 +427,8 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # ``run`` runs only in the console script's process (a served command's child, or a
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
+    # ``preload`` itself runs in a fresh interpreter, as the server runs it.
+    'warmpreload': ['tests/warm/test_preload.py'],
     # The interpreter's options, told apart by interpreters started with them.
     'installation': [
         'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'
