@@ -359,7 +359,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     'warmserver': ('trading_checkpoints.warm.server.*', ['tests/warm/test_server_steps.py']),
     'warmcontext': (
         'trading_checkpoints.warm.context.*',
-        ['tests/warm/test_context.py', 'tests/warm/test_child_steps.py'],
+        [
+            'tests/warm/test_context.py',
+            'tests/warm/test_child_steps.py',
+            'tests/warm/test_context_steps.py',
+        ],
     ),
     'warmaddress': ('trading_checkpoints.warm.address.*', ['tests/warm/test_address.py']),
     'warmwire': (
@@ -427,6 +431,11 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # ``run`` runs only in the console script's process (a served command's child, or a
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
+    # ``adopt`` takes a real client's limits in a second process.
+    'warmcontext': [
+        'tests/warm/test_context.py::test_the_child_takes_the_clients_folder_umask_limits_and_signals',
+        'tests/warm/test_context.py::test_a_limit_the_child_cannot_reach_is_refused',
+    ],
     # ``preload`` itself runs in a fresh interpreter, as the server runs it.
     'warmpreload': ['tests/warm/test_preload.py'],
     # The interpreter's options, told apart by interpreters started with them.
