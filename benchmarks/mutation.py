@@ -465,6 +465,31 @@ if os.environ.get('MUTANT_UNDER_TEST') == 'stats':
 """
 
 
+# ``python -m mutmut`` without the CPU-time limit (``RLIMIT_CPU``) mutmut sets on each mutant's
+# run: every process the tests start inherits it, and the warm server's child refuses a client
+# limited so (a CPU time counts what the server used before the command), so every served
+# command would run in its client and every test that sees one served would fail, whatever
+# the mutant. mutmut's wall-clock timeout (half that CPU limit) still ends a mutant that hangs.
+MUTMUT = """\
+import resource
+import sys
+
+set_limit = resource.setrlimit
+
+
+def setrlimit(kind, limits):
+    if kind != resource.RLIMIT_CPU:
+        set_limit(kind, limits)
+
+
+resource.setrlimit = setrlimit
+sys.argv[0] = 'mutmut'
+from mutmut.__main__ import cli
+
+cli()
+"""
+
+
 def _config(module: str, tests: list[str]) -> str:
     pattern, _ = MODULES[module]  # 'trading_checkpoints.core.paths.*' mutates core/paths.py
     source = pattern.removesuffix('.*').replace('.', '/') + '.py'
@@ -521,7 +546,7 @@ def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
 def _mutmut(place: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith('CHECKPOINTS_')}
     return subprocess.run(
-        [sys.executable, '-m', 'mutmut', *args],
+        [sys.executable, '-c', MUTMUT, *args],
         cwd=place,
         env=env,
         capture_output=True,
