@@ -436,8 +436,12 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_context.py::test_the_child_takes_the_clients_folder_umask_limits_and_signals',
         'tests/warm/test_context.py::test_a_limit_the_child_cannot_reach_is_refused',
     ],
-    # ``preload`` itself runs in a fresh interpreter, as the server runs it.
-    'warmpreload': ['tests/warm/test_preload.py'],
+    # ``preload`` itself runs in a fresh interpreter, as the server runs it,
+    # and a preload that fails in the server leaves every command unserved.
+    'warmpreload': [
+        'tests/warm/test_preload.py',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+    ],
     # The interpreter's options, told apart by interpreters started with them.
     'installation': [
         'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'

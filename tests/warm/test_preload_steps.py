@@ -54,13 +54,14 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     (root / 'sub.py').write_text('thing = other = 1\n')
     (root / 'sibling.py').write_text('')
     (root / 'user.py').write_text(
-        'def f():\n    from .lazy import part, broken\n    import tcpre.nothing_here\n'
+        'def f():\n    import tcpre.nothing_here\n    from .lazy import broken, part\n'
     )
     (root / 'lazy' / '__init__.py').write_text(LAZY_INIT)
     (root / 'lazy' / 'part.py').write_text('')
+    (tmp_path / 'tcpre_top.py').write_text('def f():\n    from . import x\n    import zlib\n')
     monkeypatch.syspath_prepend(str(tmp_path))
     yield root
-    for name in [name for name in sys.modules if name.partition('.')[0] == 'tcpre']:
+    for name in [name for name in sys.modules if name.partition('.')[0] in ('tcpre', 'tcpre_top')]:
         del sys.modules[name]
 
 
@@ -75,6 +76,10 @@ def test_the_imports_inside_functions_are_found_with_the_names_taken(package: Pa
     ]  # a relative import beyond the top package names nothing
 
 
+def test_a_relative_import_outside_a_package_names_nothing(package: Path) -> None:
+    assert preload._imported_in_functions(import_module('tcpre_top')) == [('zlib', [])]
+
+
 def test_a_module_without_source_has_no_imports_to_find(package: Path) -> None:
     assert preload._imported_in_functions(sys) == []
     compiled = import_module('zlib')
@@ -87,11 +92,11 @@ def test_a_module_without_source_has_no_imports_to_find(package: Path) -> None:
 
 def test_the_imports_found_are_imported_and_their_names_taken(package: Path) -> None:
     found = preload._preload(
-        ['tcpre.user', 'tcpre.missing'], lambda importer, name: name.startswith('tcpre')
+        ['tcpre.missing', 'tcpre.user'], lambda importer, name: name.startswith('tcpre')
     )
-    assert found == ['tcpre.lazy']  # the import that failed is left out
+    assert found == ['tcpre.lazy']  # the imports that failed are left out, and no more
     lazy = sys.modules['tcpre.lazy']
-    assert lazy.asked == ['part', 'broken']  # type: ignore[attr-defined]
+    assert lazy.asked == ['broken', 'part']  # type: ignore[attr-defined]
     assert 'tcpre.lazy.part' in sys.modules
     assert 'tcpre.user' in sys.modules and 'tcpre.missing' not in sys.modules
 
