@@ -477,16 +477,18 @@ if os.environ.get('MUTANT_UNDER_TEST') == 'stats':
 MUTMUT = """\
 import resource
 import sys
+import types
 
-set_limit = resource.setrlimit
+from mutmut.workers import isolation
 
 
 def setrlimit(kind, limits):
     if kind != resource.RLIMIT_CPU:
-        set_limit(kind, limits)
+        resource.setrlimit(kind, limits)
 
 
-resource.setrlimit = setrlimit
+# The limit left out where mutmut sets it, and only there (the tests set limits of their own).
+isolation.resource = types.SimpleNamespace(**{**vars(resource), 'setrlimit': setrlimit})
 sys.argv[0] = 'mutmut'
 from mutmut.__main__ import cli
 
