@@ -4,9 +4,12 @@ the shared facts a slot is named after."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +61,39 @@ def test_the_shared_facts_alone_name_the_slot() -> None:
         other = {**own, name: own[name] + 'x'}
         assert context.shared(other) != text, name
     assert context.shared({**own, 'Umask': '0777'}) == text, 'not a shared fact'
+
+
+def proc_entry(folder: Path, status: bytes) -> str:
+    """A process's ``/proc`` entries as a kernel without time namespaces shows them, written in
+    ``folder``: what ``facts`` reads, given as a pid (a path relative to ``/proc``)."""
+    (folder / 'ns').mkdir()
+    for name in context.NAMESPACES:
+        if name != 'time':
+            os.symlink(f'{name}:[4026531840]', folder / 'ns' / name)
+    os.symlink('/', folder / 'root')
+    os.symlink(sys.executable, folder / 'exe')
+    (folder / 'cgroup').write_bytes(b'0::/user.slice\n')
+    (folder / 'status').write_bytes(status)
+    return os.path.relpath(folder, '/proc')
+
+
+def test_the_facts_of_a_process_as_proc_shows_them(tmp_path: Path) -> None:
+    """A namespace the kernel lacks, a status field missing, a name that is not UTF-8 and
+    holds a colon, fields separated by tabs: each read as the rule expects."""
+    status = b'Name:\tcaf\xe9:x\nUmask:\t0022\nUid:\t1000\t1000\t1000\t1000\n'
+    found = context.facts(proc_entry(tmp_path, status))
+    assert found is not None
+    assert found['ns/time'] == context.ABSENT and found['ns/mnt'] == 'mnt:[4026531840]'
+    assert found['Name'] == 'caf\ufffd:x'
+    assert found['Uid'] == '1000 1000 1000 1000'
+    assert found['Umask'] == '0022'
+    assert found['cgroup'] == '0::/user.slice\n'
+    for name in context.SHARED_STATUS:
+        if name != 'Uid':
+            assert found[name] == context.ABSENT, name
+
+
+def test_no_facts_without_the_namespaces_folder(tmp_path: Path) -> None:
+    pid = proc_entry(tmp_path, b'Name:\tx\n')
+    shutil.rmtree(tmp_path / 'ns')
+    assert context.facts(pid) is None
