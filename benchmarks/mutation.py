@@ -436,6 +436,7 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_context.py::test_the_child_takes_the_clients_folder_umask_limits_and_signals',
         'tests/warm/test_context.py::test_a_limit_the_child_cannot_reach_is_refused',
         'tests/warm/test_context.py::test_a_limit_on_what_the_process_used_is_refused',
+        'tests/warm/test_context.py::test_a_clients_folder_it_may_enter_but_not_list_is_taken',
     ],
     # ``preload`` itself runs in a fresh interpreter, as the server runs it,
     # and a preload that fails in the server leaves every command unserved.
