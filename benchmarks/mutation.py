@@ -431,6 +431,15 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # ``run`` runs only in the console script's process (a served command's child, or a
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
+    # ``serve``, ``_run`` and ``_finalize`` run in the server's child: commands served as they
+    # run in-process (output, status, Ctrl-C, a reader gone, the environment taken).
+    'warmchild': [
+        'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
+        'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process[stdout closed by its reader]',
+        'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process[environment]',
+    ],
     # ``adopt`` takes a real client's limits in a second process.
     'warmcontext': [
         'tests/warm/test_context.py::test_the_child_takes_the_clients_folder_umask_limits_and_signals',
