@@ -425,6 +425,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
 }
 
 
+DIFFERENTIAL = 'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process'
+
 # module -> tests (files, or ``file::test`` ids) that run the module's code in the real processes
 # they start: what the functions of the mutants left alive are mapped to too (see above).
 PROCESS_TESTS: dict[str, list[str]] = {
@@ -437,8 +439,8 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
         'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
         'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
-        'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process[stdout closed by its reader]',
-        'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process[environment]',
+        f'{DIFFERENTIAL}[stdout closed by its reader]',
+        f'{DIFFERENTIAL}[environment]',
     ],
     # ``adopt`` takes a real client's limits in a second process.
     'warmcontext': [
