@@ -433,6 +433,14 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # ``run`` runs only in the console script's process (a served command's child, or a
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
+    # The console script's client: a command served (its output, status and signals relayed),
+    # the server started, and the off switch.
+    'warmclient': [
+        'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
+        'tests/warm/test_server.py::test_the_off_switch_starts_no_server',
+    ],
     # ``serve``, ``_run`` and ``_finalize`` run in the server's child: commands served as they
     # run in-process (output, status, Ctrl-C, a reader gone, the environment taken).
     'warmchild': [
