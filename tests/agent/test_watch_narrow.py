@@ -41,11 +41,18 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='in
 TRACKED = ('notes', 'Memory.md', 'skills/agent')
 LIMIT = 64
 
-WATCHER = """
+# The watcher and the snapshot wait long enough for a loaded machine: these tests check what
+# the narrowed walk finds, not how fast the watcher answers (no answer in time is a walk:
+# tests/agent/test_watch_vouch.py::test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk
+# and tests/agent/test_vouchwatch.py::test_a_question_whose_cookie_was_not_read_is_never_answered).
+PATIENCE = 10.0
+WATCHER = f"""
 import sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent import vouchwatch
 from trading_checkpoints.agent.watch import watch
+vouchwatch.COOKIE_WAIT = {PATIENCE}
 checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md',
                           'skills/agent'), max_file_size=64)
 watch(checkpoints, quiet=30, echo=lambda line: None, ready=lambda: print('ready', flush=True))
@@ -89,7 +96,10 @@ def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
 
 
 @pytest.fixture
-def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
+def watcher(
+    checkpoints: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[subprocess.Popen[str]]:
+    monkeypatch.setattr(vouch, 'TIMEOUT', PATIENCE)
     desk, repository = str(checkpoints.desk_directory), str(checkpoints.repository_directory)
     process = subprocess.Popen(
         [sys.executable, '-c', WATCHER, repository, desk],

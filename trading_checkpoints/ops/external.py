@@ -188,10 +188,12 @@ def seal(session: LockedSession) -> bytes:
     if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
         return earlier.sha.encode()  # the same state sealed again
     _, built = session.desk.trees(result, cache)
-    repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
-    sha = session.commit_tree(tree, built, message, move_branch=False)
-    repo.set_ref(SEAL_REF, sha)
-    return sha
+    commit = repo.make_commit(tree, head, message)
+    # One pack append (the blobs and folders the branch lacks, and the seal), flushed before
+    # the ref names it, as a snapshot's commit is.
+    repo.write_objects([*session.new_objects(result, built), commit])
+    repo.set_ref(SEAL_REF, commit.id)
+    return commit.id
 
 
 def writer(repo: ShadowRepo) -> metadata.Writer | None:
