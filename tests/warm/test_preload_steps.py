@@ -116,3 +116,8 @@ def test_only_the_imports_wanted_are_imported(package: Path) -> None:
 def test_a_library_is_named_by_its_top_package() -> None:
     assert preload._top('dulwich.objects') == 'dulwich'
     assert preload._top('click') == 'click'
+
+
+def test_a_name_the_package_does_not_hold_yet_is_passed_over(package: Path) -> None:
+    """``from . import sibling`` names a module not imported yet: no attribute of the package."""
+    assert preload._preload(['tcpre.mod'], lambda importer, name: name == 'tcpre') == ['tcpre']
