@@ -21,7 +21,7 @@ from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError
-from .ops import deskconfig, engine, external, history, listing, request, restore, undo
+from .ops import deskconfig, engine, history, listing, request, restore, undo, vouched
 from .ops import retention as pruning
 from .ops.asof import Moment
 from .ops.heldat import Held, chosen, held, named
@@ -393,7 +393,7 @@ class Checkpoints(PolicyVerbs):
         the short id of the seal (the newest checkpoint when the desk matches it)."""
         deskconfig.check_desk(self.desk_config, must_exist=True)
         with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
-            return short_id(external.seal(session))
+            return short_id(vouched.seal(session))  # narrowed by a running watcher
 
     def undo(
         self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
