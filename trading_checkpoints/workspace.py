@@ -37,7 +37,7 @@ def desk_name_problem(name: object) -> str | None:
         return 'it is empty' if name == '' else 'it is not a string'
     if name in ('.', '..'):
         return 'it is . or ..'
-    if any(c in name for c in '/\\\0\n\r'):
+    if any(c in '/\\' or c < ' ' or '\x7f' <= c <= '\x9f' for c in name):
         return 'it holds a slash, a backslash or a control character'
     return None
 

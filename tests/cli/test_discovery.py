@@ -181,7 +181,9 @@ def test_a_desk_with_only_checkpoints_left_can_be_listed_and_restored(agent: Pat
     assert (agent / 'desks' / 'research' / 'notes' / 'a.md').read_text() == 'a\n'
 
 
-@pytest.mark.parametrize('name', ['a\nb', '../x', 'a/b', 'a\\b', '.', '..', ''])
+@pytest.mark.parametrize(
+    'name', ['a\nb', 'a\tb', 'a\x1bb', 'a\x9bb', '../x', 'a/b', 'a\\b', '.', '..', '']
+)
 @pytest.mark.parametrize('verb', [['list'], ['snapshot'], ['clone', 'url'], ['status']])
 def test_one_desk_name_rule_for_every_verb(agent: Path, name: str, verb: list[str]) -> None:
     for args in (['--desk', name, *verb], [*verb, '--desk', name]):
