@@ -986,3 +986,27 @@ def test_the_events_after_one_of_an_unknown_watch_still_count(
     vouched_noop(checkpoints, walks)  # an empty folder: nothing to record
     write(desk, 'notes/made/a.md', 'written in the folder made\n')
     recorded(checkpoints)
+
+
+def test_a_folder_made_under_one_replaced_by_a_symlink_is_not_watched_through_it(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    """A folder made, then its parent replaced by a symlink to another watched folder before
+    the reader gets to the folder's event: the new folder is opened one component at a time
+    without following symlinks, so it is not watched through the symlink, and the watch of
+    the folder the symlink names keeps its own name: a write there is recorded."""
+    desk = checkpoints.desk_directory
+    write(desk, 'notes/day1/sub/s.md', 'sub\n')
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    held_batch(
+        watcher,
+        gate,
+        lambda: (desk / 'notes/day0/sub').mkdir(),
+        lambda: shutil.rmtree(desk / 'notes/day0'),
+        lambda: (desk / 'notes/day0').symlink_to('day1'),
+    )
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    write(desk, 'notes/day1/sub/s.md', 'changed in the folder the symlink names\n')
+    recorded(checkpoints)
