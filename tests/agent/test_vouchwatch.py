@@ -1010,3 +1010,32 @@ def test_a_folder_made_under_one_replaced_by_a_symlink_is_not_watched_through_it
     vouched_noop(checkpoints, walks)
     write(desk, 'notes/day1/sub/s.md', 'changed in the folder the symlink names\n')
     recorded(checkpoints)
+
+
+def test_a_folder_gone_while_its_parent_is_listed_leaves_its_siblings_watched(
+    checkpoints: Checkpoints, gate: Gate, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``notes/day0`` is removed after ``notes`` was listed and before it is opened: it is
+    passed over, and the folders listed after it are watched still (a write in one of them is
+    recorded, not answered from the record)."""
+    desk = checkpoints.desk_directory
+    listing = inotify._listing
+
+    def day0_first_and_gone(fd: int) -> Iterator[os.DirEntry[str]]:
+        entries = sorted(listing(fd), key=lambda entry: entry.name != 'day0')
+        for entry in entries:
+            if entry.name == 'day0':  # listed in notes, gone before it is opened
+                shutil.rmtree(desk / 'notes/day0')
+            yield entry
+
+    monkeypatch.setattr(inotify, '_listing', day0_first_and_gone)
+    found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        monkeypatch.setattr(inotify, '_listing', listing)
+        recorded(checkpoints)
+        vouched_noop(checkpoints, walks)
+        write(desk, 'notes/day1/n1.md', 'written in a folder listed after the one gone\n')
+        recorded(checkpoints)
+    finally:
+        found.close()
