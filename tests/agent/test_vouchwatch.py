@@ -743,6 +743,8 @@ def test_symlinks_and_fifos_are_not_multiply_linked(
     (desk / 'notes/link').symlink_to('day0/n0.md')
     os.link(desk / 'notes/link', desk / 'notes/link-too', follow_symlinks=False)
     os.mkfifo(desk / 'notes/fifo')
+    os.link(desk / 'scratch/draft.md', desk / 'scratch/draft-too.md')  # not tracked
+    (desk / 'notes/to-draft').symlink_to('../scratch/draft.md')  # names a file of two names
     found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
     found.start()
     try:
