@@ -686,6 +686,25 @@ def test_the_event_queue_never_blocks_and_stays_out_of_child_processes() -> None
         queue.close()
 
 
+def test_the_event_queue_may_be_descriptor_0(tmp_path: Path) -> None:
+    """A watcher started with its standard input closed (by a service manager, or ``<&-``) may
+    be given descriptor 0 for its queue, which is a queue like any other."""
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        queue = Queue()
+        try:
+            assert queue.fd == 0
+            queue.add(str(tmp_path), inotify.CREATE)
+            (tmp_path / 'made').touch()
+            assert [name for _, _, name in queue.read()] == ['made']
+        finally:
+            queue.close()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 ODD_NAMES = {
     'a folder whose name ends in X': 'notes/new X/deeper X/a.md',
     'a file named like .git but not': 'notes/.gitX',
