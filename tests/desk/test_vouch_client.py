@@ -181,10 +181,11 @@ def test_the_mount_table_lines_of_the_desk_and_above(tmp_path: Path) -> None:
 
 
 @NEEDS_ROOT
+@pytest.mark.parametrize('name', ['desk', 'deskX'])  # a path is cut at '/' only
 def test_a_mount_inside_the_desk_leaves_no_lines_and_one_beside_it_changes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, name: str
 ) -> None:
-    desk, beside, source = tmp_path / 'desk', tmp_path / 'desk2', tmp_path / 'source'
+    desk, beside, source = tmp_path / name, tmp_path / f'{name}2', tmp_path / 'source'
     for folder in (desk / 'notes', beside, source):
         folder.mkdir(parents=True)
     before = vouch.mounts(str(desk))
