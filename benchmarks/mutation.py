@@ -376,6 +376,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.ops.turns.*',
         [
             'tests/ops/test_turns.py',
+            'tests/ops/test_turn_arguments.py',
+            'tests/ops/test_turn_records.py',
             'tests/ops/test_turn_index.py',
             'tests/ops/test_rewind.py',
             'tests/ops/test_attribution_turns.py',
