@@ -15,17 +15,15 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .core import lock
 from .core.ids import short_id
 from .core.paths import TRACKED_PATHS
 from .errors import InvalidArgumentError
-from .ops import blame as blames
-from .ops import deskconfig, engine, external, history, listing, request, restore, rewind, undo
+from .ops import deskconfig, engine, history, listing, request, restore, undo, vouched
 from .ops import retention as pruning
 from .ops.asof import Moment
-from .ops.guard import Guard, before_write
 from .ops.heldat import Held, chosen, held, named
 from .ops.results import (
     Checkpoint,
@@ -44,6 +42,10 @@ from .ops.turns import turns as recorded_turns
 from .protection import PolicyVerbs
 from .store import metadata
 from .store.repofolder import is_initialized
+
+if TYPE_CHECKING:  # blame, restore-turn, the guard import these as they run; no hook event does
+    from .ops.blame import Blame
+    from .ops.guard import Guard
 
 __all__ = ['Checkpoint', 'Checkpoints', 'RestoreResult', 'SnapshotResult', 'Status']
 
@@ -207,8 +209,10 @@ class Checkpoints(PolicyVerbs):
 
     def blame(
         self, path: str, checkpoint_id: str | None = None, *, at: Moment | None = None
-    ) -> blames.Blame:
+    ) -> Blame:
         """Who wrote each line of ``path`` (``ops/blame.py``), in the desk or at an id or ``at``."""
+        from .ops import blame as blames
+
         with engine.reading(self.desk_config, report_to=self) as session:
             return blames.blame(session, path, chosen(session, checkpoint_id, at))
 
@@ -336,8 +340,7 @@ class Checkpoints(PolicyVerbs):
         """A file's bytes as they were at a checkpoint, or at moment ``at`` (a symlink's target
         for a symlink)."""
         with engine.reading(self.desk_config, report_to=self) as session:
-            chosen = named(session, checkpoint_id, at, 'checkpoint_id')
-            return history.show(session, chosen, path)
+            return history.show(session, named(session, checkpoint_id, at, 'checkpoint_id'), path)
 
     def log(
         self, path: str | None = None, limit: int | None = 20, *, at: Moment | None = None
@@ -390,7 +393,7 @@ class Checkpoints(PolicyVerbs):
         the short id of the seal (the newest checkpoint when the desk matches it)."""
         deskconfig.check_desk(self.desk_config, must_exist=True)
         with engine.locked(self.desk_config, report_to=self, verb='seal') as session:
-            return short_id(external.seal(session))
+            return short_id(vouched.seal(session))  # narrowed by a running watcher
 
     def undo(
         self, *, force: bool = False, dry_run: bool = False, keep_external: bool = False
@@ -436,7 +439,9 @@ class Checkpoints(PolicyVerbs):
     ) -> Callable[[_F], _F]:
         """Decorator: snapshot before the decorated write tool runs (see ``guard.before_write``);
         e.g. ``@checkpoints.before_write('write_file', path_arg='path')``."""
-        return before_write(self, tool, path_arg=path_arg, strict=strict)
+        from .ops import guard
+
+        return guard.before_write(self, tool, path_arg=path_arg, strict=strict)
 
     def guard(
         self,
@@ -449,6 +454,8 @@ class Checkpoints(PolicyVerbs):
     ) -> Guard:
         """Context manager: snapshot before the write in its block (see ``guard.Guard``); e.g.
         ``with checkpoints.guard('write_file Memory.md'): (desk / 'Memory.md').write_text(t)``."""
+        from .ops.guard import Guard
+
         return Guard(self, action, tool=tool, paths=paths, strict=strict, turn=turn)
 
     def turn(self, label: str = '', message_id: str | None = None) -> AbstractContextManager[Turn]:
@@ -480,6 +487,8 @@ class Checkpoints(PolicyVerbs):
         policy = request.policy(on_external, request.OVERWRITE if force else request.REFUSE)
         deskconfig.check_desk(self.desk_config, must_exist=False)
         first_checkpoint(self, turn_id)  # the turn exists
+        from .ops import rewind
+
         with engine.locked(self.desk_config, report_to=self, verb='restore-turn') as session:
             return rewind.restore_turn(session, turn_id.strip(), policy, dry_run)
 
@@ -552,10 +561,8 @@ class Checkpoints(PolicyVerbs):
             _remote().remove_remote(session.repo.path, name)
 
     def remotes(self) -> builtins.list:  # -> list[remote.Remote]
-        if not is_initialized(self.repository_directory):
-            return []
-        remotes: builtins.list = _remote().list_remotes(self.repository_directory)
-        return remotes
+        held = is_initialized(self.repository_directory)
+        return _remote().list_remotes(self.repository_directory) if held else []
 
     def push(
         self, remote: str | None = None, *, progress=None, create_parents: bool = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from helpers import HOOK_EVENTS
 from helpers.builders import checkpoints_in, write
 from helpers.hookrun import event
 from helpers.processes import python
@@ -65,3 +66,40 @@ def test_no_hook_event_imports_click(workspace: Path, desk: Path) -> None:
 
 def test_the_hooks_look_for_the_call_record_where_calls_keeps_it() -> None:
     assert '/'.join(dispatch.CALLS_RECORD) == calls.NAME
+
+
+# The operations of verbs no hook event runs (blame, rewinding a turn, the library's guard):
+# the facade imports each when its verb runs.
+NOT_FOR_HOOKS = tuple(
+    f'trading_checkpoints.ops.{name}' for name in ('blame', 'credits', 'guard', 'rewind')
+)
+
+
+def real_event(name: str, project: Path) -> bytes:
+    """An event the real harness sent (``hook_events/real/``), in this test's project."""
+    raw = (HOOK_EVENTS / 'real' / f'{name}.json').read_text()
+    for key, value in (('PROJECT', project), ('HOME', project / 'home'), ('PROJECT_SLUG', 'p')):
+        raw = raw.replace('${' + key + '}', str(value))
+    return raw.encode()
+
+
+def test_a_tool_event_imports_no_verb_it_does_not_run(tmp_path: Path) -> None:
+    project = tmp_path / 'project'
+    workspace = project / 'workspace'
+    desk = workspace / 'desks' / 'main'
+    write(desk, 'Memory.md', 'v0')
+    checkpoints_in(workspace).snapshot('first')
+    run_hook(real_event('claude-UserPromptSubmit', project), project)
+    for name, change in (
+        ('claude-write-PreToolUse', None),
+        ('claude-write-PostToolUse', 'notes/new.md'),
+        ('claude-shell-PreToolUse', None),
+        ('claude-shell-PostToolUse', 'Memory.md'),
+    ):
+        if change:
+            write(desk, change, f'written before {name}')
+        modules = run_hook(real_event(name, project), project)
+        assert 'trading_checkpoints.store.repo' in modules, name  # the event did its work
+        assert [m for m in modules if m.startswith(NOT_FOR_HOOKS)] == [], name
+    held = checkpoints_in(workspace).list()
+    assert len(held) == 4, [c.message for c in held]  # first, before Write, before Bash, after Bash

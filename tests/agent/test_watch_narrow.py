@@ -33,8 +33,10 @@ from trading_checkpoints.core import private
 from trading_checkpoints.desk import narrow, statcache, vouch
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.desk import vouchprotocol as protocol
-from trading_checkpoints.ops import vouched
+from trading_checkpoints.ops import toolcalls, vouched
 from trading_checkpoints.ops.session import open_reading
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store.metadata import Writer
 from trading_checkpoints.store.repo import ShadowRepo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -42,11 +44,18 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='in
 TRACKED = ('notes', 'Memory.md', 'skills/agent')
 LIMIT = 64
 
-WATCHER = """
+# The watcher and the snapshot wait long enough for a loaded machine: these tests check what
+# the narrowed walk finds, not how fast the watcher answers (no answer in time is a walk:
+# tests/agent/test_watch_vouch.py::test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk
+# and tests/agent/test_vouchwatch.py::test_a_question_whose_cookie_was_not_read_is_never_answered).
+PATIENCE = 10.0
+WATCHER = f"""
 import sys
 from pathlib import Path
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent import vouchwatch
 from trading_checkpoints.agent.watch import watch
+vouchwatch.COOKIE_WAIT = {PATIENCE}
 checkpoints = Checkpoints(Path(sys.argv[1]), Path(sys.argv[2]), ('notes', 'Memory.md',
                           'skills/agent'), max_file_size=64)
 watch(checkpoints, quiet=30, echo=lambda line: None, ready=lambda: print('ready', flush=True))
@@ -90,7 +99,10 @@ def checkpoints(tmp_path: Path, runtime: Path) -> Checkpoints:
 
 
 @pytest.fixture
-def watcher(checkpoints: Checkpoints) -> Iterator[subprocess.Popen[str]]:
+def watcher(
+    checkpoints: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[subprocess.Popen[str]]:
+    monkeypatch.setattr(vouch, 'TIMEOUT', PATIENCE)
     desk, repository = str(checkpoints.desk_directory), str(checkpoints.repository_directory)
     process = subprocess.Popen(
         [sys.executable, '-c', WATCHER, repository, desk],
@@ -424,6 +436,71 @@ def test_status_walks_only_what_changed(
         'notes/day1/new.md',
         'notes/day2/n1.md',
     ]
+
+
+def sealed_tree(repository: Path) -> bytes:
+    repo = ShadowRepo.open(repository)
+    assert repo is not None
+    try:
+        seal = repo.read_ref(b'refs/checkpoints/sealed')
+        assert seal is not None
+        return repo.commit_info(seal).tree
+    finally:
+        repo.close()
+
+
+def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """An agent's write sealed, then the next tool's snapshot: each walks only the folders
+    changed since the watcher's record (the seal moved, which no scan reads), and each records
+    what a walk of everything records, a person's edit elsewhere included. With nothing
+    changed since, a seal walks nothing and holds the newest checkpoint's files."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    plain = Checkpoints(other, desk, TRACKED, max_file_size=LIMIT)
+    write(desk, 'notes/day0/by-the-agent.md', 'written by the agent\n')
+    write(desk, 'notes/day2/n1.md', 'a person edited it meanwhile\n')
+    before = walks.count()
+    checkpoints.seal()
+    assert walks.count() == (before[0], before[1] + 1)
+    plain.seal()
+    assert sealed_tree(checkpoints.repository_directory) == sealed_tree(other)
+    before = walks.count()
+    assert checkpoints.snapshot('before the next tool') is not None
+    assert walks.count() == (before[0], before[1] + 1)
+    assert plain.snapshot('before the next tool, walked') is not None
+    assert head_tree(checkpoints.repository_directory) == head_tree(other)
+    before = walks.count()
+    checkpoints.seal()
+    assert walks.count() == (before[0], before[1] + 1)
+    assert sealed_tree(checkpoints.repository_directory) == head_tree(other)
+
+
+def test_a_shell_commands_capture_walks_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """A shell command's hooks (``ops/toolcalls.py``), a watcher running: the look before it
+    walks only what changed (nothing), the capture after it only the folders the command
+    changed, and it commits what a walk of everything commits."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    call = ToolCall('call-1', 'claude:Bash', Writer('t-1', 'S'))
+    before = walks.count()
+    assert toolcalls.before_shell(checkpoints.desk_config, call, 'before echo') is None
+    assert walks.count()[0] == before[0]
+    write(desk, 'notes/day1/n2.md', 'written by the command\n')
+    write(desk, 'notes/day0/deep/inner.md', 'and this\n')
+    before = walks.count()
+    done = toolcalls.after_shell(checkpoints.desk_config, call, 'after echo')
+    assert done.paths == ('notes/day0/deep/inner.md', 'notes/day1/n2.md')
+    assert walks.count() == (before[0], before[1] + 1)
+    assert Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).snapshot('walked') is not None
+    assert head_tree(checkpoints.repository_directory) == head_tree(other)
 
 
 def forge_stat_cache(cps: Checkpoints, path: str, other: str) -> None:

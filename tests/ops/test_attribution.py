@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.builders import write
@@ -17,6 +18,7 @@ from helpers.gitcli import fsck, git, needs_git
 from helpers.reading import files_of, version_of
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.store.repo import ShadowRepo
 
 SEAL = 'refs/checkpoints/sealed'
 
@@ -181,3 +183,33 @@ def test_announcements_follow_the_declarations_of_no_op_snapshots(
         git(repo_dir, 'log', '-1', '--format=%B', SEAL) == 'TAX\n\nCheckpoint-Action: announce\n\n'
     )
     assert (repo_dir / SEAL).read_text() != before
+
+
+def test_a_snapshot_of_the_state_the_agent_sealed_reads_no_tree(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tool call after an agent's write finds the desk as the seal holds it: the desk's
+    tree, built from the scan, is the seal's, so neither the seal's tree nor the newest
+    checkpoint's is read (at 10,000 files, most of that event). An edit made after the seal
+    is still told apart: then the seal's tree is read."""
+    for index in range(20):
+        write(desk, f'notes/n{index}.md', f'note {index}\n')
+    cps.snapshot('first')
+    reads: list[bytes] = []
+    flatten = ShadowRepo.flatten_tree
+
+    def counted(repo: ShadowRepo, tree: bytes, *args: Any, **kwargs: Any) -> Any:
+        reads.append(tree)
+        return flatten(repo, tree, *args, **kwargs)
+
+    monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
+    for round_ in range(2):
+        write(desk, f'notes/agent{round_}.md', 'written by the agent\n')
+        cps.seal()
+        if round_:
+            write(desk, 'notes/n3.md', 'a person edited it after the seal\n')
+        reads.clear()
+        result = cps.snapshot_with_result(f'before the next tool {round_}', tool='Bash')
+        assert result.checkpoint_id is not None
+        assert (result.basis, result.external) == ('sealed', ('notes/n3.md',) if round_ else ())
+        assert bool(reads) == bool(round_)

@@ -385,3 +385,23 @@ def test_a_new_repository_is_durable_before_its_head(tmp_path: Path) -> None:
     with recording() as events:
         Checkpoints.clone(str(repository), copy, copy_desk)
     assert folders_before_head(events, copy) >= 5
+
+
+def test_a_seal_is_one_pack_append_durable_before_the_seal_moves(tmp_path: Path) -> None:
+    """The agent's write sealed: its new file's blob, the folders above it and the seal's
+    commit go into the store in one append (one pack and its index, each flushed before its
+    rename, the folder after), and only then does the seal ref move."""
+    repository, desk, _ = _prepared(tmp_path)
+    put(desk, 'notes/fresh/by-the-agent.md', '-', b'written by the agent\n')
+    cps = Checkpoints(repository, desk)
+    with recording() as events:
+        sealed = cps.seal()
+    places = Places(repository, desk)
+    creations = _pack_creations(events, places)
+    assert len(creations) == 2, f'{len(creations) // 2} appends for one seal'
+    moves = _renames_to(events, places.seal)
+    assert len(moves) == 1, 'the seal ref did not move once'
+    for at in creations:
+        assert at < moves[0], 'the seal ref moved before its objects were stored'
+        assert _durable_rename(events, at, moves[0]) is None
+    assert version_of(repository, sealed) == files_of(desk)

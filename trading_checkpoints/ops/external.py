@@ -47,7 +47,7 @@ from urllib.parse import quote, unquote
 
 from ..core.trees import BLOB_MODES, FileEntry, build_trees
 from ..desk.scan import Scan, read_entry
-from ..desk.statcache import StatKey, is_racy, stat_key
+from ..desk.statcache import StatCache, StatKey, is_racy, stat_key
 from ..errors import CheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
@@ -163,15 +163,16 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
     return tuple(sorted(path for path in set(left) | set(desk) if left.get(path) != desk.get(path)))
 
 
-def seal(session: LockedSession) -> bytes:
+def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) -> bytes:
     """Records the desk as it is now as the state the agent left; returns the seal's commit.
 
+    ``scanned``: the desk's scan, made in this session to record (else a walk of everything).
     Over an announcement, the seal keeps the announcement's turn and session (the writer). Each
     file over the size limit is read (in chunks) to name its content in the seal, unless the
     previous seal named it and its stat has not changed since.
     """
     repo = session.repo
-    result, cache = session.scan(record=True)
+    result, cache = session.scan(record=True) if scanned is None else scanned
     head = repo.head()
     tree = session.tree_of(result, cache)
     unstored = _oversize_values(session, result)
@@ -188,10 +189,12 @@ def seal(session: LockedSession) -> bytes:
     if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
         return earlier.sha.encode()  # the same state sealed again
     _, built = session.desk.trees(result, cache)
-    repo.write_objects(session.new_objects(result, []))  # blobs the branch does not hold yet
-    sha = session.commit_tree(tree, built, message, move_branch=False)
-    repo.set_ref(SEAL_REF, sha)
-    return sha
+    commit = repo.make_commit(tree, head, message)
+    # One pack append (the blobs and folders the branch lacks, and the seal), flushed before
+    # the ref names it, as a snapshot's commit is.
+    repo.write_objects([*session.new_objects(result, built), commit])
+    repo.set_ref(SEAL_REF, commit.id)
+    return commit.id
 
 
 def writer(repo: ShadowRepo) -> metadata.Writer | None:

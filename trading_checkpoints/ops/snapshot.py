@@ -151,7 +151,7 @@ def take(
     """
     reusable = None if earlier is None else _reusable(session, earlier)
     result, cache = reusable if reusable is not None else session.scan(record=True)
-    attribution = external.attribute(session, LazyFiles(result), session.known_tree(result, cache))
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
@@ -235,8 +235,7 @@ def commit_desk(session: LockedSession, message: str) -> bytes | None:
     """Commits the desk as it is (None when it equals the newest checkpoint), recording which
     of its changes the agent's turn wrote, as :func:`take` does."""
     result, cache = session.scan(record=True)
-    known = session.known_tree(result, cache)
-    attribution = external.attribute(session, LazyFiles(result), known)
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
@@ -313,6 +312,7 @@ def capture(
     tool: str,
     writer: metadata.Writer | None,
     call_id: str | None = None,
+    scanned: vouched.Recorded | None = None,
 ) -> Capture:
     """Commits the changes made since the newest checkpoint as a change already made
     (``Checkpoint-Action: captured``, the changed paths as ``Checkpoint-Path``), then seals.
@@ -324,12 +324,14 @@ def capture(
     (``checkpoints watch``) the changes are credited as a snapshot credits them; when an
     agent's write was announced and not yet sealed, it is announced again on the new
     checkpoint (the agent may still be writing), else the state is sealed. Nothing is
-    committed when nothing changed; a turn's capture then only seals.
+    committed when nothing changed; a turn's capture then only seals. ``scanned``: the desk
+    scanned to record in this session (:func:`vouched.recorded_scan`), else a walk of
+    everything.
     """
     repo = session.repo
-    result, cache = session.scan(record=True)
-    known = session.known_tree(result, cache)
-    attribution = external.attribute(session, LazyFiles(result), known)
+    scanned = scanned or vouched.Recorded(*session.scan(record=True), None)
+    result, cache = scanned.scan, scanned.cache
+    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     pending = None if writer is not None else external.in_flight(repo)
     record = dict(calls.load(repo.path))
     if writer is not None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..core.ids import ShortId, short_id
 from ..store import metadata
 from ..store.metadata import Writer
-from . import calls, deskconfig, engine, external, snapshot, turnindex
+from . import calls, deskconfig, engine, external, snapshot, turnindex, vouched
 from .deskconfig import DeskConfig
 from .session import LockedSession
 from .turns import CheckpointsLike, check_turn_id, labelled, mark_in
@@ -91,7 +91,7 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
         found = _find(session.repo.path, call, paths)
         if found is not None:
             calls.end(session, found, calls.WROTE)
-        return short_id(external.seal(session))
+        return short_id(vouched.seal(session))  # narrowed by a running watcher
 
 
 def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | None:
@@ -125,7 +125,8 @@ def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Ca
     with engine.locked(config, light=True, verb='capture') as session:
         if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
             subject = labelled(subject, call.label)
-        return snapshot.capture(session, subject, call.tool, writer, call.call_id)
+        scanned = vouched.recorded_scan(session)  # narrowed by a running watcher
+        return snapshot.capture(session, subject, call.tool, writer, call.call_id, scanned)
 
 
 def unfinished(

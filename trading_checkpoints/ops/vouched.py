@@ -13,8 +13,9 @@ answer is given. Nothing serves while something is mounted inside the desk.
 
 When a tracked path changed since the record and the watcher knows in which folders, and
 the state read now is still the record's (the stat cache above all: it is the one the clean
-walk found the desk equal to), a scan walks only those folders (``desk/narrow.py``) and takes
-the rest from the stat cache.
+walk found the desk equal to; the seal aside, which no scan reads), a scan walks only those
+folders (``desk/narrow.py``) and takes the rest from the stat cache: a snapshot's, a status's,
+and a seal's (:func:`recorded_scan`).
 
 :func:`look` runs that sequence for a snapshot and for ``status``: ask, take the answer or
 walk, report a clean walk under the token the watcher handed out before it began. A snapshot
@@ -29,14 +30,14 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from ..desk import statcache, vouch
 from ..desk.folders import DeskFolders
 from ..desk.narrow import Since
 from ..desk.scan import Scan
-from ..desk.statcache import StatKey
+from ..desk.statcache import StatCache, StatKey
 from ..desk.vouchprotocol import Answer, Record, Reply, State
 from ..errors import CheckpointError
 from ..store.config import read_bytes
@@ -90,6 +91,34 @@ def look(
     return Looked(None, walked, asked)
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A scan made to record (:func:`recorded_scan`), with the stat cache it was compared with
+    and the watcher asked before it (None: none was running), to report a commit to."""
+
+    scan: Scan
+    cache: StatCache
+    asked: Asked | None
+
+
+def recorded_scan(session: LockedSession) -> Recorded:
+    """A scan that stores the blobs it reads (a seal's, a capture's), walking only what changed
+    since the watcher's record when the watcher knows that (:meth:`Asked.since`), else
+    everything."""
+    head = session.repo.head()
+    asked = None if head is None else Asked.of(session)
+    since = None if asked is None or head is None else asked.since(head, asked.state(head))
+    result, cache = session.scan(record=True, since=since)
+    return Recorded(result, cache, asked)
+
+
+def seal(session: LockedSession) -> bytes:
+    """``external.seal`` of the desk scanned by :func:`recorded_scan` (narrowed by a running
+    watcher); returns the seal's commit."""
+    scanned = recorded_scan(session)
+    return external.seal(session, (scanned.scan, scanned.cache))
+
+
 class Asked:
     """What the desk's watcher replied to one snapshot or status."""
 
@@ -115,13 +144,17 @@ class Asked:
         return None if record is None or not self._holds(record, head, now) else record.answer
 
     def since(self, head: bytes, now: State) -> Since | None:
-        """What changed since the record, when the watcher knows it and everything else the
-        record's walk depended on is as it was (see the module notes), else None; ``now``: the
-        :meth:`state` read after the reply."""
+        """What changed since the record (nothing, when the watcher's reply is the record
+        itself), when the watcher knows it and everything else the record's walk depended on
+        is as it was (see the module notes), else None; ``now``: the :meth:`state` read after
+        the reply. The seal is not compared: a scan never reads it (a no-op's answer does),
+        so an agent's seal leaves the next scan narrowed."""
         changed = self.reply.changed
-        if changed is None or not self._holds(changed.record, head, now):
+        record = self.reply.clean if changed is None else changed.record
+        if record is None or not self._holds(record, head, now, seal=False):
             return None
-        return Since(frozenset(changed.folders), changed.record.answer.skipped)
+        folders = () if changed is None else changed.folders
+        return Since(frozenset(folders), record.answer.skipped)
 
     def state(self, head: bytes) -> State:
         """The :func:`state` now, with the multiply-linked files the watcher named."""
@@ -159,10 +192,11 @@ class Asked:
             return
         vouch.report(self.name, self.reply.token, Record(now, answer))
 
-    def _holds(self, record: Record, head: bytes, now: State) -> bool:
-        """Whether the record's state is the state ``now``, with no restore begun and the
-        branch not moved since the watcher replied."""
-        if now.mounts is None or record.state != now:
+    def _holds(self, record: Record, head: bytes, now: State, seal: bool = True) -> bool:
+        """Whether the record's state is the state ``now`` (the seal left out unless
+        ``seal``), with no restore begun and the branch not moved since the watcher replied."""
+        then = record.state if seal else replace(record.state, seal=now.seal)
+        if now.mounts is None or then != now:
             return False
         repo = self.session.repo
         return not journal.pending(repo.path) and repo.read_head_again() == head
