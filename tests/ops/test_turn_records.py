@@ -87,7 +87,8 @@ def test_a_shorter_window_asked_for_is_the_one_used(cps: Checkpoints, desk: Path
     assert turns.started(cps.repository_directory, 't-1', lookback=2)
     assert not turns.started(cps.repository_directory, 't-1', lookback=1)
     assert turns.snapshot_in_turn(cps, 't-1', 'again', lookback=2) is None
-    assert turns.snapshot_in_turn(cps, 't-1', 'again', lookback=1) is not None
+    marked = turns.snapshot_in_turn(cps, 't-1', 'again', lookback=1, tool='x', session='s-1')
+    assert recorded_as(cps, marked) == ('again', 'x', (), 't-1', 's-1')
 
 
 def test_no_repository_has_no_turn_started(tmp_path: Path) -> None:
