@@ -77,7 +77,8 @@ def test_a_turn_counts_as_started_within_the_newest_200_checkpoints(
     assert cps.snapshot('again', turn='t-near') is None
     assert turns.snapshot_in_turn(cps, 't-near', 'again') is None
     assert cps.snapshot('again', turn='t-far') is not None  # t-near is the 201st newest now
-    assert turns.snapshot_in_turn(cps, 't-near', 'again') is not None
+    marked = turns.snapshot_in_turn(cps, 't-near', 'again', label='begun again')
+    assert marked is not None and LABEL_PREFIX + 'begun again' in messages(cps)[marked]
 
 
 def test_a_shorter_window_asked_for_is_the_one_used(cps: Checkpoints, desk: Path) -> None:
