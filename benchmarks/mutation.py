@@ -22,11 +22,23 @@ equivalent mutant: ``benchmarks/README.md`` lists the equivalent ones and why.
 mutmut only learns which tests cover a function from calls made in the test process itself, so
 a check exercised only in a forked child or a subprocess shows as ``no tests``/``survived``;
 the tests in ``FOUND_BY_MUTATION`` exercise such checks in-process for that reason.
+
+Code that runs only in another process (the warm server's ``main``, its forked children, the
+console script's ``run``), or whose telling tests only run it there, is reached through
+``PROCESS_TESTS``: tests that start the real processes. A mutant is active there too: the
+processes the tests start import the package from mutmut's ``mutants/`` copy (the tests'
+``ROOT`` is that copy's folder, put on ``PYTHONPATH``) and inherit ``MUTANT_UNDER_TEST`` from the
+test's environment. After the first ``mutmut run``, the process tests' ids are added, in
+``mutants/mutmut-stats.json`` (``tests_by_mangled_function_name``, which a later ``mutmut run``
+loads rather than learning again), to the tests of every function of the module with a mutant
+left alive (``no tests`` or ``survived``), and those mutants are run again by name. A mutant
+given tests that never reach it survives: the mapping can only lose a kill, never invent one.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -96,6 +108,12 @@ WATCH_TESTS = [
     'tests/agent/test_watch_restart.py',
     'tests/agent/test_watch_vouch.py',
     'tests/agent/test_watch_narrow.py',
+]
+
+# What catches the mutants of the hooks' event handling, in the test's process.
+HOOK_TESTS = [
+    'tests/agent/test_hook_dispatch.py',
+    'tests/agent/test_hooks_protect.py',
 ]
 
 MODULES: dict[str, tuple[str, list[str]]] = {
@@ -349,7 +367,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     'warmserver': ('trading_checkpoints.warm.server.*', ['tests/warm/test_server_steps.py']),
     'warmcontext': (
         'trading_checkpoints.warm.context.*',
-        ['tests/warm/test_context.py', 'tests/warm/test_child_steps.py'],
+        [
+            'tests/warm/test_context.py',
+            'tests/warm/test_child_steps.py',
+            'tests/warm/test_context_steps.py',
+        ],
     ),
     'warmaddress': ('trading_checkpoints.warm.address.*', ['tests/warm/test_address.py']),
     'warmwire': (
@@ -357,7 +379,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ['tests/warm/test_wire.py', 'tests/warm/test_child_steps.py'],
     ),
     'warmcommand': ('trading_checkpoints.warm.command.*', ['tests/warm/test_command.py']),
-    'warmpreload': ('trading_checkpoints.warm.preload.*', ['tests/warm/test_preload.py']),
+    'warmpreload': (
+        'trading_checkpoints.warm.preload.*',
+        ['tests/warm/test_preload_steps.py', 'tests/warm/test_preload.py'],
+    ),
     # Rewinding a turn: every test drives the library in the test process (the hooks' tests
     # of it run the hooks in other processes).
     'rewind': (
@@ -412,15 +437,133 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # a signal (test_watch.py runs it as its own process).
     'watch': (
         'trading_checkpoints.agent.watch.*',
-        ['tests/agent/test_watch_in_process.py', 'tests/ops/test_capture_announced.py'],
+        [
+            'tests/agent/test_watch_in_process.py',
+            'tests/agent/test_watch_steps.py',
+            'tests/ops/test_capture_announced.py',
+        ],
     ),
     'warmwatched': ('trading_checkpoints.warm.watched.*', ['tests/warm/test_watched.py']),
+    # The hooks: each event handled in the test's process (``hooks.run``, with real desks and
+    # the real harnesses' saved payloads); the hook command's own tests run it as a process.
+    'hookdispatch': ('trading_checkpoints.agent.hooks.dispatch.*', HOOK_TESTS),
+    'hookevents': (
+        'trading_checkpoints.agent.hooks.events.*',
+        ['tests/agent/test_real_hook_events.py', 'tests/agent/test_hook_events.py'],
+    ),
+    'hookprotect': (
+        'trading_checkpoints.agent.hooks.protect.*',
+        ['tests/agent/test_hooks_protect.py', 'tests/agent/test_hook_protect_steps.py'],
+    ),
+    'hookprocess': (
+        'trading_checkpoints.agent.hooks.process.*',
+        ['tests/agent/test_hook_process.py'],
+    ),
+    'hookplace': (
+        'trading_checkpoints.agent.hooks.place.*',
+        ['tests/agent/test_hook_place.py', *HOOK_TESTS],
+    ),
+    # The MCP server's start: each step in the test's process (the handshake over real pipes in
+    # place of stdin and stdout); test_mcp_start.py runs whole servers as processes.
+    'mcpstart': ('trading_checkpoints.agent.mcpstart.*', ['tests/agent/test_mcp_start_steps.py']),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
         ['tests/core/test_installation.py', 'tests/warm/test_address.py'],
     ),
 }
+
+
+DIFFERENTIAL = 'tests/warm/test_differential.py::test_a_command_served_does_what_it_does_in_process'
+
+# module -> tests (files, or ``file::test`` ids) that run the module's code in the real processes
+# they start: what the functions of the mutants left alive are mapped to too (see above).
+PROCESS_TESTS: dict[str, list[str]] = {
+    # ``run`` runs only in the console script's process (a served command's child, or a
+    # client's own process): the tests run it there.
+    'warmcommand': ['tests/warm/test_command.py'],
+    # The console script's client: a command served (its output, status and signals relayed),
+    # the server started, and the off switch.
+    'warmclient': [
+        'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
+        'tests/warm/test_server.py::test_the_off_switch_starts_no_server',
+    ],
+    # ``serve``, ``_run`` and ``_finalize`` run in the server's child: commands served as they
+    # run in-process (output, status, Ctrl-C, a reader gone, the environment taken).
+    'warmchild': [
+        'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
+        f'{DIFFERENTIAL}[stdout closed by its reader]',
+        f'{DIFFERENTIAL}[environment]',
+    ],
+    # ``adopt`` takes a real client's limits in a second process.
+    'warmcontext': [
+        'tests/warm/test_context.py::test_the_child_takes_the_clients_folder_umask_limits_and_signals',
+        'tests/warm/test_context.py::test_a_limit_the_child_cannot_reach_is_refused',
+        'tests/warm/test_context.py::test_a_limit_on_what_the_process_used_is_refused',
+        'tests/warm/test_context.py::test_a_clients_folder_it_may_enter_but_not_list_is_taken',
+    ],
+    # ``preload`` itself runs in a fresh interpreter, as the server runs it,
+    # and a preload that fails in the server leaves every command unserved.
+    'warmpreload': [
+        'tests/warm/test_preload.py',
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+    ],
+    # The interpreter's options, told apart by interpreters started with them.
+    'installation': [
+        'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'
+    ],
+    # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
+    # a client, a served command, a server stopped, one gone idle, another user's process.
+    'warmserver': [
+        'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
+        'tests/warm/test_server.py::test_a_stopped_server_takes_its_waiting_child_along',
+        'tests/warm/test_server.py::test_an_idle_server_goes_away',
+        'tests/warm/test_private.py::test_another_users_process_reaching_the_server_runs_nothing',
+    ],
+}
+
+
+# Imported first by every process the tests start (the ``mutants/`` copy is on their
+# ``PYTHONPATH``): mutmut's stats pass records coverage in the test process alone, and the
+# recording fails in a process whose folder holds no mutmut configuration, so there the
+# original code runs. A mutant's own run is left alone: its mutant is active in them too.
+SITECUSTOMIZE = """\
+import os
+
+if os.environ.get('MUTANT_UNDER_TEST') == 'stats':
+    del os.environ['MUTANT_UNDER_TEST']
+"""
+
+
+# ``python -m mutmut`` without the CPU-time limit (``RLIMIT_CPU``) mutmut sets on each mutant's
+# run: every process the tests start inherits it, and the warm server's child refuses a client
+# limited so (a CPU time counts what the server used before the command), so every served
+# command would run in its client and every test that sees one served would fail, whatever
+# the mutant. mutmut's wall-clock timeout (half that CPU limit) still ends a mutant that hangs.
+MUTMUT = """\
+import resource
+import sys
+import types
+
+from mutmut.workers import isolation
+
+
+def setrlimit(kind, limits):
+    if kind != resource.RLIMIT_CPU:
+        resource.setrlimit(kind, limits)
+
+
+# The limit left out where mutmut sets it, and only there (the tests set limits of their own).
+isolation.resource = types.SimpleNamespace(**{**vars(resource), 'setrlimit': setrlimit})
+sys.argv[0] = 'mutmut'
+from mutmut.__main__ import cli
+
+cli()
+"""
 
 
 def _config(module: str, tests: list[str]) -> str:
@@ -432,8 +575,9 @@ def _config(module: str, tests: list[str]) -> str:
         'source_paths = ["trading_checkpoints"]',
         f'only_mutate = ["{source}"]',
         'pytest_add_cli_args_test_selection = [',
-        *(f'    "{test}",' for test in tests if (ROOT / test).exists()),
+        *(f'    "{test}",' for test in tests if (ROOT / test.partition('::')[0]).exists()),
         ']',
+        'also_copy = ["bin", "sitecustomize.py"]',  # what the tests' processes start from
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0"]',
         'use_setproctitle = false',
         '',
@@ -443,19 +587,26 @@ def _config(module: str, tests: list[str]) -> str:
 
 def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
     pattern, tests = MODULES[module]
+    # A test id of a file already selected would narrow pytest's run of that file to it.
+    files = {test.partition('::')[0] for test in tests}
+    tests = [
+        *tests,
+        *(test for test in PROCESS_TESTS.get(module, []) if test.partition('::')[0] not in files),
+    ]
     if baseline:
         tests = [test for test in tests if test not in FOUND_BY_MUTATION]
     place = SCRATCH / (f'{module}-baseline' if baseline else module)
     if fresh and place.exists():
         shutil.rmtree(place)
     place.mkdir(parents=True, exist_ok=True)
-    for name in ('trading_checkpoints', 'tests'):
+    for name in ('trading_checkpoints', 'tests', 'bin'):
         if (place / name).exists():
             shutil.rmtree(place / name)
         shutil.copytree(ROOT / name, place / name, ignore=shutil.ignore_patterns('__pycache__'))
     if baseline:
         for test in FOUND_BY_MUTATION:
             (place / test).unlink(missing_ok=True)
+    (place / 'sitecustomize.py').write_text(SITECUSTOMIZE)
     text = (ROOT / 'pyproject.toml').read_text()
     text = re.sub(r'\n\[tool\.mutmut\].*?(?=\n\[|\Z)', '', text, flags=re.S)
     (place / 'pyproject.toml').write_text(text + _config(module, tests))
@@ -470,14 +621,47 @@ def _prepare(module: str, fresh: bool, baseline: bool) -> Path:
 
 def _mutmut(place: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith('CHECKPOINTS_')}
+    # No ``__pycache__`` made as the tests run: a folder of the package changed moments ago
+    # makes a warm server started then stop at once (its code not settled yet), and a test
+    # that expects one fail whatever the mutant.
+    env['PYTHONDONTWRITEBYTECODE'] = '1'
     return subprocess.run(
-        [sys.executable, '-m', 'mutmut', *args],
+        [sys.executable, '-c', MUTMUT, *args],
         cwd=place,
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def _statuses(place: Path, prefix: str) -> dict[str, str]:
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    statuses = {}
+    for line in listing.splitlines():
+        name, _, status = line.strip().rpartition(': ')
+        if name.startswith(prefix):
+            statuses[name] = status
+    return statuses
+
+
+def _map_to_process_tests(place: Path, names: list[str], tests: list[str]) -> None:
+    """Adds ``tests``' ids to the tests of the functions of the mutants ``names`` in mutmut's
+    stats."""
+    stats_file = place / 'mutants' / 'mutmut-stats.json'
+    stats = json.loads(stats_file.read_text())
+    ids = [
+        known
+        for known in stats['duration_by_test']
+        if any(known == test or known.startswith((test + '::', test + '[')) for test in tests)
+    ]
+    if not ids:
+        raise SystemExit(f'the stats pass ran none of the process tests {tests}')
+    covered = stats['tests_by_mangled_function_name']
+    for name in names:
+        function = name.partition('__mutmut_')[0]
+        covered[function] = sorted({*covered.get(function, []), *ids})
+    stats_file.write_text(json.dumps(stats, indent=4))
 
 
 def _not_killed(place: Path, prefix: str) -> list[str]:
@@ -492,6 +676,16 @@ def _not_killed(place: Path, prefix: str) -> list[str]:
         ):
             names.append(name)
     return names
+
+
+def _run_mutmut(
+    place: Path, module: str, max_children: int, names: list[str], log: str = 'run.log'
+) -> None:
+    done = _mutmut(place, 'run', '--max-children', str(max_children), *names)
+    (place / log).write_text(done.stdout + done.stderr)
+    if done.returncode != 0:
+        print(done.stdout[-3000:], done.stderr[-3000:], sep='\n')
+        raise SystemExit(f'mutmut failed for {module} (see {place / log})')
 
 
 def run(
@@ -513,13 +707,21 @@ def run(
             return {}
     place = _prepare(module, fresh, baseline)
     print(f'== {module}: mutmut run {pattern!r} ({len(wanted)} names) in {place}', flush=True)
-    done = _mutmut(place, 'run', '--max-children', str(max_children), *wanted)
-    (place / 'run.log').write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        print(done.stdout[-3000:], done.stderr[-3000:], sep='\n')
-        raise SystemExit(f'mutmut failed for {module} (see {place / "run.log"})')
-    listing = _mutmut(place, 'results', '--all', 'true').stdout
+    _run_mutmut(place, module, max_children, wanted)
     prefix = pattern.rstrip('*')
+    if module in PROCESS_TESTS:
+        statuses = _statuses(place, prefix)
+        alive = [
+            name
+            for name, status in statuses.items()
+            if status in ('no tests', 'survived')
+            and ((not recheck and not again) or name in wanted)
+        ]
+        if alive:
+            print(f'   {len(alive)} mutants left alive in-process: to the process tests too')
+            _map_to_process_tests(place, alive, PROCESS_TESTS[module])
+            _run_mutmut(place, module, max_children, alive, log='run-processes.log')
+    listing = _mutmut(place, 'results', '--all', 'true').stdout
     counts: dict[str, int] = {}
     survivors = []
     for line in listing.splitlines():

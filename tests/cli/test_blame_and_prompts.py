@@ -5,6 +5,7 @@ log and list --turns; real processes on a real repository."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,30 @@ def test_blame_of_a_history_built_with_the_command_line(desk: Path, cps: Checkpo
         '- Watchlist: AAPL',
         '- Risk limit: 2%',
     ]
+
+
+def test_blame_at_an_id_that_also_reads_as_a_period_blames_that_checkpoint(
+    desk: Path, cps: Checkpoints
+) -> None:
+    """An id that begins with digits then d (``123d4f0``: its prefix ``123d`` is also 123 days
+    before now) names the checkpoint when one has it; a value no checkpoint has is a time."""
+    write(desk, 'Memory.md', '# Memory\n')
+    prefix, lines = None, 1
+    for index in range(1000):  # about 1 id in 25 begins so
+        append(desk, f'- line {index}')
+        lines += 1
+        new_id = cps.snapshot(f'line {index}')
+        assert new_id is not None
+        found = re.match(r'[0-9]{3,}d', new_id)
+        if found:
+            prefix = found.group(0)
+            break
+    assert prefix is not None
+    append(desk, '- a line after it')
+    cps.snapshot('after')
+    done = checkpoints('blame', 'Memory.md', '--at', prefix, '--json', cwd=desk)
+    assert done.returncode == 0, done.stderr
+    blamed = json.loads(done.stdout)
+    assert blamed['checkpoint'] == new_id and len(blamed['lines']) == lines
+    far = checkpoints('blame', 'Memory.md', '--at', '99999d', cwd=desk)  # no such id: a time
+    assert far.returncode != 0 and 'before' in far.stderr, far.stderr

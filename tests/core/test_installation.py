@@ -105,6 +105,8 @@ def test_the_interpreter_and_its_options_are_part_of_it(tmp_path: Path) -> None:
         (['-X', 'utf8'], {}),
         ([], {'PYTHONHASHSEED': '7'}),
         ([], {'PYTHONPATH': os.pathsep.join([str(tmp_path), str(ROOT)])}),
+        (['-X', 'tc_option'], {}),  # in ``sys._xoptions`` alone
+        (['-W', 'ignore'], {}),  # in ``sys.warnoptions`` alone
     ):
         done = subprocess.run(
             [sys.executable, *options, '-c', code, argument],
@@ -116,7 +118,26 @@ def test_the_interpreter_and_its_options_are_part_of_it(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         seen.add(done.stdout)
     assert python(code, argument).stdout in seen, 'the same interpreter: the same fingerprint'
-    assert len(seen) == 5
+    assert len(seen) == 7
+
+
+def test_a_path_missing_from_the_list_hides_no_change_after_it(tmp_path: Path) -> None:
+    root, paths = package(tmp_path)
+    listed = [str(tmp_path / 'gone.py'), *paths]
+    before = installation.fingerprint(listed)
+    (root / 'b.py').write_text('y = 2\n')
+    os.utime(root / 'b.py', (LONG_AGO + 1, LONG_AGO + 1))
+    os.utime(root, (LONG_AGO, LONG_AGO))
+    assert installation.fingerprint(listed) != before
+
+
+def test_paths_whose_names_are_not_utf8_are_fingerprinted(tmp_path: Path) -> None:
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b'/caf\xe9.py')
+    Path(odd).write_text('x = 1\n')
+    before = installation.fingerprint([odd])
+    assert len(before) == 16 and before == installation.fingerprint([odd])
+    Path(odd).unlink()
+    assert installation.fingerprint([odd]) != before
 
 
 def test_loaded_files_are_the_modules_their_folders_and_the_import_path() -> None:
@@ -141,6 +162,24 @@ def test_a_file_changed_moments_ago_is_not_settled(tmp_path: Path) -> None:
     assert installation.settled(paths, now=time.time() + installation.RACY_SECONDS + 1)
     shutil.rmtree(root)
     assert installation.settled(paths), 'a file gone is told by the fingerprint, not here'
+
+
+def test_a_file_gone_hides_no_unsettled_file_after_it(tmp_path: Path) -> None:
+    root, paths = package(tmp_path)
+    (root / 'b.py').write_text('y = 2\n')
+    assert not installation.settled([str(tmp_path / 'gone.py'), *paths])
+
+
+def test_a_file_changed_exactly_the_racy_time_before_is_not_settled_yet(tmp_path: Path) -> None:
+    """The limit itself is racy: a write within the same tick may follow."""
+    now = int(time.time()) + 1000  # whole seconds: the limit in nanoseconds is exact
+    limit = (now - int(installation.RACY_SECONDS)) * 10**9
+    path = tmp_path / 'a.py'
+    path.write_text('x = 1\n')
+    os.utime(path, ns=(limit, limit))  # later than its change time: the later one counts
+    assert not installation.settled([str(path)], now=float(now))
+    os.utime(path, ns=(limit - 1, limit - 1))
+    assert installation.settled([str(path)], now=float(now))
 
 
 def test_frozen_modules_are_the_interpreters_own() -> None:

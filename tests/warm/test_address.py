@@ -55,6 +55,36 @@ def test_a_socket_is_named_only_once_the_slots_server_listed_its_files(folder: P
     expected = installation.fingerprint(files, where.slot)
     assert found.socket == str(folder / f'server-{expected}.sock')
     assert found.socket == address.socket_path(str(folder), expected)
+    assert (found.folder, found.slot) == (str(folder), where.slot)
+
+
+def test_each_slot_has_a_manifest_of_its_own(folder: Path) -> None:
+    """Servers of two installations (or contexts) never overwrite each other's manifest."""
+    assert address.manifest_path(str(folder), 'a' * 16) == str(folder / f'server-{"a" * 16}.files')
+    assert address.manifest_path(str(folder), 'a' * 16) != address.manifest_path(
+        str(folder), 'b' * 16
+    )
+
+
+def test_looking_for_the_server_makes_no_folder(folder: Path) -> None:
+    """A client only looks: the folder is made by the server it starts."""
+    assert address.locate() is None
+    assert not folder.exists()
+
+
+def test_a_manifest_lists_files_whose_names_are_not_utf8(folder: Path) -> None:
+    where = address.locate(create=True)
+    assert where is not None
+    files = [os.fsdecode(b'/lib/caf\xe9.py'), '/lib/plain.py']
+    manifest = Path(address.manifest_path(str(folder), where.slot))
+    manifest.write_bytes(address.listed(files))
+    assert manifest.read_bytes().splitlines()[2] == b'/lib/caf\xe9.py'
+    assert address.read_manifest(str(manifest)) == (address.LISTED, files)
+    found = address.locate()
+    assert found is not None
+    assert found.socket == address.socket_path(
+        str(folder), installation.fingerprint(files, where.slot)
+    )
 
 
 def test_a_watched_servers_manifest_names_its_socket(folder: Path) -> None:
@@ -79,6 +109,7 @@ def test_a_watched_servers_manifest_names_its_socket(folder: Path) -> None:
         [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdef.sock', 'more'],
         [address.MANIFEST_HEADER, 'watched', '../elsewhere/server-0123456789abcdef.sock'],
         [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdeg.sock'],
+        [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdeX.sock'],
         [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcde.sock'],
         [address.MANIFEST_HEADER, 'watched', 'other-0123456789abcdef.sock'],
         [address.MANIFEST_HEADER, 'watched', 'server-0123456789abcdef.lock'],
@@ -112,6 +143,25 @@ def test_no_location_where_the_socket_path_would_be_too_long(
     assert address.locate() is None
 
 
+@pytest.mark.parametrize('spare', [0, 1])
+def test_a_socket_path_of_the_longest_length_is_kept(
+    monkeypatch: pytest.MonkeyPatch, folder: Path, spare: int
+) -> None:
+    """A socket path of exactly ``MAX_SOCKET_PATH`` bytes is used; one byte more is not."""
+    name = f'/{private.FOLDER_NAME}/server-0123456789abcdef.sock'
+    base = str(folder.parent / 'r')
+    runtime = Path(base + 'd' * (private.MAX_SOCKET_PATH - len(base) - len(name) + spare))
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    where = address.locate(create=True)
+    assert where is not None
+    socket = os.path.join(where.folder, 'server-0123456789abcdef.sock')
+    assert len(os.fsencode(socket)) == private.MAX_SOCKET_PATH + spare
+    Path(address.manifest_path(where.folder, where.slot)).write_bytes(address.watched(socket))
+    found = address.locate()
+    assert (found.socket if found else None) == (socket if not spare else None)
+
+
 @pytest.mark.parametrize(
     'original, argv, options',
     [
@@ -125,6 +175,8 @@ def test_no_location_where_the_socket_path_would_be_too_long(
         (['python', '-Bc', 'code'], ['-c'], []),
         (['python', '-O', '-m', 'mod', 'a'], ['/path/mod.py', 'a'], ['-O']),
         ([], ['x'], []),
+        # a program that added to its ``sys.argv``: no telling its options apart
+        (['python', '-E', 'a', 'b'], ['a', 'b', 'c', 'd', 'e', 'f'], []),
     ],
 )
 def test_the_interpreters_options_are_those_before_the_script(

@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,6 +92,33 @@ def test_anything_but_a_whole_request_is_none(body: bytes) -> None:
         with_token(theirs, body).close()
         theirs.shutdown(socket.SHUT_WR)
         assert child.receive(mine) is None
+
+
+def test_a_request_of_the_largest_size_is_read() -> None:
+    body = request(['list'])[wire.LENGTH_DIGITS :]
+    body += b'\0P=' + b'x' * (wire.MAX_REQUEST - len(body) - 3)
+    assert len(body) == wire.MAX_REQUEST
+    with pair() as (mine, theirs):
+        streams = with_token(theirs, b'%08d' % len(body))
+        sender = threading.Thread(target=theirs.sendall, args=(body,))
+        sender.start()
+        got = child.receive(mine)
+        sender.join()
+    assert got is not None
+    streams.close()
+    got[1].close()
+    assert got[0].argv == [b'list'] and len(got[0].environment[b'P']) > 4_000_000
+
+
+def test_a_client_that_sends_nothing_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process of this user that connects and says nothing does not keep the child."""
+    monkeypatch.setattr(child, 'REQUEST_TIMEOUT', 0.2)
+    got: list[object] = []
+    with pair() as (mine, theirs):
+        waiting = threading.Thread(target=lambda: got.append(child.receive(mine)), daemon=True)
+        waiting.start()
+        waiting.join(60)
+        assert got == [None], 'given up'
 
 
 @contextmanager
@@ -242,6 +270,7 @@ def test_the_clients_streams_are_taken_from_its_token(tmp_path: Path) -> None:
         assert sys.stdin.read() == 'line\r\n', 'no newline translation, as Python sets it up'
         assert sys.stdout.encoding == 'latin-1' and sys.stdout.errors == 'replace'
         assert sys.stdout.line_buffering and sys.stdout.mode == 'w'
+        assert (sys.stdin.mode, sys.stdin.name, sys.stderr.name) == ('r', '<stdin>', '<stderr>')
         assert isinstance(sys.stderr.buffer, io.FileIO) and sys.stderr.write_through
         assert sys.__stdout__ is sys.stdout
         print('é€', end='\n')

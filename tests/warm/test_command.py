@@ -15,7 +15,7 @@ from helpers.hookrun import event
 from helpers.processes import environment
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.warm.command import hook_arguments
+from trading_checkpoints.warm.command import exit_status, hook_arguments, run
 
 
 @pytest.mark.parametrize(
@@ -107,3 +107,32 @@ def test_a_harness_that_stopped_reading_gets_status_1_and_no_traceback(tmp_path:
         os.close(write_end)
     assert (done.returncode, done.stderr) == (1, b'False\n')
     assert len(Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list()) == 1
+
+
+def test_a_command_line_runs_here_as_given_under_the_programs_name(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """In this process (whose own ``sys.argv`` is another program's): the arguments given, and
+    ``checkpoints`` as the program's name whatever ``sys.argv[0]`` says."""
+    assert run(['list', '--help']) == 0
+    assert capsys.readouterr().out.startswith('Usage: checkpoints list [OPTIONS]')
+    assert run(['list', '--no-such-option']) == 2
+    assert "no such option '--no-such-option'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    'code, status, printed',
+    [
+        (None, 0, ''),
+        (0, 0, ''),
+        (3, 3, ''),
+        (258, 2, ''),
+        (-1, 255, ''),
+        ('no desk', 1, 'no desk\n'),
+    ],
+)
+def test_an_exit_code_becomes_the_status_python_gives_it(
+    capsys: pytest.CaptureFixture[str], code: object, status: int, printed: str
+) -> None:
+    assert exit_status(code) == status
+    assert capsys.readouterr() == ('', printed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -217,9 +218,10 @@ print(json.dumps({
 """
 
 
-def adopted(pid: int, *argv: str) -> dict[str, object]:
+def adopted(pid: int, *argv: str, prefix: tuple[str, ...] = ()) -> dict[str, object]:
+    """What a second process (started under ``prefix``) is after adopting process ``pid``."""
     done = subprocess.run(
-        [sys.executable, '-c', ADOPT, str(pid), *argv],
+        [*prefix, sys.executable, '-c', ADOPT, str(pid), *argv],
         capture_output=True,
         text=True,
         env=environment(),
@@ -260,6 +262,20 @@ def test_the_child_takes_the_clients_folder_umask_limits_and_signals(tmp_path: P
     assert signal.SIGPIPE in state['ignored']  # type: ignore[operator]  # as Python sets it
     assert signal.SIGTERM not in state['ignored']  # type: ignore[operator]
     assert state['blocked'] == [signal.SIGUSR2]
+
+
+@ROOT_ONLY
+@pytest.mark.skipif(shutil.which('setpriv') is None, reason='needs setpriv (util-linux)')
+def test_a_clients_folder_it_may_enter_but_not_list_is_taken(tmp_path: Path) -> None:
+    """The child opens the client's folder only to enter it, as the client did: a folder of
+    mode ``0311`` (to a user without root's powers over files) is taken too."""
+    folder = tmp_path / 'enter only'
+    folder.mkdir(mode=0o311)
+    unprivileged = ('setpriv', '--bounding-set', '-dac_override,-dac_read_search')
+    with process(cwd=folder) as pid:
+        state = adopted(pid, prefix=unprivileged)
+    assert state['reason'] is None
+    assert state['cwd'] == str(folder)
 
 
 def test_a_signal_the_client_does_not_ignore_gets_pythons_own_handling() -> None:

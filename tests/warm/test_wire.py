@@ -64,6 +64,9 @@ def test_a_stream_without_a_setup_is_described_as_pythons_default() -> None:
         b'tc2\x000\x00-1',
         b'tc2\x000\x009',
         b'tc2\x000\x000\x00utf-8\x00strict\x000\x000',  # a stream's set-up cut short
+        b'tc2\x000',  # the second list's count missing
+        # a whole request of another version
+        b'\x00'.join([b'tc1', b'0', b'0', *[b'utf-8', b'strict', b'0', b'0', b'1'] * 3]),
     ],
 )
 def test_anything_else_is_refused(body: bytes) -> None:
@@ -77,3 +80,14 @@ def test_environment_items_without_a_name_or_a_value_sign_are_dropped() -> None:
     request = wire.decode(body)
     assert request.argv == [b'list']
     assert request.environment == {b'A': b'1', b'C': b''}
+
+
+def test_a_request_may_end_with_its_last_list_or_its_last_stream() -> None:
+    """Fields that end exactly where the body ends are all there: a request without
+    environment items, and one without streams whose arguments end it."""
+    setup = [b'utf-8', b'strict', b'0', b'1', b'1'] * 3
+    request = wire.decode(b'\x00'.join([wire.MAGIC, b'1', b'prog', b'1', b'list', *setup]))
+    assert (request.process_argv, request.argv, request.environment) == ([b'prog'], [b'list'], {})
+    assert [stream.write_through for stream in request.streams] == [True] * 3
+    bare = wire.decode(b'\x00'.join([wire.MAGIC, b'0', b'2', b'list', b'-v']), streams=0)
+    assert (bare.argv, bare.streams, bare.environment) == ([b'list', b'-v'], [], {})

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from ..errors import UnknownCheckpointError
 from . import render
 from .options import held_at, json_option, target_options, verb
 from .paths import desk_path, suggesting
@@ -17,10 +18,19 @@ _HEX_ID = re.compile(r'[0-9a-fA-F]{4,40}')
 _PERIOD = re.compile(r'\s*\d+(?:\.\d+)?\s*[smhdw]\s*', re.IGNORECASE)
 
 
-def at_is_an_id(value: str) -> bool:
-    """Whether ``--at VALUE`` names a checkpoint (4 to 40 hex digits) rather than a time; a
-    value that reads as a period before now (``1000d``) is a time."""
-    return bool(_HEX_ID.fullmatch(value)) and not _PERIOD.fullmatch(value)
+def at_is_an_id(value: str, checkpoints: Any) -> bool:
+    """Whether ``--at VALUE`` names a checkpoint (4 to 40 hex digits) rather than a time. A
+    value that reads both ways (``123456d``: an id, and 123456 days before now) is the
+    checkpoint when one has that id, else the time."""
+    if not _HEX_ID.fullmatch(value):
+        return False
+    if not _PERIOD.fullmatch(value):
+        return True
+    try:
+        checkpoints.introduced(value, patches=False)
+    except UnknownCheckpointError:
+        return False
+    return True
 
 
 @click.command()
@@ -58,7 +68,7 @@ def blame(target: Target, path: str, at: str | None, as_json: bool) -> None:
     checkpoints = target.checkpoints()
     checkpoint_id = None
     if at is not None:
-        checkpoint_id = at if at_is_an_id(at) else held_at(checkpoints, at, None)
+        checkpoint_id = at if at_is_an_id(at, checkpoints) else held_at(checkpoints, at, None)
     with suggesting(target, [path], [used], checkpoints.effective_tracked_paths):
         result = checkpoints.blame(used, checkpoint_id)
     if as_json:

@@ -147,15 +147,17 @@ def session_file(workspace: Path, session: str, suffix: str, create: bool = Fals
 
 
 def read_small(path: Path) -> bytes | None:
-    """A state file's bytes (at most 64 KiB), never through a symlink; None when absent."""
+    """A state file's bytes (at most 64 KiB), never through a symlink; None when absent. It
+    cannot be read: an ``OSError`` naming it (a write's checkpoint fails, as for any file)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
     except FileNotFoundError:
         return None
-    except OSError as error:
-        raise HookError(f'cannot read {path}: {error.strerror or error}') from error
-    with os.fdopen(fd, 'rb') as handle:
-        return handle.read(64 * 1024 + 1)
+    try:
+        with os.fdopen(fd, 'rb') as handle:
+            return handle.read(64 * 1024 + 1)
+    except OSError as error:  # a folder there: named, not its descriptor
+        raise OSError(error.errno, error.strerror, str(path)) from error
 
 
 def read_turn(workspace: Path, session: str) -> tuple[str, str] | None:

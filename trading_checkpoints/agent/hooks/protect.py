@@ -267,7 +267,7 @@ def _told(path: Path, turn: str) -> list[str]:
     try:
         data = read_small(path)
         state = json.loads(data) if data else {}
-    except (ValueError, CheckpointError):
+    except (ValueError, OSError):
         return []
     if not isinstance(state, dict) or state.get('turn') != turn:
         return []

@@ -1,0 +1,549 @@
+"""The MCP server's start one step at a time, in this process (``agent/mcpstart.py``): the folder
+the answers are kept in, the kept answers' file, the messages' ids and keys, the handshake
+answered from kept lines (over real pipes in place of stdin and stdout) and what the relay
+learns from the SDK's lines. ``test_mcp_start.py`` runs whole servers as processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from trading_checkpoints.agent import mcpstart
+from trading_checkpoints.agent.mcpstart import Answers, Handover, Relay, Wire
+
+CLIENT = {'name': 'test-client', 'version': '1'}
+INITIALIZE = {
+    'jsonrpc': '2.0',
+    'id': 1,
+    'method': 'initialize',
+    'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': CLIENT},
+}
+INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
+TOOLS = {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'}
+
+
+def line(message: dict) -> bytes:
+    return json.dumps(message).encode() + b'\n'
+
+
+def key(message: dict) -> str:
+    found = mcpstart.request_key(message)
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'cache'))
+    return tmp_path / 'cache'
+
+
+# -- the folder --------------------------------------------------------------------------------
+
+
+def test_the_folder_is_made_private_and_used_only_when_private(cache: Path) -> None:
+    folder = cache / mcpstart.FOLDER
+    assert mcpstart.cache_folder(create=False) is None
+    assert mcpstart.cache_folder(create=True) == str(folder)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    folder.chmod(0o750)
+    assert mcpstart.cache_folder(create=False) is None, 'others may enter'
+    folder.chmod(0o701)
+    assert mcpstart.cache_folder(create=True) is None
+    folder.rmdir()
+    folder.symlink_to(cache)
+    assert mcpstart.cache_folder(create=True) is None, 'a link'
+    folder.unlink()
+    folder.write_text('a file')
+    assert mcpstart.cache_folder(create=True) is None
+
+
+def test_the_folder_is_under_home_without_an_absolute_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    for value in ('relative/cache', ''):
+        monkeypatch.setenv('XDG_CACHE_HOME', value)
+        expected = tmp_path / 'home' / '.cache' / mcpstart.FOLDER
+        assert mcpstart.cache_folder(create=True) == str(expected)
+    monkeypatch.delenv('XDG_CACHE_HOME')
+    assert mcpstart.cache_folder(create=False) == str(expected)
+
+
+# -- the kept answers --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def answers(cache: Path) -> Answers:
+    loaded = Answers.load('the context', create=True)
+    assert loaded is not None and loaded.clients == {}
+    loaded.files = [sys.executable]  # a file long settled
+    return loaded
+
+
+def test_answers_kept_are_loaded_again_for_the_same_context(answers: Answers, cache: Path):
+    answers.keep('client', 'tools/list null', '"result":{}}')
+    assert os.path.dirname(answers.path) == str(cache / mcpstart.FOLDER)
+    assert os.path.basename(answers.path).startswith('mcp-')
+    kept = json.loads(Path(answers.path).read_text())
+    assert kept['format'] == mcpstart.FORMAT and kept['context'] == 'the context'
+    assert kept['files'] == [sys.executable] and kept['clients'] == {
+        'client': {'tools/list null': '"result":{}}'}
+    }
+    again = Answers.load('the context')
+    assert again is not None and again.path == answers.path
+    assert again.answer('client', 'tools/list null') == '"result":{}}'
+    assert again.answer('client', 'other') is None and again.answer('other', 'x') is None
+    other = Answers.load('another context')
+    assert other is not None and other.path != answers.path and other.clients == {}
+
+
+@pytest.mark.parametrize(
+    'change',
+    [
+        {'format': mcpstart.FORMAT + 1},
+        {'context': 'another'},
+        {'fingerprint': 'stale'},
+        {'clients': []},
+        {'files': 3},
+    ],
+)
+def test_answers_kept_otherwise_are_none(answers: Answers, change: dict):
+    answers.keep('client', 'k', 'v')
+    kept = json.loads(Path(answers.path).read_text())
+    kept.update(change)
+    Path(answers.path).write_text(json.dumps(kept))
+    again = Answers.load('the context')
+    assert again is not None and again.clients == {}
+
+
+def test_a_damaged_file_is_none_and_no_folder_no_answers(answers: Answers, cache: Path):
+    Path(answers.path).write_text('{"format": ')
+    again = Answers.load('the context')
+    assert again is not None and again.clients == {}
+    (cache / mcpstart.FOLDER).chmod(0o755)
+    assert Answers.load('the context') is None
+
+
+def test_the_newest_clients_are_kept_first_at_most_eight(answers: Answers):
+    for number in range(10):
+        answers.keep(f'c{number}', 'k', str(number))
+    answers.keep('c5', 'k2', 'again')
+    kept = json.loads(Path(answers.path).read_text())['clients']
+    assert list(kept) == ['c5', 'c9', 'c8', 'c7', 'c6', 'c4', 'c3', 'c2']
+    assert kept['c5'] == {'k': '5', 'k2': 'again'}
+    answers.forget('c9')
+    assert 'c9' not in json.loads(Path(answers.path).read_text())['clients']
+    os.unlink(answers.path)
+    answers.forget('nobody')
+    assert not os.path.exists(answers.path), 'nothing forgotten: nothing written'
+
+
+def test_answers_are_not_written_while_a_module_is_too_young(answers: Answers, tmp_path: Path):
+    young = tmp_path / 'young.py'
+    young.write_text('')
+    answers.files = [str(young)]
+    answers.keep('client', 'k', 'v')
+    assert not os.path.exists(answers.path)
+
+
+def test_answers_are_not_written_once_the_folder_is_not_private(answers: Answers, cache: Path):
+    (cache / mcpstart.FOLDER).chmod(0o755)
+    answers.keep('client', 'k', 'v')
+    assert not os.path.exists(answers.path)
+
+
+def test_answers_learnt_from_files_loaded_when_none_are_given(cache: Path):
+    answers = Answers.load('c', create=True)
+    assert answers is not None and answers.files is None
+    answers.keep('client', 'k', 'v')
+    assert answers.files is not None and mcpstart.__file__ in answers.files
+
+
+def test_a_write_that_fails_keeps_nothing_and_raises_nothing(answers: Answers):
+    os.mkdir(answers.path)  # a folder where the file goes
+    answers.keep('client', 'k', 'v')
+    assert os.path.isdir(answers.path)
+
+
+# -- messages ----------------------------------------------------------------------------------
+
+
+def test_a_message_is_a_json_rpc_object() -> None:
+    assert mcpstart.parse(line(INITIALIZE)) == INITIALIZE
+    assert mcpstart.parse(b'[{"jsonrpc": "2.0"}]') is None
+    assert mcpstart.parse(b'{"jsonrpc": "1.0"}') is None
+    assert mcpstart.parse(b'{"id": 1}') is None
+    assert mcpstart.parse(b'not json') is None
+
+
+@pytest.mark.parametrize(
+    'value, token',
+    [
+        (1, b'1'),
+        (-7, b'-7'),
+        ('abc-1', b'"abc-1"'),
+        ('', b'""'),
+        (True, None),
+        (1.5, None),
+        (None, None),
+        ('caf\u00e9', None),
+        ('a\nb', None),
+        ([1], None),
+    ],
+)
+def test_an_id_as_the_sdk_writes_it(value: object, token: bytes | None) -> None:
+    assert mcpstart.id_token(value) == token
+
+
+def test_a_request_s_key_is_its_method_and_parameters() -> None:
+    assert mcpstart.request_key(TOOLS) == 'tools/list null'
+    params = {'b': 1, 'a': [1, 2]}
+    assert mcpstart.request_key({'id': 'x', 'method': 'm', 'params': params}) == (
+        'm {"a":[1,2],"b":1}'
+    )
+    assert mcpstart.request_key({'id': 1.5, 'method': 'm'}) is None
+    assert mcpstart.request_key({'method': 'm'}) is None
+    assert mcpstart.request_key({'id': 1, 'method': 3}) is None
+
+
+def test_an_answer_s_rest_after_its_id_and_back() -> None:
+    sdk = b'{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}\r\n'
+    assert mcpstart.answer_rest(sdk, 7) == '"result":{"tools":[]}}'
+    assert mcpstart.answer_line('"result":{"tools":[]}}', 'q') == (
+        b'{"jsonrpc":"2.0","id":"q","result":{"tools":[]}}\n'
+    )
+    assert mcpstart.answer_line('"result":1}', 1.5) == b'{"jsonrpc":"2.0","id":null,"result":1}\n'
+    assert mcpstart.answer_rest(sdk, 8) is None
+    assert mcpstart.answer_rest(sdk, 1.5) is None
+    assert mcpstart.answer_rest(b'{"jsonrpc":"2.0","id":7,"error":{}}', 7) is None
+    assert mcpstart.answer_rest(b'{"jsonrpc":"2.0","id":7,"result":"\xff"}', 7) is None
+
+
+# -- the handshake over real pipes ---------------------------------------------------------------
+
+
+class Stdio:
+    """Pipes in place of fds 0 and 1 while the test runs: what the client sends, what the
+    server wrote."""
+
+    def __init__(self) -> None:
+        self.saved = os.dup(0), os.dup(1)
+        self.read = b''
+        self.client_in, self.stdin = os.pipe()  # the client writes to self.stdin
+        self.stdout, self.client_out = os.pipe()
+        os.dup2(self.client_in, 0)
+        os.dup2(self.client_out, 1)
+        os.close(self.client_in)
+        os.close(self.client_out)
+
+    def send(self, data: bytes, end: bool = False) -> None:
+        os.write(self.stdin, data)
+        if end:
+            os.close(self.stdin)
+            self.stdin = -1
+
+    def answered(self, count: int) -> None:
+        """The client: reads ``count`` answer lines, then ends its input."""
+        while self.read.count(b'\n') < count:
+            chunk = os.read(self.stdout, 65536)
+            if not chunk:
+                break
+            self.read += chunk
+        self.send(b'', end=True)
+
+    def written(self) -> bytes:
+        os.dup2(self.saved[1], 1)  # the write end closed: what was written can be read whole
+        chunks = []
+        while chunk := os.read(self.stdout, 65536):
+            chunks.append(chunk)
+        return b''.join(chunks)
+
+    def close(self) -> None:
+        os.dup2(self.saved[0], 0)
+        os.dup2(self.saved[1], 1)
+        for fd in (*self.saved, self.stdout, self.stdin):
+            if fd >= 0:
+                os.close(fd)
+
+
+@contextmanager
+def piped() -> Iterator[Stdio]:
+    """Inside the test itself: pytest's capture puts its own file at fd 1 between phases."""
+    pipes = Stdio()
+    try:
+        yield pipes
+    finally:
+        pipes.close()
+
+
+def test_lines_are_read_whole_and_the_end_of_input_is_none() -> None:
+    with piped() as stdio:
+        wire = Wire()
+        stdio.send(b'one\ntw')
+        assert wire.line() == b'one\n'
+        with pytest.raises(TimeoutError):
+            wire.line(0.01)
+        stdio.send(b'o\nthree', end=True)
+        assert wire.line(5) == b'two\n'
+        assert wire.line() == b'three'
+        assert wire.line() is None and wire.line() is None
+        wire.write(b'x' * 50_000)
+        assert stdio.written() == b'x' * 50_000
+
+
+def kept_answers(answers: Answers) -> Answers:
+    """The SDK's answers to the handshake, as a first server keeps them."""
+    client = key(INITIALIZE)
+    answers.keep(client, client, '"result":{"serverInfo":"s"}}')
+    answers.keep(client, key(TOOLS), '"result":{"tools":[]}}')
+    return answers
+
+
+def test_the_handshake_is_answered_from_the_kept_lines(answers: Answers) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(TOOLS) + b'{"rest"')
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None
+        assert handover.replay == [line(INITIALIZE), line(INITIALIZED)]
+        assert handover.rest == b'{"rest"' and handover.answered == 1
+        assert handover.listed == [TOOLS]
+        assert stdio.written() == (
+            b'{"jsonrpc":"2.0","id":1,"result":{"serverInfo":"s"}}\n'
+            b'{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}\n'
+        )
+
+
+@pytest.mark.parametrize(
+    'after',
+    [
+        {'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call'},
+        {'jsonrpc': '2.0', 'id': 3, 'method': 'prompts/list'},  # not kept
+        {'jsonrpc': '2.0', 'id': 3, 'method': 'notifications/initialized'},
+    ],
+)
+def test_anything_else_after_initialized_goes_to_the_sdk(answers: Answers, after: dict) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(after))
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None
+        assert handover.replay == [line(INITIALIZE), line(INITIALIZED), line(after)]
+        assert handover.listed == [] and handover.answered == 1
+
+
+def test_a_listing_before_initialized_or_a_request_as_initialized_goes_to_the_sdk(
+    answers: Answers,
+) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        asked = {**INITIALIZED, 'id': 9}
+        stdio.send(line(INITIALIZE) + line(TOOLS) + line(asked))
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.replay == [line(INITIALIZE), line(TOOLS)]
+        assert handover.rest == line(asked)
+
+
+def test_a_line_that_is_no_message_after_initialize_goes_to_the_sdk(answers: Answers) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        stdio.send(line(INITIALIZE) + b'garbage\n')
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.replay == [line(INITIALIZE), b'garbage\n']
+
+
+@pytest.mark.parametrize(
+    'first',
+    [
+        line({**INITIALIZE, 'params': {'clientInfo': {'name': 'other'}}}),
+        line(TOOLS),
+        line({**INITIALIZE, 'id': 1.5}),
+        b'garbage\n',
+        line({'jsonrpc': '2.0', 'id': 1, 'result': {}}),
+    ],
+)
+def test_a_first_line_not_kept_goes_to_the_sdk_unanswered(answers: Answers, first: bytes) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        stdio.send(first + b'more', end=True)
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None
+        assert (handover.replay, handover.rest, handover.answered) == ([first], b'more', None)
+        assert stdio.written() == b''
+
+
+def test_a_client_that_leaves_ends_the_handshake(answers: Answers) -> None:
+    with piped() as stdio:
+        kept_answers(answers)
+        stdio.send(b'', end=True)
+        assert mcpstart.handshake(Wire(), answers) is None
+    with piped() as other:
+        other.send(line(INITIALIZE), end=True)
+        assert mcpstart.handshake(Wire(), answers) is None
+
+
+# -- what the relay learns -----------------------------------------------------------------------
+
+
+def sdk_answer(request_id: object, result: str) -> bytes:
+    return mcpstart.answer_line(f'"result":{result}}}', request_id).rstrip(b'\n')
+
+
+def test_the_relay_learns_the_sdk_s_handshake(answers: Answers) -> None:
+    relay = Relay(answers, Handover([]))
+    assert relay.drop is None and relay.phase == 'start'
+    assert relay.end.startswith(b'\0end ') and relay.end.endswith(b'\n')
+    assert relay._look_in(line(INITIALIZE).rstrip()) == b''
+    assert (relay.client, relay.phase) == (key(INITIALIZE), 'initialize')
+    assert relay._look_in(line(INITIALIZED).rstrip()) == b''
+    assert relay.phase == 'ready'
+    assert relay._look_in(line(TOOLS).rstrip()) == b''
+    assert relay._look_out(sdk_answer(1, '{"serverInfo":"s"}'))
+    assert relay._look_out(b'{"jsonrpc":"2.0","method":"notifications/x"}')
+    assert relay._look_out(sdk_answer(2, '{"tools":[]}'))
+    assert answers.answer(key(INITIALIZE), key(INITIALIZE)) == '"result":{"serverInfo":"s"}}'
+    assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[]}}'
+    assert relay._look_in(b'{"jsonrpc":"2.0","id":4,"method":"tools/call"}') == b''
+    assert relay.phase == 'done'
+    assert relay._look_in(line(TOOLS).rstrip()) == b'' and relay.phase == 'done'
+    assert relay._look_out(sdk_answer(4, '{}')), 'not expected: passed on'
+
+
+def test_the_relay_checks_the_listings_answered_from_kept_lines(answers: Answers) -> None:
+    kept_answers(answers)
+    listed = [TOOLS, {'jsonrpc': '2.0', 'id': 3, 'method': 'prompts/list', 'params': {}}]
+    relay = Relay(answers, Handover([line(INITIALIZE)], answered=1, listed=listed))
+    assert relay.drop == b'1'
+    relay._look_in(line(INITIALIZE).rstrip())
+    assert relay.expected == {}, 'its answer was sent already'
+    checks = relay._look_in(line(INITIALIZED).rstrip())
+    assert checks == (
+        b'{"jsonrpc": "2.0", "id": "trading-checkpoints-check-0", "method": "tools/list"}\n'
+        b'{"jsonrpc": "2.0", "id": "trading-checkpoints-check-1", "method": "prompts/list", '
+        b'"params": {}}\n'
+    )
+    # The SDK's answer to the initialize already answered is dropped, and learnt.
+    assert not relay._look_out(sdk_answer(1, '{"serverInfo":"new"}'))
+    assert relay.drop is None
+    assert answers.answer(key(INITIALIZE), key(INITIALIZE)) == '"result":{"serverInfo":"new"}}'
+    # The checks' answers are learnt, not passed on.
+    assert not relay._look_out(sdk_answer('trading-checkpoints-check-1', '{"prompts":[]}'))
+    assert answers.answer(key(INITIALIZE), key(listed[1])) == '"result":{"prompts":[]}}'
+    error = b'{"jsonrpc":"2.0","id":"trading-checkpoints-check-0","error":{"code":1}}'
+    assert not relay._look_out(error)
+    assert answers.clients == {}, 'a kept answer the SDK no longer gives: all forgotten'
+
+
+def test_a_line_like_an_answer_that_is_a_request_is_passed_on(answers: Answers) -> None:
+    relay = Relay(answers, Handover([]))
+    relay._look_in(line(INITIALIZE).rstrip())
+    request = b'{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}'
+    assert relay._look_out(request)
+    assert relay._look_out(b'{"jsonrpc":"2.0","id":1,not json')
+    assert answers.clients == {}
+
+
+def test_the_same_answer_again_is_not_written_again(answers: Answers) -> None:
+    kept_answers(answers)
+    os.unlink(answers.path)
+    relay = Relay(answers, Handover([]))
+    relay._learn(key(INITIALIZE), '"result":{"tools":[]}}', sdk_answer(2, '{"tools":[]}'))
+    assert not os.path.exists(answers.path)
+    relay._learn(key(INITIALIZE), None, b'{"jsonrpc":"2.0","id":2,"error":{}}')
+    assert not os.path.exists(answers.path), 'nothing kept to forget'
+
+
+# -- the whole start, the real SDK in this process ----------------------------------------------
+
+
+def test_a_server_learns_the_handshake_and_the_next_answers_it_before_the_sdk(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two servers over real pipes in place of stdin and stdout, the SDK's own server run in
+    this process: the first learns the SDK's answers, the second gives them before the SDK
+    (when the modules were settled enough to keep them: the answers are the same either
+    way)."""
+    pytest.importorskip('mcp')
+    from helpers.builders import new_workspace
+
+    from trading_checkpoints.agent.mcp import build_server
+
+    workspace = new_workspace(tmp_path / 'ws')
+    handshake = line(INITIALIZE) + line(INITIALIZED) + line(TOOLS)
+    said = []
+    for _ in range(2):
+        with piped() as stdio:
+            # The SDK reads and writes through sys.stdin and sys.stdout: the real fds 0 and 1.
+            monkeypatch.setattr(sys, 'stdin', open(0, closefd=False))  # noqa: SIM115
+            monkeypatch.setattr(sys, 'stdout', open(1, 'w', closefd=False))  # noqa: SIM115
+            stdio.send(handshake)
+            client = threading.Thread(target=stdio.answered, args=(2,), daemon=True)
+            client.start()
+            mcpstart.serve(lambda: build_server(workspace), 'the context')
+            client.join(30)
+            said.append(stdio.read + stdio.written())
+            monkeypatch.undo()
+            monkeypatch.setenv('XDG_CACHE_HOME', str(cache))
+    first, second = said
+    assert first == second, 'the kept answers are the SDK own, byte for byte'
+    answers = [json.loads(each) for each in first.splitlines()]
+    assert [each['id'] for each in answers] == [1, 2]
+    assert 'tools' in answers[1]['result']
+
+
+def test_a_second_initialized_or_one_with_an_id_goes_to_the_sdk(answers: Answers) -> None:
+    kept_answers(answers)
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(INITIALIZED) + line(TOOLS))
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.listed == [] and handover.rest == line(TOOLS)
+        assert handover.replay == [line(INITIALIZE), line(INITIALIZED), line(INITIALIZED)]
+    with piped() as stdio:
+        asked = {**INITIALIZED, 'id': 9}
+        stdio.send(line(INITIALIZE) + line(asked), end=True)
+        handover = mcpstart.handshake(Wire(), answers)
+        assert handover is not None and handover.replay == [line(INITIALIZE), line(asked)]
+
+
+def test_the_listings_answered_are_handed_over(answers: Answers) -> None:
+    kept_answers(answers)
+    call = {'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call'}
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE) + line(INITIALIZED) + line(TOOLS) + line(call))
+        handover = mcpstart.handshake(Wire(), answers)
+    assert handover is not None and handover.listed == [TOOLS]
+    assert handover.replay == [line(INITIALIZE), line(INITIALIZED), line(call)]
+
+
+def test_a_slow_client_is_waited_for_until_a_listing_was_answered(answers: Answers) -> None:
+    kept_answers(answers)
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE))
+        later = threading.Timer(0.3, stdio.send, (line(INITIALIZED) + line(TOOLS),))
+        later.start()
+        try:
+            handover = mcpstart.handshake(Wire(), answers)
+        finally:
+            later.join()
+    assert handover is not None and handover.listed == [TOOLS]
+
+
+def test_answers_are_kept_where_they_were_loaded_from_only(
+    answers: Answers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path
+) -> None:
+    (cache / mcpstart.FOLDER).rmdir()  # removed since: made again
+    answers.keep('client', 'k', 'v')
+    assert os.path.isfile(answers.path)
+    os.unlink(answers.path)
+    monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'elsewhere'))
+    answers.keep('client', 'k', 'w')
+    assert not os.path.exists(answers.path), 'the cache folder moved: kept nowhere'

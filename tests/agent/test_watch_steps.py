@@ -1,0 +1,175 @@
+"""``checkpoints watch``'s edges in the test's own process (``agent/watch.py``): without the
+notifier it needs, a capture naming exactly five files, and the notifier's own output kept
+off stderr. The watch's main behaviour is in ``test_watch_in_process.py``."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from helpers.builders import write
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent import watch
+from trading_checkpoints.errors import CheckpointError
+
+watchfiles = pytest.importorskip('watchfiles')
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
+
+
+def test_without_watchfiles_the_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, 'watchfiles', None)  # what an uninstalled package gives
+    with pytest.raises(CheckpointError) as missing:
+        watch._notifier()
+    assert str(missing.value) == watch.INSTALL_HINT
+
+
+def test_a_watchfiles_without_its_notifier_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, 'watchfiles._rust_notify', None)
+    with pytest.raises(CheckpointError) as missing:
+        watch._notifier()
+    assert str(missing.value) == (
+        f'watchfiles {watchfiles.VERSION} has no kernel notifier this version can use; '
+        "pip install 'trading-checkpoints[watch]' installs one that has"
+    )
+
+
+def watched_lines(cps: Checkpoints, change: callable, count: int) -> list[str]:
+    """The lines a watch of ``cps`` echoes once ``change()`` ran in it, ``count`` of them."""
+    lines: list[str] = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        change()
+        deadline = time.monotonic() + 30
+        while len(lines) < count:
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        thread.join(30)
+    return lines
+
+
+def test_a_capture_of_five_files_names_them_all(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+
+    def five() -> None:
+        for number in range(5):
+            write(desk, f'notes/n{number}.md', f'{number}\n')
+
+    [line] = watched_lines(cps, five, 1)
+    shown = ', '.join(f'notes/n{number}.md' for number in range(5))
+    assert line == f'checkpoint {cps.list(1)[0].checkpoint_id}: {shown}'
+
+
+def test_the_notifier_says_nothing_on_stderr(
+    cps: Checkpoints, desk: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    capfd.readouterr()
+    watched_lines(cps, lambda: write(desk, 'Memory.md', 'v1\n'), 1)
+    assert capfd.readouterr().err == ''
+
+
+def test_writes_closer_than_the_debounce_make_one_checkpoint(cps: Checkpoints, desk: Path) -> None:
+    """Two writes 0.6 s apart with the default 1 s debounce: one checkpoint of both, taken
+    once the second settled."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 1.0, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        write(desk, 'notes/a.md', 'a\n')
+        time.sleep(0.6)  # past the watch's step (0.2 s), within the debounce
+        write(desk, 'notes/b.md', 'b\n')
+        deadline = time.monotonic() + 30
+        while not lines:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert lines == [f'checkpoint {cps.list(1)[0].checkpoint_id}: notes/a.md, notes/b.md']
+
+
+def test_the_watch_goes_on_after_each_checkpoint(cps: Checkpoints, desk: Path) -> None:
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+
+    def until(count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(lines) < count:
+            assert time.monotonic() < deadline, lines
+            time.sleep(0.02)
+
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        for number in range(3):
+            write(desk, f'notes/n{number}.md', f'{number}\n')
+            until(number + 1)
+            assert thread.is_alive(), 'the watch ended after a checkpoint'
+    finally:
+        stop.set()
+        thread.join(30)
+    assert [line.split(': ')[1] for line in lines] == ['notes/n0.md', 'notes/n1.md', 'notes/n2.md']
+
+
+def test_writes_that_never_pause_are_taken_after_ten_debounces(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A file rewritten every 50 ms for 4 s under a 0.2 s debounce: a checkpoint is taken
+    while the writes go on (at the latest 2 s after the first), not only once they stop."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    lines: list[str] = []
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(
+        target=watch.watch,
+        args=(cps,),
+        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        daemon=True,
+    )
+    thread.start()
+    try:
+        assert ready.wait(30), 'the watch never got ready'
+        end = time.monotonic() + 4
+        number = 0
+        while time.monotonic() < end:
+            write(desk, 'notes/log.md', f'{number}\n')
+            number += 1
+            time.sleep(0.05)
+        taken_while_writing = list(lines)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert taken_while_writing, 'nothing taken while the writes went on'
