@@ -357,7 +357,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     'vouched': ('trading_checkpoints.ops.vouched.*', WATCH_TESTS),
     'inotify': ('trading_checkpoints.agent.inotify.*', WATCH_TESTS),
-    'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', WATCH_TESTS),
+    # Only test_vouchwatch.py runs the watcher in the test's process: the other watch tests'
+    # watchers are processes of their own, from which mutmut learns no coverage.
+    'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', ['tests/agent/test_vouchwatch.py']),
     # The warm server: each step is tested in the test process (what mutmut learns coverage
     # from); the real clients, servers and children of tests/warm run in other processes.
     'warmclient': ('trading_checkpoints.warm.client.*', ['tests/warm/test_client_steps.py']),
@@ -390,6 +392,21 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_rewind_records.py',
             'tests/ops/test_turns.py',
             'tests/ops/test_capture_announced.py',
+            'tests/test_error_kinds.py',
+        ],
+    ),
+    # Turns: opened, snapshotted, marked and listed by the library in the test process (the
+    # hooks' and the command line's tests of them run in other processes).
+    'turns': (
+        'trading_checkpoints.ops.turns.*',
+        [
+            'tests/ops/test_turns.py',
+            'tests/ops/test_turn_arguments.py',
+            'tests/ops/test_turn_records.py',
+            'tests/ops/test_turn_index.py',
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_attribution_turns.py',
+            'tests/ops/test_result_forms.py',
             'tests/test_error_kinds.py',
         ],
     ),

@@ -686,6 +686,25 @@ def test_the_event_queue_never_blocks_and_stays_out_of_child_processes() -> None
         queue.close()
 
 
+def test_the_event_queue_may_be_descriptor_0(tmp_path: Path) -> None:
+    """A watcher started with its standard input closed (by a service manager, or ``<&-``) may
+    be given descriptor 0 for its queue, which is a queue like any other."""
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        queue = Queue()
+        try:
+            assert queue.fd == 0
+            queue.add(str(tmp_path), inotify.CREATE)
+            (tmp_path / 'made').touch()
+            assert [name for _, _, name in queue.read()] == ['made']
+        finally:
+            queue.close()
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
 ODD_NAMES = {
     'a folder whose name ends in X': 'notes/new X/deeper X/a.md',
     'a file named like .git but not': 'notes/.gitX',
@@ -743,6 +762,8 @@ def test_symlinks_and_fifos_are_not_multiply_linked(
     (desk / 'notes/link').symlink_to('day0/n0.md')
     os.link(desk / 'notes/link', desk / 'notes/link-too', follow_symlinks=False)
     os.mkfifo(desk / 'notes/fifo')
+    os.link(desk / 'scratch/draft.md', desk / 'scratch/draft-too.md')  # not tracked
+    (desk / 'notes/to-draft').symlink_to('../scratch/draft.md')  # names a file of two names
     found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
     found.start()
     try:
@@ -986,3 +1007,56 @@ def test_the_events_after_one_of_an_unknown_watch_still_count(
     vouched_noop(checkpoints, walks)  # an empty folder: nothing to record
     write(desk, 'notes/made/a.md', 'written in the folder made\n')
     recorded(checkpoints)
+
+
+def test_a_folder_made_under_one_replaced_by_a_symlink_is_not_watched_through_it(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, gate: Gate
+) -> None:
+    """A folder made, then its parent replaced by a symlink to another watched folder before
+    the reader gets to the folder's event: the new folder is opened one component at a time
+    without following symlinks, so it is not watched through the symlink, and the watch of
+    the folder the symlink names keeps its own name: a write there is recorded."""
+    desk = checkpoints.desk_directory
+    write(desk, 'notes/day1/sub/s.md', 'sub\n')
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    held_batch(
+        watcher,
+        gate,
+        lambda: (desk / 'notes/day0/sub').mkdir(),
+        lambda: shutil.rmtree(desk / 'notes/day0'),
+        lambda: (desk / 'notes/day0').symlink_to('day1'),
+    )
+    recorded(checkpoints)
+    vouched_noop(checkpoints, walks)
+    write(desk, 'notes/day1/sub/s.md', 'changed in the folder the symlink names\n')
+    recorded(checkpoints)
+
+
+def test_a_folder_gone_while_its_parent_is_listed_leaves_its_siblings_watched(
+    checkpoints: Checkpoints, gate: Gate, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``notes/day0`` is removed after ``notes`` was listed and before it is opened: it is
+    passed over, and the folders listed after it are watched still (a write in one of them is
+    recorded, not answered from the record)."""
+    desk = checkpoints.desk_directory
+    listing = inotify._listing
+
+    def day0_first_and_gone(fd: int) -> Iterator[os.DirEntry[str]]:
+        entries = sorted(listing(fd), key=lambda entry: entry.name != 'day0')
+        for entry in entries:
+            if entry.name == 'day0':  # listed in notes, gone before it is opened
+                shutil.rmtree(desk / 'notes/day0')
+            yield entry
+
+    monkeypatch.setattr(inotify, '_listing', day0_first_and_gone)
+    found = Vouch(str(desk), str(checkpoints.repository_directory), TRACKED)
+    found.start()
+    try:
+        monkeypatch.setattr(inotify, '_listing', listing)
+        recorded(checkpoints)
+        vouched_noop(checkpoints, walks)
+        write(desk, 'notes/day1/n1.md', 'written in a folder listed after the one gone\n')
+        recorded(checkpoints)
+    finally:
+        found.close()

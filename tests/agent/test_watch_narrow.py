@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from helpers.processes import environment
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core import private
-from trading_checkpoints.desk import narrow, vouch
+from trading_checkpoints.desk import narrow, statcache, vouch
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.desk import vouchprotocol as protocol
 from trading_checkpoints.ops import toolcalls, vouched
@@ -500,3 +501,66 @@ def test_a_shell_commands_capture_walks_only_what_changed(
     assert walks.count() == (before[0], before[1] + 1)
     assert Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).snapshot('walked') is not None
     assert head_tree(checkpoints.repository_directory) == head_tree(other)
+
+
+def forge_stat_cache(cps: Checkpoints, path: str, other: str) -> None:
+    """Replaces the stat cache (a new file at its name) by one for the same commit whose row for
+    ``path`` names ``other``'s blob with stat numbers no file has: a walk reads such a file
+    again."""
+    with open_reading(cps.desk_config) as session:
+        assert session is not None
+        context = session.desk.context
+    file = statcache.file_in(cps.repository_directory).path
+    cache = statcache.load(file, context)
+    assert cache.commit == head_commit(cps.repository_directory) and '' in cache.trees
+    rows = cache.rows([path, other])
+    row = rows[path]
+    numbers = cache.numbers
+    start = row * statcache.FIELDS
+    size, mtime, ctime = numbers[start : start + 3]
+    old = 10 * 1_000_000_000  # older than the cache: never read again as racy
+    numbers[start : start + 3] = array('q', (size + 1, mtime - old, ctime - old))
+    shas = bytearray(cache.shas)
+    size_of = statcache.SHA_SIZE
+    shas[row * size_of : (row + 1) * size_of] = cache.shas[
+        rows[other] * size_of : (rows[other] + 1) * size_of
+    ]
+    cache.set_columns(cache.names, numbers, bytes(shas))
+    forged = file.with_name('statcache.forged')
+    statcache.save(forged, cache)
+    os.replace(forged, file)
+
+
+def head_commit(repository: Path) -> bytes:
+    repo = ShadowRepo.open(repository)
+    assert repo is not None
+    try:
+        head = repo.head()
+        assert head is not None
+        return head
+    finally:
+        repo.close()
+
+
+def test_a_stat_cache_replaced_after_the_record_is_not_trusted_beside_the_walk(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
+) -> None:
+    """The stat cache is untrusted: a row whose stat numbers match no file never decides what a
+    snapshot records, as a full walk reads that file again. A narrowed walk takes the rows of
+    the folders it does not walk without looking at their files, which only the cache the
+    clean walk found the desk equal to may give. A cache replaced after the watcher's record
+    (here: one for the same commit naming ``notes/top.md`` with another file's blob, a file the
+    narrowed walk does not look at but whose folder's tree the commit builds again) makes the
+    next snapshot walk everything and record the desk as it is."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    other = tmp_path / 'other.git'
+    shutil.copytree(checkpoints.repository_directory, other, symlinks=True)
+    forge_stat_cache(checkpoints, 'notes/top.md', 'notes/day1/n0.md')
+    write(desk, 'notes/day0/n0.md', 'changed\n')
+    before = walks.count()
+    assert checkpoints.snapshot('after the cache was replaced') is not None
+    after = walks.count()
+    assert Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).snapshot('walked') is not None
+    assert head_tree(checkpoints.repository_directory) == head_tree(other)
+    assert after == (before[0] + 1, before[1])

@@ -138,6 +138,39 @@ def test_a_report_is_sent_whole_and_nothing_awaited(runtime: Path) -> None:
         listener.close()
 
 
+def test_a_watcher_taking_no_connection_is_no_watcher(runtime: Path) -> None:
+    """A listener whose queue of connections is full (a watcher stopped, or too slow to take
+    them) leaves the question and the report unanswered at once: the caller walks."""
+    path = vouch.socket_path('0123456789abcdef', create=True)
+    assert path is not None
+    listener, _ = private.listen(path, 0)
+    queued: list[socket.socket] = []
+    done: list[object] = []
+
+    def ask_and_report() -> None:
+        done.append(vouch.ask('0123456789abcdef', ('notes',)))
+        vouch.report('0123456789abcdef', protocol.Token('x', 1), RECORD)
+        done.append('reported')
+
+    try:
+        while True:  # fills the listener's queue
+            extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            extra.setblocking(False)
+            queued.append(extra)
+            try:
+                extra.connect(path)
+            except BlockingIOError:
+                break
+        caller = threading.Thread(target=ask_and_report, daemon=True)
+        caller.start()
+        caller.join(10)  # a connection that waits for its turn never comes back
+        assert done == [None, 'reported']
+    finally:
+        listener.close()  # a caller still waiting is refused
+        for extra in queued:
+            extra.close()
+
+
 def test_the_mount_table_lines_of_the_desk_and_above(tmp_path: Path) -> None:
     desk = tmp_path / 'desk'
     desk.mkdir()
@@ -148,10 +181,11 @@ def test_the_mount_table_lines_of_the_desk_and_above(tmp_path: Path) -> None:
 
 
 @NEEDS_ROOT
+@pytest.mark.parametrize('name', ['desk', 'deskX'])  # a path is cut at '/' only
 def test_a_mount_inside_the_desk_leaves_no_lines_and_one_beside_it_changes_nothing(
-    tmp_path: Path,
+    tmp_path: Path, name: str
 ) -> None:
-    desk, beside, source = tmp_path / 'desk', tmp_path / 'desk2', tmp_path / 'source'
+    desk, beside, source = tmp_path / name, tmp_path / f'{name}2', tmp_path / 'source'
     for folder in (desk / 'notes', beside, source):
         folder.mkdir(parents=True)
     before = vouch.mounts(str(desk))
