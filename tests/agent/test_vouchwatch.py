@@ -100,7 +100,13 @@ def walks(monkeypatch: pytest.MonkeyPatch) -> Walks:
 
 
 @pytest.fixture
-def watcher(checkpoints: Checkpoints, gate: Gate) -> Iterator[Vouch]:
+def watcher(
+    checkpoints: Checkpoints, gate: Gate, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Vouch]:
+    # The client waits long enough for a loaded machine: these tests check what the watcher
+    # answers, not how fast (the limit itself: tests/agent/test_watch_vouch.py
+    # ::test_a_killed_or_stopped_watcher_costs_the_timeout_and_a_walk).
+    monkeypatch.setattr(vouch, 'TIMEOUT', 2.0)
     found = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
     found.start()
     yield found
