@@ -355,7 +355,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.desk.vouch.*',
         ['tests/desk/test_vouch_client.py', *WATCH_TESTS],
     ),
-    'vouched': ('trading_checkpoints.ops.vouched.*', WATCH_TESTS),
+    # A seal's scan past the memory budget (8 MiB files) stores what it recorded.
+    'vouched': (
+        'trading_checkpoints.ops.vouched.*',
+        [*WATCH_TESTS, 'tests/desk/test_scan_memory.py'],
+    ),
     'inotify': ('trading_checkpoints.agent.inotify.*', WATCH_TESTS),
     # Only test_vouchwatch.py runs the watcher in the test's process: the other watch tests'
     # watchers are processes of their own, from which mutmut learns no coverage.

@@ -5,7 +5,7 @@ to the store and starts counting again; a blob already handed over is not kept a
 Real files (8 MiB each, the largest size read whole: ``STREAM_THRESHOLD``) in a temporary desk,
 scanned into a real repository's store (``StoreSink``); the batches are seen in the scan's
 ``stored`` (handed to the store) and ``new_blobs`` (still in memory). Each test pins a check
-found by ``benchmarks/mutation.py`` (scan).
+found by ``benchmarks/mutation.py`` (scan; the seal's, vouched).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from helpers.builders import write
+from helpers.gitcli import git, needs_git
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
@@ -112,3 +113,21 @@ def test_a_symlink_passing_the_budget_hands_the_batch_to_the_store(
         assert all(repo.contains(sha) for sha in handed)
     finally:
         repo.close()
+
+
+@needs_git
+def test_a_seal_past_the_budget_stores_every_blob_it_names(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A seal (its scan made to record, ``ops/vouched.py``) of more fresh blobs than the budget
+    holds: the batch handed over past the budget went to the store, so every file the seal
+    names is in the repository (a scan that does not record drops that batch from memory)."""
+    _empty_repository(cps, desk)
+    contents = {f'memory/m{n}.md': _content(n) for n in range(PER_BUDGET + 1)}
+    for path, data in contents.items():
+        write(desk, path, data)
+    cps.seal()
+    for path, data in contents.items():
+        named = git(repo_dir, 'rev-parse', f'refs/checkpoints/sealed:{path}').strip()
+        assert named == blob_id(data).decode()
+        git(repo_dir, 'cat-file', '-e', named)  # fails when the blob is missing
