@@ -329,7 +329,7 @@ def capture(
     everything.
     """
     repo = session.repo
-    scanned = scanned or vouched.Recorded(*session.scan(record=True), None)
+    scanned = scanned or vouched.Recorded(*session.scan(record=True))
     result, cache = scanned.scan, scanned.cache
     attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     pending = None if writer is not None else external.in_flight(repo)

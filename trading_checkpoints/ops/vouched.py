@@ -93,12 +93,10 @@ def look(
 
 @dataclass(frozen=True)
 class Recorded:
-    """A scan made to record (:func:`recorded_scan`), with the stat cache it was compared with
-    and the watcher asked before it (None: none was running), to report a commit to."""
+    """A scan made to record (:func:`recorded_scan`), and the stat cache it was compared with."""
 
     scan: Scan
     cache: StatCache
-    asked: Asked | None
 
 
 def recorded_scan(session: LockedSession) -> Recorded:
@@ -109,7 +107,7 @@ def recorded_scan(session: LockedSession) -> Recorded:
     asked = None if head is None else Asked.of(session)
     since = None if asked is None or head is None else asked.since(head, asked.state(head))
     result, cache = session.scan(record=True, since=since)
-    return Recorded(result, cache, asked)
+    return Recorded(result, cache)
 
 
 def seal(session: LockedSession) -> bytes:
