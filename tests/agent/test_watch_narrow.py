@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from helpers.builders import write
 from helpers.processes import environment
+from helpers.reading import head_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core import private
@@ -34,6 +35,7 @@ from trading_checkpoints.desk import narrow, statcache, vouch
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.desk import vouchprotocol as protocol
 from trading_checkpoints.ops import toolcalls, vouched
+from trading_checkpoints.ops.external import SEAL_REF
 from trading_checkpoints.ops.session import open_reading
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store.metadata import Writer
@@ -233,13 +235,14 @@ CARRIED = {'grows past the limit'}
 NO_COMMIT = {'untracked only', 'a fifo', 'a name git cannot store', 'grows past the limit'}
 
 
-def head_tree(repository: Path) -> bytes:
+def head_tree(repository: Path, ref: bytes | None = None) -> bytes:
+    """The root tree of the newest checkpoint, or of the commit ``ref`` names."""
     repo = ShadowRepo.open(repository)
     assert repo is not None
     try:
-        head = repo.head()
-        assert head is not None
-        return repo.commit_info(head).tree
+        sha = repo.head() if ref is None else repo.read_ref(ref)
+        assert sha is not None
+        return repo.commit_info(sha).tree
     finally:
         repo.close()
 
@@ -438,17 +441,6 @@ def test_status_walks_only_what_changed(
     ]
 
 
-def sealed_tree(repository: Path) -> bytes:
-    repo = ShadowRepo.open(repository)
-    assert repo is not None
-    try:
-        seal = repo.read_ref(b'refs/checkpoints/sealed')
-        assert seal is not None
-        return repo.commit_info(seal).tree
-    finally:
-        repo.close()
-
-
 def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
     checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks, tmp_path: Path
 ) -> None:
@@ -467,7 +459,7 @@ def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
     checkpoints.seal()
     assert walks.count() == (before[0], before[1] + 1)
     plain.seal()
-    assert sealed_tree(checkpoints.repository_directory) == sealed_tree(other)
+    assert head_tree(checkpoints.repository_directory, SEAL_REF) == head_tree(other, SEAL_REF)
     before = walks.count()
     assert checkpoints.snapshot('before the next tool') is not None
     assert walks.count() == (before[0], before[1] + 1)
@@ -476,7 +468,7 @@ def test_a_seal_and_the_snapshot_after_it_walk_only_what_changed(
     before = walks.count()
     checkpoints.seal()
     assert walks.count() == (before[0], before[1] + 1)
-    assert sealed_tree(checkpoints.repository_directory) == head_tree(other)
+    assert head_tree(checkpoints.repository_directory, SEAL_REF) == head_tree(other)
 
 
 def test_a_shell_commands_capture_walks_only_what_changed(
@@ -512,7 +504,7 @@ def forge_stat_cache(cps: Checkpoints, path: str, other: str) -> None:
         context = session.desk.context
     file = statcache.file_in(cps.repository_directory).path
     cache = statcache.load(file, context)
-    assert cache.commit == head_commit(cps.repository_directory) and '' in cache.trees
+    assert cache.commit == head_of(cps.repository_directory).encode() and '' in cache.trees
     rows = cache.rows([path, other])
     row = rows[path]
     numbers = cache.numbers
@@ -529,17 +521,6 @@ def forge_stat_cache(cps: Checkpoints, path: str, other: str) -> None:
     forged = file.with_name('statcache.forged')
     statcache.save(forged, cache)
     os.replace(forged, file)
-
-
-def head_commit(repository: Path) -> bytes:
-    repo = ShadowRepo.open(repository)
-    assert repo is not None
-    try:
-        head = repo.head()
-        assert head is not None
-        return head
-    finally:
-        repo.close()
 
 
 def test_a_stat_cache_replaced_after_the_record_is_not_trusted_beside_the_walk(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,27 +39,40 @@ def test_a_watchfiles_without_its_notifier_is_named(monkeypatch: pytest.MonkeyPa
     )
 
 
-def watched_lines(cps: Checkpoints, change: callable, count: int) -> list[str]:
-    """The lines a watch of ``cps`` echoes once ``change()`` ran in it, ``count`` of them."""
+@contextmanager
+def running(cps: Checkpoints, quiet: float = 0.2) -> Iterator[tuple[list[str], threading.Thread]]:
+    """A watch of ``cps`` in a thread of this process, once ready: the lines it echoes, and its
+    thread; stopped and joined when the block ends."""
     lines: list[str] = []
     stop, ready = threading.Event(), threading.Event()
     thread = threading.Thread(
         target=watch.watch,
         args=(cps,),
-        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        kwargs={'quiet': quiet, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
         daemon=True,
     )
     thread.start()
     try:
         assert ready.wait(30), 'the watch never got ready'
-        change()
-        deadline = time.monotonic() + 30
-        while len(lines) < count:
-            assert time.monotonic() < deadline, lines
-            time.sleep(0.02)
+        yield lines, thread
     finally:
         stop.set()
         thread.join(30)
+
+
+def until(lines: list[str], count: int) -> None:
+    """Waits (up to 30 s) until the watch echoed ``count`` lines."""
+    deadline = time.monotonic() + 30
+    while len(lines) < count:
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.02)
+
+
+def watched_lines(cps: Checkpoints, change: Callable[[], object], count: int) -> list[str]:
+    """The lines a watch of ``cps`` echoes once ``change()`` ran in it, ``count`` of them."""
+    with running(cps) as (lines, _):
+        change()
+        until(lines, count)
     return lines
 
 
@@ -89,58 +104,22 @@ def test_writes_closer_than_the_debounce_make_one_checkpoint(cps: Checkpoints, d
     once the second settled."""
     write(desk, 'Memory.md', 'v0\n')
     cps.snapshot('start')
-    lines: list[str] = []
-    stop, ready = threading.Event(), threading.Event()
-    thread = threading.Thread(
-        target=watch.watch,
-        args=(cps,),
-        kwargs={'quiet': 1.0, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
-        daemon=True,
-    )
-    thread.start()
-    try:
-        assert ready.wait(30), 'the watch never got ready'
+    with running(cps, quiet=1.0) as (lines, _):
         write(desk, 'notes/a.md', 'a\n')
         time.sleep(0.6)  # past the watch's step (0.2 s), within the debounce
         write(desk, 'notes/b.md', 'b\n')
-        deadline = time.monotonic() + 30
-        while not lines:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-    finally:
-        stop.set()
-        thread.join(30)
+        until(lines, 1)
     assert lines == [f'checkpoint {cps.list(1)[0].checkpoint_id}: notes/a.md, notes/b.md']
 
 
 def test_the_watch_goes_on_after_each_checkpoint(cps: Checkpoints, desk: Path) -> None:
     write(desk, 'Memory.md', 'v0\n')
     cps.snapshot('start')
-    lines: list[str] = []
-
-    def until(count: int) -> None:
-        deadline = time.monotonic() + 30
-        while len(lines) < count:
-            assert time.monotonic() < deadline, lines
-            time.sleep(0.02)
-
-    stop, ready = threading.Event(), threading.Event()
-    thread = threading.Thread(
-        target=watch.watch,
-        args=(cps,),
-        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
-        daemon=True,
-    )
-    thread.start()
-    try:
-        assert ready.wait(30), 'the watch never got ready'
+    with running(cps) as (lines, thread):
         for number in range(3):
             write(desk, f'notes/n{number}.md', f'{number}\n')
-            until(number + 1)
+            until(lines, number + 1)
             assert thread.is_alive(), 'the watch ended after a checkpoint'
-    finally:
-        stop.set()
-        thread.join(30)
     assert [line.split(': ')[1] for line in lines] == ['notes/n0.md', 'notes/n1.md', 'notes/n2.md']
 
 
@@ -151,17 +130,7 @@ def test_writes_that_never_pause_are_taken_after_ten_debounces(
     while the writes go on (at the latest 2 s after the first), not only once they stop."""
     write(desk, 'Memory.md', 'v0\n')
     cps.snapshot('start')
-    lines: list[str] = []
-    stop, ready = threading.Event(), threading.Event()
-    thread = threading.Thread(
-        target=watch.watch,
-        args=(cps,),
-        kwargs={'quiet': 0.2, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
-        daemon=True,
-    )
-    thread.start()
-    try:
-        assert ready.wait(30), 'the watch never got ready'
+    with running(cps) as (lines, _):
         end = time.monotonic() + 4
         number = 0
         while time.monotonic() < end:
@@ -169,7 +138,4 @@ def test_writes_that_never_pause_are_taken_after_ten_debounces(
             number += 1
             time.sleep(0.05)
         taken_while_writing = list(lines)
-    finally:
-        stop.set()
-        thread.join(30)
     assert taken_while_writing, 'nothing taken while the writes went on'
