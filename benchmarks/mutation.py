@@ -468,8 +468,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ['tests/agent/test_hook_place.py', *HOOK_TESTS],
     ),
     # The MCP server's start: each step in the test's process (the handshake over real pipes in
-    # place of stdin and stdout); test_mcp_start.py runs whole servers as processes.
-    'mcpstart': ('trading_checkpoints.agent.mcpstart.*', ['tests/agent/test_mcp_start_steps.py']),
+    # place of stdin and stdout), and whole servers with the SDK there too; test_mcp_start.py
+    # runs whole servers as processes.
+    'mcpstart': (
+        'trading_checkpoints.agent.mcpstart.*',
+        ['tests/agent/test_mcp_start_steps.py', 'tests/agent/test_mcp_start_relay.py'],
+    ),
     'private': ('trading_checkpoints.core.private.*', ['tests/core/test_private_sockets.py']),
     'installation': (
         'trading_checkpoints.core.installation.*',
@@ -519,6 +523,11 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # The interpreter's options, told apart by interpreters started with them.
     'installation': [
         'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'
+    ],
+    # The relay's threads and its wait for them, seen only as a server process ends: a client
+    # that stopped reading.
+    'mcpstart': [
+        'tests/agent/test_mcp_start.py::test_a_server_whose_client_stopped_reading_still_ends'
     ],
     # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
     # a client, a served command, a server stopped, one gone idle, another user's process.

@@ -9,10 +9,13 @@ that does it on its import path (``blocker_folder``), and it does it only when t
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -302,3 +305,31 @@ def test_a_client_that_leaves_during_the_handshake_ends_the_server(
     assert serve(workspace, cache, *HANDSHAKE).status == 0
     left = serve(workspace, cache, initialize(), blocked=blocker)
     assert left.status == 0 and len(left.stdout.splitlines()) == 1
+
+
+def test_a_server_whose_client_stopped_reading_still_ends(workspace: Path, cache: Path) -> None:
+    """A client that stops reading once its pipe is full, then ends its input: the server does
+    not wait to write to it for ever, and leaves nothing running that does."""
+    env = {'XDG_CACHE_HOME': str(cache)}
+    pipe = subprocess.PIPE
+    process = start('mcp', workspace=workspace, env=env, stdin=pipe, stdout=pipe)
+    assert process.stdin and process.stdout
+    try:
+        process.stdin.write(lines(*HANDSHAKE, *(tools_list(number) for number in range(3, 7))))
+        process.stdin.flush()
+        # Until the pipe is nearly full (the first three answers: each listing is ~30 kB), then
+        # a moment for the later answers to be written behind them.
+        for _ in range(600):
+            waiting = fcntl.ioctl(process.stdout.fileno(), termios.FIONREAD, b'\0' * 4)
+            if int.from_bytes(waiting, sys.byteorder) >= 60_000:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail('the answers never filled the pipe')
+        time.sleep(0.5)
+        process.stdin.close()
+        assert process.wait(60) == 0
+        assert json.loads(process.stdout.readline())['id'] == 1
+    finally:
+        process.kill()
+        process.wait()

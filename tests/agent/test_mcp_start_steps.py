@@ -10,11 +10,10 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from helpers.stdio import piped
 
 from trading_checkpoints.agent import mcpstart
 from trading_checkpoints.agent.mcpstart import Answers, Handover, Relay, Wire
@@ -229,60 +228,6 @@ def test_an_answer_s_rest_after_its_id_and_back() -> None:
 
 
 # -- the handshake over real pipes ---------------------------------------------------------------
-
-
-class Stdio:
-    """Pipes in place of fds 0 and 1 while the test runs: what the client sends, what the
-    server wrote."""
-
-    def __init__(self) -> None:
-        self.saved = os.dup(0), os.dup(1)
-        self.read = b''
-        self.client_in, self.stdin = os.pipe()  # the client writes to self.stdin
-        self.stdout, self.client_out = os.pipe()
-        os.dup2(self.client_in, 0)
-        os.dup2(self.client_out, 1)
-        os.close(self.client_in)
-        os.close(self.client_out)
-
-    def send(self, data: bytes, end: bool = False) -> None:
-        os.write(self.stdin, data)
-        if end:
-            os.close(self.stdin)
-            self.stdin = -1
-
-    def answered(self, count: int) -> None:
-        """The client: reads ``count`` answer lines, then ends its input."""
-        while self.read.count(b'\n') < count:
-            chunk = os.read(self.stdout, 65536)
-            if not chunk:
-                break
-            self.read += chunk
-        self.send(b'', end=True)
-
-    def written(self) -> bytes:
-        os.dup2(self.saved[1], 1)  # the write end closed: what was written can be read whole
-        chunks = []
-        while chunk := os.read(self.stdout, 65536):
-            chunks.append(chunk)
-        return b''.join(chunks)
-
-    def close(self) -> None:
-        os.dup2(self.saved[0], 0)
-        os.dup2(self.saved[1], 1)
-        for fd in (*self.saved, self.stdout, self.stdin):
-            if fd >= 0:
-                os.close(fd)
-
-
-@contextmanager
-def piped() -> Iterator[Stdio]:
-    """Inside the test itself: pytest's capture puts its own file at fd 1 between phases."""
-    pipes = Stdio()
-    try:
-        yield pipes
-    finally:
-        pipes.close()
 
 
 def test_lines_are_read_whole_and_the_end_of_input_is_none() -> None:
