@@ -132,6 +132,18 @@ def test_a_damaged_file_is_none_and_no_folder_no_answers(answers: Answers, cache
     assert Answers.load('the context') is None
 
 
+def test_answers_kept_for_a_path_that_is_no_utf_8_are_loaded_again(cache: Path) -> None:
+    """The package's path is part of the context, and a path's byte that is no UTF-8 is a lone
+    surrogate in Python (``os.fsdecode``): kept, it reads back the same."""
+    context = os.fsdecode(b'/opt/caf\xe9') + '\0the context'
+    answers = Answers.load(context, create=True)
+    assert answers is not None
+    answers.files = [sys.executable]
+    answers.keep('client', 'k', '"result":"caf\u00e9"}')
+    again = Answers.load(context)
+    assert again is not None and again.answer('client', 'k') == '"result":"caf\u00e9"}'
+
+
 def test_the_newest_clients_are_kept_first_at_most_eight(answers: Answers):
     for number in range(10):
         answers.keep(f'c{number}', 'k', str(number))

@@ -155,7 +155,8 @@ class Answers:
         folder = cache_folder(create=True)
         if folder is None or os.path.dirname(self.path) != folder:
             return
-        data = json.dumps(kept, ensure_ascii=False).encode('utf-8', 'surrogateescape')
+        # ASCII, escapes included: a path's byte that is no UTF-8 (a lone surrogate) reads back.
+        data = json.dumps(kept).encode()
         try:
             write_atomically(self.path, data, durable=False)  # a cache: lost, it is learnt again
         except CheckpointError:
