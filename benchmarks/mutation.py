@@ -525,9 +525,10 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/core/test_installation.py::test_the_interpreter_and_its_options_are_part_of_it'
     ],
     # The relay's threads and its wait for them, seen only as a server process ends: a client
-    # that stopped reading.
+    # that stopped reading, an SDK that fails as it starts.
     'mcpstart': [
-        'tests/agent/test_mcp_start.py::test_a_server_whose_client_stopped_reading_still_ends'
+        'tests/agent/test_mcp_start.py::test_a_server_whose_client_stopped_reading_still_ends',
+        'tests/agent/test_mcp_start.py::test_a_server_that_fails_as_it_starts_ends_while_its_client_waits',
     ],
     # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
     # a client, a served command, a server stopped, one gone idle, another user's process.

@@ -26,6 +26,7 @@ import pytest
 from helpers import ROOT
 from helpers.builders import checkpoints_in, write
 from helpers.cli import start
+from helpers.processes import environment
 
 from trading_checkpoints.agent import mcpstart
 from trading_checkpoints.core import installation
@@ -330,6 +331,36 @@ def test_a_server_whose_client_stopped_reading_still_ends(workspace: Path, cache
         process.stdin.close()
         assert process.wait(60) == 0
         assert json.loads(process.stdout.readline())['id'] == 1
+    finally:
+        process.kill()
+        process.wait()
+
+
+# An SDK's server that fails as it starts, before it reads a line.
+FAILING = """
+from trading_checkpoints.agent import mcpstart
+
+class Failing:
+    def run(self):
+        raise SystemExit(3)
+
+mcpstart.serve(Failing, 'the context')
+"""
+
+
+def test_a_server_that_fails_as_it_starts_ends_while_its_client_waits(cache: Path) -> None:
+    """The SDK gone at once, the client's input still open: the process ends with the SDK's
+    status, and nothing left reading the client keeps it alive."""
+    env = environment({'XDG_CACHE_HOME': str(cache)})
+    pipe = subprocess.PIPE
+    command = [sys.executable, '-c', FAILING]
+    process = subprocess.Popen(command, env=env, stdin=pipe, stdout=pipe, stderr=pipe)
+    assert process.stdin
+    try:
+        process.stdin.write(lines(*HANDSHAKE))
+        process.stdin.flush()
+        assert process.wait(60) == 3
+        assert (cache / mcpstart.FOLDER).is_dir(), 'the relay ran (its folder is made first)'
     finally:
         process.kill()
         process.wait()

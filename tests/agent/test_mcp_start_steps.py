@@ -237,6 +237,10 @@ def test_an_answer_s_rest_after_its_id_and_back() -> None:
     assert mcpstart.answer_rest(sdk, 1.5) is None
     assert mcpstart.answer_rest(b'{"jsonrpc":"2.0","id":7,"error":{}}', 7) is None
     assert mcpstart.answer_rest(b'{"jsonrpc":"2.0","id":7,"result":"\xff"}', 7) is None
+    # Only the line's end is cut: blanks before it are the SDK's bytes too.
+    assert (
+        mcpstart.answer_rest(b'{"jsonrpc":"2.0","id":7,"result":1} \t\r\n', 7) == '"result":1} \t'
+    )
 
 
 # -- the handshake over real pipes ---------------------------------------------------------------
