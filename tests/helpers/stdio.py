@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# How long a client waits for its answers before it ends its input: a server that lost a line
+# How long a client waits for its answers before it ends its input (and how long the pipes
+# stay open for input at all): a server that lost a line, or a reader that waits for one more,
 # then fails its test rather than hanging it.
 DEADLINE = 20.0
 
@@ -29,12 +31,20 @@ class Stdio:
         os.dup2(self.client_out, 1)
         os.close(self.client_in)
         os.close(self.client_out)
+        self.lock = threading.Lock()
+        self.watchdog = threading.Timer(DEADLINE, self.end_input)
+        self.watchdog.start()
 
     def send(self, data: bytes, end: bool = False) -> None:
         os.write(self.stdin, data)
         if end:
-            os.close(self.stdin)
-            self.stdin = -1
+            self.end_input()
+
+    def end_input(self) -> None:
+        with self.lock:
+            if self.stdin >= 0:
+                os.close(self.stdin)
+                self.stdin = -1
 
     def answered(self, count: int) -> None:
         """The client: reads ``count`` answer lines, then ends its input."""
@@ -43,7 +53,7 @@ class Stdio:
             if not chunk:
                 break
             self.read += chunk
-        self.send(b'', end=True)
+        self.end_input()
 
     def converse(self, pieces: list[bytes], count: int) -> None:
         """The client: sends ``pieces`` a moment apart (a server reads each alone unless it
@@ -63,7 +73,7 @@ class Stdio:
                 break
             self.read += chunk
         self.before_end = self.read
-        self.send(b'', end=True)
+        self.end_input()
 
     def written(self) -> bytes:
         os.dup2(self.saved[1], 1)  # the write end closed: what was written can be read whole
@@ -73,11 +83,12 @@ class Stdio:
         return b''.join(chunks)
 
     def close(self) -> None:
+        self.watchdog.cancel()
+        self.end_input()
         os.dup2(self.saved[0], 0)
         os.dup2(self.saved[1], 1)
-        for fd in (*self.saved, self.stdout, self.stdin):
-            if fd >= 0:
-                os.close(fd)
+        for fd in (*self.saved, self.stdout):
+            os.close(fd)
 
 
 @contextmanager
