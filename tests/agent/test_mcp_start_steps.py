@@ -29,6 +29,10 @@ INITIALIZED = {'jsonrpc': '2.0', 'method': 'notifications/initialized'}
 TOOLS = {'jsonrpc': '2.0', 'id': 2, 'method': 'tools/list'}
 
 
+def tools_list(request_id: int) -> bytes:
+    return line({**TOOLS, 'id': request_id})
+
+
 def line(message: dict) -> bytes:
     return json.dumps(message).encode() + b'\n'
 
@@ -142,6 +146,11 @@ def test_answers_kept_for_a_path_that_is_no_utf_8_are_loaded_again(cache: Path) 
     answers.keep('client', 'k', '"result":"caf\u00e9"}')
     again = Answers.load(context)
     assert again is not None and again.answer('client', 'k') == '"result":"caf\u00e9"}'
+
+
+def test_answers_are_loaded_from_no_folder_made_unless_asked(cache: Path) -> None:
+    assert Answers.load('the context') is None
+    assert not cache.exists()
 
 
 def test_the_newest_clients_are_kept_first_at_most_eight(answers: Answers):
@@ -413,6 +422,70 @@ def test_a_line_like_an_answer_that_is_a_request_is_passed_on(answers: Answers) 
     assert answers.clients == {}
 
 
+def relay_at(answers: Answers, *lines: bytes, handover: Handover | None = None) -> Relay:
+    """A relay that has seen the client's ``lines``."""
+    relay = Relay(answers, handover or Handover([]))
+    for each in lines:
+        relay._look_in(each.rstrip(b'\n'))
+    return relay
+
+
+@pytest.mark.parametrize(
+    'lines',
+    [
+        pytest.param([b'not json'], id='no-message'),
+        pytest.param([line(TOOLS)], id='a-listing-first'),
+        pytest.param([line(INITIALIZED)], id='a-notification-first'),
+        pytest.param([line(INITIALIZE), line(TOOLS)], id='a-listing-before-initialized'),
+        pytest.param([line(INITIALIZE), b'{"jsonrpc":"2.0","id":1,"result":{}}'], id='a-result'),
+        pytest.param(
+            [line(INITIALIZE), line(INITIALIZED), line(INITIALIZE), line(TOOLS)],
+            id='initialize-again',
+        ),
+    ],
+)
+def test_a_handshake_out_of_order_is_followed_no_further(answers: Answers, lines: list[bytes]):
+    relay = relay_at(answers, *lines)
+    assert relay.phase == 'done'
+    assert relay.client in ('', key(INITIALIZE))
+
+
+def test_the_relay_compares_the_sdk_s_answers_with_the_kept_ones(answers: Answers) -> None:
+    """The same answers again are not written again, and an error where an answer was kept
+    forgets the client's answers: for the initialize answered already (its answer dropped)
+    and for a listing the client asks after the handshake."""
+    kept_answers(answers)
+    answered = Handover([line(INITIALIZE)], answered=1)
+    relay = relay_at(answers, line(INITIALIZE), line(INITIALIZED), line(TOOLS), handover=answered)
+    os.unlink(answers.path)
+    assert not relay._look_out(sdk_answer(1, '{"serverInfo":"s"}'))
+    assert relay._look_out(sdk_answer(2, '{"tools":[]}'))
+    assert not os.path.exists(answers.path), 'the same answers: nothing written'
+    relay._look_in(tools_list(3).rstrip(b'\n'))
+    assert relay._look_out(b'{"jsonrpc":"2.0","id":3,"error":{"code":1}}')
+    assert json.loads(Path(answers.path).read_text())['clients'] == {}, 'forgotten'
+    for failed in (b'{"jsonrpc":"2.0","id":1,"error":{"code":1}}', b'{"jsonrpc":"2.0","id":1,no'):
+        kept_answers(answers)
+        relay = relay_at(answers, line(INITIALIZE), handover=answered)
+        assert not relay._look_out(failed)
+        assert answers.clients == {}, 'the initialize answered from kept lines: forgotten'
+
+
+def test_lines_the_relay_cannot_match_are_passed_on_and_change_nothing_kept(answers: Answers):
+    kept_answers(answers)
+    relay = relay_at(answers, line(INITIALIZE), line(INITIALIZED), line(TOOLS))
+    assert relay._look_out(b'{"jsonrpc":"2.0","id":2,not json')
+    assert relay._look_out(sdk_answer(9, '{}')), 'an id not asked'
+    assert relay._look_out(b'{"id":2,"jsonrpc":"2.0","result":{}}'), 'not as the SDK writes'
+    assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[]}}'
+    assert relay._look_out(sdk_answer(2, '{"tools":[1]}'))
+    assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[1]}}', 'learnt'
+    # A request of the SDK's with the id of one the client asked is no answer to it.
+    relay._look_in(tools_list(3).rstrip(b'\n'))
+    assert relay._look_out(b'{"jsonrpc":"2.0","id":3,"method":"roots/list"}')
+    assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[1]}}'
+
+
 def test_the_same_answer_again_is_not_written_again(answers: Answers) -> None:
     kept_answers(answers)
     os.unlink(answers.path)
@@ -473,6 +546,16 @@ def test_a_second_initialized_or_one_with_an_id_goes_to_the_sdk(answers: Answers
         stdio.send(line(INITIALIZE) + line(asked), end=True)
         handover = mcpstart.handshake(Wire(), answers)
         assert handover is not None and handover.replay == [line(INITIALIZE), line(asked)]
+
+
+def test_a_notification_other_than_initialized_first_goes_to_the_sdk(answers: Answers) -> None:
+    kept_answers(answers)
+    cancelled = {'jsonrpc': '2.0', 'method': 'notifications/cancelled', 'params': {}}
+    with piped() as stdio:
+        stdio.send(line(INITIALIZE) + line(cancelled) + line(INITIALIZED) + line(TOOLS))
+        handover = mcpstart.handshake(Wire(), answers)
+    assert handover is not None and handover.listed == []
+    assert handover.replay == [line(INITIALIZE), line(cancelled)]
 
 
 def test_the_listings_answered_are_handed_over(answers: Answers) -> None:
