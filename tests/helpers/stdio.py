@@ -14,7 +14,7 @@ from contextlib import contextmanager
 # How long a client waits for its answers before it ends its input (and how long the pipes
 # stay open for input at all): a server that lost a line, or a reader that waits for one more,
 # then fails its test rather than hanging it.
-DEADLINE = 20.0
+DEADLINE = 10.0
 
 
 class Stdio:
