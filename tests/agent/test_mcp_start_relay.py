@@ -8,15 +8,19 @@ server from keeping them (``test_mcp_start.py`` runs real servers, whose answers
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import signal
 import sys
+import termios
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from helpers.builders import checkpoints_in, new_workspace, write
-from helpers.stdio import DEADLINE, piped
+from helpers.stdio import DEADLINE, Stdio, piped
 
 from trading_checkpoints.agent import mcpstart
 from trading_checkpoints.agent.mcpstart import Answers
@@ -137,3 +141,43 @@ def test_a_kept_handshake_is_handed_to_the_sdk_which_answers_the_rest(
     assert read[2]['result'] == {} and big in json.dumps(read[4]['result'])
     assert len(written.splitlines()) == 5
     assert kept(cache) == learnt, 'the SDK listing kept again'
+
+
+def test_an_answer_whose_write_a_signal_cuts_short_is_written_whole(
+    workspace: Path, cache: Path
+) -> None:
+    """A signal caught while the relay writes a long answer to a client that reads slowly (a
+    write to a full pipe then returns having written part of it): the rest follows."""
+    big = 'x' * 150_000
+    write(workspace / 'desks' / 'main', 'notes/big.md', big)
+    made = checkpoints_in(workspace).snapshot('big')
+    show = {'name': 'show_file', 'arguments': {'path': 'notes/big.md', 'checkpoint_id': made}}
+    call = line({'jsonrpc': '2.0', 'id': 3, 'method': 'tools/call', 'params': show})
+    from trading_checkpoints.agent.mcp import build_server
+
+    def client(stdio: Stdio) -> None:
+        stdio.send(HANDSHAKE + call)
+        for _ in range(200):  # until the long answer fills the pipe
+            waiting = fcntl.ioctl(stdio.stdout, termios.FIONREAD, b'\0' * 4)
+            if int.from_bytes(waiting, sys.byteorder) >= 60_000:
+                break
+            time.sleep(0.05)
+        [writer] = [each for each in threading.enumerate() if '_to_client' in each.name]
+        assert writer.ident is not None
+        signal.pthread_kill(writer.ident, signal.SIGUSR1)  # caught: the write is cut short
+        stdio.converse([], 3)
+
+    caught = signal.signal(signal.SIGUSR1, lambda *_: None)
+    try:
+        with piped() as stdio, pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sys, 'stdin', open(0, closefd=False))  # noqa: SIM115
+            patch.setattr(sys, 'stdout', open(1, 'w', closefd=False))  # noqa: SIM115
+            reader = threading.Thread(target=client, args=(stdio,), daemon=True)
+            reader.start()
+            mcpstart.serve(lambda: build_server(workspace), CONTEXT)
+            reader.join(DEADLINE + 10)
+            read = stdio.before_end.splitlines()
+    finally:
+        signal.signal(signal.SIGUSR1, caught)
+    assert [json.loads(each)['id'] for each in read] == [1, 2, 3]
+    assert big in json.loads(read[2])['result']['structuredContent']['content']

@@ -591,3 +591,17 @@ def test_answers_are_kept_where_they_were_loaded_from_only(
     monkeypatch.setenv('XDG_CACHE_HOME', str(tmp_path / 'elsewhere'))
     answers.keep('client', 'k', 'w')
     assert not os.path.exists(answers.path), 'the cache folder moved: kept nowhere'
+
+
+@pytest.mark.skipif(os.name == 'posix', reason='answers are kept on POSIX systems only')
+def test_elsewhere_the_sdk_serves_alone(cache: Path) -> None:
+    """Without POSIX file modes no folder is private enough to keep answers in: the SDK's
+    server is run as it is, and nothing is made."""
+    ran = []
+
+    class Server:
+        def run(self) -> None:
+            ran.append(True)
+
+    mcpstart.serve(Server, 'the context')
+    assert ran == [True] and not cache.exists()
