@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import stat
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
-from helpers.stdio import piped
+from helpers.stdio import DEADLINE, piped
 
 from trading_checkpoints.agent import mcpstart
 from trading_checkpoints.agent.mcpstart import Answers, Handover, Relay, Wire
@@ -484,6 +486,67 @@ def test_lines_the_relay_cannot_match_are_passed_on_and_change_nothing_kept(answ
     relay._look_in(tools_list(3).rstrip(b'\n'))
     assert relay._look_out(b'{"jsonrpc":"2.0","id":3,"method":"roots/list"}')
     assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[1]}}'
+
+
+def read_all(fd: int) -> bytes:
+    """What a pipe gives until its end, or until the deadline (a writer that never ends)."""
+    chunks = []
+    deadline = time.monotonic() + DEADLINE
+    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b''.join(chunks)
+
+
+def test_the_client_s_bytes_reach_the_sdk_in_order_with_the_checks(answers: Answers) -> None:
+    """What the SDK reads: the lines read before it (the handshake replayed), the checks of the
+    listings answered from kept lines right after ``initialized``, the bytes read beyond
+    them, then the client's own bytes as they come, a last line without its end included."""
+    kept_answers(answers)
+    handover = Handover(
+        [line(INITIALIZE), line(INITIALIZED)], b'{"jsonrpc":"2.0","id"', answered=1, listed=[TOOLS]
+    )
+    relay = Relay(answers, handover)
+    wire_in, client = os.pipe()
+    sdk, feed = os.pipe()
+    later = b':3,"method":"ping"}\n' + tools_list(4) + b'{"last": "line"'
+    os.write(client, later[:10])
+    reader = threading.Thread(target=relay._to_sdk, args=(wire_in, feed))
+    reader.start()
+    time.sleep(0.2)  # read alone, unless the reader is slower
+    os.write(client, later[10:])
+    os.close(client)
+    reader.join(DEADLINE)
+    check = b'{"jsonrpc": "2.0", "id": "trading-checkpoints-check-0", "method": "tools/list"}\n'
+    assert read_all(sdk) == line(INITIALIZE) + line(INITIALIZED) + check + handover.rest + later
+    assert relay.phase == 'done' and list(relay.expected) == [b'"trading-checkpoints-check-0"']
+    os.close(wire_in)
+
+
+def test_the_sdk_s_lines_reach_the_client_until_the_end_line(answers: Answers) -> None:
+    """What the client reads: the SDK's lines (a line in two pieces whole), the answer to the
+    initialize answered already left out, every line before the end line, nothing after."""
+    relay = relay_at(answers, line(INITIALIZE), handover=Handover([line(INITIALIZE)], answered=1))
+    drain, sdk = os.pipe()
+    client, wire_out = os.pipe()
+    writer = threading.Thread(target=relay._to_client, args=(drain, wire_out))
+    writer.start()
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(read_all(client)))
+    reader.start()
+    long = sdk_answer(7, '"' + 'x' * 100_000 + '"') + b'\n'  # more than a pipe holds
+    os.write(sdk, sdk_answer(1, '{"serverInfo":"s"}') + b'\n' + long[:10])
+    time.sleep(0.2)  # read alone, unless the writer is slower
+    os.write(sdk, long[10:])
+    os.write(sdk, sdk_answer(8, '{}') + b'\n' + relay.end + sdk_answer(9, '{}') + b'\n')
+    os.close(sdk)
+    writer.join(DEADLINE)
+    os.close(wire_out)
+    reader.join(DEADLINE)
+    assert read == [long + sdk_answer(8, '{}') + b'\n']
 
 
 def test_the_same_answer_again_is_not_written_again(answers: Answers) -> None:
