@@ -514,7 +514,7 @@ def test_the_client_s_bytes_reach_the_sdk_in_order_with_the_checks(answers: Answ
     sdk, feed = os.pipe()
     later = b':3,"method":"ping"}\n' + tools_list(4) + b'{"last": "line"'
     os.write(client, later[:10])
-    reader = threading.Thread(target=relay._to_sdk, args=(wire_in, feed))
+    reader = threading.Thread(target=relay._to_sdk, args=(wire_in, feed), daemon=True)
     reader.start()
     time.sleep(0.2)  # read alone, unless the reader is slower
     os.write(client, later[10:])
@@ -532,10 +532,10 @@ def test_the_sdk_s_lines_reach_the_client_until_the_end_line(answers: Answers) -
     relay = relay_at(answers, line(INITIALIZE), handover=Handover([line(INITIALIZE)], answered=1))
     drain, sdk = os.pipe()
     client, wire_out = os.pipe()
-    writer = threading.Thread(target=relay._to_client, args=(drain, wire_out))
+    writer = threading.Thread(target=relay._to_client, args=(drain, wire_out), daemon=True)
     writer.start()
     read: list[bytes] = []
-    reader = threading.Thread(target=lambda: read.append(read_all(client)))
+    reader = threading.Thread(target=lambda: read.append(read_all(client)), daemon=True)
     reader.start()
     long = sdk_answer(7, '"' + 'x' * 100_000 + '"') + b'\n'  # more than a pipe holds
     os.write(sdk, sdk_answer(1, '{"serverInfo":"s"}') + b'\n' + long[:10])

@@ -33,6 +33,7 @@ class Stdio:
         os.close(self.client_out)
         self.lock = threading.Lock()
         self.watchdog = threading.Timer(DEADLINE, self.end_input)
+        self.watchdog.daemon = True
         self.watchdog.start()
 
     def send(self, data: bytes, end: bool = False) -> None:
