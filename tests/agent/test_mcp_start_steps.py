@@ -488,42 +488,63 @@ def test_lines_the_relay_cannot_match_are_passed_on_and_change_nothing_kept(answ
     assert answers.answer(key(INITIALIZE), key(TOOLS)) == '"result":{"tools":[1]}}'
 
 
-def read_all(fd: int) -> bytes:
-    """What a pipe gives until its end, or until the deadline (a writer that never ends)."""
+def read_all(fd: int, size: int | None = None) -> bytes:
+    """What a pipe gives until its end (or ``size`` bytes), for at most the deadline."""
     chunks = []
     deadline = time.monotonic() + DEADLINE
-    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
-        chunk = os.read(fd, 65536)
+    while size is None or sum(map(len, chunks)) < size:
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            return b''.join(chunks) + b' (and no end)'
+        chunk = os.read(fd, 65536 if size is None else size - sum(map(len, chunks)))
         if not chunk:
             break
         chunks.append(chunk)
-    os.close(fd)
+    if size is None:
+        os.close(fd)
     return b''.join(chunks)
+
+
+def to_sdk(relay: Relay, *pieces: bytes) -> tuple[int, int, threading.Thread]:
+    """The relay's reader started on real pipes, the client's ``pieces`` sent first (a moment
+    apart: each read alone, unless the reader is slower): the client's and the SDK's ends."""
+    wire_in, client = os.pipe()
+    sdk, feed = os.pipe()
+    reader = threading.Thread(target=relay._to_sdk, args=(wire_in, feed), daemon=True)
+    reader.start()
+    for piece in pieces:
+        os.write(client, piece)
+        time.sleep(0.2)
+    return client, sdk, reader
 
 
 def test_the_client_s_bytes_reach_the_sdk_in_order_with_the_checks(answers: Answers) -> None:
     """What the SDK reads: the lines read before it (the handshake replayed), the checks of the
     listings answered from kept lines right after ``initialized``, the bytes read beyond
-    them, then the client's own bytes as they come, a last line without its end included."""
+    them, then the client's own bytes as they come (a line in pieces followed whole, and
+    once the handshake is over, each piece passed on at once)."""
     kept_answers(answers)
-    handover = Handover(
-        [line(INITIALIZE), line(INITIALIZED)], b'{"jsonrpc":"2.0","id"', answered=1, listed=[TOOLS]
-    )
+    listing, ping = tools_list(3), line({'jsonrpc': '2.0', 'id': 4, 'method': 'ping'})
+    handover = Handover([line(INITIALIZE), line(INITIALIZED)], listing[:15], 1, [TOOLS])
     relay = Relay(answers, handover)
-    wire_in, client = os.pipe()
-    sdk, feed = os.pipe()
-    later = b':3,"method":"ping"}\n' + tools_list(4) + b'{"last": "line"'
-    os.write(client, later[:10])
-    reader = threading.Thread(target=relay._to_sdk, args=(wire_in, feed), daemon=True)
-    reader.start()
-    time.sleep(0.2)  # read alone, unless the reader is slower
-    os.write(client, later[10:])
+    pieces = [listing[15:] + ping[:10], ping[10:] + b'{"last": ', b'"line"}\n', b'{"after']
+    client, sdk, reader = to_sdk(relay, *pieces[:2])
+    assert list(relay.expected) == [b'"trading-checkpoints-check-0"', b'3']
+    check = b'{"jsonrpc": "2.0", "id": "trading-checkpoints-check-0", "method": "tools/list"}\n'
+    before = line(INITIALIZE) + line(INITIALIZED) + check + listing + ping + b'{"last": '
+    assert read_all(sdk, len(before)) == before, 'passed on before the client sends more'
+    for piece in pieces[2:]:
+        os.write(client, piece)
     os.close(client)
     reader.join(DEADLINE)
-    check = b'{"jsonrpc": "2.0", "id": "trading-checkpoints-check-0", "method": "tools/list"}\n'
-    assert read_all(sdk) == line(INITIALIZE) + line(INITIALIZED) + check + handover.rest + later
-    assert relay.phase == 'done' and list(relay.expected) == [b'"trading-checkpoints-check-0"']
-    os.close(wire_in)
+    assert read_all(sdk) == b''.join(pieces[2:])
+    assert relay.phase == 'done'
+
+
+def test_a_line_without_its_end_reaches_the_sdk_at_the_end_of_input(answers: Answers) -> None:
+    client, sdk, reader = to_sdk(Relay(answers, Handover([])), line(INITIALIZE)[:-1])
+    os.close(client)
+    reader.join(DEADLINE)
+    assert read_all(sdk) == line(INITIALIZE)[:-1]
 
 
 def test_the_sdk_s_lines_reach_the_client_until_the_end_line(answers: Answers) -> None:
@@ -541,9 +562,12 @@ def test_the_sdk_s_lines_reach_the_client_until_the_end_line(answers: Answers) -
     os.write(sdk, sdk_answer(1, '{"serverInfo":"s"}') + b'\n' + long[:10])
     time.sleep(0.2)  # read alone, unless the writer is slower
     os.write(sdk, long[10:])
+    time.sleep(0.2)  # passed on before the end line comes, unless the writer is slower
     os.write(sdk, sdk_answer(8, '{}') + b'\n' + relay.end + sdk_answer(9, '{}') + b'\n')
     os.close(sdk)
     writer.join(DEADLINE)
+    with pytest.raises(OSError):
+        os.fstat(drain)  # closed by the writer as it ends
     os.close(wire_out)
     reader.join(DEADLINE)
     assert read == [long + sdk_answer(8, '{}') + b'\n']
