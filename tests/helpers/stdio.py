@@ -77,11 +77,17 @@ class Stdio:
         self.end_input()
 
     def written(self) -> bytes:
-        os.dup2(self.saved[1], 1)  # the write end closed: what was written can be read whole
+        """What the server wrote: read until the pipe ends (fd 1 put back, no write end is
+        left but a server's own), for at most :data:`DEADLINE` seconds."""
+        os.dup2(self.saved[1], 1)
         chunks = []
-        while chunk := os.read(self.stdout, 65536):
+        deadline = time.monotonic() + DEADLINE
+        while select.select([self.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            chunk = os.read(self.stdout, 65536)
+            if not chunk:
+                return b''.join(chunks)
             chunks.append(chunk)
-        return b''.join(chunks)
+        return b''.join(chunks) + b' (and no end)'
 
     def close(self) -> None:
         self.watchdog.cancel()
