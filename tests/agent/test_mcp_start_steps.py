@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.flushes import FLUSH, RENAME, recording
 from helpers.stdio import DEADLINE, piped
 
 from trading_checkpoints.agent import mcpstart
@@ -167,6 +168,14 @@ def test_the_newest_clients_are_kept_first_at_most_eight(answers: Answers):
     os.unlink(answers.path)
     answers.forget('nobody')
     assert not os.path.exists(answers.path), 'nothing forgotten: nothing written'
+
+
+def test_answers_are_kept_without_a_flush(answers: Answers) -> None:
+    """A cache, lost it is learnt again: a server keeping answers waits for no disk."""
+    with recording() as events:
+        answers.keep('client', 'k', 'v')
+    assert [event.target for event in events if event.kind == RENAME] == [answers.path]
+    assert FLUSH not in [event.kind for event in events]
 
 
 def test_answers_are_not_written_while_a_module_is_too_young(answers: Answers, tmp_path: Path):
