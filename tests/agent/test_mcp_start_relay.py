@@ -92,7 +92,21 @@ def serve(workspace: Path, pieces: list[bytes], count: int) -> tuple[list[dict],
         pipes = os.fstat(0).st_ino, os.fstat(1).st_ino
         client = threading.Thread(target=stdio.converse, args=(pieces, count), daemon=True)
         client.start()
-        mcpstart.serve(lambda: build_server(workspace), CONTEXT)
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                mcpstart.serve(lambda: build_server(workspace), CONTEXT)
+            except BaseException as error:  # re-raised in the test
+                failed.append(error)
+
+        # In a thread of its own: a server that never ends fails the test instead of hanging it.
+        server = threading.Thread(target=run, daemon=True)
+        server.start()
+        server.join(3 * DEADLINE)
+        assert not server.is_alive(), 'the server never ended'
+        if failed:
+            raise failed[0]
         assert (os.fstat(0).st_ino, os.fstat(1).st_ino) == pipes, 'fds 0 and 1 put back'
         client.join(DEADLINE + 10)
         read = [json.loads(each) for each in stdio.before_end.splitlines()]
