@@ -568,18 +568,20 @@ def test_the_sdk_s_lines_reach_the_client_until_the_end_line(answers: Answers) -
     reader = threading.Thread(target=lambda: read.append(read_all(client)), daemon=True)
     reader.start()
     long = sdk_answer(7, '"' + 'x' * 100_000 + '"') + b'\n'  # more than a pipe holds
-    os.write(sdk, sdk_answer(1, '{"serverInfo":"s"}') + b'\n' + long[:10])
+    two = sdk_answer(5, '{}') + b'\n' + sdk_answer(6, '{}') + b'\n'
+    os.write(sdk, sdk_answer(1, '{"serverInfo":"s"}') + b'\n' + two + long[:10])
     time.sleep(0.2)  # read alone, unless the writer is slower
     os.write(sdk, long[10:])
     time.sleep(0.2)  # passed on before the end line comes, unless the writer is slower
-    os.write(sdk, sdk_answer(8, '{}') + b'\n' + relay.end + sdk_answer(9, '{}') + b'\n')
+    last = sdk_answer(8, '{}') + b'\n' + sdk_answer(9, '{}') + b'\n'
+    os.write(sdk, last + relay.end + sdk_answer(10, '{}') + b'\n')
     os.close(sdk)
     writer.join(DEADLINE)
     with pytest.raises(OSError):
         os.fstat(drain)  # closed by the writer as it ends
     os.close(wire_out)
     reader.join(DEADLINE)
-    assert read == [long + sdk_answer(8, '{}') + b'\n']
+    assert read == [two + long + last]
 
 
 def test_the_same_answer_again_is_not_written_again(answers: Answers) -> None:
