@@ -599,3 +599,22 @@ def test_a_snapshot_that_only_refreshes_the_stat_cache_leaves_the_watcher_a_reco
     assert checkpoints.snapshot('noop') is None
     assert walks.count() == before
     assert head_of(checkpoints.repository_directory) == head
+
+
+def test_the_snapshot_after_a_shell_commands_capture_walks_nothing(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
+) -> None:
+    """The capture after a shell command commits what the command changed and seals it, then
+    tells the watcher what the desk now is: the next tool's snapshot walks nothing (it takes
+    the lock all the same: after a seal it announces the next write)."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    call = ToolCall('call-1', 'claude:Bash', Writer('t-1', 'S'))
+    assert toolcalls.before_shell(checkpoints.desk_config, call, 'before echo') is None
+    write(desk, 'notes/day1/n2.md', 'written by the command\n')
+    time.sleep(0.2)  # past the racy window: the capture caches the file as settled
+    done = toolcalls.after_shell(checkpoints.desk_config, call, 'after echo')
+    assert done.checkpoint_id is not None
+    before = walks.count()
+    assert checkpoints.snapshot('before the next tool') is None
+    assert walks.count()[0] == before[0]

@@ -338,8 +338,8 @@ def capture(
     agent's write was announced and not yet sealed, it is announced again on the new
     checkpoint (the agent may still be writing), else the state is sealed. Nothing is
     committed when nothing changed; a turn's capture then only seals. ``scanned``: the desk
-    scanned to record in this session (:func:`vouched.recorded_scan`), else a walk of
-    everything.
+    scanned to record in this session (:func:`vouched.recorded_scan`; the watcher it asked is
+    told what the desk is once sealed), else a walk of everything.
     """
     repo = session.repo
     scanned = scanned or vouched.Recorded(*session.scan(record=True))
@@ -370,6 +370,8 @@ def capture(
         external.reannounce(session, pending)
     else:
         external.mark_sealed(session)
+    if scanned.asked is not None:  # after the seal, which a no-op's answer depends on
+        _report_commit(session, scanned.asked, result, cache, sha or cache.commit)
     return Capture(short_id(sha), tuple(changed))
 
 
