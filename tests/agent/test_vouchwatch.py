@@ -978,6 +978,101 @@ def test_watchers_found_running_are_left_alone(
         running.wait()
 
 
+NOBODY = 65534
+
+
+def ended_pid() -> int:
+    """The id of a process that has ended and been waited for."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def another_users_process() -> int | None:
+    """A running process of another user than this process's, or None."""
+    for entry in os.listdir('/proc'):
+        try:
+            if entry.isdigit() and os.stat(f'/proc/{entry}').st_uid != os.getuid():
+                return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def cookies_left(base: Path, foreign: int) -> dict[str, object]:
+    """Starts and closes a watcher of a desk in ``base`` whose cookie area holds a cookie
+    folder named by ``foreign`` (a process this process may not signal) listed before
+    abandoned ones (of processes that have ended); what is left of them."""
+    runtime = base / 'run'
+    runtime.mkdir(0o700)
+    os.environ['XDG_RUNTIME_DIR'] = str(runtime)
+    desk, repository = base / 'desk', base / 'repo.git'
+    write(desk, 'Memory.md', 'memory\n')
+    name = vouch.key(desk, repository)
+    assert name is not None
+    stem = str(vouch.socket_path(name, create=True))[: -len('.sock')]
+    kept = f'{Path(stem).name}.{foreign}.cookies'
+    abandoned = [f'{Path(stem).name}.{ended_pid()}.cookies']
+    for folder in (abandoned[0], kept):
+        (runtime / 'trading-checkpoints' / folder).mkdir()
+    # The listing's order is the file system's: more abandoned folders until one comes later.
+    listed = os.listdir(runtime / 'trading-checkpoints')
+    while all(listed.index(folder) < listed.index(kept) for folder in abandoned):
+        assert len(abandoned) < 200
+        abandoned.append(f'{Path(stem).name}.{ended_pid()}.cookies')
+        (runtime / 'trading-checkpoints' / abandoned[-1]).mkdir()
+        listed = os.listdir(runtime / 'trading-checkpoints')
+    started = Vouch(str(desk), str(repository), ('Memory.md',))
+    started.start()
+    started.close()
+    return {
+        'kept': (runtime / 'trading-checkpoints' / kept).is_dir(),
+        'left': [f for f in abandoned if (runtime / 'trading-checkpoints' / f).exists()],
+    }
+
+
+def test_a_cookie_folder_of_a_process_it_may_not_signal_stops_no_removal() -> None:
+    """A cookie folder named by another user's process (a process id used again since its
+    watcher ended) is left alone, and the abandoned folders listed after it are still removed.
+    Root may signal every process, so as root the watcher runs in a child as user nobody."""
+    if os.geteuid() == 0:
+        foreign: int | None = os.getpid()
+    else:
+        foreign = another_users_process()
+        if foreign is None:
+            pytest.skip('no process of another user to name a cookie folder by')
+    assert foreign is not None
+    base = Path(tempfile.mkdtemp(prefix='foreign-', dir='/tmp'))  # short, and nobody's
+    reading, writing = os.pipe()
+    try:
+        if os.geteuid() == 0:
+            os.chown(base, NOBODY, NOBODY)
+        child = os.fork()
+        if child == 0:
+            answer = 'no answer'
+            try:
+                os.close(reading)
+                if os.geteuid() == 0:
+                    os.setgroups([])
+                    os.setgid(NOBODY)
+                    os.setuid(NOBODY)
+                answer = repr(cookies_left(base, foreign))
+            except BaseException as error:  # told to the test process, which checks it
+                answer = repr(error)
+            finally:
+                os.write(writing, answer.encode())
+                os._exit(0)
+        os.close(writing)
+        with os.fdopen(reading, 'rb') as pipe:
+            answer = pipe.read().decode()
+        os.waitpid(child, 0)
+        assert answer == repr({'kept': True, 'left': []})
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def test_an_event_of_a_watch_no_longer_known_counts_as_a_change(
     checkpoints: Checkpoints, watcher: Vouch
 ) -> None:
