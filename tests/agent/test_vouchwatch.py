@@ -455,17 +455,19 @@ def test_start_removes_the_cookies_of_watchers_no_longer_running(
         capture_output=True,
         text=True,
     ).stdout.strip()
+    # A running process the test started (a wrong signal sent to it reaches no other process).
+    alive = subprocess.Popen(['sleep', '60'])
     folders = {
         'dead': stem.with_name(f'{stem.name}.{dead}.cookies'),
-        'alive': stem.with_name(f'{stem.name}.{os.getppid()}.cookies'),
+        'alive': stem.with_name(f'{stem.name}.{alive.pid}.cookies'),
         'not a pid': stem.with_name(f'{stem.name}.x1.cookies'),
         'another desk': stem.with_name(f'watch-0000000000000000.{dead}.cookies'),
     }
     for folder in folders.values():
         folder.mkdir()
     started = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
-    started.start()
     try:
+        started.start()
         assert {key for key, folder in folders.items() if folder.exists()} == {
             'alive',
             'not a pid',
@@ -473,6 +475,8 @@ def test_start_removes_the_cookies_of_watchers_no_longer_running(
         }
     finally:
         started.close()
+        alive.kill()
+        alive.wait()
 
 
 def test_a_desk_it_cannot_watch_is_refused_and_leaves_nothing(
