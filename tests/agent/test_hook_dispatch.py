@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -756,3 +757,85 @@ def test_five_changed_files_are_named_in_full(project: Path, workspace: Path) ->
         said(done)
         == f"checkpoint {cps.list(1)[0].checkpoint_id} of desk 'main' after Bash: {shown}"
     )
+
+
+def test_an_error_naming_no_file_is_said_with_the_systems_reason_alone(
+    project: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness started the hook in a folder removed since, and the workspace is given
+    relative to it: making it absolute fails, and the system names no file."""
+    gone = project / 'gone'
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for name in ('claude-UserPromptSubmit', 'claude-write-PreToolUse', 'claude-shell-PreToolUse'):
+        done = hook(real(name, project), workspace=Path('workspace'))
+        assert done == Reply(1, '', 'checkpoints hook: No such file or directory\n')
+
+
+def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_if_named(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """With the process's descriptors limited, from none free up to enough, each failing
+    checkpoint is one line naming the desk and the tool and ending with the system's reason,
+    after the file when the system named one: a folder's listing through its descriptor
+    (``os.listdir(fd)`` takes a descriptor of its own) fails naming none. Each limit is tried
+    on a copy of the same project (a write tool's call left on record changes the next try)."""
+    assert hook(real('claude-write-PreToolUse', project)).code == 0  # imports what it needs
+    assert hook(real('claude-write-PostToolUse', project)).code == 0
+    write(workspace, 'desks/main/notes/old.md', 'changed\n')
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest = os.dup(0)
+    os.close(lowest)
+    details = []
+    for limit in range(lowest, lowest + 64):
+        trial = tmp_path / f'limit-{limit}' / 'project'
+        shutil.copytree(project, trial, symlinks=True)
+        raw = real('claude-write-PreToolUse', trial)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        try:
+            done = hook(raw)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        if done.code == 0:
+            break
+        target = trial / 'workspace' / 'desks' / 'main' / 'notes' / 'new.md'
+        line = re.compile(
+            'checkpoints hook: could not (checkpoint desk .main. for '
+            f'Write {re.escape(str(target))}|read the policy for Write): '
+            r"(?P<detail>(.+: )?(\[Errno 24\] )?Too many open files(: '?/[^:']+'?)?)\n"
+        )
+        found = line.fullmatch(done.stderr)
+        assert done.code == 1 and found is not None, done
+        details.append(found['detail'])
+    else:
+        raise AssertionError('no checkpoint with 64 descriptors')
+    assert '[Errno 24] Too many open files' in details, details
+
+
+def test_a_desk_folder_removed_while_a_shell_commands_desks_are_checkpointed_stops_no_other(
+    project: Path, workspace: Path
+) -> None:
+    """The desks listed with a folder a moment before: one removed meanwhile (here while the
+    desk before it is checkpointed) is passed over, and the desks after it still get theirs."""
+    from helpers.faults import armed
+
+    for desk in ('a', 'b'):
+        write(workspace, f'desks/{desk}/notes/x.md', f'{desk}\n')
+    removed: list[bool] = []
+
+    def remover(event: str, args: tuple) -> None:
+        opened = event == 'open' and isinstance(args[0], (str, bytes))
+        if opened and '/.checkpoints/a.git/' in os.fsdecode(args[0]) and not removed:
+            removed.append(True)
+            shutil.rmtree(workspace / 'desks' / 'b')
+
+    with armed(remover):
+        done = hook(real('claude-shell-PreToolUse', project), verbose=True)
+    assert removed
+    assert re.fullmatch(
+        rf"checkpoint {ID} of desk 'a' before Bash; checkpoint {ID} of desk 'main' before Bash",
+        said(done),
+    ), done
+    [before] = desk_of(workspace, 'main').list()
+    assert before.reason == 'before Bash: echo'
