@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.mounts import NEEDS_ROOT, bind_mounted
+from helpers.users import run_unprivileged
 from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
 
 from trading_checkpoints import Checkpoints
@@ -982,9 +983,6 @@ def test_watchers_found_running_are_left_alone(
         running.wait()
 
 
-NOBODY = 65534
-
-
 def ended_pid() -> int:
     """The id of a process that has ended and been waited for."""
     pid = os.fork()
@@ -1041,40 +1039,11 @@ def test_a_cookie_folder_of_a_process_it_may_not_signal_stops_no_removal() -> No
     """A cookie folder named by another user's process (a process id used again since its
     watcher ended) is left alone, and the abandoned folders listed after it are still removed.
     Root may signal every process, so as root the watcher runs in a child as user nobody."""
-    if os.geteuid() == 0:
-        foreign: int | None = os.getpid()
-    else:
-        foreign = another_users_process()
-        if foreign is None:
-            pytest.skip('no process of another user to name a cookie folder by')
-    assert foreign is not None
-    base = Path(tempfile.mkdtemp(prefix='foreign-', dir='/tmp'))  # short, and nobody's
-    reading, writing = os.pipe()
-    try:
-        if os.geteuid() == 0:
-            os.chown(base, NOBODY, NOBODY)
-        child = os.fork()
-        if child == 0:
-            answer = 'no answer'
-            try:
-                os.close(reading)
-                if os.geteuid() == 0:
-                    os.setgroups([])
-                    os.setgid(NOBODY)
-                    os.setuid(NOBODY)
-                answer = repr(cookies_left(base, foreign))
-            except BaseException as error:  # told to the test process, which checks it
-                answer = repr(error)
-            finally:
-                os.write(writing, answer.encode())
-                os._exit(0)
-        os.close(writing)
-        with os.fdopen(reading, 'rb') as pipe:
-            answer = pipe.read().decode()
-        os.waitpid(child, 0)
-        assert answer == repr({'kept': True, 'left': []})
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    foreign = os.getpid() if os.geteuid() == 0 else another_users_process()
+    if foreign is None:
+        pytest.skip('no process of another user to name a cookie folder by')
+    left = run_unprivileged(partial(cookies_left, foreign=foreign))
+    assert left == repr({'kept': True, 'left': []})
 
 
 def test_an_event_of_a_watch_no_longer_known_counts_as_a_change(
