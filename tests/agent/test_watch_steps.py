@@ -4,19 +4,25 @@ off stderr. The watch's main behaviour is in ``test_watch_in_process.py``."""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import run_child
+from helpers.users import run_unprivileged
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.agent import watch
 from trading_checkpoints.errors import CheckpointError
+from trading_checkpoints.ops import journal
 
 watchfiles = pytest.importorskip('watchfiles')
 pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='inotify')
@@ -139,3 +145,48 @@ def test_writes_that_never_pause_are_taken_after_ten_debounces(
             time.sleep(0.05)
         taken_while_writing = list(lines)
     assert taken_while_writing, 'nothing taken while the writes went on'
+
+
+def test_a_capture_completing_an_interrupted_restore_says_so(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The watch's capture completes a restore a crash interrupted, as every writer does, and
+    says so to the library's caller (``last_recovery``)."""
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'old\n')
+    old = cps.snapshot('old')
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'new\n')
+    assert old is not None and cps.snapshot('new') is not None
+    for kill_at in range(1, 200):  # the restore killed at its 1st, 2nd... change of a file
+        assert run_child(partial(cps.restore, old), kill_at=kill_at).killed
+        if journal.pending(repo_dir):
+            break
+    assert journal.pending(repo_dir)
+    watch.capture(cps)
+    recovery = cps.last_recovery
+    assert recovery is not None and recovery.target_id == old[:7]
+    assert not journal.pending(repo_dir)
+    assert {(desk / f'notes/n{index}.md').read_text() for index in range(10)} == {'old\n'}
+
+
+def watched_as_its_user(base: Path) -> list[str]:
+    """A watch, by the user running this, of a desk in ``base`` holding a folder (untracked)
+    that user may not read: the lines it echoes for a tracked file written."""
+    os.environ['XDG_RUNTIME_DIR'] = str(base)  # the watcher's socket: this user's folder
+    desk = base / 'desk'
+    write(desk, 'notes/a.md', 'a\n')
+    (desk / 'scratch' / 'closed').mkdir(0o000, parents=True)
+    cps = Checkpoints(base / 'repo.git', desk)
+    cps.snapshot('start')
+    with running(cps) as (lines, _):
+        write(desk, 'notes/b.md', 'b\n')
+        until(lines, 1)
+    return lines
+
+
+def test_a_folder_the_watch_may_not_read_is_passed_over(cps: Checkpoints, desk: Path) -> None:
+    """Root reads every folder: the watch runs as user nobody then (a child of this process)."""
+    watched_lines(cps, lambda: write(desk, 'notes/a.md', 'a\n'), 1)  # imports what it needs
+    lines = run_unprivileged(watched_as_its_user)
+    assert re.fullmatch(r"\['checkpoint [0-9a-f]{7,}: notes/b.md'\]", lines), lines
