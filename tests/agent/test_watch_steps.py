@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from helpers import rawobjects
 from helpers.builders import write
 from helpers.faults import run_child
 from helpers.users import run_unprivileged
@@ -190,3 +191,23 @@ def test_a_folder_the_watch_may_not_read_is_passed_over(cps: Checkpoints, desk: 
     watched_lines(cps, lambda: write(desk, 'notes/a.md', 'a\n'), 1)  # imports what it needs
     lines = run_unprivileged(watched_as_its_user)
     assert re.fullmatch(r"\['checkpoint [0-9a-f]{7,}: notes/b.md'\]", lines), lines
+
+
+def test_a_checkpoint_changing_no_file_says_so(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The newest checkpoint, written by another git tool, holds an empty folder, which no
+    checkpoint of the desk holds: the watch's first capture drops it and changes no file."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    held = rawobjects.tree(
+        repo_dir,
+        (rawobjects.BLOB, b'Memory.md', rawobjects.blob(repo_dir, b'v0\n')),
+        (rawobjects.TREE, b'empty', rawobjects.tree(repo_dir)),
+    )
+    by_another_tool = rawobjects.commit(repo_dir, held)
+    (repo_dir / 'refs' / 'heads' / 'main').write_text(f'{by_another_tool}\n')
+    [line] = watched_lines(cps, lambda: None, 1)
+    newest = cps.list(1)[0]
+    assert line == f'checkpoint {newest.checkpoint_id}: no file changed'
+    assert (newest.paths, newest.files_changed) == ((), 0)
