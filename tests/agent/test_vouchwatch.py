@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import select
 import shutil
 import socket
@@ -1134,3 +1135,59 @@ def test_a_folder_gone_while_its_parent_is_listed_leaves_its_siblings_watched(
         recorded(checkpoints)
     finally:
         found.close()
+
+
+def started_beside_litter(base: Path) -> str:
+    """Starts and closes a watcher of a desk in ``base`` whose cookie area holds an abandoned
+    cookie folder this user cannot empty (a folder in it closed to writes)."""
+    runtime = base / 'run'
+    runtime.mkdir(0o700)
+    os.environ['XDG_RUNTIME_DIR'] = str(runtime)
+    desk = base / 'desk'
+    write(desk, 'Memory.md', 'memory\n')
+    name = vouch.key(desk, base / 'repo.git')
+    assert name is not None
+    stem = Path(str(vouch.socket_path(name, create=True))[: -len('.sock')])
+    litter = stem.with_name(f'{stem.name}.{ended_pid()}.cookies')
+    write(litter, 'closed/1', '')
+    (litter / 'closed').chmod(0o500)
+    started = Vouch(str(desk), str(base / 'repo.git'), ('Memory.md',))
+    started.start()
+    started.close()
+    return 'started, the litter left' if (litter / 'closed' / '1').exists() else 'removed'
+
+
+def test_an_abandoned_cookie_folder_it_cannot_remove_is_left_and_the_watcher_starts() -> None:
+    """Root removes every folder, so as root the watcher runs in a child as user nobody."""
+    assert run_unprivileged(started_beside_litter) == repr('started, the litter left')
+
+
+def test_a_start_over_without_a_new_queue_leaves_a_watcher_that_closes(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    """A folder moved starts the watch over in a new queue; with no descriptor left for one
+    (the limit below the old queue's, every lower one in use) the watcher answers nothing, and
+    closing it (as ``checkpoints watch`` does on its way out) still works."""
+    assert watcher.queue is not None
+    old = watcher.queue.fd
+    held = []
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        while (fd := os.open(os.devnull, os.O_RDONLY)) < old:
+            held.append(fd)
+        os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (old, hard))
+        desk = checkpoints.desk_directory
+        (desk / 'notes/day0').rename(desk / 'notes/renamed')
+        deadline = time.monotonic() + 10
+        while not watcher.lost:
+            assert time.monotonic() < deadline, 'the watch was made again'
+            time.sleep(0.02)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        for fd in held:
+            os.close(fd)
+    assert ask(checkpoints) is None
+    watcher.close()
+    assert all(not thread.is_alive() for thread in watcher.threads)
+    assert not Path(watcher.socket_path).exists() and not Path(watcher.cookie_folder).exists()
