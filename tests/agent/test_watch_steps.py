@@ -47,15 +47,19 @@ def test_a_watchfiles_without_its_notifier_is_named(monkeypatch: pytest.MonkeyPa
 
 
 @contextmanager
-def running(cps: Checkpoints, quiet: float = 0.2) -> Iterator[tuple[list[str], threading.Thread]]:
-    """A watch of ``cps`` in a thread of this process, once ready: the lines it echoes, and its
-    thread; stopped and joined when the block ends."""
+def running(
+    cps: Checkpoints, quiet: float | None = 0.2
+) -> Iterator[tuple[list[str], threading.Thread]]:
+    """A watch of ``cps`` in a thread of this process (its default debounce with ``quiet``
+    None), once ready: the lines it echoes, and its thread; stopped and joined when the block
+    ends."""
     lines: list[str] = []
     stop, ready = threading.Event(), threading.Event()
+    debounce = {} if quiet is None else {'quiet': quiet}
     thread = threading.Thread(
         target=watch.watch,
         args=(cps,),
-        kwargs={'quiet': quiet, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
+        kwargs={**debounce, 'echo': lines.append, 'ready': ready.set, 'stop': stop},
         daemon=True,
     )
     thread.start()
@@ -211,3 +215,52 @@ def test_a_checkpoint_changing_no_file_says_so(
     newest = cps.list(1)[0]
     assert line == f'checkpoint {newest.checkpoint_id}: no file changed'
     assert (newest.paths, newest.files_changed) == ((), 0)
+
+
+def test_the_default_debounce_is_one_second(cps: Checkpoints, desk: Path) -> None:
+    """A write is taken once a second passed without another (the library's default, as the
+    command line's), never sooner; a debounce of two seconds could not take it within two. A
+    loaded machine may delay a capture: up to three writes are timed, one within two seconds
+    is enough."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    taken: list[float] = []
+    with running(cps, quiet=None) as (lines, _):
+        for number in range(3):
+            start = time.monotonic()
+            write(desk, f'notes/n{number}.md', f'{number}\n')
+            until(lines, number + 1)
+            taken.append(time.monotonic() - start)
+            if taken[-1] < 2:
+                break
+    assert 1 <= min(taken) < 2, taken
+
+
+@pytest.mark.slow
+def test_writes_that_never_pause_are_taken_ten_debounces_after_the_first(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A file rewritten every 50 ms under a 1.5 s debounce: the first checkpoint comes ten
+    debounces (15 s) after the first write, never sooner, and before eleven (the notifier hands
+    over the first write within its step of 0.2 s or two, and the capture takes a moment: well
+    within the 1.5 s between ten debounces and eleven). A loaded machine may delay a capture: up
+    to three runs of writes are timed, one within 16.5 s is enough."""
+    quiet = 1.5
+    write(desk, 'Memory.md', 'v0\n')
+    cps.snapshot('start')
+    taken: list[float] = []
+    with running(cps, quiet=quiet) as (lines, _):
+        for attempt in range(3):
+            time.sleep(3 * quiet)  # the writes of the run before taken, if any
+            seen = len(lines)
+            start = time.monotonic()
+            number = 0
+            while len(lines) == seen:
+                assert time.monotonic() < start + 60, 'nothing taken'
+                write(desk, 'notes/log.md', f'{attempt} {number}\n')
+                number += 1
+                time.sleep(0.05)
+            taken.append(time.monotonic() - start)
+            if taken[-1] < 11 * quiet:
+                break
+    assert 10 * quiet <= min(taken) < 11 * quiet, taken
