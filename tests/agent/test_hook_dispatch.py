@@ -773,44 +773,69 @@ def test_an_error_naming_no_file_is_said_with_the_systems_reason_alone(
         assert done == Reply(1, '', 'checkpoints hook: No such file or directory\n')
 
 
-def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_if_named(
-    project: Path, workspace: Path, tmp_path: Path
-) -> None:
-    """With the process's descriptors limited, from none free up to enough, each failing
-    checkpoint is one line naming the desk and the tool and ending with the system's reason,
-    after the file when the system named one: a folder's listing through its descriptor
-    (``os.listdir(fd)`` takes a descriptor of its own) fails naming none. Each limit is tried
-    on a copy of the same project (a write tool's call left on record changes the next try)."""
-    assert hook(real('claude-write-PreToolUse', project)).code == 0  # imports what it needs
-    assert hook(real('claude-write-PostToolUse', project)).code == 0
-    write(workspace, 'desks/main/notes/old.md', 'changed\n')
+def short_of_descriptors(project: Path, tmp_path: Path, event: str) -> list[tuple[Path, Reply]]:
+    """The hook's replies to ``event`` with the process's descriptors limited, from none free
+    up to the first limit that is enough (at most 64), each on a copy of ``project`` (a call
+    left on record by one try changes the next); with each copy's project folder."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     lowest = os.dup(0)
     os.close(lowest)
-    details = []
+    replies = []
     for limit in range(lowest, lowest + 64):
         trial = tmp_path / f'limit-{limit}' / 'project'
         shutil.copytree(project, trial, symlinks=True)
-        raw = real('claude-write-PreToolUse', trial)
+        raw = real(event, trial)
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
         try:
-            done = hook(raw)
+            done = hook(raw, strict=True)
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         if done.code == 0:
-            break
+            return replies
+        replies.append((trial, done))
+    raise AssertionError(f'{event} failed with 64 descriptors')
+
+
+REASON = r"(?P<detail>(.+: )?(\[Errno 24\] )?Too many open files(: '?/[^:']+'?)?)"
+
+
+def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_if_named(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """With the process's descriptors limited, each failing checkpoint is one line naming the
+    desk and the tool and ending with the system's reason, after the file when the system named
+    one (blocked under --strict): a folder's listing through its descriptor (``os.listdir(fd)``
+    takes a descriptor of its own) fails naming none."""
+    assert hook(real('claude-write-PreToolUse', project)).code == 0  # imports what it needs
+    assert hook(real('claude-write-PostToolUse', project)).code == 0
+    write(workspace, 'desks/main/notes/old.md', 'changed\n')
+    details = []
+    for trial, done in short_of_descriptors(project, tmp_path, 'claude-write-PreToolUse'):
         target = trial / 'workspace' / 'desks' / 'main' / 'notes' / 'new.md'
         line = re.compile(
             'checkpoints hook: could not (checkpoint desk .main. for '
             f'Write {re.escape(str(target))}|read the policy for Write): '
-            r"(?P<detail>(.+: )?(\[Errno 24\] )?Too many open files(: '?/[^:']+'?)?)\n"
+            rf'{REASON} \(blocked: --strict\)\n'
         )
         found = line.fullmatch(done.stderr)
-        assert done.code == 1 and found is not None, done
+        assert done.code == 2 and found is not None, done
         details.append(found['detail'])
-    else:
-        raise AssertionError('no checkpoint with 64 descriptors')
     assert '[Errno 24] Too many open files' in details, details
+
+
+def test_a_prompt_short_of_descriptors_says_the_systems_reason_and_blocks_nothing(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A prompt's turn that cannot be read or written for want of descriptors: one line with
+    the system's reason and the session's record, never blocking (a prompt writes nothing)."""
+    assert hook(real('claude-UserPromptSubmit', project)).code == 0  # imports what it needs
+    replies = short_of_descriptors(project, tmp_path, 'claude-UserPromptSubmit')
+    said_lines = []
+    for trial, done in replies:
+        record = session_file(trial / 'workspace', SESSIONS['claude'], 'json')
+        said_lines.append(done.stderr.replace(str(record), 'RECORD'))
+        assert done.code == 1 and re.fullmatch(f'checkpoints hook: {REASON}\n', done.stderr)
+    assert 'checkpoints hook: cannot write RECORD: Too many open files\n' in said_lines, replies
 
 
 def test_a_desk_folder_removed_while_a_shell_commands_desks_are_checkpointed_stops_no_other(
