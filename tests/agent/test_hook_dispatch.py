@@ -5,12 +5,14 @@ is tested in ``test_hooks.py``; these run where mutation testing sees them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import resource
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -864,3 +866,38 @@ def test_a_desk_folder_removed_while_a_shell_commands_desks_are_checkpointed_sto
     ), done
     [before] = desk_of(workspace, 'main').list()
     assert before.reason == 'before Bash: echo'
+
+
+def test_a_fifo_where_the_session_record_goes_fails_the_hook_at_once(
+    project: Path, workspace: Path
+) -> None:
+    """A FIFO put where the session's record goes (a command the agent ran may make one) is
+    refused without waiting for a writer: each hook of the session says so, and --strict
+    blocks the write."""
+    record = session_file(workspace, SESSIONS['claude'], 'json', create=True)
+    os.mkfifo(record)
+
+    done = threading.Event()
+
+    def let_waiting_hooks_go() -> None:  # after 10 s: the test fails rather than hangs
+        done.wait(10)
+        while not done.wait(0.1):
+            with contextlib.suppress(OSError):  # nobody waits
+                os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
+
+    release = threading.Thread(target=let_waiting_hooks_go, daemon=True)
+    release.start()
+    try:
+        prompt = hook(real('claude-UserPromptSubmit', project), strict=True)
+        write_done = hook(real('claude-write-PreToolUse', project), strict=True)
+    finally:
+        done.set()
+        release.join()
+    assert prompt == Reply(1, '', f'checkpoints hook: Not a regular file: {record}\n')
+    target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
+    assert write_done == Reply(
+        2,
+        '',
+        f"checkpoints hook: could not checkpoint desk 'main' for Write {target}: "
+        f'Not a regular file: {record} (blocked: --strict)\n',
+    )
