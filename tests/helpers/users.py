@@ -43,4 +43,9 @@ def run_unprivileged(action: Callable[[Path], object]) -> str:
         os.waitpid(child, 0)
         return answer
     finally:
+        for folder, subfolders, _ in os.walk(base):  # the action may have closed some
+            for name in subfolders:
+                path = os.path.join(folder, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o700)  # before the walk enters it
         shutil.rmtree(base, ignore_errors=True)
