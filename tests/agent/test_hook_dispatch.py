@@ -5,14 +5,12 @@ is tested in ``test_hooks.py``; these run where mutation testing sees them."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import resource
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -874,25 +872,14 @@ def test_a_fifo_where_the_session_record_goes_fails_the_hook_at_once(
     """A FIFO put where the session's record goes (a command the agent ran may make one) is
     refused without waiting for a writer: each hook of the session says so, and --strict
     blocks the write."""
+    from helpers.faults import readers_let_go
+
     record = session_file(workspace, SESSIONS['claude'], 'json', create=True)
     os.mkfifo(record)
-
-    done = threading.Event()
-
-    def let_waiting_hooks_go() -> None:  # after 10 s: the test fails rather than hangs
-        done.wait(10)
-        while not done.wait(0.1):
-            with contextlib.suppress(OSError):  # nobody waits
-                os.close(os.open(record, os.O_WRONLY | os.O_NONBLOCK))
-
-    release = threading.Thread(target=let_waiting_hooks_go, daemon=True)
-    release.start()
-    try:
+    with readers_let_go(record) as released:
         prompt = hook(real('claude-UserPromptSubmit', project), strict=True)
         write_done = hook(real('claude-write-PreToolUse', project), strict=True)
-    finally:
-        done.set()
-        release.join()
+    assert released == [], 'a hook waited for a writer'
     assert prompt == Reply(1, '', f'checkpoints hook: Not a regular file: {record}\n')
     target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
     assert write_done == Reply(

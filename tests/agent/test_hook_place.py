@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import readers_let_go
 
 from trading_checkpoints.agent.hooks import place
 from trading_checkpoints.agent.hooks.events import HookError, Options
@@ -245,13 +245,6 @@ def test_a_turn_is_timed_in_utc_whatever_the_local_time(
     assert 0 <= (when - before).total_seconds() < 60
 
 
-def _let_a_waiting_reader_go(path: Path) -> None:
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-    except OSError:
-        pass  # nobody waits
-
-
 def test_a_state_file_that_is_a_fifo_or_a_device_is_refused_without_waiting(
     workspace: Path,
 ) -> None:
@@ -260,13 +253,9 @@ def test_a_state_file_that_is_a_fifo_or_a_device_is_refused_without_waiting(
     state either. Each is an ``OSError`` naming it, as a folder there is."""
     path = workspace / 'state'
     os.mkfifo(path)
-    release = threading.Timer(10, _let_a_waiting_reader_go, (path,))  # fails, never hangs
-    release.start()
-    try:
-        with pytest.raises(OSError) as refused:
-            place.read_small(path)
-    finally:
-        release.cancel()
+    with readers_let_go(path) as released, pytest.raises(OSError) as refused:
+        place.read_small(path)
+    assert released == [], 'the reader waited for a writer'
     assert (refused.value.strerror, refused.value.filename) == ('Not a regular file', str(path))
     with pytest.raises(OSError) as device:
         place.read_small(Path(os.devnull))
