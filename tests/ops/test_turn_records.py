@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import run_child
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import snapshot, toolcalls, turns
+from trading_checkpoints.ops import journal, snapshot, toolcalls, turns
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
@@ -292,3 +293,28 @@ def test_a_turn_reopened_under_a_recorded_id_marks_its_start_with_what_it_was_gi
     with cps.turn(message_id='msg_1') as again:
         marked = again.snapshot('again', tool='write_file', paths='notes/a.md')
     assert recorded_as(cps, marked) == ('again', 'write_file', ('notes/a.md',), 'msg_1', None)
+
+
+def test_a_turns_first_snapshot_reports_the_interrupted_restore_it_completed(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A turn's first snapshot is taken as any snapshot is: a restore a crash interrupted is
+    completed first and told in ``last_recovery``; the start is marked on the restored desk."""
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'old')
+    old = cps.snapshot('old')
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'new')
+    assert old is not None and cps.snapshot('new') is not None
+    for kill_at in range(1, 200):  # the restore killed at its 1st, 2nd... change of a file
+        assert run_child(partial(cps.restore, old), kill_at=kill_at).killed
+        if journal.pending(repo_dir):
+            break
+    assert journal.pending(repo_dir)
+    with cps.turn('tidy the notes', message_id='t-1') as turn:
+        marked = turn.snapshot('before write')
+    recovery = cps.last_recovery
+    assert recovery is not None and recovery.target_id == old[:7]
+    newest = cps.list()[0]
+    assert (newest.checkpoint_id, newest.turn) == (marked, 't-1')
+    assert {cps.show(marked, f'notes/n{index}.md') for index in range(10)} == {b'old'}
