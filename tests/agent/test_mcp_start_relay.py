@@ -103,7 +103,7 @@ def serve(workspace: Path, pieces: list[bytes], count: int) -> tuple[list[dict],
         # In a thread of its own: a server that never ends fails the test instead of hanging it.
         server = threading.Thread(target=run, daemon=True)
         server.start()
-        server.join(3 * DEADLINE)
+        server.join(2 * DEADLINE)
         assert not server.is_alive(), 'the server never ended'
         if failed:
             raise failed[0]
