@@ -366,7 +366,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', ['tests/agent/test_vouchwatch.py']),
     # The warm server: each step is tested in the test process (what mutmut learns coverage
     # from); the real clients, servers and children of tests/warm run in other processes.
-    'warmclient': ('trading_checkpoints.warm.client.*', ['tests/warm/test_client_steps.py']),
+    'warmclient': (
+        'trading_checkpoints.warm.client.*',
+        ['tests/warm/test_client_steps.py', 'tests/warm/test_client_handover.py'],
+    ),
     'warmchild': ('trading_checkpoints.warm.child.*', ['tests/warm/test_child_steps.py']),
     'warmserver': ('trading_checkpoints.warm.server.*', ['tests/warm/test_server_steps.py']),
     'warmcontext': (

@@ -17,7 +17,7 @@ from trading_checkpoints.warm import client
 def standard_streams(*opened: Callable[[], int]) -> Iterator[None]:
     """This process's descriptors 0, 1 and 2 made the given ones for the block (``opened``
     each returns a descriptor, or -1 to leave the number closed), its ``sys`` streams
-    following; all put back afterwards."""
+    following (what they hold written to the given ones); all put back afterwards."""
     saved = [os.dup(number) for number in range(3)]
     streams = (sys.stdin, sys.stdout, sys.stderr)
     try:
@@ -33,6 +33,11 @@ def standard_streams(*opened: Callable[[], int]) -> Iterator[None]:
         sys.stderr = open(2, 'w', closefd=False)  # noqa: SIM115
         yield
     finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()  # before its descriptor is put back
+            except (OSError, ValueError):
+                pass
         for number, fd in enumerate(saved):
             os.dup2(fd, number)
             os.close(fd)
