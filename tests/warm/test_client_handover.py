@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.clientsteps import reading, recorded_signals, standard_streams, within, writing
-from helpers.warm import children_of, gone, receiving, server_pid, workspace_with_history
+from helpers.warm import children_of, gone, receiving, workspace_with_history
 
 from trading_checkpoints.core import private
 from trading_checkpoints.warm import address, child, client, command
@@ -254,6 +254,34 @@ def status_of(pid: int, field: str) -> str:
     return text.split(f'\n{field}:')[1].split()[0]
 
 
+def started(runtime: Path, slot: str) -> int:
+    """The server ``start_server`` starts, with SIGUSR1 blocked and SIGUSR2 ignored here,
+    once it listens; its pid. A server started moments after its code was written stops at
+    once (a later client starts it: ``installation.settled``), so it is started until one
+    listens."""
+    deadline = time.monotonic() + 60
+    while True:
+        before = set(children_of(os.getpid()))
+        ignored = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+        try:
+            client.start_server(slot)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
+            signal.signal(signal.SIGUSR2, ignored)
+        [server] = set(children_of(os.getpid())) - before
+        while not gone(server, timeout=0):
+            if any(
+                Path(f'{sock}.lock').read_text().strip() == str(server)
+                for sock in (runtime / address.FOLDER_NAME).glob('server-*.sock')
+            ):
+                return server
+            time.sleep(0.05)
+        os.waitpid(server, 0)
+        assert time.monotonic() < deadline, 'no server listens'
+        time.sleep(0.5)
+
+
 def test_the_server_a_client_starts_is_detached_and_serves_its_next_command(
     tmp_path: Path, runtime: Path, located: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -271,15 +299,7 @@ def test_the_server_a_client_starts_is_detached_and_serves_its_next_command(
         return 99
 
     monkeypatch.setattr(command, 'run', here)
-    before = set(children_of(os.getpid()))
-    ignored = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
-    try:
-        client.start_server(located)
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
-        signal.signal(signal.SIGUSR2, ignored)
-    [server] = set(children_of(os.getpid())) - before
+    server = started(runtime, located)
     try:
         line = Path(f'/proc/{server}/stat').read_text().rsplit(')', 1)[1].split()
         assert int(line[3]) == server, 'a session of its own'
@@ -293,7 +313,6 @@ def test_the_server_a_client_starts_is_detached_and_serves_its_next_command(
             os.fsencode(item) for item in [located, *sys.path]
         ]
         assert b'TC_TEST_MARK=from the client' in Path(f'/proc/{server}/environ').read_bytes()
-        assert server_pid(runtime) == server, 'it listens'
         (tmp_path / 'in').write_bytes(b'')
         streams = (reading(tmp_path / 'in'), writing(tmp_path / 'out'), writing(tmp_path / 'err'))
         with recorded_signals(), standard_streams(*streams), within(60):
