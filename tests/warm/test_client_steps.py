@@ -54,9 +54,11 @@ def test_a_platform_without_unix_sockets_runs_every_command_itself(
         reading(tmp_path / 'in'), writing(tmp_path / 'o'), writing(tmp_path / 'e')
     ):
         assert client.wanted(['list'])
-        monkeypatch.setattr(os, 'name', name)
-        monkeypatch.setattr(sys, 'platform', platform)
-        assert not client.wanted(['list'])
+        with monkeypatch.context() as there:
+            there.setattr(os, 'name', name)
+            there.setattr(sys, 'platform', platform)
+            wanted = client.wanted(['list'])
+        assert not wanted
 
 
 def test_closed_unusable_or_terminal_streams_keep_a_command_off_the_server(tmp_path: Path) -> None:
