@@ -254,18 +254,21 @@ def status_of(pid: int, field: str) -> str:
     return text.split(f'\n{field}:')[1].split()[0]
 
 
-def started(runtime: Path, slot: str) -> int:
-    """The server ``start_server`` starts, with SIGUSR1 blocked and SIGUSR2 ignored here,
-    once it listens; its pid. A server started moments after its code was written stops at
-    once (a later client starts it: ``installation.settled``), so it is started until one
-    listens."""
+def started(runtime: Path, slot: str, files: Path) -> int:
+    """The server ``start_server`` starts, with SIGUSR1 blocked, SIGUSR2 ignored and files in
+    ``files`` for the standard streams here, once it listens; its pid. A server started
+    moments after its code was written stops at once (a later client starts it:
+    ``installation.settled``), so it is started until one listens."""
     deadline = time.monotonic() + 60
     while True:
         before = set(children_of(os.getpid()))
         ignored = signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+        (files / 'in').write_bytes(b'')
+        streams = (reading(files / 'in'), writing(files / 'out'), writing(files / 'err'))
         try:
-            client.start_server(slot)
+            with standard_streams(*streams):
+                client.start_server(slot)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGUSR1])
             signal.signal(signal.SIGUSR2, ignored)
@@ -300,7 +303,8 @@ def test_the_server_a_client_starts_is_detached_and_serves_its_next_command(
 
     monkeypatch.setattr(command, 'run', here)
     before = set(children_of(os.getpid()))
-    server = started(runtime, located)
+    (tmp_path / 'start').mkdir()
+    server = started(runtime, located, tmp_path / 'start')
     try:
         line = Path(f'/proc/{server}/stat').read_text().rsplit(')', 1)[1].split()
         assert int(line[3]) == server, 'a session of its own'
