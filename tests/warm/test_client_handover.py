@@ -258,7 +258,7 @@ def started(runtime: Path, slot: str, files: Path) -> int:
     """The server ``start_server`` starts, with SIGUSR1 blocked, SIGUSR2 ignored and files in
     ``files`` for the standard streams here, once it listens; its pid. A server started
     moments after its code was written stops at once (a later client starts it:
-    ``installation.settled``), so it is started until one listens."""
+    ``installation.settled``, exiting 0), so it is started until one listens."""
     deadline = time.monotonic() + 60
     while True:
         before = set(children_of(os.getpid()))
@@ -280,7 +280,8 @@ def started(runtime: Path, slot: str, files: Path) -> int:
             ):
                 return server
             time.sleep(0.05)
-        os.waitpid(server, 0)
+        _, status = os.waitpid(server, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, 'the server failed'
         assert time.monotonic() < deadline, 'no server listens'
         time.sleep(0.5)
 
