@@ -19,7 +19,7 @@ from helpers.clientsteps import reading, recorded_signals, standard_streams, wit
 from helpers.warm import children_of, gone, receiving, workspace_with_history
 
 from trading_checkpoints.core import private
-from trading_checkpoints.warm import address, child, client, command
+from trading_checkpoints.warm import address, child, client, command, wire
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
 
@@ -62,13 +62,13 @@ def forked(listener: socket.socket, act: Act) -> int:
     return pid
 
 
-def received(connection: socket.socket) -> tuple[child.wire.Request, socket.socket]:
+def received(connection: socket.socket) -> tuple[wire.Request, socket.socket]:
     got = child.receive(connection)
     assert got is not None
     return got
 
 
-def takes(connection: socket.socket) -> child.wire.Request:
+def takes(connection: socket.socket) -> wire.Request:
     """Reads the request and takes the client's streams once it waits for an answer."""
     request, token = received(connection)
     assert receiving(os.getppid(), timeout=10)
