@@ -215,6 +215,7 @@ def test_after_a_shell_command_what_it_changed_is_its_turns(cps: Checkpoints, de
     [newest] = cps.list(1)
     assert done.checkpoint_id == newest.checkpoint_id and done.paths == ('notes/new.md',)
     assert (newest.reason, newest.turn, newest.tool) == ('after Bash: echo', 't-1', SHELL_TOOL)
+    assert metadata.parse(newest_message(cps)).session == 'S'
     assert [(t.turn_id, t.label) for t in cps.turns(None)] == [('t-1', 'tidy up')]
     [group] = metadata.written_groups(newest_message(cps))
     assert group.writer == S and group.paths == {'notes/new.md'}
