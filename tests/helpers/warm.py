@@ -192,14 +192,32 @@ def reading_stdin(pid: int, timeout: float = 60) -> bool:
     """Whether ``pid`` is blocked reading its stdin (``read(0, ...)`` in /proc/PID/syscall)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            fields = Path(f'/proc/{pid}/syscall').read_text().split()
-        except OSError:
-            fields = []
-        if fields[:2] == ['0', '0x0']:
+        if reads_stdin(pid):
             return True
         time.sleep(0.02)
     return False
+
+
+def reads_stdin(pid: int) -> bool:
+    """Whether ``pid`` is blocked reading its stdin now."""
+    try:
+        fields = Path(f'/proc/{pid}/syscall').read_text().split()
+    except OSError:
+        fields = []
+    return fields[:2] == ['0', '0x0']
+
+
+def taken(server: int, client: int, timeout: float = 30) -> list[int]:
+    """The server's children running a client's command (``serving``), once there are any;
+    what there are as soon as the client ``client`` runs its command itself instead (it reads
+    its own stdin) or the server has ended, rather than at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = serving(server)
+        if found or gone(server, timeout=0) or reads_stdin(client):
+            return found
+        time.sleep(0.02)
+    return serving(server)
 
 
 def forwarding(pid: int, timeout: float = 60) -> bool:

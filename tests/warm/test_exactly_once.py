@@ -24,8 +24,8 @@ from helpers.warm import (
     receiving,
     run,
     server_pid,
-    serving,
     stopped,
+    taken,
     waiting,
     workspace_with_history,
 )
@@ -125,10 +125,7 @@ def test_a_child_whose_client_is_killed_ends_and_lets_the_server_go_idle(
     waiting(server)
     client_process = hook_client(runtime, desk, CHECKPOINTS_SERVER_IDLE='3')
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        [child] = serving(server)
+        [child] = taken(server, client_process.pid)
         assert reading_stdin(child)
         client_process.kill()
         assert gone(child, timeout=10), 'the command ended with its client'
@@ -169,10 +166,7 @@ def signalled(
         reader = process.pid
         if served:
             server = server_pid(runtime)
-            deadline = time.monotonic() + 30
-            while not serving(server) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            [reader] = serving(server)
+            [reader] = taken(server, process.pid)
         assert reading_stdin(reader)
         if served:  # the client goes on ignoring what it ignored, and so does the command
             kept = set(keep)

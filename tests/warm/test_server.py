@@ -35,6 +35,7 @@ from helpers.warm import (
     server_pid,
     serving,
     stopped,
+    taken,
     waiting,
     workspace_with_history,
 )
@@ -84,10 +85,7 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     ahead = waiting(server)
     client = hook_client(runtime, workspace)
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        served = serving(server)
+        served = taken(server, client.pid)
         # The child forked ahead of the client took it, and the next one waits already.
         assert served == [ahead], (served, ahead, children_of(server), client.poll())
         assert reading_stdin(ahead)
@@ -108,10 +106,7 @@ def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     try:
         if served:
             server = server_pid(runtime)
-            deadline = time.monotonic() + 30
-            while not serving(server) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            [reader] = serving(server)
+            [reader] = taken(server, client.pid)
             assert forwarding(client.pid)
         else:
             reader = client.pid
@@ -149,10 +144,7 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
     server = server_pid(runtime)
     client = hook_client(runtime, desk)
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        [child] = serving(server)
+        [child] = taken(server, client.pid)
         assert forwarding(client.pid) and reading_stdin(child)
         os.kill(server, signal.SIGKILL)
         assert gone(server)
