@@ -522,13 +522,15 @@ PROCESS_TESTS: dict[str, list[str]] = {
     ],
     # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
     # a client, a served command, a server stopped, one gone idle, another user's process, its
-    # start (what it inherits, the slot's start lock, its folder), its code watched or listed.
+    # start (what it inherits, the slot's start lock, its folder), its code watched or listed,
+    # a pid namespace of its own.
     'warmserver': [
         'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
         'tests/warm/test_server.py::test_a_stopped_server_takes_its_waiting_child_along',
         'tests/warm/test_server.py::test_an_idle_server_goes_away',
         'tests/warm/test_private.py::test_another_users_process_reaching_the_server_runs_nothing',
         'tests/warm/test_server_start.py',
+        'tests/warm/test_pid_namespace.py',
         'tests/warm/test_fresh_code.py::test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices',
         'tests/warm/test_fresh_code.py::test_code_off_the_local_file_systems_is_listed_for_every_client_to_check',
     ],
