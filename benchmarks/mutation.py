@@ -502,6 +502,12 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
         f'{DIFFERENTIAL}[stdout closed by its reader]',
         f'{DIFFERENTIAL}[environment]',
+        # its end in a forked child (an interrupt, an error let out, a final flush that fails),
+        # the hook's own script, a client gone before ``run N``, the server's code changed
+        'tests/warm/test_child_end.py',
+        'tests/warm/test_server.py::test_the_hook_script_served_runs_the_hook',
+        'tests/warm/test_exactly_once.py::test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run',
+        'tests/warm/test_fresh_code.py::test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices',
     ],
     # ``adopt`` takes a real client's limits in a second process.
     'warmcontext': [

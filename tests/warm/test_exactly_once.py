@@ -359,7 +359,8 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
 ) -> None:
     """A client (this test's process, alive: the child can read it) sends a hook event's
     command with its streams and hangs up at once: the child takes the streams, finds no one
-    to tell it starts, and runs nothing (no checkpoint, though the desk has changed)."""
+    to tell it starts, and runs nothing (no checkpoint, though the desk has changed); the
+    server goes on serving on the same socket."""
     import socket as sockets
     import struct
 
@@ -399,3 +400,8 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
             os.close(fd)
         streams.close()
         token.close()
+    assert run(runtime, 'list', cwd=desk).returncode == 0
+    assert server_pid(runtime) == server, 'the same server, its socket kept'
+    assert [sock.name for sock in (runtime / address.FOLDER_NAME).glob('server-*.sock')] == [
+        path.name
+    ]

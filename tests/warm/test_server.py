@@ -98,6 +98,32 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     assert after[0].tool == 'claude:Write'
 
 
+def test_the_hook_script_served_runs_the_hook(tmp_path: Path, runtime: Path) -> None:
+    """``checkpoints-hook --harness claude``, whose own command line is not the command's
+    (``hook --harness claude``): the child forked ahead of it runs the hook, once."""
+    desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    before = len(Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None))
+    ahead = waiting(server)
+    client = subprocess.Popen(
+        [sys.executable, str(ROOT / 'bin' / 'checkpoints-hook'), '--harness', 'claude'],
+        cwd=workspace,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert taken(server, client.pid) == [ahead]
+    finally:
+        out, err = client.communicate(hook_event('claude_pre_tool_use_write.json', workspace), 60)
+    assert (client.returncode, out, err) == (0, b'', b'')
+    after = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None)
+    assert len(after) == before + 1 and after[0].tool == 'claude:Write'
+
+
 def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     """``checkpoints hook`` blocked on its stdin, then SIGINT, as a terminal's Ctrl-C sends it
     to the foreground process: its status and stderr."""
