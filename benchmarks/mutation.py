@@ -537,6 +537,8 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_private.py::test_another_users_process_reaching_the_server_runs_nothing',
         'tests/warm/test_server_start.py',
         'tests/warm/test_pid_namespace.py',
+        # the waiting child hands its client's connection over (a child a signal ends is told)
+        'tests/warm/test_server_steps.py::test_serving_hands_each_client_to_a_child_and_tells_one_a_signal_ended',
         'tests/warm/test_fresh_code.py::test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices',
         'tests/warm/test_fresh_code.py::test_code_off_the_local_file_systems_is_listed_for_every_client_to_check',
     ],

@@ -157,3 +157,71 @@ def test_a_server_that_hears_of_a_client_after_its_command_ended_goes_on(
     assert done.returncode == 0, done.stderr
     assert gone(next_one), 'the next child took the next client'
     assert not gone(server, timeout=0), 'the server goes on'
+
+
+# A subreaper (as systemd --user or a container's init is): the server its client starts is
+# its child once the client ends; it stops the server with SIGTERM once it listens (in the
+# folder argv[1]) and prints how it ended.
+SUBREAPER = """
+import ctypes, os, signal, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+subprocess.run(sys.argv[2:], input=b'', capture_output=True, check=True)
+code = b'from trading_checkpoints.warm.server import main'
+deadline = time.monotonic() + 60
+while True:
+    found = [p for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid())]
+    mine = [int(p) for p in found if _parent(p) == os.getpid() and _runs(p, code)]
+    if mine and _listening(mine[0]):
+        break
+    assert time.monotonic() < deadline, 'no server'
+    time.sleep(0.05)
+os.kill(mine[0], signal.SIGTERM)
+_, status = os.waitpid(mine[0], 0)
+print(os.waitstatus_to_exitcode(status))
+"""
+HELPERS = """
+import os, sys
+def _parent(pid):
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except OSError:
+        return None
+def _runs(pid, code):
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as f:
+            return code in f.read()
+    except OSError:
+        return False
+def _listening(pid):
+    folder = sys.argv[1]
+    for name in os.listdir(folder):
+        if name.endswith('.sock.lock'):
+            with open(os.path.join(folder, name)) as f:
+                if f.read().strip() == str(pid):
+                    return True
+    return False
+"""
+
+
+def test_a_server_stopped_by_sigterm_exits_0_to_whoever_collects_it(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """SIGTERM is how a server is stopped: a clean end, status 0, for the process that
+    collects it (init, or a subreaper that reports its children's failures)."""
+    desk = workspace_with_history(tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            '-c',
+            HELPERS + SUBREAPER,
+            str(runtime / address.FOLDER_NAME),
+            *CLIENT,
+            'list',
+        ],
+        cwd=desk,
+        env=client_env(runtime),
+        capture_output=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (0, b'0\n'), done.stderr
