@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from helpers import ROOT, SCRIPTS
@@ -289,3 +290,20 @@ def age(folder: Path, seconds: float = 60) -> None:
     old = time.time() - seconds
     for path in (folder, *folder.rglob('*')):
         os.utime(path, (old, old))
+
+
+@contextmanager
+def within(seconds: float, what: str) -> Iterator[None]:
+    """Fails the test when the block has not ended after ``seconds`` (SIGALRM interrupts a
+    call that blocks), rather than letting it hang the run."""
+
+    def late(signum: int, frame: object) -> None:
+        raise AssertionError(f'{what} still blocked after {seconds} s')
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from helpers.warm import within
 
 from trading_checkpoints.core import private
 from trading_checkpoints.warm import server, watched
@@ -69,23 +70,6 @@ def test_a_socket_replaced_or_removed_is_no_longer_the_servers(tmp_path: Path) -
     assert not server.still_ours(str(path), (info.st_dev + 1, info.st_ino))
     path.unlink()
     assert not server.still_ours(str(path), identity)
-
-
-@contextmanager
-def within(seconds: float, what: str) -> Iterator[None]:
-    """Fails the test when the block has not ended after ``seconds`` (SIGALRM interrupts a
-    call that blocks), rather than letting it hang the run."""
-
-    def late(signum: int, frame: object) -> None:
-        raise AssertionError(f'{what} still blocked after {seconds} s')
-
-    previous = signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @contextmanager
