@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from helpers.warm import within
@@ -263,9 +264,20 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
     previous = signal.getsignal(signal.SIGCHLD)
     RETURNED.clear()
     thread, failures = in_thread(clients, state)
+    me, end = os.getpid(), os._exit
+
+    def ends(status: int) -> NoReturn:  # a forked child's own end; never this process's
+        if os.getpid() == me:
+            raise AssertionError(f'os._exit({status}) in the test process: a child step ran here')
+        end(status)
+
+    os._exit = ends  # type: ignore[assignment]
     try:
         server._serve(listener, state)
     finally:
+        if os.getpid() != me:  # a forked child that came back out of the loop: ends here
+            end(0)
+        os._exit = end
         RETURNED.set()
         signal.signal(signal.SIGCHLD, previous)
         thread.join(20)
