@@ -295,13 +295,14 @@ def age(folder: Path, seconds: float = 60) -> None:
 @contextmanager
 def within(seconds: float, what: str) -> Iterator[None]:
     """Fails the test when the block has not ended after ``seconds`` (SIGALRM interrupts a
-    call that blocks), rather than letting it hang the run."""
+    call that blocks), rather than letting it hang the run; again each second after, should
+    the clean-up the failure runs block too."""
 
     def late(signum: int, frame: object) -> None:
         raise AssertionError(f'{what} still blocked after {seconds} s')
 
     previous = signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
     try:
         yield
     finally:

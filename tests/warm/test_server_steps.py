@@ -273,7 +273,8 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
 
     os._exit = ends  # type: ignore[assignment]
     try:
-        server._serve(listener, state)
+        with within(20, 'the serving loop or its end'):
+            server._serve(listener, state)
     finally:
         if os.getpid() != me:  # a forked child that came back out of the loop: ends here
             end(0)
