@@ -96,6 +96,7 @@ def test_a_server_of_the_slot_already_starting_keeps_another_from_listening(
     desk = workspace_with_history(tmp_path)
     run(runtime, 'list', cwd=desk)
     first = server_pid(runtime)
+    waiting(first)
     os.kill(first, signal.SIGTERM)
     assert gone(first)
     folder = runtime / address.FOLDER_NAME
@@ -160,27 +161,31 @@ def test_a_server_that_hears_of_a_client_after_its_command_ended_goes_on(
 
 
 # A subreaper (as systemd --user or a container's init is): the server its client starts is
-# its child once the client ends; it stops the server with SIGTERM once it listens (in the
-# folder argv[1]) and prints how it ended.
+# its child once the client ends. It stops the server with SIGTERM once it listens (in the
+# folder argv[1]), and prints the exit status of the first of its children to end.
 SUBREAPER = """
 import ctypes, os, signal, subprocess, sys, time
 ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 subprocess.run(sys.argv[2:], input=b'', capture_output=True, check=True)
 code = b'from trading_checkpoints.warm.server import main'
 deadline = time.monotonic() + 60
+stopped = False
 while True:
+    pid, status = os.waitpid(-1, os.WNOHANG)
+    if pid:
+        print(os.waitstatus_to_exitcode(status))
+        break
     found = [p for p in os.listdir('/proc') if p.isdigit() and p != str(os.getpid())]
     mine = [int(p) for p in found if _parent(p) == os.getpid() and _runs(p, code)]
-    if mine and _listening(mine[0]):
-        break
-    assert time.monotonic() < deadline, 'no server'
+    waits = mine and any(_parent(p) == mine[0] for p in found)  # its waiting child forked
+    if not stopped and waits and _listening(mine[0]):
+        os.kill(mine[0], signal.SIGTERM)
+        stopped = True
+    assert time.monotonic() < deadline, 'no server ended'
     time.sleep(0.05)
-os.kill(mine[0], signal.SIGTERM)
-_, status = os.waitpid(mine[0], 0)
-print(os.waitstatus_to_exitcode(status))
 """
 HELPERS = """
-import os, sys
+import os, stat, sys
 def _parent(pid):
     try:
         with open(f'/proc/{pid}/stat') as f:
@@ -198,10 +203,25 @@ def _listening(pid):
     for name in os.listdir(folder):
         if name.endswith('.sock.lock'):
             with open(os.path.join(folder, name)) as f:
-                if f.read().strip() == str(pid):
-                    return True
+                held = f.read().strip() == str(pid)
+            if held and stat.S_ISSOCK(os.lstat(os.path.join(folder, name[:-5])).st_mode):
+                return True
     return False
 """
+
+
+def collected(runtime: Path, desk: Path) -> tuple[int, bytes, bytes]:
+    """``checkpoints list`` run under a subreaper (``SUBREAPER``): its status, and what it
+    printed (how the server it started ended) and said."""
+    folder = str(runtime / address.FOLDER_NAME)
+    done = subprocess.run(
+        [sys.executable, '-c', HELPERS + SUBREAPER, folder, *CLIENT, 'list'],
+        cwd=desk,
+        env=client_env(runtime),
+        capture_output=True,
+        timeout=120,
+    )
+    return done.returncode, done.stdout, done.stderr
 
 
 def test_a_server_stopped_by_sigterm_exits_0_to_whoever_collects_it(
@@ -210,18 +230,24 @@ def test_a_server_stopped_by_sigterm_exits_0_to_whoever_collects_it(
     """SIGTERM is how a server is stopped: a clean end, status 0, for the process that
     collects it (init, or a subreaper that reports its children's failures)."""
     desk = workspace_with_history(tmp_path)
-    done = subprocess.run(
-        [
-            sys.executable,
-            '-c',
-            HELPERS + SUBREAPER,
-            str(runtime / address.FOLDER_NAME),
-            *CLIENT,
-            'list',
-        ],
-        cwd=desk,
-        env=client_env(runtime),
-        capture_output=True,
-        timeout=120,
-    )
-    assert (done.returncode, done.stdout) == (0, b'0\n'), done.stderr
+    status, out, err = collected(runtime, desk)
+    assert (status, out) == (0, b'0\n'), err
+
+
+def test_a_server_that_cannot_listen_goes_quietly(tmp_path: Path, runtime: Path) -> None:
+    """Something else at its socket's path (a folder, which it does not remove): the server
+    goes without listening, and without an error (status 0); the commands ran meanwhile."""
+    desk = workspace_with_history(tmp_path)
+    run(runtime, 'list', cwd=desk)
+    first = server_pid(runtime)
+    waiting(first)
+    folder = runtime / address.FOLDER_NAME
+    [sock] = folder.glob('server-*.sock')
+    os.kill(first, signal.SIGTERM)
+    assert gone(first)
+    sock.mkdir()
+    for manifest in folder.glob('server-*.files'):
+        manifest.unlink()  # so that the client starts a server
+    status, out, err = collected(runtime, desk)
+    assert (status, out) == (0, b'0\n'), err
+    assert sock.is_dir()
