@@ -38,6 +38,7 @@ given tests that never reach it survives: the mapping can only lose a kill, neve
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -210,6 +211,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/ops/test_snapshot_list_restore.py',
             'tests/ops/test_external_edits.py',
             'tests/product/test_crash_recovery.py',
+            'tests/ops/test_turn_records.py',
+            'tests/ops/test_toolcalls.py',
+            'tests/ops/test_attribution_turns.py',
+            'tests/ops/test_rewind_records.py',
+            'tests/ops/test_blame_calls.py',
+            'tests/agent/test_watch_narrow.py',
+            'tests/agent/test_watch_in_process.py',
+            'tests/agent/test_hooks_calls.py',
             *FOUND_BY_MUTATION,
         ],
     ),
@@ -714,9 +723,16 @@ def run(
     baseline: bool = False,
     recheck: bool = False,
     again: bool = False,
+    functions: tuple[str, ...] = (),
 ) -> dict[str, int]:
     pattern, _ = MODULES[module]
     wanted = [pattern]
+    if functions:  # only these functions' mutants (a method: Class.method's mangled name)
+        prefix = pattern.rstrip('*')
+        wanted = [
+            f'{prefix}x{"ǁ" if "." in name else "_"}{name.replace(".", "ǁ")}__mutmut_*'
+            for name in functions
+        ]
     if recheck or again:  # only the mutants the baseline run (or the last run) left alive
         earlier = SCRATCH / (f'{module}-baseline' if recheck else module)
         wanted = _not_killed(earlier, pattern.rstrip('*'))
@@ -745,6 +761,8 @@ def run(
     for line in listing.splitlines():
         name, _, status = line.strip().rpartition(': ')
         if not name.startswith(prefix) or ((recheck or again) and name not in wanted):
+            continue
+        if functions and not any(fnmatch.fnmatchcase(name, want) for want in wanted):
             continue
         counts[status] = counts.get(status, 0) + 1
         if status not in ('killed', 'caught by type check'):
@@ -781,6 +799,12 @@ def main() -> None:
         help='run only the mutants the last run of the module left alive (after new tests; '
         'the module itself must be unchanged, or its mutants are numbered anew)',
     )
+    parser.add_argument(
+        '--functions',
+        nargs='+',
+        default=(),
+        help="only these functions' mutants (e.g. take _mark; a method as Class.method)",
+    )
     args = parser.parse_args()
     for module in MODULES if args.module == 'all' else [args.module]:
         run(
@@ -791,6 +815,7 @@ def main() -> None:
             args.baseline,
             args.recheck,
             args.again,
+            tuple(args.functions),
         )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -755,4 +756,135 @@ def test_five_changed_files_are_named_in_full(project: Path, workspace: Path) ->
     assert (
         said(done)
         == f"checkpoint {cps.list(1)[0].checkpoint_id} of desk 'main' after Bash: {shown}"
+    )
+
+
+def test_an_error_naming_no_file_is_said_with_the_systems_reason_alone(
+    project: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The harness started the hook in a folder removed since, and the workspace is given
+    relative to it: making it absolute fails, and the system names no file."""
+    gone = project / 'gone'
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    for name in ('claude-UserPromptSubmit', 'claude-write-PreToolUse', 'claude-shell-PreToolUse'):
+        done = hook(real(name, project), workspace=Path('workspace'))
+        assert done == Reply(1, '', 'checkpoints hook: No such file or directory\n')
+
+
+def short_of_descriptors(project: Path, tmp_path: Path, event: str) -> list[tuple[Path, Reply]]:
+    """The hook's replies to ``event`` with the process's descriptors limited, from none free
+    up to the first limit that is enough (at most 64), each on a copy of ``project`` (a call
+    left on record by one try changes the next); with each copy's project folder."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lowest = os.dup(0)
+    os.close(lowest)
+    replies = []
+    for limit in range(lowest, lowest + 64):
+        trial = tmp_path / f'limit-{limit}' / 'project'
+        shutil.copytree(project, trial, symlinks=True)
+        raw = real(event, trial)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+        try:
+            done = hook(raw, strict=True)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        if done.code == 0:
+            return replies
+        replies.append((trial, done))
+    raise AssertionError(f'{event} failed with 64 descriptors')
+
+
+REASON = r"(?P<detail>(.+: )?(\[Errno 24\] )?Too many open files(: '?/[^:']+'?)?)"
+
+
+def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_if_named(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """With the process's descriptors limited, each failing checkpoint is one line naming the
+    desk and the tool and ending with the system's reason, after the file when the system named
+    one (blocked under --strict): a folder's listing through its descriptor (``os.listdir(fd)``
+    takes a descriptor of its own) fails naming none."""
+    assert hook(real('claude-write-PreToolUse', project)).code == 0  # imports what it needs
+    assert hook(real('claude-write-PostToolUse', project)).code == 0
+    write(workspace, 'desks/main/notes/old.md', 'changed\n')
+    details = []
+    for trial, done in short_of_descriptors(project, tmp_path, 'claude-write-PreToolUse'):
+        target = trial / 'workspace' / 'desks' / 'main' / 'notes' / 'new.md'
+        line = re.compile(
+            'checkpoints hook: could not (checkpoint desk .main. for '
+            f'Write {re.escape(str(target))}|read the policy for Write): '
+            rf'{REASON} \(blocked: --strict\)\n'
+        )
+        found = line.fullmatch(done.stderr)
+        assert done.code == 2 and found is not None, done
+        details.append(found['detail'])
+    assert '[Errno 24] Too many open files' in details, details
+
+
+def test_a_prompt_short_of_descriptors_says_the_systems_reason_and_blocks_nothing(
+    project: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """A prompt's turn that cannot be read or written for want of descriptors: one line with
+    the system's reason and the session's record, never blocking (a prompt writes nothing)."""
+    assert hook(real('claude-UserPromptSubmit', project)).code == 0  # imports what it needs
+    replies = short_of_descriptors(project, tmp_path, 'claude-UserPromptSubmit')
+    said_lines = []
+    for trial, done in replies:
+        record = session_file(trial / 'workspace', SESSIONS['claude'], 'json')
+        said_lines.append(done.stderr.replace(str(record), 'RECORD'))
+        assert done.code == 1 and re.fullmatch(f'checkpoints hook: {REASON}\n', done.stderr)
+    assert 'checkpoints hook: cannot write RECORD: Too many open files\n' in said_lines, replies
+
+
+def test_a_desk_folder_removed_while_a_shell_commands_desks_are_checkpointed_stops_no_other(
+    project: Path, workspace: Path
+) -> None:
+    """The desks listed with a folder a moment before: one removed meanwhile (here while the
+    desk before it is checkpointed) is passed over, and the desks after it still get theirs."""
+    from helpers.faults import armed
+
+    for desk in ('a', 'b'):
+        write(workspace, f'desks/{desk}/notes/x.md', f'{desk}\n')
+    removed: list[bool] = []
+
+    def remover(event: str, args: tuple) -> None:
+        opened = event == 'open' and isinstance(args[0], (str, bytes))
+        if opened and '/.checkpoints/a.git/' in os.fsdecode(args[0]) and not removed:
+            removed.append(True)
+            shutil.rmtree(workspace / 'desks' / 'b')
+
+    with armed(remover):
+        done = hook(real('claude-shell-PreToolUse', project), verbose=True)
+    assert removed
+    assert re.fullmatch(
+        rf"checkpoint {ID} of desk 'a' before Bash; checkpoint {ID} of desk 'main' before Bash",
+        said(done),
+    ), done
+    [before] = desk_of(workspace, 'main').list()
+    assert before.reason == 'before Bash: echo'
+
+
+def test_a_fifo_where_the_session_record_goes_fails_the_hook_at_once(
+    project: Path, workspace: Path
+) -> None:
+    """A FIFO put where the session's record goes (a command the agent ran may make one) is
+    refused without waiting for a writer: each hook of the session says so, and --strict
+    blocks the write."""
+    from helpers.faults import readers_let_go
+
+    record = session_file(workspace, SESSIONS['claude'], 'json', create=True)
+    os.mkfifo(record)
+    with readers_let_go(record) as released:
+        prompt = hook(real('claude-UserPromptSubmit', project), strict=True)
+        write_done = hook(real('claude-write-PreToolUse', project), strict=True)
+    assert released == [], 'a hook waited for a writer'
+    assert prompt == Reply(1, '', f'checkpoints hook: Not a regular file: {record}\n')
+    target = workspace / 'desks' / 'main' / 'notes' / 'new.md'
+    assert write_done == Reply(
+        2,
+        '',
+        f"checkpoints hook: could not checkpoint desk 'main' for Write {target}: "
+        f'Not a regular file: {record} (blocked: --strict)\n',
     )

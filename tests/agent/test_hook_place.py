@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import readers_let_go
 
 from trading_checkpoints.agent.hooks import place
 from trading_checkpoints.agent.hooks.events import HookError, Options
@@ -242,3 +243,20 @@ def test_a_turn_is_timed_in_utc_whatever_the_local_time(
         time.tzset()
     when = place.datetime.strptime(turn.split('-')[1], '%Y%m%dT%H%M%S')
     assert 0 <= (when - before).total_seconds() < 60
+
+
+def test_a_state_file_that_is_a_fifo_or_a_device_is_refused_without_waiting(
+    workspace: Path,
+) -> None:
+    """A FIFO put where a session's state goes (by a command the agent ran, say) is never
+    opened to wait for a writer, which would hang every hook of the session; a device is no
+    state either. Each is an ``OSError`` naming it, as a folder there is."""
+    path = workspace / 'state'
+    os.mkfifo(path)
+    with readers_let_go(path) as released, pytest.raises(OSError) as refused:
+        place.read_small(path)
+    assert released == [], 'the reader waited for a writer'
+    assert (refused.value.strerror, refused.value.filename) == ('Not a regular file', str(path))
+    with pytest.raises(OSError) as device:
+        place.read_small(Path(os.devnull))
+    assert (device.value.strerror, device.value.filename) == ('Not a regular file', os.devnull)

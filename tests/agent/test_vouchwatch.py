@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import select
 import shutil
 import socket
@@ -27,6 +28,7 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.mounts import NEEDS_ROOT, bind_mounted
+from helpers.users import run_unprivileged
 from helpers.watcher import Walks, desk_files, newest_files, vouched_noop
 
 from trading_checkpoints import Checkpoints
@@ -455,17 +457,19 @@ def test_start_removes_the_cookies_of_watchers_no_longer_running(
         capture_output=True,
         text=True,
     ).stdout.strip()
+    # A running process the test started (a wrong signal sent to it reaches no other process).
+    alive = subprocess.Popen(['sleep', '60'])
     folders = {
         'dead': stem.with_name(f'{stem.name}.{dead}.cookies'),
-        'alive': stem.with_name(f'{stem.name}.{os.getppid()}.cookies'),
+        'alive': stem.with_name(f'{stem.name}.{alive.pid}.cookies'),
         'not a pid': stem.with_name(f'{stem.name}.x1.cookies'),
         'another desk': stem.with_name(f'watch-0000000000000000.{dead}.cookies'),
     }
     for folder in folders.values():
         folder.mkdir()
     started = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
-    started.start()
     try:
+        started.start()
         assert {key for key, folder in folders.items() if folder.exists()} == {
             'alive',
             'not a pid',
@@ -473,6 +477,8 @@ def test_start_removes_the_cookies_of_watchers_no_longer_running(
         }
     finally:
         started.close()
+        alive.kill()
+        alive.wait()
 
 
 def test_a_desk_it_cannot_watch_is_refused_and_leaves_nothing(
@@ -978,6 +984,69 @@ def test_watchers_found_running_are_left_alone(
         running.wait()
 
 
+def ended_pid() -> int:
+    """The id of a process that has ended and been waited for."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+def another_users_process() -> int | None:
+    """A running process of another user than this process's, or None."""
+    for entry in os.listdir('/proc'):
+        try:
+            if entry.isdigit() and os.stat(f'/proc/{entry}').st_uid != os.getuid():
+                return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def cookies_left(base: Path, foreign: int) -> dict[str, object]:
+    """Starts and closes a watcher of a desk in ``base`` whose cookie area holds a cookie
+    folder named by ``foreign`` (a process this process may not signal) listed before
+    abandoned ones (of processes that have ended); what is left of them."""
+    runtime = base / 'run'
+    runtime.mkdir(0o700)
+    os.environ['XDG_RUNTIME_DIR'] = str(runtime)
+    desk, repository = base / 'desk', base / 'repo.git'
+    write(desk, 'Memory.md', 'memory\n')
+    name = vouch.key(desk, repository)
+    assert name is not None
+    stem = str(vouch.socket_path(name, create=True))[: -len('.sock')]
+    kept = f'{Path(stem).name}.{foreign}.cookies'
+    abandoned = [f'{Path(stem).name}.{ended_pid()}.cookies']
+    for folder in (abandoned[0], kept):
+        (runtime / 'trading-checkpoints' / folder).mkdir()
+    # The listing's order is the file system's: more abandoned folders until one comes later.
+    listed = os.listdir(runtime / 'trading-checkpoints')
+    while all(listed.index(folder) < listed.index(kept) for folder in abandoned):
+        assert len(abandoned) < 200
+        abandoned.append(f'{Path(stem).name}.{ended_pid()}.cookies')
+        (runtime / 'trading-checkpoints' / abandoned[-1]).mkdir()
+        listed = os.listdir(runtime / 'trading-checkpoints')
+    started = Vouch(str(desk), str(repository), ('Memory.md',))
+    started.start()
+    started.close()
+    return {
+        'kept': (runtime / 'trading-checkpoints' / kept).is_dir(),
+        'left': [f for f in abandoned if (runtime / 'trading-checkpoints' / f).exists()],
+    }
+
+
+def test_a_cookie_folder_of_a_process_it_may_not_signal_stops_no_removal() -> None:
+    """A cookie folder named by another user's process (a process id used again since its
+    watcher ended) is left alone, and the abandoned folders listed after it are still removed.
+    Root may signal every process, so as root the watcher runs in a child as user nobody."""
+    foreign = os.getpid() if os.geteuid() == 0 else another_users_process()
+    if foreign is None:
+        pytest.skip('no process of another user to name a cookie folder by')
+    left = run_unprivileged(partial(cookies_left, foreign=foreign))
+    assert left == repr({'kept': True, 'left': []})
+
+
 def test_an_event_of_a_watch_no_longer_known_counts_as_a_change(
     checkpoints: Checkpoints, watcher: Vouch
 ) -> None:
@@ -1066,3 +1135,59 @@ def test_a_folder_gone_while_its_parent_is_listed_leaves_its_siblings_watched(
         recorded(checkpoints)
     finally:
         found.close()
+
+
+def started_beside_litter(base: Path) -> str:
+    """Starts and closes a watcher of a desk in ``base`` whose cookie area holds an abandoned
+    cookie folder this user cannot empty (a folder in it closed to writes)."""
+    runtime = base / 'run'
+    runtime.mkdir(0o700)
+    os.environ['XDG_RUNTIME_DIR'] = str(runtime)
+    desk = base / 'desk'
+    write(desk, 'Memory.md', 'memory\n')
+    name = vouch.key(desk, base / 'repo.git')
+    assert name is not None
+    stem = Path(str(vouch.socket_path(name, create=True))[: -len('.sock')])
+    litter = stem.with_name(f'{stem.name}.{ended_pid()}.cookies')
+    write(litter, 'closed/1', '')
+    (litter / 'closed').chmod(0o500)
+    started = Vouch(str(desk), str(base / 'repo.git'), ('Memory.md',))
+    started.start()
+    started.close()
+    return 'started, the litter left' if (litter / 'closed' / '1').exists() else 'removed'
+
+
+def test_an_abandoned_cookie_folder_it_cannot_remove_is_left_and_the_watcher_starts() -> None:
+    """Root removes every folder, so as root the watcher runs in a child as user nobody."""
+    assert run_unprivileged(started_beside_litter) == repr('started, the litter left')
+
+
+def test_a_start_over_without_a_new_queue_leaves_a_watcher_that_closes(
+    checkpoints: Checkpoints, watcher: Vouch
+) -> None:
+    """A folder moved starts the watch over in a new queue; with no descriptor left for one
+    (the limit below the old queue's, every lower one in use) the watcher answers nothing, and
+    closing it (as ``checkpoints watch`` does on its way out) still works."""
+    assert watcher.queue is not None
+    old = watcher.queue.fd
+    held = []
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        while (fd := os.open(os.devnull, os.O_RDONLY)) < old:
+            held.append(fd)
+        os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (old, hard))
+        desk = checkpoints.desk_directory
+        (desk / 'notes/day0').rename(desk / 'notes/renamed')
+        deadline = time.monotonic() + 10
+        while not watcher.lost:
+            assert time.monotonic() < deadline, 'the watch was made again'
+            time.sleep(0.02)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        for fd in held:
+            os.close(fd)
+    assert ask(checkpoints) is None
+    watcher.close()
+    assert all(not thread.is_alive() for thread in watcher.threads)
+    assert not Path(watcher.socket_path).exists() and not Path(watcher.cookie_folder).exists()

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -545,3 +546,75 @@ def test_a_stat_cache_replaced_after_the_record_is_not_trusted_beside_the_walk(
     assert Checkpoints(other, desk, TRACKED, max_file_size=LIMIT).snapshot('walked') is not None
     assert head_tree(checkpoints.repository_directory) == head_tree(other)
     assert after == (before[0] + 1, before[1])
+
+
+def test_a_turns_start_and_the_seal_after_it_walk_only_what_changed(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
+) -> None:
+    """A write tool's hooks at a turn's start on an unchanged desk (``ops/toolcalls.py``), a
+    watcher running: the mark of the turn's start walks nothing and leaves the watcher a record
+    of the new checkpoint, so the seal after the write walks only the folder it wrote, and a
+    no-op after that walks nothing."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    call = ToolCall('call-1', 'claude:Write', Writer('t-1', 'S'))
+    head = head_of(checkpoints.repository_directory)
+    before = walks.count()
+    started = toolcalls.before_write(checkpoints, call, 'before Write', ['notes/day1/new.md'])
+    assert started is not None and head_of(checkpoints.repository_directory) != head
+    assert walks.count()[0] == before[0]
+    # The report is not awaited: the no-op, answered after it, is the write's signal to go.
+    assert checkpoints.snapshot('noop') is None
+    assert walks.count()[0] == before[0]
+    write(desk, 'notes/day1/new.md', 'written by the agent\n')
+    before = walks.count()
+    toolcalls.after_write(checkpoints.desk_config, call, ['notes/day1/new.md'])
+    assert walks.count() == (before[0], before[1] + 1)
+    assert head_tree(checkpoints.repository_directory, SEAL_REF) != head_tree(
+        checkpoints.repository_directory
+    )
+    before = walks.count()
+    assert checkpoints.snapshot('before the next tool') is not None
+    assert walks.count() == (before[0], before[1] + 1)
+
+
+def test_a_snapshot_that_only_refreshes_the_stat_cache_leaves_the_watcher_a_record(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
+) -> None:
+    """A tracked file touched (its stat new, its content the same): the snapshot walks only its
+    folder and commits nothing, but rewrites the stat cache, which the watcher's record names;
+    it tells the watcher the new record, so the no-op after it walks nothing."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    head = head_of(checkpoints.repository_directory)
+    cache = statcache.file_in(checkpoints.repository_directory).path
+    saved = cache.stat().st_mtime_ns
+    os.utime(desk / 'notes/day1/n2.md')
+    time.sleep(0.2)  # past the racy window: the touched file is cached as settled
+    before = walks.count()
+    assert checkpoints.snapshot('touched') is None
+    assert walks.count() == (before[0], before[1] + 1)
+    assert cache.stat().st_mtime_ns != saved  # the cache was rewritten
+    before = walks.count()
+    assert checkpoints.snapshot('noop') is None
+    assert walks.count() == before
+    assert head_of(checkpoints.repository_directory) == head
+
+
+def test_the_snapshot_after_a_shell_commands_capture_walks_nothing(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
+) -> None:
+    """The capture after a shell command commits what the command changed and seals it, then
+    tells the watcher what the desk now is: the next tool's snapshot walks nothing (it takes
+    the lock all the same: after a seal it announces the next write)."""
+    desk = checkpoints.desk_directory
+    until_vouched(checkpoints, walks)
+    call = ToolCall('call-1', 'claude:Bash', Writer('t-1', 'S'))
+    assert toolcalls.before_shell(checkpoints.desk_config, call, 'before echo') is None
+    write(desk, 'notes/day1/n2.md', 'written by the command\n')
+    time.sleep(0.2)  # past the racy window: the capture caches the file as settled
+    done = toolcalls.after_shell(checkpoints.desk_config, call, 'after echo')
+    assert done.checkpoint_id is not None
+    before = walks.count()
+    assert checkpoints.snapshot('before the next tool') is None
+    assert walks.count()[0] == before[0]

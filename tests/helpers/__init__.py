@@ -6,7 +6,9 @@
   writers that put files, links and random edits on a desk.
 - ``reading``: what a folder, a desk or a checkpoint holds, read back to be compared.
 - ``faults``: forked children killed with SIGKILL at a chosen moment; audit-hook actions armed
-  for the duration of one test.
+  for the duration of one test; readers waiting on a FIFO let go (a test fails, never hangs).
+- ``users``: work done in a forked child as user nobody when the tests run as root (whom
+  the kernel lets signal every process and read every folder).
 - ``gitcli``: the real git binary, isolated from the user's configuration, and ``git fsck``.
 - ``flushes``: the flushes, renames, removals and writes a process makes, by path, in order
   (recorded in this process, or under ``strace``).

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -207,3 +208,29 @@ class Tally:
     checked_versions: int = 0
     bytes_lost: int = 0
     notes: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def readers_let_go(fifo: str | os.PathLike[str], after: float = 10) -> Iterator[list[bool]]:
+    """While inside, from ``after`` seconds on: a reader waiting on ``fifo`` for a writer is
+    let go (a writer opens it and closes it at once), so a test that waits there fails rather
+    than hangs; yields a list holding ``True`` for each reader let go."""
+    released: list[bool] = []
+    done = threading.Event()
+
+    def let_go() -> None:
+        done.wait(after)
+        while not done.wait(0.1):
+            try:  # fails (ENXIO) while nobody has it open for reading
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                continue
+            released.append(True)
+
+    thread = threading.Thread(target=let_go, daemon=True)
+    thread.start()
+    try:
+        yield released
+    finally:
+        done.set()
+        thread.join()

@@ -155,6 +155,30 @@ def test_a_seal_naming_a_missing_commit_is_no_seal(
 
 
 @needs_git
+@pytest.mark.parametrize('kind', ['blob', 'tree'])
+def test_a_seal_naming_an_object_that_is_no_commit_is_no_seal(
+    cps: Checkpoints, desk: Path, repo_dir: Path, kind: str
+) -> None:
+    """A seal ref another tool (or a hostile repository) points at a blob or a tree counts as
+    no seal, as a missing one does: every verb goes on, the seal is replaced by the next."""
+    write(desk, 'Memory.md', 'a')
+    first = cps.snapshot('first')
+    blob = git(repo_dir, 'rev-parse', 'HEAD:Memory.md').strip()
+    target = blob if kind == 'blob' else git(repo_dir, 'rev-parse', 'HEAD^{tree}').strip()
+    (repo_dir / SEAL).parent.mkdir(parents=True, exist_ok=True)
+    (repo_dir / SEAL).write_text(target + '\n')
+    write(desk, 'Memory.md', 'b')
+    status = cps.status()
+    assert (status.newest_id, status.basis) == (first, 'unknown')
+    second = cps.snapshot('second')
+    assert second is not None and cps.list()[0].checkpoint_id == second
+    cps.seal()
+    assert git(repo_dir, 'cat-file', '-t', SEAL).strip() == 'commit'
+    assert cps.restore_with_result(first).restored_id is not None
+    assert (desk / 'Memory.md').read_text() == 'a'
+
+
+@needs_git
 def test_announcements_follow_the_declarations_of_no_op_snapshots(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:

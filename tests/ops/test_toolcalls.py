@@ -109,6 +109,25 @@ def test_a_write_in_a_turn_marks_its_start_and_goes_on_record(cps: Checkpoints) 
     assert record(cps)['toolu_2'].paths == ('notes/a.md',)
 
 
+def test_a_later_write_on_an_unchanged_desk_declares_its_paths(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """Not the turn's first write, on a desk equal to its newest checkpoint: the paths the
+    tool declares are announced, so a person's edit elsewhere before the write is sealed still
+    counts as made outside the agent (with nothing declared, nothing could)."""
+    first = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, first, 'before Write Memory.md', ['Memory.md'])
+    write(desk, 'Memory.md', 'v1 by the agent\n')
+    toolcalls.after_write(cps.desk_config, first, ['Memory.md'])
+    assert cps.snapshot('the sealed write committed') is not None
+    later = ToolCall('toolu_2', WRITE_TOOL, S)
+    assert toolcalls.before_write(cps, later, 'before Write notes/a.md', ['notes/a.md']) is None
+    write(desk, 'notes/a.md', 'by the agent\n')
+    write(desk, 'Memory.md', 'v2 by a person\n')
+    status = cps.status()
+    assert (status.basis, status.external) == ('declared', ('Memory.md',))
+
+
 def test_after_a_write_the_call_ends_with_what_it_left_and_the_desk_is_sealed(
     cps: Checkpoints, desk: Path
 ) -> None:

@@ -15,11 +15,14 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.faults import run_child
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import turns
+from trading_checkpoints.ops import journal, snapshot, toolcalls, turns
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
+from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
+from trading_checkpoints.store.metadata import Writer
 from trading_checkpoints.store.repo import ShadowRepo
 
 
@@ -59,6 +62,30 @@ def test_marking_a_turns_start_records_a_change_that_slipped_in(
     again = turns.mark(cps.desk_config, message)  # nothing changed: the same files again
     assert cps.list()[0].checkpoint_id == again != marked
     assert cps.show(again, 'Memory.md') == b'slipped in'
+
+
+def test_a_mark_on_an_unchanged_desk_leaves_the_next_snapshot_a_no_op_without_the_lock(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The mark commits the newest checkpoint's files again and moves the stat cache to it:
+    the next snapshot's look finds nothing to do without the lock (a cache left naming the
+    checkpoint before would send it under the lock to rewrite the cache), the same for a
+    write tool's hooks at a turn's start."""
+    write(desk, 'Memory.md', 'v0')
+    time.sleep(0.2)  # past the racy window (statcache.RACY_WINDOW_NS): no scan reads it again
+    cps.snapshot('start')
+    config = cps.desk_config
+    message = metadata.compose('before write', 'write_file', ('Memory.md',), 't-1', None)
+    marked = turns.mark(config, message)
+    assert cps.list()[0].checkpoint_id == marked
+    looked = snapshot.look(config, 'noop', announce=False)
+    assert looked is not None and looked.answer is not None
+    assert looked.answer.checkpoint_id is None
+    call = ToolCall('call-1', 'claude:Write', Writer('t-2', 'S'))
+    started = toolcalls.before_write(cps, call, 'before Write', ['Memory.md'])
+    assert started is not None and cps.list()[0].checkpoint_id == started != marked
+    looked = snapshot.look(config, 'noop', announce=False)
+    assert looked is not None and looked.answer is not None
 
 
 def test_a_turn_counts_as_started_within_the_newest_200_checkpoints(
@@ -266,3 +293,28 @@ def test_a_turn_reopened_under_a_recorded_id_marks_its_start_with_what_it_was_gi
     with cps.turn(message_id='msg_1') as again:
         marked = again.snapshot('again', tool='write_file', paths='notes/a.md')
     assert recorded_as(cps, marked) == ('again', 'write_file', ('notes/a.md',), 'msg_1', None)
+
+
+def test_a_turns_first_snapshot_reports_the_interrupted_restore_it_completed(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A turn's first snapshot is taken as any snapshot is: a restore a crash interrupted is
+    completed first and told in ``last_recovery``; the start is marked on the restored desk."""
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'old')
+    old = cps.snapshot('old')
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'new')
+    assert old is not None and cps.snapshot('new') is not None
+    for kill_at in range(1, 200):  # the restore killed at its 1st, 2nd... change of a file
+        assert run_child(partial(cps.restore, old), kill_at=kill_at).killed
+        if journal.pending(repo_dir):
+            break
+    assert journal.pending(repo_dir)
+    with cps.turn('tidy the notes', message_id='t-1') as turn:
+        marked = turn.snapshot('before write')
+    recovery = cps.last_recovery
+    assert recovery is not None and recovery.target_id == old[:7]
+    newest = cps.list()[0]
+    assert (newest.checkpoint_id, newest.turn) == (marked, 't-1')
+    assert {cps.show(marked, f'notes/n{index}.md') for index in range(10)} == {b'old'}

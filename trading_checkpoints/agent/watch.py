@@ -208,7 +208,9 @@ def _tracked(checkpoints: Checkpoints, desk: Path) -> Callable[[str], bool]:
 def _report(done: snapshot.Capture, echo: Callable[[str], None]) -> None:
     if done.checkpoint_id is not None:
         shown = ', '.join(done.paths[:5]) + (' ...' if len(done.paths) > 5 else '')
-        echo(f'checkpoint {done.checkpoint_id}: {shown or "no tracked file left"}')
+        # No path: the newest checkpoint's tree differed only in shape (an empty folder a
+        # tree written by another git tool held), every file as it was.
+        echo(f'checkpoint {done.checkpoint_id}: {shown or "no file changed"}')
 
 
 @contextmanager

@@ -279,7 +279,8 @@ def oversize_of(seal: CommitInfo | None) -> dict[str, tuple[FileEntry, StatKey |
 
 
 def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
-    """The newest seal, superseded or not (what it says about a file's stat still holds)."""
+    """The newest seal, superseded or not (what it says about a file's stat still holds); None
+    when the seal ref names no readable commit (missing, or another kind of object)."""
     sha = repo.read_ref(SEAL_REF)
     if sha is None or not repo.contains(sha):
         return None
@@ -346,13 +347,10 @@ def agent_view(desk: Mapping[str, FileEntry], attribution: Attribution) -> dict[
 
 def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
     """The seal, if it was made on the newest checkpoint (else a later snapshot superseded it)."""
-    sha = repo.read_ref(SEAL_REF)
-    if sha is None or head is None or not repo.contains(sha):
-        return None
-    info = repo.commit_info(sha)
-    if not repo.contains(info.tree):
-        return None  # its objects were pruned: as good as no seal
-    if sha == head or (info.parents and info.parents[0] == head):
+    info = _last_seal(repo)
+    if info is None or head is None or not repo.contains(info.tree):
+        return None  # none, no commit, or its objects were pruned: as good as no seal
+    if info.sha.encode() == head or (info.parents and info.parents[0] == head):
         return info
     return None
 

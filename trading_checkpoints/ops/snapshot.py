@@ -140,28 +140,42 @@ def _moved(repo: ShadowRepo, head: bytes) -> bool:
 
 
 def take(
-    session: LockedSession, message: str, earlier: Look | None = None, announce: bool = True
+    session: LockedSession,
+    message: str,
+    earlier: Look | None = None,
+    announce: bool = True,
+    start: bool = False,
 ) -> SnapshotResult:
     """Commits the desk if it changed; says what was left out and what changed externally.
 
-    ``earlier``: a scan made without the lock, used when it still holds (see :func:`_reusable`).
-    When nothing changed, no checkpoint is made, and the paths the message declares are kept
-    as an announcement (see ``external.announce``), so the write that follows is attributed;
-    not with ``announce`` False (a shell command's: its call on record says who is at work).
+    ``earlier``: a scan made without the lock, used when it still holds (see :func:`_reusable`);
+    else the desk is scanned again (narrowed by a running watcher). When nothing changed, no
+    checkpoint is made, and the paths the message declares are kept as an announcement (see
+    ``external.announce``), so the write that follows is attributed; not with ``announce``
+    False (a shell command's: its call on record says who is at work). With ``start`` (a
+    turn's start) the newest checkpoint's files are committed again under ``message`` when
+    nothing changed (:func:`_mark`), so the turn's start is on the branch either way. A
+    running watcher is told what the desk now is, so the next snapshot need not walk it all.
     """
     reusable = None if earlier is None else _reusable(session, earlier)
-    result, cache = reusable if reusable is not None else session.scan(record=True)
+    if reusable is not None:
+        assert earlier is not None
+        scanned = vouched.Recorded(*reusable, earlier.asked)
+    else:
+        scanned = vouched.recorded_scan(session)
+    result, cache = scanned.scan, scanned.cache
     attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
-    if sha is None:
-        if announce:
-            external.announce(session, message)
-    else:
+    if sha is not None:
         calls.settle(session, record, result.started_ns)
-        if earlier is not None and earlier.asked is not None:
-            _report_commit(session, earlier.asked, result, cache, sha)
+    elif start:
+        sha = _mark(session, message, cache)
+    elif announce:
+        external.announce(session, message)
+    if scanned.asked is not None:
+        _report_commit(session, scanned.asked, result, cache, sha or cache.commit)
     recovery = session.recovery
     return SnapshotResult(
         checkpoint_id=short_id(sha),
@@ -170,6 +184,18 @@ def take(
         skipped=tuple(result.skipped),
         recovered=str(recovery) if recovery else None,
     )
+
+
+def _mark(session: LockedSession, message: str, cache: StatCache) -> bytes:
+    """Commits the newest checkpoint's files again under ``message``, after a scan found the
+    desk equal to that checkpoint (``session.commit`` made nothing: ``cache`` then names it);
+    the stat cache is moved to the new commit, whose files are the same, so the next snapshot
+    is still a no-op without the lock."""
+    assert cache.commit == session.repo.head() and '' in cache.trees
+    sha = session.commit_tree(cache.trees[''], [], message)
+    cache.commit = sha
+    session.save_cache(cache)
+    return sha
 
 
 def writes(
@@ -229,19 +255,6 @@ def credit_pairs(found: calls.Credit) -> list[tuple[str, str]]:
         after = found.changed_after.get(writer, set())
         pairs += metadata.written_pairs(writer, wrote, after, maybe)
     return pairs
-
-
-def commit_desk(session: LockedSession, message: str) -> bytes | None:
-    """Commits the desk as it is (None when it equals the newest checkpoint), recording which
-    of its changes the agent's turn wrote, as :func:`take` does."""
-    result, cache = session.scan(record=True)
-    attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
-    record = calls.load(session.repo.path)
-    sealed = _with_seal_time(session.repo, message)
-    sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
-    if sha is not None:
-        calls.settle(session, record, result.started_ns)
-    return sha
 
 
 def _with_seal_time(repo: ShadowRepo, message: str) -> str:
@@ -325,8 +338,8 @@ def capture(
     agent's write was announced and not yet sealed, it is announced again on the new
     checkpoint (the agent may still be writing), else the state is sealed. Nothing is
     committed when nothing changed; a turn's capture then only seals. ``scanned``: the desk
-    scanned to record in this session (:func:`vouched.recorded_scan`), else a walk of
-    everything.
+    scanned to record in this session (:func:`vouched.recorded_scan`; the watcher it asked is
+    told what the desk is once sealed), else a walk of everything.
     """
     repo = session.repo
     scanned = scanned or vouched.Recorded(*session.scan(record=True))
@@ -357,6 +370,8 @@ def capture(
         external.reannounce(session, pending)
     else:
         external.mark_sealed(session)
+    if scanned.asked is not None:  # after the seal, which a no-op's answer depends on
+        _report_commit(session, scanned.asked, result, cache, sha or cache.commit)
     return Capture(short_id(sha), tuple(changed))
 
 

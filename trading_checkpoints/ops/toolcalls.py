@@ -32,7 +32,7 @@ from ..store.metadata import Writer
 from . import calls, deskconfig, engine, external, snapshot, turnindex, vouched
 from .deskconfig import DeskConfig
 from .session import LockedSession
-from .turns import CheckpointsLike, check_turn_id, labelled, mark_in
+from .turns import CheckpointsLike, check_turn_id, labelled
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,7 @@ def before_write(
             message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
         # A turn's start on an unchanged desk is marked by a checkpoint declaring the paths:
         # an announcement on the checkpoint before it would be superseded at once.
-        new_id = snapshot.take(session, message, earlier, announce=not first).checkpoint_id
-        if first and new_id is None:
-            new_id = mark_in(session, message)
+        new_id = snapshot.take(session, message, earlier, start=first).checkpoint_id
         _begin(session, call, paths)
     return new_id
 

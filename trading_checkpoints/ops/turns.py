@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Protocol
 
-from ..core.ids import ShortId, short_id
+from ..core.ids import ShortId
 from ..errors import InvalidArgumentError, NoCheckpointsError, TurnStillOpenError, UnknownTurnError
 from ..store import metadata
 from ..store.repo import ShadowRepo
@@ -179,13 +179,10 @@ def mark_in(session: LockedSession, message: str) -> ShortId:
     """:func:`mark` in a session that holds the lock."""
     from . import snapshot
 
-    # A change that slipped in meanwhile is the pre-image.
-    sha = snapshot.commit_desk(session, message)
-    if sha is None:
-        head = session.repo.head()
-        assert head is not None  # an unchanged snapshot implies an existing checkpoint
-        sha = session.commit_tree(session.repo.commit_info(head).tree, [], message)
-    return short_id(sha)
+    # A change that slipped in meanwhile is the pre-image; no announcement: the mark is one.
+    found = snapshot.take(session, message, announce=False, start=True)
+    assert found.checkpoint_id is not None  # a start is committed whether or not it changed
+    return found.checkpoint_id
 
 
 def started(repository: Path, turn_id: str, lookback: int = 200) -> bool:

@@ -93,10 +93,12 @@ def look(
 
 @dataclass(frozen=True)
 class Recorded:
-    """A scan made to record (:func:`recorded_scan`), and the stat cache it was compared with."""
+    """A scan made to record (:func:`recorded_scan`), the stat cache it was compared with, and
+    the watcher asked before it (to report a commit of the scan to; None: there is none)."""
 
     scan: Scan
     cache: StatCache
+    asked: Asked | None = None
 
 
 def recorded_scan(session: LockedSession) -> Recorded:
@@ -107,7 +109,7 @@ def recorded_scan(session: LockedSession) -> Recorded:
     asked = None if head is None else Asked.of(session)
     since = None if asked is None or head is None else asked.since(head, asked.state(head))
     result, cache = session.scan(record=True, since=since)
-    return Recorded(result, cache)
+    return Recorded(result, cache, asked)
 
 
 def seal(session: LockedSession) -> bytes:

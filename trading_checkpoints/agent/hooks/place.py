@@ -13,11 +13,13 @@ per session, removed after 30 days), beside what the last events did (``lasteven
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
+import stat
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
@@ -148,15 +150,19 @@ def session_file(workspace: Path, session: str, suffix: str, create: bool = Fals
 
 def read_small(path: Path) -> bytes | None:
     """A state file's bytes (at most 64 KiB), never through a symlink; None when absent. It
-    cannot be read: an ``OSError`` naming it (a write's checkpoint fails, as for any file)."""
+    cannot be read: an ``OSError`` naming it (a write's checkpoint fails, as for any file); a
+    FIFO or a device there is not read at all (opened without waiting for a writer)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NOFOLLOW', 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOFOLLOW', 0))
     except FileNotFoundError:
         return None
     try:
         with os.fdopen(fd, 'rb') as handle:
+            kind = os.fstat(fd).st_mode
+            if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
+                raise OSError(errno.EINVAL, 'Not a regular file')
             return handle.read(64 * 1024 + 1)
-    except OSError as error:  # a folder there: named, not its descriptor
+    except OSError as error:  # a folder there (read fails): named, not its descriptor
         raise OSError(error.errno, error.strerror, str(path)) from error
 
 

@@ -1,0 +1,79 @@
+"""A turn's start on an unchanged desk, before and after a change: the write tool's first hook.
+
+Each turn's first write tool call on an unchanged desk (``toolcalls.before_write`` with a new
+turn id) checks the desk and commits the newest checkpoint's files again as the turn's start.
+This script times that call in-process on a desk of N tracked 1 KB files, for two checkouts
+alternated round by round (each round a new process per checkout, 40 calls, the median of the
+last 35), and prints each checkout's median over the rounds and their ratio. Run by hand from
+the project root (never as a test):
+
+    git archive main | tar -x -C /tmp/before
+    python benchmarks/bench_turn_start.py --before /tmp/before --sizes 200 10000 --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CALLS, WARM = 40, 5
+ROUND = """
+import statistics, sys, tempfile, time
+from pathlib import Path
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.ops import toolcalls
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store.metadata import Writer
+files, calls, warm = (int(value) for value in sys.argv[1:4])
+root = Path(tempfile.mkdtemp(prefix='turn-start-'))
+desk = root / 'workspace/desks/main'
+for index in range(files):
+    path = desk / 'memory' / f'd{index // 100}' / f'f{index}.md'
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('x' * 1000 + str(index))
+checkpoints = Checkpoints(root / 'workspace/.checkpoints/main.git', desk)
+checkpoints.snapshot('start')
+time.sleep(0.2)  # past the stat cache's racy window: the desk is settled
+checkpoints.snapshot('settled')
+times = []
+for number in range(calls):
+    call = ToolCall(f'call-{number}', 'claude:Write', Writer(f'turn-{number}', 'S'))
+    began = time.perf_counter()
+    toolcalls.before_write(checkpoints, call, 'before Write', ['memory/new.md'])
+    times.append(time.perf_counter() - began)
+print(statistics.median(times[warm:]) * 1000)
+"""
+
+
+def one_round(checkout: Path, files: int) -> float:
+    env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONDONTWRITEBYTECODE='1')
+    argv = [sys.executable, '-c', ROUND, str(files), str(CALLS), str(WARM)]
+    out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
+    return float(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--before', type=Path, required=True, help='the other checkout')
+    parser.add_argument('--sizes', type=int, nargs='+', default=[200, 10000])
+    parser.add_argument('--rounds', type=int, default=5)
+    args = parser.parse_args()
+    print(f'load average at the start: {os.getloadavg()}')
+    for files in args.sizes:
+        found: dict[str, list[float]] = {'before': [], 'after': []}
+        for _ in range(args.rounds):
+            found['before'].append(one_round(args.before, files))
+            found['after'].append(one_round(ROOT, files))
+        before, after = (statistics.median(found[name]) for name in ('before', 'after'))
+        ratio = after / before
+        print(f'{files} files: before {before:.1f} ms, after {after:.1f} ms, x {ratio:.2f}')
+    print(f'load average at the end: {os.getloadavg()}')
+
+
+if __name__ == '__main__':
+    main()
