@@ -375,7 +375,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     'vouchwatch': ('trading_checkpoints.agent.vouchwatch.*', ['tests/agent/test_vouchwatch.py']),
     # The warm server: each step is tested in the test process (what mutmut learns coverage
     # from); the real clients, servers and children of tests/warm run in other processes.
-    'warmclient': ('trading_checkpoints.warm.client.*', ['tests/warm/test_client_steps.py']),
+    'warmclient': (
+        'trading_checkpoints.warm.client.*',
+        ['tests/warm/test_client_steps.py', 'tests/warm/test_client_handover.py'],
+    ),
     'warmchild': ('trading_checkpoints.warm.child.*', ['tests/warm/test_child_steps.py']),
     'warmserver': ('trading_checkpoints.warm.server.*', ['tests/warm/test_server_steps.py']),
     'warmcontext': (
@@ -496,12 +499,19 @@ PROCESS_TESTS: dict[str, list[str]] = {
     # client's own process): the tests run it there.
     'warmcommand': ['tests/warm/test_command.py'],
     # The console script's client: a command served (its output, status and signals relayed),
-    # the server started, and the off switch.
+    # the server started, and the off switch; a server killed mid-command, a hung server given
+    # up, Ctrl-C before any child answers, a signal mid-command as in-process, stdin closed.
     'warmclient': [
         'tests/warm/test_server.py::test_served_commands_print_and_exit_as_in_process',
         'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
         'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
         'tests/warm/test_server.py::test_the_off_switch_starts_no_server',
+        'tests/warm/test_server.py::test_a_server_killed_mid_command_is_reported_never_rerun',
+        'tests/warm/test_server.py::test_ctrl_c_before_any_child_answers_runs_nothing',
+        'tests/warm/test_exactly_once.py::test_a_hung_server_is_given_up_before_the_command_starts',
+        'tests/warm/test_exactly_once.py::test_a_signal_mid_command_ends_it_as_in_process',
+        'tests/warm/test_exactly_once.py::'
+        'test_checkpoints_hook_with_stdin_closed_never_hangs_and_never_runs_twice',
     ],
     # ``serve``, ``_run`` and ``_finalize`` run in the server's child: commands served as they
     # run in-process (output, status, Ctrl-C, a reader gone, the environment taken).

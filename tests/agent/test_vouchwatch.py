@@ -1020,10 +1020,11 @@ def cookies_left(base: Path, foreign: int) -> dict[str, object]:
     abandoned = [f'{Path(stem).name}.{ended_pid()}.cookies']
     for folder in (abandoned[0], kept):
         (runtime / 'trading-checkpoints' / folder).mkdir()
-    # The listing's order is the file system's: more abandoned folders until one comes later.
+    # The listing's order is the file system's: more abandoned folders until one comes later
+    # (in a hashed order, n of them all come first with a chance of 1 in n + 1).
     listed = os.listdir(runtime / 'trading-checkpoints')
     while all(listed.index(folder) < listed.index(kept) for folder in abandoned):
-        assert len(abandoned) < 200
+        assert len(abandoned) < 4000
         abandoned.append(f'{Path(stem).name}.{ended_pid()}.cookies')
         (runtime / 'trading-checkpoints' / abandoned[-1]).mkdir()
         listed = os.listdir(runtime / 'trading-checkpoints')

@@ -11,50 +11,18 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from helpers.clientsteps import reading, recorded_signals, standard_streams, within, writing
 
 from trading_checkpoints.warm import client
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
-
-
-@contextmanager
-def standard_streams(*opened: Callable[[], int]) -> Iterator[None]:
-    """This process's descriptors 0, 1 and 2 made the given ones for the block (``opened``
-    each returns a descriptor, or -1 to leave the number closed), its ``sys`` streams
-    following; all put back afterwards."""
-    saved = [os.dup(number) for number in range(3)]
-    streams = (sys.stdin, sys.stdout, sys.stderr)
-    try:
-        for number, make in enumerate(opened):
-            fd = make()
-            if fd < 0:
-                os.close(number)
-            else:
-                os.dup2(fd, number)
-                os.close(fd)
-        sys.stdin = open(0, closefd=False) if os.path.exists('/proc/self/fd/0') else None  # noqa: SIM115
-        sys.stdout = open(1, 'w', closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, 'w', closefd=False)  # noqa: SIM115
-        yield
-    finally:
-        for number, fd in enumerate(saved):
-            os.dup2(fd, number)
-            os.close(fd)
-        sys.stdin, sys.stdout, sys.stderr = streams
-
-
-def reading(path: Path) -> Callable[[], int]:
-    return lambda: os.open(path, os.O_RDONLY)
-
-
-def writing(path: Path) -> Callable[[], int]:
-    return lambda: os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
 
 
 def test_commands_go_to_a_server_only_when_it_can_take_them(
@@ -72,6 +40,25 @@ def test_commands_go_to_a_server_only_when_it_can_take_them(
             assert not client.wanted(['list']), value
         monkeypatch.setenv(client.SWITCH, 'on')
         assert client.wanted(['list'])
+
+
+@pytest.mark.parametrize('name, platform', [('nt', 'win32'), ('posix', 'cygwin')])
+def test_a_platform_without_unix_sockets_runs_every_command_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, platform: str
+) -> None:
+    """Windows, and Cygwin's POSIX layer over it, have no descriptors to pass over a Unix
+    socket; the test makes ``os.name`` and ``sys.platform`` say so (the run is on Linux)."""
+    (tmp_path / 'in').write_text('')
+    monkeypatch.delenv(client.SWITCH, raising=False)
+    with standard_streams(
+        reading(tmp_path / 'in'), writing(tmp_path / 'o'), writing(tmp_path / 'e')
+    ):
+        assert client.wanted(['list'])
+        with monkeypatch.context() as there:
+            there.setattr(os, 'name', name)
+            there.setattr(sys, 'platform', platform)
+            wanted = client.wanted(['list'])
+        assert not wanted
 
 
 def test_closed_unusable_or_terminal_streams_keep_a_command_off_the_server(tmp_path: Path) -> None:
@@ -110,6 +97,22 @@ def test_closed_unusable_or_terminal_streams_keep_a_command_off_the_server(tmp_p
         finally:
             os.dup2(saved, 1)
             os.close(saved)
+    with standard_streams(stdin, stdout, stderr):
+        sys.stdout = open(os.dup(1), 'w')  # noqa: SIM115 - the same file, another descriptor
+        try:
+            assert not client.streams_usable(), 'sys.stdout on another descriptor than 1'
+        finally:
+            sys.stdout.close()
+
+
+def test_looking_at_the_streams_moves_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / 'in').write_text('the event')
+    streams = (reading(tmp_path / 'in'), writing(tmp_path / 'out'), writing(tmp_path / 'err'))
+    with standard_streams(*streams):
+        assert client.streams_usable()
+        assert os.read(0, 100) == b'the event', 'nothing read from stdin'
+    assert (tmp_path / 'out').read_bytes() == b''
+    assert (tmp_path / 'err').read_bytes() == b''
 
 
 @contextmanager
@@ -120,41 +123,71 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 
 
 def relayed(
-    *chunks: bytes, close: bool = False, deadline: float | None = None
-) -> tuple[int | None, int | None, list[int]]:
-    """What ``Relay.run`` returns for the child's ``chunks``, the child it learnt, and the
-    signals it forwarded to that child when it started (a SIGUSR1 held before)."""
-    forwarded: list[int] = []
-    with recorded_signals(), pair() as (mine, theirs):
+    *chunks: bytes, close: bool = True, deadline: float | None = None, later: bytes = b''
+) -> tuple[int | None, int | None, list[tuple[int, int]]]:
+    """What ``Relay.run`` returns for the child's ``chunks`` (then ``later``, half a second on;
+    then the child's end of the connection closed, if ``close``), the child it learnt, and the
+    signals it forwarded, to whom: a SIGUSR1 held before the child started, and a SIGTERM that
+    comes after the relay returned."""
+    forwarded: list[tuple[int, int]] = []
+    with within(10), recorded_signals(), pair() as (mine, theirs):
+
+        def send_later() -> None:
+            theirs.sendall(later)
+            if close:
+                theirs.shutdown(socket.SHUT_WR)
+
         held = client.Held()
         held.signals.append(signal.SIGUSR1)
         relay = client.Relay(mine, held)
         original = client._send
-        client._send = lambda pid, signum: forwarded.append(signum)  # type: ignore[assignment]
+        client._send = lambda pid, signum: forwarded.append((pid, signum))  # type: ignore[assignment]
+        timer = threading.Timer(0.5, send_later)
         try:
             for chunk in chunks:
                 theirs.sendall(chunk)
-            if close:
-                theirs.close()
+            if later:
+                timer.start()
+            elif close:
+                theirs.shutdown(socket.SHUT_WR)
             status = relay.run(deadline)
+            if relay.child is not None:
+                signal.raise_signal(signal.SIGTERM)
         finally:
+            timer.cancel()
+            if later:
+                timer.join()
             client._send = original  # type: ignore[assignment]
         assert held.abandon is (relay.child is None)
         return status, relay.child, forwarded
 
 
+def started(child: int) -> list[tuple[int, int]]:
+    return [(child, signal.SIGUSR1), (child, signal.SIGTERM)]
+
+
 def test_the_relay_returns_the_commands_status(capsys: pytest.CaptureFixture[str]) -> None:
-    assert relayed(b'ru', b'n 42\nnoise\nex', b'it 3\nexit 9\n') == (3, 42, [signal.SIGUSR1])
-    assert relayed(b'run 7\nrun 8\nexit 5\n') == (5, 7, [signal.SIGUSR1]), 'started once'
+    assert relayed(b'ru', b'n 42\nnoise\nex', b'it 3\nexit 9\n') == (3, 42, started(42))
+    assert relayed(b'run 7\nrun 8\nexit 5\n') == (5, 7, started(7)), 'started once'
+    assert relayed(b'noise\nrun 5\nexit 3\n') == (3, 5, started(5)), 'a word it does not know'
     assert capsys.readouterr().err == ''
+
+
+def test_once_the_command_started_the_relay_waits_past_the_deadline() -> None:
+    assert relayed(b'run 3\n', later=b'exit 4\n', deadline=time.monotonic() + 0.2) == (
+        4,
+        3,
+        started(3),
+    )
 
 
 @pytest.mark.parametrize(
     'chunks, close',
     [
-        ((b'no Uid differs\n',), False),
-        ((b'signal 9\n',), False),
-        ((b'exit 0\n',), False),
+        ((b'no Uid differs\n', b'run 5\nexit 3\n'), True),
+        ((b'no ' + b'x' * 5000 + b'\n', b'run 5\nexit 3\n'), True),  # longer than a read
+        ((b'signal 9\n', b'run 5\nexit 3\n'), True),
+        ((b'exit 0\n', b'run 5\nexit 3\n'), True),
         ((b'ru',), True),
     ],
 )
@@ -168,10 +201,10 @@ def test_a_child_that_ends_before_it_starts_the_command_leaves_it_to_the_client(
 def test_a_child_that_does_not_start_in_time_is_given_up() -> None:
     began = time.monotonic()
     with pytest.raises(TimeoutError):
-        relayed(b'ru', deadline=time.monotonic() + 0.2)
+        relayed(b'ru', close=False, deadline=time.monotonic() + 0.2)
     assert time.monotonic() - began >= 0.2
     with pytest.raises(TimeoutError):
-        relayed(deadline=time.monotonic() - 1)
+        relayed(close=False, deadline=time.monotonic() - 1)
 
 
 def test_a_relay_cut_after_the_command_started_is_reported(
@@ -193,7 +226,8 @@ def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
     that takes it back first leaves none for a child (and closes the copies it got back)."""
     streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     with streams, token:
-        assert not client.take_back(token), 'nothing there'
+        with within(5):
+            assert not client.take_back(token), 'nothing there: not waited for'
         files = [os.open(tmp_path / 'f', os.O_WRONLY | os.O_CREAT, 0o600) for _ in range(3)]
         streams.sendmsg(
             [b'streams'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
@@ -206,6 +240,11 @@ def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
         assert not client.take_back(token), 'taken once'
         streams.send(b'other')
         assert not client.take_back(token), 'not the streams'
+        one = os.open(tmp_path / 'f', os.O_RDONLY)
+        streams.sendmsg([b'other'], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('i', one))])
+        os.close(one)
+        assert not client.take_back(token), 'not the streams'
+        assert len(os.listdir('/proc/self/fd')) == opened, 'a descriptor that came with it closed'
 
 
 def test_a_signal_that_does_not_end_a_process_ends_the_client_with_128_plus_it() -> None:
@@ -229,22 +268,6 @@ def test_a_signal_that_ends_a_process_ends_the_client(signum: int) -> None:
     )
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, timeout=60)
     assert done.returncode == -signum, done.stderr
-
-
-@contextmanager
-def recorded_signals() -> Iterator[list[int]]:
-    """The forwarded signals handled by a recorder for the block (as the client's own
-    handlers before it holds them); the previous handlers back afterwards."""
-    got: list[int] = []
-    numbers = [getattr(signal, name) for name in client.FORWARDED_SIGNALS]
-    before = {number: signal.getsignal(number) for number in numbers}
-    for number in numbers:
-        signal.signal(number, lambda signum, frame: got.append(signum))
-    try:
-        yield got
-    finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
 
 
 def test_a_signal_before_go_gives_the_server_up_and_then_acts_on_the_client() -> None:

@@ -121,3 +121,16 @@ def test_a_library_is_named_by_its_top_package() -> None:
 def test_a_name_the_package_does_not_hold_yet_is_passed_over(package: Path) -> None:
     """``from . import sibling`` names a module not imported yet: no attribute of the package."""
     assert preload._preload(['tcpre.mod'], lambda importer, name: name == 'tcpre') == ['tcpre']
+
+
+def test_the_parsers_are_built_ahead_for_the_children() -> None:
+    """The hook's parser is built once, before any child needs it, and the command group makes
+    a context of a command line without an error (it would stop the preload, and the server)."""
+    from trading_checkpoints.agent.hooks.process import parser
+
+    parser.cache_clear()
+    preload._build_parsers()
+    assert parser.cache_info().currsize == 1
+    built = parser()
+    preload._build_parsers()
+    assert parser() is built, 'built once'

@@ -179,8 +179,8 @@ def mark_in(session: LockedSession, message: str) -> ShortId:
     """:func:`mark` in a session that holds the lock."""
     from . import snapshot
 
-    # A change that slipped in meanwhile is the pre-image; no announcement: the mark is one.
-    found = snapshot.take(session, message, announce=False, start=True)
+    # A change that slipped in meanwhile is the pre-image; the mark declares the paths itself.
+    found = snapshot.take(session, message, start=True)
     assert found.checkpoint_id is not None  # a start is committed whether or not it changed
     return found.checkpoint_id
 

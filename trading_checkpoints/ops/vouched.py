@@ -106,7 +106,7 @@ def recorded_scan(session: LockedSession) -> Recorded:
     since the watcher's record when the watcher knows that (:meth:`Asked.since`), else
     everything."""
     head = session.repo.head()
-    asked = None if head is None else Asked.of(session)
+    asked = Asked.of(session)  # with no checkpoint yet, only to report the first
     since = None if asked is None or head is None else asked.since(head, asked.state(head))
     result, cache = session.scan(record=True, since=since)
     return Recorded(result, cache, asked)
