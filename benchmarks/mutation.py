@@ -525,6 +525,12 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/warm/test_server.py::test_ctrl_c_reaches_the_served_command',
         f'{DIFFERENTIAL}[stdout closed by its reader]',
         f'{DIFFERENTIAL}[environment]',
+        # its end in a forked child (an interrupt, an error let out, a final flush that fails),
+        # the hook's own script, a client gone before ``run N``, the server's code changed
+        'tests/warm/test_child_end.py',
+        'tests/warm/test_server.py::test_the_hook_script_served_runs_the_hook',
+        'tests/warm/test_exactly_once.py::test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run',
+        'tests/warm/test_fresh_code.py::test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices',
     ],
     # ``adopt`` takes a real client's limits in a second process.
     'warmcontext': [
@@ -550,12 +556,20 @@ PROCESS_TESTS: dict[str, list[str]] = {
         'tests/agent/test_mcp_start.py::test_a_server_that_fails_as_it_starts_ends_while_its_client_waits',
     ],
     # ``main``, ``_fork_waiting``, ``_wait_for_client`` and ``_stop``: a real server started by
-    # a client, a served command, a server stopped, one gone idle, another user's process.
+    # a client, a served command, a server stopped, one gone idle, another user's process, its
+    # start (what it inherits, the slot's start lock, its folder), its code watched or listed,
+    # a pid namespace of its own.
     'warmserver': [
         'tests/warm/test_server.py::test_a_served_command_runs_in_a_child_of_the_server_once',
         'tests/warm/test_server.py::test_a_stopped_server_takes_its_waiting_child_along',
         'tests/warm/test_server.py::test_an_idle_server_goes_away',
         'tests/warm/test_private.py::test_another_users_process_reaching_the_server_runs_nothing',
+        'tests/warm/test_server_start.py',
+        'tests/warm/test_pid_namespace.py',
+        # the waiting child hands its client's connection over (a child a signal ends is told)
+        'tests/warm/test_server_steps.py::test_serving_hands_each_client_to_a_child_and_tells_one_a_signal_ended',
+        'tests/warm/test_fresh_code.py::test_a_watched_server_refuses_a_client_of_changed_code_before_it_notices',
+        'tests/warm/test_fresh_code.py::test_code_off_the_local_file_systems_is_listed_for_every_client_to_check',
     ],
 }
 

@@ -14,7 +14,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from helpers import ROOT, SCRIPTS
@@ -68,7 +69,18 @@ def hook_client(
 
 def server_pid(runtime: Path, timeout: float = 60) -> int:
     """The pid of the server for this checkout, once it listens (a killed server's lock file
-    keeps its pid until the next server takes the lock)."""
+    keeps its pid until the next server takes the lock). Called once a client has started
+    one: fails as soon as no process of a server for ``runtime`` is left, rather than at
+    ``timeout`` (a server that stopped before it listened never will)."""
+    pid = listening(runtime, timeout)
+    if pid is None:
+        raise AssertionError(f'the server for {runtime} ended before it listened')
+    return pid
+
+
+def listening(runtime: Path, timeout: float = 60) -> int | None:
+    """The pid of a server listening in ``runtime`` once one does; None as soon as no process
+    of a server for ``runtime`` is left (the one a client started ended without listening)."""
     deadline = time.monotonic() + timeout
     folder = runtime / address.FOLDER_NAME
     while time.monotonic() < deadline:
@@ -77,8 +89,34 @@ def server_pid(runtime: Path, timeout: float = 60) -> int:
             text = lock.read_text().strip() if lock.exists() else ''
             if text and not gone(int(text), timeout=0):
                 return int(text)
+        if not server_processes(runtime):
+            return None
         time.sleep(0.05)
-    raise AssertionError(f'no server started in {folder}')
+    raise AssertionError(f'no server listens in {folder}, one still runs')
+
+
+# What ``client.start_server`` runs: the interpreter told to run the server's ``main``.
+SERVER_CODE = b'from trading_checkpoints.warm.server import main'
+
+
+def server_processes(runtime: Path) -> list[int]:
+    """The live processes of the servers started for ``runtime`` and of their children: the
+    server's code on their command line, ``runtime`` in the environment they started with."""
+    variable = f'XDG_RUNTIME_DIR={runtime}'.encode()
+    found = []
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if SERVER_CODE not in (entry / 'cmdline').read_bytes():
+                continue
+            if variable not in (entry / 'environ').read_bytes().split(b'\0'):
+                continue
+        except OSError:
+            continue
+        if not gone(int(entry.name), timeout=0):
+            found.append(int(entry.name))
+    return found
 
 
 def children_of(pid: int) -> list[int]:
@@ -111,8 +149,14 @@ def waiting(server: int, timeout: float = 30) -> int:
     """The server's child waiting for the next client (once there is one)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if gone(server, timeout=0):
+            raise AssertionError(f'the server {server} ended: no child of it waits')
         busy = serving(server)
-        idle = [child for child in children_of(server) if child not in busy]
+        idle = [
+            child
+            for child in children_of(server)
+            if child not in busy and not gone(child, timeout=0)  # an ended one not yet collected
+        ]
         if len(idle) == 1:
             return idle[0]
         time.sleep(0.02)
@@ -149,14 +193,32 @@ def reading_stdin(pid: int, timeout: float = 60) -> bool:
     """Whether ``pid`` is blocked reading its stdin (``read(0, ...)`` in /proc/PID/syscall)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            fields = Path(f'/proc/{pid}/syscall').read_text().split()
-        except OSError:
-            fields = []
-        if fields[:2] == ['0', '0x0']:
+        if reads_stdin(pid):
             return True
         time.sleep(0.02)
     return False
+
+
+def reads_stdin(pid: int) -> bool:
+    """Whether ``pid`` is blocked reading its stdin now."""
+    try:
+        fields = Path(f'/proc/{pid}/syscall').read_text().split()
+    except OSError:
+        fields = []
+    return fields[:2] == ['0', '0x0']
+
+
+def taken(server: int, client: int, timeout: float = 30) -> list[int]:
+    """The server's children running a client's command (``serving``), once there are any;
+    what there are as soon as the client ``client`` runs its command itself instead (it reads
+    its own stdin) or the server has ended, rather than at ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = serving(server)
+        if found or gone(server, timeout=0) or reads_stdin(client):
+            return found
+        time.sleep(0.02)
+    return serving(server)
 
 
 def forwarding(pid: int, timeout: float = 60) -> bool:
@@ -228,3 +290,21 @@ def age(folder: Path, seconds: float = 60) -> None:
     old = time.time() - seconds
     for path in (folder, *folder.rglob('*')):
         os.utime(path, (old, old))
+
+
+@contextmanager
+def within(seconds: float, what: str) -> Iterator[None]:
+    """Fails the test when the block has not ended after ``seconds`` (SIGALRM interrupts a
+    call that blocks), rather than letting it hang the run; again each second after, should
+    the clean-up the failure runs block too."""
+
+    def late(signum: int, frame: object) -> None:
+        raise AssertionError(f'{what} still blocked after {seconds} s')
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

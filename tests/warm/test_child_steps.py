@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from helpers.processes import environment
+from helpers.warm import within
 
 from trading_checkpoints.warm import child, context, wire
 
@@ -88,7 +89,7 @@ def test_a_request_without_its_token_is_none() -> None:
     ],
 )
 def test_anything_but_a_whole_request_is_none(body: bytes) -> None:
-    with pair() as (mine, theirs):
+    with pair() as (mine, theirs), within(10, 'reading what ends short'):
         with_token(theirs, body).close()
         theirs.shutdown(socket.SHUT_WR)
         assert child.receive(mine) is None
@@ -100,11 +101,11 @@ def test_a_request_of_the_largest_size_is_read() -> None:
     assert len(body) == wire.MAX_REQUEST
     with pair() as (mine, theirs):
         streams = with_token(theirs, b'%08d' % len(body))
-        sender = threading.Thread(target=theirs.sendall, args=(body,))
+        sender = threading.Thread(target=theirs.sendall, args=(body,), daemon=True)
         sender.start()
         got = child.receive(mine)
-        sender.join()
-    assert got is not None
+        assert got is not None  # else the sender still waits: ended as the pair closes
+        sender.join(60)
     streams.close()
     got[1].close()
     assert got[0].argv == [b'list'] and len(got[0].environment[b'P']) > 4_000_000
@@ -117,7 +118,7 @@ def test_a_client_that_sends_nothing_is_given_up(monkeypatch: pytest.MonkeyPatch
     with pair() as (mine, theirs):
         waiting = threading.Thread(target=lambda: got.append(child.receive(mine)), daemon=True)
         waiting.start()
-        waiting.join(60)
+        waiting.join(10)  # given up after 0.2 s
         assert got == [None], 'given up'
 
 
@@ -266,7 +267,8 @@ def test_the_clients_streams_are_taken_from_its_token(tmp_path: Path) -> None:
         streams.sendmsg(
             [wire.STREAMS], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack('3i', *files))]
         )
-        assert child.take_streams(token, setup)
+        with within(10, 'taking the streams'):
+            assert child.take_streams(token, setup)
         assert sys.stdin.read() == 'line\r\n', 'no newline translation, as Python sets it up'
         assert sys.stdout.encoding == 'latin-1' and sys.stdout.errors == 'replace'
         assert sys.stdout.line_buffering and sys.stdout.mode == 'w'
@@ -297,7 +299,8 @@ def test_streams_no_longer_in_the_token_are_not_taken(what: str, tmp_path: Path)
         elif what == 'streams without descriptors':
             streams.send(wire.STREAMS)
         opened = len(os.listdir('/proc/self/fd'))
-        assert not child.take_streams(token, setup)
+        with within(10, 'looking for streams no longer there'):
+            assert not child.take_streams(token, setup)
         assert len(os.listdir('/proc/self/fd')) == opened, 'what came is closed'
         assert [os.readlink(f'/proc/self/fd/{number}') for number in range(3)] == before
     os.close(extra)

@@ -24,8 +24,8 @@ from helpers.warm import (
     receiving,
     run,
     server_pid,
-    serving,
     stopped,
+    taken,
     waiting,
     workspace_with_history,
 )
@@ -125,10 +125,7 @@ def test_a_child_whose_client_is_killed_ends_and_lets_the_server_go_idle(
     waiting(server)
     client_process = hook_client(runtime, desk, CHECKPOINTS_SERVER_IDLE='3')
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        [child] = serving(server)
+        [child] = taken(server, client_process.pid)
         assert reading_stdin(child)
         client_process.kill()
         assert gone(child, timeout=10), 'the command ended with its client'
@@ -169,10 +166,7 @@ def signalled(
         reader = process.pid
         if served:
             server = server_pid(runtime)
-            deadline = time.monotonic() + 30
-            while not serving(server) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            [reader] = serving(server)
+            [reader] = taken(server, process.pid)
         assert reading_stdin(reader)
         if served:  # the client goes on ignoring what it ignored, and so does the command
             kept = set(keep)
@@ -365,7 +359,8 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
 ) -> None:
     """A client (this test's process, alive: the child can read it) sends a hook event's
     command with its streams and hangs up at once: the child takes the streams, finds no one
-    to tell it starts, and runs nothing (no checkpoint, though the desk has changed)."""
+    to tell it starts, and runs nothing (no checkpoint, though the desk has changed); the
+    server goes on serving on the same socket."""
     import socket as sockets
     import struct
 
@@ -405,3 +400,8 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
             os.close(fd)
         streams.close()
         token.close()
+    assert run(runtime, 'list', cwd=desk).returncode == 0
+    assert server_pid(runtime) == server, 'the same server, its socket kept'
+    assert [sock.name for sock in (runtime / address.FOLDER_NAME).glob('server-*.sock')] == [
+        path.name
+    ]

@@ -33,19 +33,28 @@ pytestmark = [
 ]
 NOBODY = 65534
 
-# As nobody: connects to the socket argv[1], sends each stdin line's bytes (hex) in turn on a
-# connection of its own, and prints, per connection, what came back (hex) before it closed.
+# As nobody (in the group argv[2]): connects to the socket argv[1], sends each stdin line's bytes
+# (hex, the last field) in turn on a connection of its own, with, when the line has two fields,
+# a token as a client's (a datagram socket whose queue holds the first field's bytes and this
+# process's stdin, stdout and stderr); prints, per connection, what came back (hex) before it
+# closed.
 KNOCK = r"""
-import binascii, os, socket, sys
-messages = [binascii.unhexlify(line.strip()) for line in sys.stdin if line.strip()]
-os.setgroups([]); os.setgid(65534); os.setuid(65534)
-for message in messages:
+import array, binascii, os, socket, sys
+lines = [[binascii.unhexlify(f) for f in line.split()] for line in sys.stdin if line.strip()]
+os.setgroups([]); os.setgid(int(sys.argv[2])); os.setuid(65534)
+for *streams, message in lines:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.settimeout(10)
     connection.connect(sys.argv[1])
     answer = b''
     try:
-        connection.sendall(message)
+        if streams:
+            held, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            rights = (socket.SOL_SOCKET, socket.SCM_RIGHTS)
+            held.sendmsg(streams, [(*rights, array.array('i', [0, 1, 2]))])
+            connection.sendmsg([message], [(*rights, array.array('i', [token.fileno()]))])
+        else:
+            connection.sendall(message)
         while chunk := connection.recv(65536):
             answer += chunk
     except (BrokenPipeError, ConnectionResetError):
@@ -54,11 +63,16 @@ for message in messages:
 """
 
 
-def knock(path: Path, *messages: bytes) -> list[bytes]:
-    """What a process of user nobody is answered on ``path``, one connection per message."""
+def knock(path: Path, *messages: bytes | tuple[bytes, bytes], group: int = NOBODY) -> list[bytes]:
+    """What a process of user nobody (in ``group``) is answered on ``path``, one connection
+    per message (a pair: the token's datagram and the request, sent as a client sends it)."""
+    lines = [
+        ' '.join(part.hex() for part in (message if isinstance(message, tuple) else (message,)))
+        for message in messages
+    ]
     done = subprocess.run(
-        [sys.executable, '-c', KNOCK, str(path)],
-        input=''.join(message.hex() + '\n' for message in messages),
+        [sys.executable, '-c', KNOCK, str(path), str(group)],
+        input=''.join(line + '\n' for line in lines),
         capture_output=True,
         text=True,
         timeout=120,
@@ -92,12 +106,15 @@ def test_another_users_process_reaching_the_server_runs_nothing(
     server_pid(runtime)
     [path] = (runtime / address.FOLDER_NAME).glob('server-*.sock')
     before = len(Checkpoints(repository, desk).list(None))
-    request = wire.encode(
-        ['checkpoints'], ['--workspace', str(desk.parent.parent), 'snapshot', '-m', 'theirs'], []
-    )
+    command = ['--workspace', str(desk.parent.parent), 'snapshot', '-m', 'theirs']
+    request = wire.encode(['checkpoints'], command, [None, None, None])
+    whole = (wire.STREAMS, request)  # with its streams, as a client sends it
     with open_to_others(path):
-        answers = knock(path, request, request[: wire.LENGTH_DIGITS])
-    assert answers == [b'', b''], 'nothing answered: no refusal, no run, no exit'
+        answers = knock(path, request, request[: wire.LENGTH_DIGITS], whole)
+        # another user in a group numbered as the server's user is (root: 0, 0): still another
+        grouped = knock(path, whole, group=os.getgid())
+    assert answers == [b'', b'', b''], 'nothing answered: no refusal, no run, no exit'
+    assert grouped == [b''], 'nothing answered to a process of the same group either'
     assert len(Checkpoints(repository, desk).list(None)) == before
     mine = run(runtime, 'snapshot', '-m', 'mine', cwd=desk)
     assert mine.returncode == 0, mine.stderr

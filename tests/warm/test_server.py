@@ -35,6 +35,7 @@ from helpers.warm import (
     server_pid,
     serving,
     stopped,
+    taken,
     waiting,
     workspace_with_history,
 )
@@ -84,10 +85,7 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     ahead = waiting(server)
     client = hook_client(runtime, workspace)
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        served = serving(server)
+        served = taken(server, client.pid)
         # The child forked ahead of the client took it, and the next one waits already.
         assert served == [ahead], (served, ahead, children_of(server), client.poll())
         assert reading_stdin(ahead)
@@ -100,6 +98,32 @@ def test_a_served_command_runs_in_a_child_of_the_server_once(tmp_path: Path, run
     assert after[0].tool == 'claude:Write'
 
 
+def test_the_hook_script_served_runs_the_hook(tmp_path: Path, runtime: Path) -> None:
+    """``checkpoints-hook --harness claude``, whose own command line is not the command's
+    (``hook --harness claude``): the child forked ahead of it runs the hook, once."""
+    desk = workspace_with_history(tmp_path)
+    workspace = desk.parent.parent
+    run(runtime, 'list', cwd=desk)
+    server = server_pid(runtime)
+    before = len(Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None))
+    ahead = waiting(server)
+    client = subprocess.Popen(
+        [sys.executable, str(ROOT / 'bin' / 'checkpoints-hook'), '--harness', 'claude'],
+        cwd=workspace,
+        env=client_env(runtime),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert taken(server, client.pid) == [ahead]
+    finally:
+        out, err = client.communicate(hook_event('claude_pre_tool_use_write.json', workspace), 60)
+    assert (client.returncode, out, err) == (0, b'', b'')
+    after = Checkpoints(workspace / '.checkpoints' / 'main.git', desk).list(None)
+    assert len(after) == before + 1 and after[0].tool == 'claude:Write'
+
+
 def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     """``checkpoints hook`` blocked on its stdin, then SIGINT, as a terminal's Ctrl-C sends it
     to the foreground process: its status and stderr."""
@@ -108,10 +132,7 @@ def interrupted(runtime: Path, desk: Path, served: bool) -> tuple[int, bytes]:
     try:
         if served:
             server = server_pid(runtime)
-            deadline = time.monotonic() + 30
-            while not serving(server) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            [reader] = serving(server)
+            [reader] = taken(server, client.pid)
             assert forwarding(client.pid)
         else:
             reader = client.pid
@@ -149,10 +170,7 @@ def test_a_server_killed_mid_command_is_reported_never_rerun(tmp_path: Path, run
     server = server_pid(runtime)
     client = hook_client(runtime, desk)
     try:
-        deadline = time.monotonic() + 30
-        while not serving(server) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        [child] = serving(server)
+        [child] = taken(server, client.pid)
         assert forwarding(client.pid) and reading_stdin(child)
         os.kill(server, signal.SIGKILL)
         assert gone(server)

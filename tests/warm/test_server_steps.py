@@ -15,8 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
+from helpers.warm import within
 
 from trading_checkpoints.core import private
 from trading_checkpoints.warm import server, watched
@@ -86,8 +88,8 @@ def test_a_child_that_took_a_client_hands_the_parent_its_connection() -> None:
     state = served()
     state.waiting = 4321
     one, other = socket.socketpair()
-    with one, other, reports() as (told, tell):
-        assert not server.take_reports(told, state), 'nothing said yet'
+    with one, other, reports() as (told, tell), within(10, 'reading the reports'):
+        assert not server.take_reports(told, state), 'nothing said yet, and no wait for it'
         tell.send(b'ab')  # not a pid: passed over
         fd = struct.pack('i', one.fileno())
         tell.sendmsg([server.PID.pack(4321)], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd)])
@@ -133,6 +135,25 @@ def test_a_child_ended_by_a_signal_is_told_to_its_client() -> None:
             silent.recv(100)  # an exit is the child's own to say
 
 
+def test_collecting_with_a_child_still_running_returns_at_once() -> None:
+    state = served()
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(writing)
+        os.read(reading, 1)  # until the test lets it go
+        os._exit(0)
+    os.close(reading)
+    try:
+        state.waiting = pid
+        with within(10, 'collecting the ended children'):
+            assert server.reap(state), 'none ended: nothing to do'
+        assert state.waiting == pid
+    finally:
+        os.close(writing)
+        os.waitpid(pid, 0)
+
+
 def test_a_waiting_child_that_ended_without_a_client_stops_the_server() -> None:
     state = served()
     state.waiting = forked('exit')
@@ -169,7 +190,7 @@ def test_retiring_waits_for_the_waiting_child_to_end() -> None:
         os._exit(0)
     state.waiting = pid
     began = time.monotonic()
-    with reports() as (told, _):
+    with reports() as (told, _), within(10, 'retiring a child that says nothing'):
         server.retire(state, told)
     assert time.monotonic() - began >= 0.2
     with pytest.raises(ChildProcessError):
@@ -243,9 +264,21 @@ def serve(listener: socket.socket, state: server.Server, clients: Callable[[], N
     previous = signal.getsignal(signal.SIGCHLD)
     RETURNED.clear()
     thread, failures = in_thread(clients, state)
+    me, end = os.getpid(), os._exit
+
+    def ends(status: int) -> NoReturn:  # a forked child's own end; never this process's
+        if os.getpid() == me:
+            raise AssertionError(f'os._exit({status}) in the test process: a child step ran here')
+        end(status)
+
+    os._exit = ends  # type: ignore[assignment]
     try:
-        server._serve(listener, state)
+        with within(20, 'the serving loop or its end'):
+            server._serve(listener, state)
     finally:
+        if os.getpid() != me:  # a forked child that came back out of the loop: ends here
+            end(0)
+        os._exit = end
         RETURNED.set()
         signal.signal(signal.SIGCHLD, previous)
         thread.join(20)
@@ -260,11 +293,15 @@ def stopped(state: server.Server) -> None:
     returns(state, 'its socket was removed')
 
 
-def returns(state: server.Server, why: str) -> None:
-    """Waits for the serving loop to return; stops it and fails when it does not."""
-    os.kill(os.getpid(), signal.SIGCHLD)  # wakes it, as a child's end would
-    if not RETURNED.wait(15):
-        raise AssertionError(f'still serving after {why}')
+def returns(state: server.Server, why: str, wake: bool = True, within: float = 15) -> None:
+    """Waits for the serving loop to return (``wake``: woken as a child's end would wake it;
+    else by what the test did alone); stops it and fails when it does not."""
+    if wake:
+        os.kill(os.getpid(), signal.SIGCHLD)
+    if not RETURNED.wait(within):
+        os.unlink(state.path)  # ends a loop that looks at its socket at all, to report
+        os.kill(os.getpid(), signal.SIGCHLD)
+        raise AssertionError(f'still serving {within} s after {why}')
 
 
 def test_serving_hands_each_client_to_a_child_and_tells_one_a_signal_ended(
@@ -301,7 +338,7 @@ def test_serving_hands_each_client_to_a_child_and_tells_one_a_signal_ended(
 def test_serving_stops_after_its_idle_time(tmp_path: Path) -> None:
     with listening(tmp_path) as (listener, state):
         state.idle = 0.3
-        serve(listener, state, lambda: None)
+        serve(listener, state, lambda: returns(state, 'its idle time', wake=False))
 
 
 def test_serving_stops_when_its_socket_is_replaced(tmp_path: Path) -> None:
@@ -326,7 +363,8 @@ def test_serving_stops_when_its_watched_code_changes(tmp_path: Path) -> None:
 
             def changed() -> None:
                 module.write_text('VALUE = 2\n')
-                returns(state, 'its code changed')
+                # at once, not at its next periodic look (every 5 s): the queue wakes it
+                returns(state, 'its code changed', wake=False, within=2.5)
 
             serve(listener, state, changed)
     finally:

@@ -56,7 +56,7 @@ PID = struct.Struct('=i')
 
 def main(expected: str) -> None:
     """Serves this process's installation in its slot, if ``expected`` is that slot."""
-    os.closerange(3, 1 << 16)  # whatever the client that started it had left open
+    close_inherited()
     if address.slot() != expected:
         return  # another installation or context than the client's: nothing to serve
     folder = private.private_folder(create=True)
@@ -97,6 +97,18 @@ def main(expected: str) -> None:
         except OSError:
             pass
         os.close(lock)
+
+
+def close_inherited() -> None:
+    """Closes every descriptor but the standard streams: whatever the client that started
+    this process had left open (its own parent's pipes, say), at any number (a raised limit
+    puts descriptors past any fixed bound)."""
+    for name in os.listdir('/proc/self/fd'):
+        if int(name) > 2:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass  # the listing's own descriptor, closed already
 
 
 def _stop(signum: int, frame: object) -> None:
