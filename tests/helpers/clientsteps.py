@@ -66,24 +66,3 @@ def recorded_signals() -> Iterator[list[int]]:
     finally:
         for number, handler in before.items():
             signal.signal(number, handler)
-
-
-class Hung(Exception):
-    """A step still waiting when its time was up."""
-
-
-@contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Fails the block with :class:`Hung` when it has not ended after ``seconds`` (a step
-    that waits for good, or loops, fails the test instead of hanging it)."""
-
-    def up(signum: int, frame: object) -> None:
-        raise Hung(f'still running after {seconds} s')
-
-    previous = signal.signal(signal.SIGALRM, up)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

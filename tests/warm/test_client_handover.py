@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers.clientsteps import reading, recorded_signals, standard_streams, within, writing
-from helpers.warm import children_of, gone, receiving, workspace_with_history
+from helpers.clientsteps import reading, recorded_signals, standard_streams, writing
+from helpers.warm import children_of, gone, receiving, within, workspace_with_history
 
 from trading_checkpoints.core import private
 from trading_checkpoints.warm import address, child, client, command, wire
@@ -140,7 +140,7 @@ def handed_over(
             peer = forked(listener, act)
         (tmp_path / 'in').write_bytes(b'the event')
         streams = (reading(tmp_path / 'in'), writing(tmp_path / 'out'), writing(tmp_path / 'err'))
-        with recorded_signals(), standard_streams(*streams), within(30):
+        with recorded_signals(), standard_streams(*streams), within(30, 'the command served'):
             opened = len(os.listdir('/proc/self/fd'))
             status = client.run_on_server(['list'] if argv is None else argv)
             assert len(os.listdir('/proc/self/fd')) == opened, 'no descriptor left open'
@@ -231,7 +231,7 @@ def test_a_server_that_takes_no_connection_is_given_up_within_the_connect_time(
                 waiting.connect(path)
             except BlockingIOError:
                 break
-        with within(client.CONNECT_TIMEOUT + 10):
+        with within(client.CONNECT_TIMEOUT + 10, 'giving up the server'):
             assert client.run_on_server(['list']) is None
     finally:
         for waiting in queued:
@@ -324,7 +324,11 @@ def test_the_server_a_client_starts_is_detached_and_serves_its_next_command(
         # A server that finds its code changed refuses its clients, which start another: each
         # command is tried until one is served.
         deadline = time.monotonic() + 60
-        with recorded_signals(), standard_streams(*streams), within(150):
+        with (
+            recorded_signals(),
+            standard_streams(*streams),
+            within(150, 'a started server'),
+        ):
             while (status := client.run_on_server(['list'])) is None:
                 assert time.monotonic() < deadline, 'never served'
                 time.sleep(0.5)

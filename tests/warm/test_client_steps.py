@@ -18,7 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers.clientsteps import reading, recorded_signals, standard_streams, within, writing
+from helpers.clientsteps import reading, recorded_signals, standard_streams, writing
+from helpers.warm import within
 
 from trading_checkpoints.warm import client
 
@@ -130,7 +131,7 @@ def relayed(
     signals it forwarded, to whom: a SIGUSR1 held before the child started, and a SIGTERM that
     comes after the relay returned."""
     forwarded: list[tuple[int, int]] = []
-    with within(10), recorded_signals(), pair() as (mine, theirs):
+    with within(10, 'relaying'), recorded_signals(), pair() as (mine, theirs):
 
         def send_later() -> None:
             theirs.sendall(later)
@@ -226,7 +227,7 @@ def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
     that takes it back first leaves none for a child (and closes the copies it got back)."""
     streams, token = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     with streams, token:
-        with within(5):
+        with within(5, 'taking the streams back'):
             assert not client.take_back(token), 'nothing there: not waited for'
         files = [os.open(tmp_path / 'f', os.O_WRONLY | os.O_CREAT, 0o600) for _ in range(3)]
         streams.sendmsg(
