@@ -128,6 +128,21 @@ def test_a_later_write_on_an_unchanged_desk_declares_its_paths(
     assert (status.basis, status.external) == ('declared', ('Memory.md',))
 
 
+def test_a_later_write_on_a_changed_desk_names_its_tool_turn_and_session(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """Not the turn's first write: the checkpoint of a change made since (a person's) carries
+    the tool, the paths, the turn and the session, as the turn's first does."""
+    toolcalls.before_write(cps, ToolCall('toolu_1', WRITE_TOOL, S), 'before Write', ['Memory.md'])
+    write(desk, 'notes/b.md', 'by a person\n')
+    later = ToolCall('toolu_2', WRITE_TOOL, S)
+    new_id = toolcalls.before_write(cps, later, 'before Write notes/a.md', ['notes/a.md'])
+    [newest] = cps.list(1)
+    assert new_id == newest.checkpoint_id
+    assert (newest.tool, newest.paths, newest.turn) == (WRITE_TOOL, ('notes/a.md',), 't-1')
+    assert metadata.parse(newest_message(cps)).session == 'S'
+
+
 def test_after_a_write_the_call_ends_with_what_it_left_and_the_desk_is_sealed(
     cps: Checkpoints, desk: Path
 ) -> None:
