@@ -9,6 +9,7 @@ process, where mutation testing sees the calls.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,43 @@ def test_a_seal_naming_a_missing_commit_is_no_seal(
     write(desk, 'Memory.md', 'b')
     status = cps.status()
     assert (status.newest_id, status.basis) == (newest, 'unknown')
+
+
+@needs_git
+def test_a_seal_whose_tree_is_gone_is_no_seal(cps: Checkpoints, desk: Path, repo_dir: Path) -> None:
+    """A seal commit on the newest checkpoint whose tree another tool pruned counts as no seal
+    (its files cannot be read): status answers, and the next seal replaces it."""
+    write(desk, 'Memory.md', 'a')
+    first = cps.snapshot('first')
+    head = git(repo_dir, 'rev-parse', 'HEAD').strip()
+    body = (
+        f'tree {"1" * 40}\nparent {head}\n'
+        'author A <a@example.com> 0 +0000\ncommitter A <a@example.com> 0 +0000\n\nsealed\n'
+    )
+    made = subprocess.run(
+        [
+            'git',
+            '--git-dir',
+            str(repo_dir),
+            'hash-object',
+            '-t',
+            'commit',
+            '-w',
+            '--literally',
+            '--stdin',
+        ],
+        input=body,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (repo_dir / SEAL).parent.mkdir(parents=True, exist_ok=True)
+    (repo_dir / SEAL).write_text(made + '\n')
+    write(desk, 'Memory.md', 'b')
+    status = cps.status()
+    assert (status.newest_id, status.basis) == (first, 'unknown')
+    cps.seal()
+    assert git(repo_dir, 'rev-parse', SEAL).strip() != made
 
 
 @needs_git
