@@ -14,6 +14,7 @@ from helpers.builders import write
 from helpers.faults import armed
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.ops import calls, engine, external, snapshot, toolcalls
 from trading_checkpoints.ops.calls import SHELL, UNFINISHED, WRITE, WROTE
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
@@ -141,6 +142,27 @@ def test_a_later_write_on_a_changed_desk_names_its_tool_turn_and_session(
     assert new_id == newest.checkpoint_id
     assert (newest.tool, newest.paths, newest.turn) == (WRITE_TOOL, ('notes/a.md',), 't-1')
     assert metadata.parse(newest_message(cps)).session == 'S'
+
+
+@pytest.mark.parametrize('changed', [False, True], ids=['unchanged', 'changed'])
+def test_a_write_tools_first_hook_walks_the_desk_once(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch, changed: bool
+) -> None:
+    """The look without the lock walks the desk; the locked session commits (or marks the
+    turn's start) from that scan, not from a second walk."""
+    walks = []
+    walk = scans.walk
+
+    def counted(*args: object, **kwargs: object) -> object:
+        walks.append(1)
+        return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    if changed:
+        write(desk, 'notes/b.md', 'by a person\n')
+    monkeypatch.setattr(scans, 'walk', counted)
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    assert toolcalls.before_write(cps, call, 'before Write', ['Memory.md']) is not None
+    assert len(walks) == 1
 
 
 def test_after_a_write_the_call_ends_with_what_it_left_and_the_desk_is_sealed(
