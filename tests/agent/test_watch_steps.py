@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import rawobjects
 from helpers.builders import write
-from helpers.faults import run_child
+from helpers.faults import kill_until_pending
 from helpers.users import run_unprivileged
 
 from trading_checkpoints import Checkpoints
@@ -163,11 +163,7 @@ def test_a_capture_completing_an_interrupted_restore_says_so(
     for index in range(10):
         write(desk, f'notes/n{index}.md', 'new\n')
     assert old is not None and cps.snapshot('new') is not None
-    for kill_at in range(1, 200):  # the restore killed at its 1st, 2nd... change of a file
-        assert run_child(partial(cps.restore, old), kill_at=kill_at).killed
-        if journal.pending(repo_dir):
-            break
-    assert journal.pending(repo_dir)
+    kill_until_pending(repo_dir, partial(cps.restore, old))
     watch.capture(cps)
     recovery = cps.last_recovery
     assert recovery is not None and recovery.target_id == old[:7]

@@ -210,6 +210,18 @@ class Tally:
     notes: list[str] = field(default_factory=list)
 
 
+def kill_until_pending(repo_dir: os.PathLike[str], action: Callable[[], object]) -> None:
+    """Kills ``action`` (a restore, an undo) in a child at its 1st, 2nd, ... change of the desk
+    until it leaves a restore record: an interrupted restore for the next writer to complete."""
+    from trading_checkpoints.ops import journal
+
+    for kill_at in range(1, 200):
+        assert run_child(action, kill_at=kill_at).killed
+        if journal.pending(repo_dir):
+            return
+    raise AssertionError('no kill left a restore record')
+
+
 @contextlib.contextmanager
 def readers_let_go(fifo: str | os.PathLike[str], after: float = 10) -> Iterator[list[bool]]:
     """While inside, from ``after`` seconds on: a reader waiting on ``fifo`` for a writer is

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import put
-from helpers.faults import armed, lands_a_desk_file, run_child
+from helpers.faults import armed, kill_until_pending, lands_a_desk_file
 from helpers.reading import files_of, head_of, version_of
 
 from trading_checkpoints import TRACKED_PATHS, CheckpointError, Checkpoints
@@ -35,15 +35,6 @@ def _two_versions(tmp_path: Path, count: int = 10) -> tuple[Path, Path, Checkpoi
     new = cps.snapshot('new')
     assert old is not None and new is not None
     return desk, repo_dir, cps, old, new
-
-
-def _kill_until_pending(repo_dir: Path, action) -> None:
-    """Kills ``action`` in a child at its 1st, 2nd, ... mutation until a record is left."""
-    for kill_at in range(1, 200):
-        assert run_child(action, kill_at=kill_at).killed
-        if journal_module.pending(repo_dir):
-            return
-    raise AssertionError('no kill left a restore record')
 
 
 @pytest.mark.parametrize(('count', 'changed'), [(10, 'f9'), (200, 'f1')])  # 200: two batches
@@ -140,7 +131,7 @@ def test_a_completion_racing_the_same_writer_again_keeps_its_record(tmp_path: Pa
 
 def test_completing_an_undo_keeps_its_message_and_touches_only_its_paths(tmp_path: Path) -> None:
     desk, repo_dir, cps, old, new = _two_versions(tmp_path)
-    _kill_until_pending(repo_dir, lambda: Checkpoints(repo_dir, desk).undo())
+    kill_until_pending(repo_dir, lambda: Checkpoints(repo_dir, desk).undo())
     put(desk, 'notes/added-after-the-crash.md', '-', b'not part of the undo')
     result = Checkpoints(repo_dir, desk).snapshot_with_result('next')
     assert result.recovered and result.recovered.startswith(
@@ -157,7 +148,7 @@ def test_completing_an_undo_keeps_its_message_and_touches_only_its_paths(tmp_pat
 
 def test_a_completion_that_cannot_finish_says_where_the_record_is(tmp_path: Path) -> None:
     desk, repo_dir, cps, old, _ = _two_versions(tmp_path)
-    _kill_until_pending(repo_dir, lambda: Checkpoints(repo_dir, desk).restore(old))
+    kill_until_pending(repo_dir, lambda: Checkpoints(repo_dir, desk).restore(old))
     outside = tmp_path / 'outside'
     outside.mkdir()
     os.rename(desk / 'notes', tmp_path / 'moved-notes')

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
-from helpers.faults import run_child
+from helpers.faults import kill_until_pending
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import journal, snapshot, toolcalls, turns
+from trading_checkpoints.ops import snapshot, toolcalls, turns
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
@@ -306,11 +306,7 @@ def test_a_turns_first_snapshot_reports_the_interrupted_restore_it_completed(
     for index in range(10):
         write(desk, f'notes/n{index}.md', 'new')
     assert old is not None and cps.snapshot('new') is not None
-    for kill_at in range(1, 200):  # the restore killed at its 1st, 2nd... change of a file
-        assert run_child(partial(cps.restore, old), kill_at=kill_at).killed
-        if journal.pending(repo_dir):
-            break
-    assert journal.pending(repo_dir)
+    kill_until_pending(repo_dir, partial(cps.restore, old))
     with cps.turn('tidy the notes', message_id='t-1') as turn:
         marked = turn.snapshot('before write')
     recovery = cps.last_recovery
