@@ -592,8 +592,11 @@ if os.environ.get('MUTANT_UNDER_TEST') == 'stats':
 # command would run in its client and every test that sees one served would fail, whatever
 # the mutant. mutmut's wall-clock timeout (half that CPU limit) still ends a mutant that hangs.
 MUTMUT = """\
+import importlib.util
+import os
 import resource
 import sys
+import time
 import types
 
 from mutmut.workers import isolation
@@ -607,9 +610,39 @@ def setrlimit(kind, limits):
 # The limit left out where mutmut sets it, and only there (the tests set limits of their own).
 isolation.resource = types.SimpleNamespace(**{**vars(resource), 'setrlimit': setrlimit})
 sys.argv[0] = 'mutmut'
-from mutmut.__main__ import cli
+from mutmut import __main__ as mutmut_main
 
-cli()
+# The tests' warm servers import the package from mutants/, and a server will not serve code
+# changed less than ``installation.RACY_SECONDS`` before it starts (it may still be being
+# written): mutmut writes its copy there moments before its first tests, and its statistics
+# file (in mutants/, a folder on the import path) after them, moments before the clean run.
+# The rule is read from its file, the package left unimported: the tests import it from mutants/.
+rule = importlib.util.spec_from_file_location('rule', 'trading_checkpoints/core/installation.py')
+installation = importlib.util.module_from_spec(rule)
+rule.loader.exec_module(installation)
+
+
+def settle():
+    paths = [
+        os.path.join(folder, name)
+        for folder, names, files in os.walk('mutants')
+        for name in ['', *names, *files]
+    ]
+    while not installation.settled(paths):
+        time.sleep(0.25)
+
+
+def collect_or_load_stats(*args, **kwargs):
+    settle()
+    try:
+        return collect(*args, **kwargs)
+    finally:
+        settle()
+
+
+collect = mutmut_main.collect_or_load_stats
+mutmut_main.collect_or_load_stats = collect_or_load_stats
+mutmut_main.cli()
 """
 
 
@@ -625,7 +658,10 @@ def _config(module: str, tests: list[str]) -> str:
         *(f'    "{test}",' for test in tests if (ROOT / test.partition('::')[0]).exists()),
         ']',
         'also_copy = ["bin", "sitecustomize.py"]',  # what the tests' processes start from
-        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0"]',
+        # pytest-benchmark left out: it makes ``.benchmarks`` in mutants/ as the first tests
+        # start, and the warm servers they start would take their code as just changed.
+        'pytest_add_cli_args = ["-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0",',
+        '    "-p", "no:benchmark"]',
         'use_setproctitle = false',
         '',
     ]
