@@ -358,9 +358,10 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
     tmp_path: Path, runtime: Path
 ) -> None:
     """A client (this test's process, alive: the child can read it) sends a hook event's
-    command with its streams and hangs up at once: the child takes the streams, finds no one
-    to tell it starts, and runs nothing (no checkpoint, though the desk has changed); the
-    server goes on serving on the same socket."""
+    command with its streams and hangs up before the child reads it (the child stopped
+    meanwhile): the child takes the streams, finds no one to tell it starts, and runs nothing
+    (no checkpoint, though the desk has changed); the server goes on serving on the same
+    socket."""
     import socket as sockets
     import struct
 
@@ -384,12 +385,22 @@ def test_a_client_that_hangs_up_before_its_command_starts_leaves_nothing_run(
         [wire.STREAMS], [(sockets.SOL_SOCKET, sockets.SCM_RIGHTS, struct.pack('3i', *files))]
     )
     ahead = waiting(server)
-    connection = private.connect(str(path), 5)
-    request = wire.encode(['checkpoints-hook'], ['hook', '--harness', 'claude'], [sys.stdin] * 3)
-    connection.sendmsg(
-        [request], [(sockets.SOL_SOCKET, sockets.SCM_RIGHTS, struct.pack('i', token.fileno()))]
-    )
-    connection.close()
+    # Stopped until the client has hung up: else the hang-up may come once the child is set to
+    # end with its client (SIGKILL), and the child never finds out it has no one to tell.
+    os.kill(ahead, signal.SIGSTOP)
+    try:
+        assert stopped(ahead)
+        connection = private.connect(str(path), 5)
+        request = wire.encode(
+            ['checkpoints-hook'], ['hook', '--harness', 'claude'], [sys.stdin] * 3
+        )
+        connection.sendmsg(
+            [request],
+            [(sockets.SOL_SOCKET, sockets.SCM_RIGHTS, struct.pack('i', token.fileno()))],
+        )
+        connection.close()
+    finally:
+        os.kill(ahead, signal.SIGCONT)
     try:
         assert gone(ahead), 'the child ended'
         assert not client.take_back(token), 'it had taken the streams'
