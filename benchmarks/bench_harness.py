@@ -20,7 +20,9 @@ file) (Gemini CLI: ``write_file``, ``replace``, ``read_file``, ``run_shell_comma
 final text. Each variant has a copy of the same desk of its own, so each sees only its own
 turns: no hooks installed; the hooks ``checkpoints hook install`` writes for the installation,
 on the warm command server or with ``CHECKPOINTS_SERVER=off``; each of those with and without
-``checkpoints watch`` running on the desk. Every round runs every variant of every size and
+``checkpoints watch`` running on the desk; and the same hook entries running a command that
+does nothing (``true``, and the virtualenv's ``python -c pass``), the floor under any hook, which
+the report subtracts too. Every round runs every variant of every size and
 harness once, in an order turned by one place each round, so a load that comes and goes falls
 on all alike; the first round warms up (page cache, the command server, the harness's caches)
 and is not counted. A turn's time is the harness process's, from its start to its exit (the
@@ -96,15 +98,20 @@ def median(values: list[float]) -> float:
 @dataclass(frozen=True)
 class Variant:
     """How a turn runs: whose hooks (None: no hooks), on the command server or not, with
-    ``checkpoints watch`` on the desk or not."""
+    ``checkpoints watch`` on the desk or not; or the same hook entries running a command that
+    does nothing (``no_op``: the harness's own cost of running a hook, and of starting Python
+    for one), the floor under any hook."""
 
     label: str  # '' or 'before: '
     bin_dir: Path | None
     server: bool = True
     watch: bool = False
+    no_op: str | None = None
 
     @property
     def name(self) -> str:
+        if self.no_op is not None:
+            return f'no-op hooks: {self.no_op}'
         hooks = (
             'no hooks' if self.bin_dir is None else 'hooks' + ('' if self.server else ', no server')
         )
@@ -134,8 +141,12 @@ class Project:
         return self.folder / DESK
 
 
+NO_OPS = ('true', 'python -c pass')  # the hook commands of the no-op variants
+
+
 def variants(after: Path, before: Path | None) -> list[Variant]:
     found = [Variant('', None), Variant('', None, watch=True)]
+    found += [Variant('', after, no_op=command) for command in NO_OPS]
     for label, bin_dir in (('', after), ('before: ', before)):
         if bin_dir is None:
             continue
@@ -164,10 +175,25 @@ def new_project(
             check=True,
             capture_output=True,
         )
+    if variant.no_op is not None:
+        assert variant.bin_dir is not None
+        no_op_hooks(folder, variant.no_op.replace('python', str(variant.bin_dir / 'python')))
     project = Project(harness, files, variant, folder, home, env)
     if variant.watch:
         project.watcher = start_watch(variant.bin_dir or after, folder / 'workspace', env)
     return project
+
+
+def no_op_hooks(folder: Path, command: str) -> None:
+    """Points every hook entry of the project's settings file at ``command``."""
+    found = [*folder.glob('.claude/settings*.json'), *folder.glob('.gemini/settings.json')]
+    assert len(found) == 1, found
+    settings = json.loads(found[0].read_text())
+    for groups in settings['hooks'].values():
+        for group in groups:
+            for entry in group['hooks']:
+                entry['command'] = command
+    found[0].write_text(json.dumps(settings, indent=2))
 
 
 def session_env(base: Path, server: bool) -> dict[str, str]:
@@ -449,6 +475,13 @@ def turn_report(projects: list[Project], sizes: list[int]) -> dict[str, Any]:
                         verdict = 'met' if share <= target else 'MISSED'
                         line += f' {f"<= {target:.0%} {verdict}":>14}'
                 print(line)
+    floor = f'no-op hooks: {NO_OPS[-1]}'
+    print(f'\nadded per call beyond the same hook entries running {NO_OPS[-1]!r}')
+    for (harness, files, name), (per_call, _) in added.items():
+        if name.startswith('no-op') or (harness, files, floor) not in added:
+            continue
+        beyond = per_call - added[(harness, files, floor)][0]
+        print(f'  {harness:7} {files:6} {name:30} {beyond:6.0f}')
     if len(sizes) > 1:
         small, large = min(sizes), max(sizes)
         print(f'\nadded per call at {large} files against {small} (target <= {SIZE_TARGET})')
@@ -565,7 +598,8 @@ def main() -> None:
             if not args.no_turns:
                 chosen = [
                     v for v in variants(after, before)
-                    if v.bin_dir is None or args.only is None or args.only in v.name
+                    if v.bin_dir is None or v.no_op is not None or args.only is None
+                    or args.only in v.name
                 ]  # fmt: skip
                 for files in args.sizes:
                     for harness in harnesses:

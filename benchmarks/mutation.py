@@ -219,6 +219,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/agent/test_watch_narrow.py',
             'tests/agent/test_watch_in_process.py',
             'tests/agent/test_hooks_calls.py',
+            'tests/ops/test_capture_announced.py',
             *FOUND_BY_MUTATION,
         ],
     ),

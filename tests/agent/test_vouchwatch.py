@@ -143,18 +143,22 @@ class Reports:
         self.handled = threading.Semaphore(0)
         clean = watcher._clean
 
-        def counted(request: protocol.Report) -> None:
+        def counted(request: protocol.Report) -> bool:
             try:
-                clean(request)
+                return clean(request)
             finally:
                 self.handled.release()
 
         watcher._clean = counted  # type: ignore[method-assign]
 
-    def send(self, cps: Checkpoints, token: protocol.Token) -> None:
-        """Reports the desk clean under ``token`` and waits until the watcher handled it."""
-        report(cps, token)
-        assert self.handled.acquire(timeout=10)
+    def send(self, cps: Checkpoints, token: protocol.Token) -> bool:
+        """Reports the desk clean under ``token``; whether the watcher said it kept the record
+        (it had handled the report by then)."""
+        kept = report(cps, token)
+        # Kept: answered once handled. Not: also when the answer came too late (a loaded
+        # machine), and the watcher may still be at it.
+        assert self.handled.acquire(timeout=0 if kept else 10), 'answered before handled'
+        return kept
 
 
 def settled(watcher: Vouch) -> None:
@@ -249,14 +253,15 @@ def test_a_question_whose_cookie_was_not_read_is_never_answered(
     recorded(checkpoints)
 
 
-def report(cps: Checkpoints, token: protocol.Token) -> None:
-    """A walk's report of the desk as clean under ``token``."""
+def report(cps: Checkpoints, token: protocol.Token) -> bool:
+    """A walk's report of the desk as clean under ``token``; whether the watcher kept it."""
     with open_reading(cps.desk_config) as session:
         assert session is not None
         head = session.repo.head()
         assert head is not None
         state = vouched.state(session, head, ())
-    vouch.report(name_of(cps), token, protocol.Record(state, vouched.Answer((), 'unknown', ())))
+    record = protocol.Record(state, vouched.Answer((), 'unknown', ()))
+    return vouch.report(name_of(cps), token, record)
 
 
 def test_a_report_is_kept_only_under_this_watchers_own_token(
@@ -270,11 +275,12 @@ def test_a_report_is_kept_only_under_this_watchers_own_token(
         protocol.Token(watcher.instance, generation - 1),
         protocol.Token(watcher.instance, generation + 1),
     ):
-        reports.send(checkpoints, token)
+        assert reports.send(checkpoints, token) is False
         assert watcher.record is None
     for _ in range(20):  # a report is dropped when its cookie is late (a loaded machine)
-        reports.send(checkpoints, protocol.Token(watcher.instance, generation))
-        if watcher.record is not None:
+        kept = reports.send(checkpoints, protocol.Token(watcher.instance, generation))
+        assert kept == (watcher.record is not None)
+        if kept:
             break
     assert watcher.record is not None and watcher.record[0] == generation
     reply = replied(checkpoints)

@@ -554,19 +554,17 @@ def test_a_turns_start_and_the_seal_after_it_walk_only_what_changed(
     """A write tool's hooks at a turn's start on an unchanged desk (``ops/toolcalls.py``), a
     watcher running: the mark of the turn's start walks nothing and leaves the watcher a record
     of the new checkpoint, so the seal after the write walks only the folder it wrote, and a
-    no-op after that walks nothing."""
+    no-op after that walks nothing. The tool writes as soon as the hook returns, as a
+    harness's does: the hook returned only once the watcher had the record."""
     desk = checkpoints.desk_directory
     until_vouched(checkpoints, walks)
     call = ToolCall('call-1', 'claude:Write', Writer('t-1', 'S'))
     head = head_of(checkpoints.repository_directory)
     before = walks.count()
     started = toolcalls.before_write(checkpoints, call, 'before Write', ['notes/day1/new.md'])
+    write(desk, 'notes/day1/new.md', 'written by the agent\n')
     assert started is not None and head_of(checkpoints.repository_directory) != head
     assert walks.count()[0] == before[0]
-    # The report is not awaited: the no-op, answered after it, is the write's signal to go.
-    assert checkpoints.snapshot('noop') is None
-    assert walks.count()[0] == before[0]
-    write(desk, 'notes/day1/new.md', 'written by the agent\n')
     before = walks.count()
     toolcalls.after_write(checkpoints.desk_config, call, ['notes/day1/new.md'])
     assert walks.count() == (before[0], before[1] + 1)

@@ -100,7 +100,7 @@ def test_the_commands_are_plain_scripts_that_import_only_the_client() -> None:
         imports = [ast.unparse(n) for n in body if isinstance(n, ast.Import | ast.ImportFrom)]
         assert imports == [f'from trading_checkpoints.warm.client import {call}']
         calls = [ast.unparse(node) for node in body if isinstance(node, ast.Expr)][1:]
-        assert calls == [f'{call}()']
+        assert calls == [f'{call}(exit_at_once=True)']
     from trading_checkpoints.cli import cli, main
     from trading_checkpoints.warm import client
 

@@ -75,8 +75,11 @@ def test_the_socket_is_in_the_private_folder_or_nowhere(
     assert vouch.socket_path('0123456789abcdef', create=True) is None  # too long for a socket
 
 
-def listening(path: str, answer: bytes | None) -> tuple[socket.socket, list[bytes]]:
-    """A listener at ``path`` that reads one line of each caller and answers ``answer``."""
+def listening(
+    path: str, answer: bytes | None, delay: float = 0
+) -> tuple[socket.socket, list[bytes]]:
+    """A listener at ``path`` that reads one line of each caller (``delay`` seconds after it
+    connected) and answers ``answer``."""
     listener, _ = private.listen(path, 4)
     heard: list[bytes] = []
 
@@ -87,6 +90,7 @@ def listening(path: str, answer: bytes | None) -> tuple[socket.socket, list[byte
             except OSError:
                 return
             with connection:
+                time.sleep(delay)
                 try:
                     heard.append(protocol.read_line(connection, time.monotonic() + 5))
                     if answer is not None:
@@ -124,15 +128,27 @@ def test_a_whole_reply_is_the_answer_and_anything_else_none(runtime: Path) -> No
             os.unlink(path)
 
 
-def test_a_report_is_sent_whole_and_nothing_awaited(runtime: Path) -> None:
+@pytest.mark.parametrize(
+    'answer, kept',
+    [
+        (protocol.encode(protocol.Kept(True)), True),
+        (protocol.encode(protocol.Kept(False)), False),
+        (None, False),  # no answer within the exchange's time
+        (b'{"version": 1, "type": "Kept", "kept": true}\n', False),  # another version's
+    ],
+)
+def test_a_report_is_sent_whole_and_its_answer_awaited(
+    runtime: Path, answer: bytes | None, kept: bool
+) -> None:
+    """The report returns once the watcher answered (or the exchange's time is up): whatever
+    the caller changes next reaches the watcher after the watcher decided. The listener takes
+    a while to read it, as a watcher waiting for its cookie does."""
     path = vouch.socket_path('0123456789abcdef', create=True)
     assert path is not None
-    listener, heard = listening(path, None)
+    listener, heard = listening(path, answer, delay=vouch.TIMEOUT / 5)
     try:
-        vouch.report('0123456789abcdef', protocol.Token('x', 2), RECORD)
-        deadline = time.monotonic() + 5
-        while not heard:
-            assert time.monotonic() < deadline
+        assert vouch.report('0123456789abcdef', protocol.Token('x', 2), RECORD) is kept
+        assert len(heard) == 1, 'the report was read before it returned'
         assert protocol.decode(heard[0]) == protocol.Report(protocol.Token('x', 2), RECORD)
     finally:
         listener.close()

@@ -10,6 +10,7 @@ snapshot with the tool's declaration as the hooks make it, and the watch's captu
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dulwich.repo import Repo
@@ -17,6 +18,7 @@ from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
 pytest.importorskip('watchfiles')
 from trading_checkpoints.agent.watch import capture  # noqa: E402
@@ -133,4 +135,69 @@ def test_a_capture_over_an_announcement_announces_it_again(
     trailers = metadata.trailer_values(sealed.message.decode())
     assert trailers[metadata.ACTION] == ['announce']
     assert (trailers[metadata.TOOL], trailers[metadata.PATH]) == (['Edit'], ['notes/other.md'])
+    assert cps.status().external == ()
+
+
+def test_a_capture_that_finds_nothing_changed_leaves_an_announced_write_alone(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The watch wakes while the tool has not written yet: no checkpoint, and neither the
+    branch nor the announcement is written again."""
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'Memory.md', 'changed before the write\n')
+    assert _declared(cps) is not None
+    before = _ref_files(repo_dir)
+    assert capture(cps).checkpoint_id is None
+    assert _ref_files(repo_dir) == before
+
+
+def test_a_capture_that_finds_nothing_changed_keeps_the_state_the_agent_left(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """The agent wrote a file and sealed; a person put the desk back as the newest checkpoint
+    holds it before the watch woke: no checkpoint, and the seal still holds what the agent
+    left, so the person's change is still told apart."""
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    write(desk, 'notes/agent.md', 'written by the agent\n')
+    cps.seal()
+    (desk / 'notes' / 'agent.md').unlink()
+    assert cps.status().external == ('notes/agent.md',)
+    before = _ref_files(repo_dir)
+    assert capture(cps).checkpoint_id is None
+    assert _ref_files(repo_dir) == before
+    assert cps.status().external == ('notes/agent.md',)
+
+
+def _ref_files(repo_dir: Path) -> dict[str, tuple[bytes, int]]:
+    """Each ref file's bytes and inode (a ref written again, even unchanged, is a new file)."""
+    files = [*(repo_dir / 'refs').rglob('*'), repo_dir / 'packed-refs']
+    return {str(f): (f.read_bytes(), f.stat().st_ino) for f in files if f.is_file()}
+
+
+def test_a_capture_of_the_state_the_agent_sealed_reads_no_tree(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent's write sealed, the watch records it: the desk's tree, built from the scan,
+    is the seal's, so the seal's tree is never read; a person's edit after the seal is told
+    apart by reading it."""
+    write(desk, 'Memory.md', 'start\n')
+    cps.snapshot('start')
+    reads: list[bytes] = []
+    flatten = ShadowRepo.flatten_tree
+
+    def counted(repo: ShadowRepo, tree: bytes, *args: Any, **kwargs: Any) -> Any:
+        reads.append(tree)
+        return flatten(repo, tree, *args, **kwargs)
+
+    monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
+    for round_ in range(2):
+        write(desk, f'notes/agent{round_}.md', 'written by the agent\n')
+        cps.seal()
+        if round_:
+            write(desk, 'Memory.md', 'a person edited it after the seal\n')
+        reads.clear()
+        assert capture(cps).checkpoint_id is not None
+        assert bool(reads) == bool(round_)
     assert cps.status().external == ()

@@ -4,18 +4,23 @@ its end, the seal, and a call closed as unfinished."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.builders import write
 from helpers.faults import armed
+from helpers.gitcli import fsck
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.desk import scan as scans
-from trading_checkpoints.ops import calls, engine, external, snapshot, toolcalls
+from trading_checkpoints.errors import MissingDeskError
+from trading_checkpoints.ops import calls, engine, external, snapshot, toolcalls, turnindex
 from trading_checkpoints.ops.calls import SHELL, UNFINISHED, WRITE, WROTE
 from trading_checkpoints.ops.prompts import LABEL_PREFIX
 from trading_checkpoints.ops.toolcalls import ToolCall
@@ -149,20 +154,56 @@ def test_a_write_tools_first_hook_walks_the_desk_once(
     cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch, changed: bool
 ) -> None:
     """The look without the lock walks the desk; the locked session commits (or marks the
-    turn's start) from that scan, not from a second walk."""
-    walks = []
-    walk = scans.walk
+    turn's start) from that scan, not from a second walk: the lock is never held for a
+    walk."""
+    walks: list[bool] = []  # whether the lock was held, per walk
+    held = [False]
+    walk, locked = scans.walk, engine.locked
 
     def counted(*args: object, **kwargs: object) -> object:
-        walks.append(1)
+        walks.append(held[0])
         return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    @contextmanager
+    def holding(*args: Any, **kwargs: Any) -> Iterator[object]:
+        with locked(*args, **kwargs) as session:
+            held[0] = True
+            try:
+                yield session
+            finally:
+                held[0] = False
 
     if changed:
         write(desk, 'notes/b.md', 'by a person\n')
     monkeypatch.setattr(scans, 'walk', counted)
+    monkeypatch.setattr(engine, 'locked', holding)
     call = ToolCall('toolu_1', WRITE_TOOL, S)
     assert toolcalls.before_write(cps, call, 'before Write', ['Memory.md']) is not None
-    assert len(walks) == 1
+    assert walks == [False]
+
+
+def test_a_write_tools_first_hook_remembers_how_far_back_its_turn_began(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """Learning that the turn is new walked back through many checkpoints: the hook leaves
+    the turn index, so the next event of the turn walks back only to its tip."""
+    for index in range(turnindex.REMEMBER_AFTER + 2):
+        write(desk, 'Memory.md', f'v{index + 1}\n')
+        cps.snapshot(f'version {index}')
+    index_file = cps.repository_directory / turnindex.NAME
+    assert not index_file.exists()
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    assert toolcalls.before_write(cps, call, 'before Write', ['Memory.md']) is not None
+    assert index_file.is_file()
+
+
+def test_a_write_on_a_desk_folder_that_does_not_exist_is_refused(workspace: Path) -> None:
+    """Refused before anything is written: no repository is made for it."""
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'gone.git', workspace / 'desks' / 'gone')
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    with pytest.raises(MissingDeskError):
+        toolcalls.before_write(cps, call, 'before Write', ['Memory.md'])
+    assert not cps.repository_directory.exists()
 
 
 def test_after_a_write_the_call_ends_with_what_it_left_and_the_desk_is_sealed(
@@ -290,6 +331,95 @@ def test_after_a_command_not_on_record_a_settled_desk_is_left_alone(
     write(desk, 'notes/new.md', 'by the command\n')
     done = toolcalls.after_shell(cps.desk_config, call, 'after Bash: echo')
     assert done.paths == ('notes/new.md',) and cps.list(1)[0].turn is None
+
+
+def test_a_command_whose_hook_before_was_not_seen_is_credited_to_its_turn(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """The command's hook before never ran here (the hooks installed while it ran): what
+    changed since the newest checkpoint and no call on record explains is its turn's, for
+    certain, while another session's write is at work on another path; the capture seals,
+    and leaves only that write on record (a write that ended before is settled)."""
+    other = ToolCall('toolu_2', WRITE_TOOL, Writer('t-2', 'U'))
+    toolcalls.before_write(cps, other, 'before Write notes/plan.md', ['notes/plan.md'])
+    v = Writer('t-3', 'V')
+    done_before = ToolCall('toolu_1', WRITE_TOOL, v)
+    toolcalls.before_write(cps, done_before, 'before Write notes/v.md', ['notes/v.md'])
+    write(desk, 'notes/v.md', 'by the write\n')
+    toolcalls.after_write(cps.desk_config, done_before, ['notes/v.md'])
+    assert sorted(record(cps)) == ['toolu_1', 'toolu_2']
+    write(desk, 'notes/new.md', 'by the command\n')
+    stranger = ToolCall('toolu_9', SHELL_TOOL, S)
+    done = toolcalls.after_shell(cps.desk_config, stranger, 'after Bash: echo')
+    [newest] = cps.list(1)
+    assert done.checkpoint_id == newest.checkpoint_id
+    assert done.paths == ('notes/new.md', 'notes/v.md')
+    assert (newest.turn, newest.tool) == ('t-1', SHELL_TOOL)
+    groups = {g.writer: (g.paths, g.maybe) for g in metadata.written_groups(newest_message(cps))}
+    assert groups == {S: ({'notes/new.md'}, set()), v: ({'notes/v.md'}, set())}
+    seal, head = seal_and_head(cps)
+    assert seal == head, 'the state the command left is sealed'
+    assert list(record(cps)) == ['toolu_2']
+    lines = (cps.repository_directory / calls.NAME).read_bytes().splitlines()
+    assert {json.loads(line)['id'] for line in lines} == {'toolu_2'}
+
+
+def test_a_command_after_a_write_that_changed_nothing_is_credited_alone(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A write that left its file as it was (its call ended and still on record: no
+    checkpoint settled it), then a command that changes the file: the command began after
+    the write ended, so the change is the command's turn's, for certain."""
+    write(desk, 'notes/a.md', 'same\n')
+    cps.snapshot('a')
+    same = ToolCall('toolu_1', WRITE_TOOL, Writer('t-2', 'U'))
+    toolcalls.before_write(cps, same, 'before Write notes/a.md', ['notes/a.md'])
+    write(desk, 'notes/a.md', 'same\n')
+    toolcalls.after_write(cps.desk_config, same, ['notes/a.md'])
+    shell = ToolCall('toolu_2', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, shell, 'before Bash: echo')
+    assert record(cps)['toolu_1'].outcome == WROTE, 'the write is still on record'
+    write(desk, 'notes/a.md', 'by the command\n')
+    done = toolcalls.after_shell(cps.desk_config, shell, 'after Bash: echo')
+    assert done.paths == ('notes/a.md',)
+    [group] = metadata.written_groups(newest_message(cps))
+    assert (group.writer, group.paths, group.maybe) == (S, {'notes/a.md'}, frozenset())
+
+
+def test_a_command_that_changed_nothing_seals_over_a_write_that_never_came(
+    cps: Checkpoints,
+) -> None:
+    """A write announced (its hook before ran) whose tool never wrote nor reported, then a
+    command of the same turn that changed nothing: no checkpoint, and the desk as the agent
+    left it is the newest checkpoint, sealed as such."""
+    toolcalls.before_write(cps, ToolCall('toolu_1', WRITE_TOOL, S), 'before Write', ['Memory.md'])
+    shell = ToolCall('toolu_2', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, shell, 'before Bash: ls')
+    seal, head = seal_and_head(cps)
+    assert seal != head, 'the write is announced'
+    before = count(cps)
+    assert toolcalls.after_shell(cps.desk_config, shell, 'after Bash: ls').checkpoint_id is None
+    assert count(cps) == before and seal_and_head(cps) == (head, head)
+
+
+def test_a_command_closed_unfinished_stores_a_large_file_it_wrote(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A file over the size a scan streams to the store, written by a command closed as
+    unfinished: its checkpoint holds the file's blob (git fsck finds none missing) and a
+    restore brings the file back."""
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    toolcalls.before_shell(cps.desk_config, call, 'before Bash: make')
+    big = os.urandom(1024) * (scans.STREAM_THRESHOLD // 1024 + 1)
+    (desk / 'notes').mkdir(exist_ok=True)
+    (desk / 'notes' / 'big.bin').write_bytes(big)
+    done = toolcalls.unfinished(cps.desk_config, call, None)
+    assert done is not None and done.paths == ('notes/big.bin',)
+    fsck(repo_dir)
+    (desk / 'notes' / 'big.bin').write_bytes(b'changed\n')
+    assert done.checkpoint_id is not None
+    cps.restore(done.checkpoint_id)
+    assert (desk / 'notes' / 'big.bin').read_bytes() == big
 
 
 # -- a call closed as unfinished ------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from helpers.clientsteps import reading, recorded_signals, standard_streams, writing
+from helpers.processes import environment
 from helpers.warm import within
 
 from trading_checkpoints.warm import client
@@ -246,6 +247,27 @@ def test_the_streams_go_to_whoever_takes_them_first(tmp_path: Path) -> None:
         os.close(one)
         assert not client.take_back(token), 'not the streams'
         assert len(os.listdir('/proc/self/fd')) == opened, 'a descriptor that came with it closed'
+
+
+def test_leave_skips_the_teardown_but_not_what_the_client_wrote() -> None:
+    """A served command's client ends at once (no exit handler runs) with the status as the
+    system keeps it (its low byte), once what it wrote to its standard streams is flushed."""
+    code = (
+        'import atexit, sys\n'
+        'from trading_checkpoints.warm.client import leave\n'
+        'atexit.register(print, "teardown")\n'
+        'sys.stdout.write("out, no newline")\n'
+        'sys.stderr.write("err, no newline")\n'
+        'leave(256 + 3)\n'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', code],
+        capture_output=True,
+        timeout=60,
+        env=environment({'PYTHONUNBUFFERED': None}),  # the streams buffer, as a harness's pipes
+    )
+    assert done.returncode == 3
+    assert (done.stdout, done.stderr) == (b'out, no newline', b'err, no newline')
 
 
 def test_a_signal_that_does_not_end_a_process_ends_the_client_with_128_plus_it() -> None:

@@ -8,9 +8,10 @@ moves the *generation* on. A walk that found the desk equal to the newest checkp
 that (with what the snapshot answered) under the token it was handed before it began: this
 process's random instance id and the generation then (``desk/vouchprotocol.py``); the watcher
 keeps the record only when the token is its own and the generation did not move up to the
-report's own cookie. A report made under another process's token (a watcher that ran before)
-is never kept, whatever its generation. Later, a snapshot is answered with that record only
-while the generation stays the same.
+report's own cookie, and then answers whether it kept it (the caller waits for that answer, so
+what it changes next comes after the cookie). A report made under another process's token (a
+watcher that ran before) is never kept, whatever its generation. Later, a snapshot is answered
+with that record only while the generation stays the same.
 
 Why the answer is sound (git's fsmonitor is the anchor): the kernel queues an inotify
 instance's events in the order the changes were made, the write's event before its system call
@@ -55,7 +56,7 @@ from ..core import private
 from ..core.paths import Allowlist
 from ..desk import vouch
 from ..desk import vouchprotocol as protocol
-from ..desk.vouchprotocol import Ask, Changed, Record, Reply, Report, Token
+from ..desk.vouchprotocol import Ask, Changed, Kept, Record, Reply, Report, Token
 from . import inotify
 from .inotify import Folders, Queue, Unwatchable
 
@@ -300,7 +301,7 @@ class Vouch:
             if reply is not None:  # else the connection closes unanswered: the caller walks
                 connection.sendall(protocol.encode(reply))
         elif isinstance(request, Report):
-            self._clean(request)
+            connection.sendall(protocol.encode(Kept(self._clean(request))))
 
     def _ask(self, request: Ask) -> Reply | None:
         if self.lost or sorted(request.entries) != self.entries or not self._synced():
@@ -319,14 +320,17 @@ class Vouch:
                 return Reply(token, linked, changed=Changed(record[1], tuple(sorted(self.touched))))
             return Reply(token, linked)
 
-    def _clean(self, report: Report) -> None:
+    def _clean(self, report: Report) -> bool:
+        """Keeps the report's record when no change arrived since its token; whether it did."""
         if not self._synced():
-            return
+            return False
         with self.changed:
             self._remounted()
             if not self.lost and report.token == Token(self.instance, self.generation):
                 self._forget()
                 self.record = (self.generation, report.record)
+                return True
+            return False
 
     def _remounted(self) -> None:
         """Starts over when the mount table's entries for the desk changed since the folders

@@ -19,7 +19,10 @@ One message each way per connection, typed and versioned in ``desk/vouchprotocol
   record's walks only those (``desk/narrow.py``).
 - :func:`report`: a walk that began after a token was given found the desk equal to the newest
   checkpoint; the watcher keeps the record only when the token is its own and no change
-  arrived between the token and the report's own cookie.
+  arrived between the token and the report's own cookie, and answers once it decided. The
+  caller waits for that answer: a hook returns only then, so the write its tool makes at once
+  reaches the watcher after the record, as a change since it (a narrowed walk), not between
+  the token and the cookie (the record dropped: a walk of everything).
 
 What the watcher cannot see, the caller reads itself into the record's state and compares:
 :func:`mounts` (the mount table's entries for the desk; none is used when something is mounted
@@ -44,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from ..core import private
 from .folders import mount_table
-from .vouchprotocol import Ask, Record, Reply, Report, Token, decode, encode, read_line
+from .vouchprotocol import Ask, Kept, Record, Reply, Report, Token, decode, encode, read_line
 
 if TYPE_CHECKING:
     import _socket as socket
@@ -86,15 +89,19 @@ def ask(name: str, entries: tuple[str, ...]) -> Reply | None:
     return reply if isinstance(reply, Reply) else None
 
 
-def report(name: str, token: Token, record: Record) -> None:
-    """Tells the watcher that a walk begun after ``token`` found the desk as ``record`` says
-    (see the module notes); nothing is awaited."""
+def report(name: str, token: Token, record: Record) -> bool:
+    """Tells the watcher that a walk begun after ``token`` found the desk as ``record`` says,
+    and waits until it decided (see the module notes); whether it keeps the record (False
+    too when there is no watcher or no answer within :data:`TIMEOUT`)."""
     with _connection(name) as connection:
-        if connection is not None:
-            try:
-                connection.sendall(encode(Report(token, record)))
-            except OSError:
-                pass
+        if connection is None:
+            return False
+        try:
+            connection.sendall(encode(Report(token, record)))
+            answer = decode(read_line(connection, time.monotonic() + TIMEOUT))
+        except (OSError, ValueError):
+            return False
+    return isinstance(answer, Kept) and answer.kept
 
 
 def mounts(desk: str) -> tuple[str, ...] | None:

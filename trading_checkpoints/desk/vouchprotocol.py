@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:
     import _socket as socket  # a socket.socket is one too
 
-VERSION = 1
+VERSION = 2  # 2: a report is answered (Kept)
 MAX_LINE = 1 << 22  # bytes; a longer line is no message
 
 
@@ -132,8 +132,16 @@ class Report:
     record: Record
 
 
-Message = Ask | Reply | Report
-MESSAGES: dict[str, type[Any]] = {kind.__name__: kind for kind in (Ask, Reply, Report)}
+@dataclass(frozen=True)
+class Kept:
+    """The watcher's answer to :class:`Report`, once it decided: whether it keeps the record
+    (a change made after the answer arrives is counted after the record)."""
+
+    kept: bool
+
+
+Message = Ask | Reply | Report | Kept
+MESSAGES: dict[str, type[Any]] = {kind.__name__: kind for kind in (Ask, Reply, Report, Kept)}
 
 
 def encode(message: Message) -> bytes:
