@@ -59,6 +59,8 @@ def recorded_signals() -> Iterator[list[int]]:
     got: list[int] = []
     numbers = [getattr(signal, name) for name in client.FORWARDED_SIGNALS]
     before = {number: signal.getsignal(number) for number in numbers}
+    wakeup = signal.set_wakeup_fd(-1)  # a Held left open must not leave its own behind
+    signal.set_wakeup_fd(wakeup)
     for number in numbers:
         signal.signal(number, lambda signum, frame: got.append(signum))
     try:
@@ -66,3 +68,4 @@ def recorded_signals() -> Iterator[list[int]]:
     finally:
         for number, handler in before.items():
             signal.signal(number, handler)
+        signal.set_wakeup_fd(wakeup)

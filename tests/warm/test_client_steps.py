@@ -129,8 +129,9 @@ def relayed(
 ) -> tuple[int | None, int | None, list[tuple[int, int]]]:
     """What ``Relay.run`` returns for the child's ``chunks`` (then ``later``, half a second on;
     then the child's end of the connection closed, if ``close``), the child it learnt, and the
-    signals it forwarded, to whom: a SIGUSR1 held before the child started, and a SIGTERM that
-    comes after the relay returned."""
+    signals it forwarded, to whom: a SIGUSR1 held before the child started (the server not
+    given up: the child had taken the streams), and a SIGTERM that comes after the relay
+    returned."""
     forwarded: list[tuple[int, int]] = []
     with within(10, 'relaying'), recorded_signals(), pair() as (mine, theirs):
 
@@ -141,6 +142,7 @@ def relayed(
 
         held = client.Held()
         held.signals.append(signal.SIGUSR1)
+        held.abandon = False
         relay = client.Relay(mine, held)
         original = client._send
         client._send = lambda pid, signum: forwarded.append((pid, signum))  # type: ignore[assignment]
@@ -160,7 +162,7 @@ def relayed(
             if later:
                 timer.join()
             client._send = original  # type: ignore[assignment]
-        assert held.abandon is (relay.child is None)
+            held.close()
         return status, relay.child, forwarded
 
 
@@ -294,16 +296,62 @@ def test_a_signal_that_ends_a_process_ends_the_client(signum: int) -> None:
 
 
 def test_a_signal_before_go_gives_the_server_up_and_then_acts_on_the_client() -> None:
-    with recorded_signals() as got:
+    """The handler only holds the signal; the relay gives the server up where it waits,
+    having read nothing; the client's own handlers then get the signal."""
+    with within(10, 'relaying'), recorded_signals() as got, pair() as (mine, theirs):
         held = client.Held()
-        with pytest.raises(client.Abandon):
+        try:
             signal.raise_signal(signal.SIGHUP)
-        assert held.signals == [signal.SIGHUP] and got == []
-        with pytest.raises(SystemExit) as done:
-            held.release()
-        assert done.value.code == 128 + signal.SIGHUP
-        assert got == [signal.SIGHUP], 'the client itself then got it'
-        assert signal.getsignal(signal.SIGHUP) is not held.hold
+            assert held.signals == [signal.SIGHUP] and got == []
+            theirs.sendall(b'run 5\n')
+            with pytest.raises(client.Abandon):
+                client.Relay(mine, held).run(time.monotonic() + 5)
+            assert mine.recv(64) == b'run 5\n', 'nothing read'
+            with pytest.raises(SystemExit) as done:
+                held.release()
+            assert done.value.code == 128 + signal.SIGHUP
+            assert got == [signal.SIGHUP], 'the client itself then got it'
+            assert signal.getsignal(signal.SIGHUP) is not held.hold
+        finally:
+            held.close()
+
+
+def test_a_signal_while_the_child_starts_goes_to_it_whenever_it_lands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A signal the moment the relay read ``run N`` (between the read and the line kept) is
+    held, and sent to the child once it is known; the relay goes on to the command's status.
+    A handler that gave the server up there lost ``run N``: the signal never reached the child,
+    which ran the command to its end, and the client said the server had stopped."""
+    forwarded: list[tuple[int, int]] = []
+    monkeypatch.setattr(client, '_send', lambda pid, signum: forwarded.append((pid, signum)))
+
+    class SignalledAfterRead:
+        def __init__(self, connection: socket.socket) -> None:
+            self.connection = connection
+
+        def fileno(self) -> int:
+            return self.connection.fileno()
+
+        def settimeout(self, value: float | None) -> None:
+            self.connection.settimeout(value)
+
+        def recv(self, size: int) -> bytes:
+            data = self.connection.recv(size)
+            if data.startswith(b'run'):
+                signal.raise_signal(signal.SIGHUP)  # handled at the next bytecode
+            return data
+
+    with within(10, 'relaying'), recorded_signals() as got, pair() as (mine, theirs):
+        held = client.Held()
+        try:
+            theirs.sendall(b'run 7\n')
+            theirs.sendall(b'exit 0\n')
+            relay = client.Relay(SignalledAfterRead(mine), held)  # type: ignore[arg-type]
+            assert relay.run(time.monotonic() + 5) == 0
+        finally:
+            held.close()
+    assert (relay.child, forwarded, got) == (7, [(7, signal.SIGHUP)], [])
 
 
 def test_a_signal_after_go_is_held_for_the_child() -> None:

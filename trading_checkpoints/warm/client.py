@@ -32,6 +32,7 @@ from __future__ import annotations
 import _signal  # type: ignore[import-not-found]  # signal's C core: no enum to import
 import _socket  # socket's C core: ``socket`` itself imports enum and selectors (~10 ms)
 import os
+import select  # poll(): the connection and the signals' wake-up socket at once
 import sys
 import time  # built in, and loaded by the interpreter's own start
 
@@ -182,6 +183,7 @@ def _run(connection: _socket.socket, argv: list[str], hung: Callable[[], None]) 
         return status
     finally:
         token.close()
+        held.close()
 
 
 def _fds(*numbers: int) -> bytes:
@@ -203,7 +205,9 @@ def take_back(token: _socket.socket) -> bool:
 
 class Abandon(Exception):
     """A forwarded signal came before the child started the command: the client gives the
-    server up, if it takes its streams back."""
+    server up, if it takes its streams back. Raised only where the relay waits, with nothing
+    it read left unkept (a signal handler that raised could strike between a ``recv`` and the
+    line it returned being kept: ``run N`` lost, the signal never forwarded)."""
 
 
 class Relay:
@@ -248,19 +252,20 @@ class Relay:
             _send(child, signum)
 
     def _line(self, deadline: float | None) -> bytes | None:
-        """The next line (None at the end); ``TimeoutError`` past ``deadline``."""
+        """The next line (None at the end); ``TimeoutError`` past ``deadline``; ``Abandon``
+        when a signal was held before the child started."""
         while b'\n' not in self.pending:
-            if deadline is None:
-                self.connection.settimeout(None)
-            else:
+            if self.child is None and self.held.abandon and self.held.signals:
+                raise Abandon
+            left = None
+            if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError
-                self.connection.settimeout(left)
+            if not self.held.wait(self.connection, left):
+                continue  # a signal, or the time up: looked at again
             try:
                 chunk = self.connection.recv(4096)
-            except TimeoutError:
-                raise
             except OSError:
                 chunk = b''
             if not chunk:
@@ -288,12 +293,24 @@ def end_by(signum: int) -> None:
 class Held:
     """The forwarded signals received before the child started the command; a signal the
     client ignores stays ignored. While ``abandon`` is set (until the child starts), one such
-    signal makes the client try to give the server up at once (:class:`Abandon`)."""
+    signal makes the relay give the server up at once (:class:`Abandon`): the handler only
+    records it, and the kernel's wake-up byte (``signal.set_wakeup_fd``) ends the relay's wait,
+    where it is acted on. :meth:`close` puts the wake-up back as it was."""
 
     def __init__(self) -> None:
         self.signals: list[int] = []
         self.abandon = True
         self.previous: dict[int, object] = {}
+        self._woken, wake = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        self._woken.setblocking(False)
+        wake.setblocking(False)
+        self._wake = wake
+        try:
+            self._wakeup: int | None = _signal.set_wakeup_fd(
+                wake.fileno(), warn_on_full_buffer=False
+            )
+        except ValueError:  # not the main thread, where no handler runs either
+            self._wakeup = None
         for name in FORWARDED_SIGNALS:
             number = getattr(_signal, name)
             if _signal.getsignal(number) != _signal.SIG_IGN:
@@ -301,8 +318,35 @@ class Held:
 
     def hold(self, signum: int, frame: object) -> None:
         self.signals.append(signum)
-        if self.abandon:
-            raise Abandon
+
+    def wait(self, connection: _socket.socket, timeout: float | None) -> bool:
+        """Waits until ``connection`` can be read (True), a signal came or ``timeout`` seconds
+        passed (False)."""
+        poller = select.poll()
+        poller.register(connection.fileno(), select.POLLIN)
+        poller.register(self._woken.fileno(), select.POLLIN)
+        ready = poller.poll(None if timeout is None else int(timeout * 1000) + 1)
+        readable = False
+        for fd, _ in ready:
+            if fd == self._woken.fileno():
+                self._drain()
+            else:
+                readable = True
+        return readable
+
+    def _drain(self) -> None:
+        try:
+            while self._woken.recv(256):
+                pass
+        except OSError:
+            pass  # nothing more (BlockingIOError)
+
+    def close(self) -> None:
+        """The wake-up as it was before, and its socket closed."""
+        if self._wakeup is not None:
+            _signal.set_wakeup_fd(self._wakeup)
+        self._woken.close()
+        self._wake.close()
 
     def release(self) -> None:
         """The client's own handlers back, and the signals held act on the client as they
