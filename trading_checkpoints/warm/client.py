@@ -23,8 +23,8 @@ standard stream is closed, unusable or a terminal (a person may be asked a quest
 the terminal's own processes may use it), and not for the verbs that run long or may need the
 controlling terminal (:data:`IN_PROCESS_VERBS`).
 
-Kept to the interpreter's built-in modules (``_socket``, ``_signal``) and ``os``/``sys``: the
-client's own start is what a hook pays for every event.
+Kept to the interpreter's built-in modules (``_socket``, ``_signal``, ``select``) and
+``os``/``sys``: the client's own start is what a hook pays for every event.
 """
 
 from __future__ import annotations
