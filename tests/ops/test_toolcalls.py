@@ -197,6 +197,77 @@ def test_a_write_tools_first_hook_remembers_how_far_back_its_turn_began(
     assert index_file.is_file()
 
 
+@pytest.mark.parametrize('hook', ['before', 'after'])
+def test_a_shell_commands_hooks_remember_how_far_back_its_turn_began(
+    cps: Checkpoints, desk: Path, hook: str
+) -> None:
+    """Either hook of a command (the one after alone when the one before was not seen) asks
+    whether its turn began, walking back through many checkpoints: it leaves the turn index
+    for the next event."""
+    for index in range(turnindex.REMEMBER_AFTER + 2):
+        write(desk, 'Memory.md', f'v{index + 1}\n')
+        cps.snapshot(f'version {index}')
+    index_file = cps.repository_directory / turnindex.NAME
+    assert not index_file.exists()
+    write(desk, 'notes/a.md', 'changed before the command\n')
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    if hook == 'before':
+        toolcalls.before_shell(cps.desk_config, call, 'before Bash: echo')
+    else:
+        toolcalls.after_shell(cps.desk_config, call, 'after Bash: echo')
+    assert index_file.is_file()
+
+
+def test_a_shell_command_on_a_desk_never_checkpointed_takes_its_first_checkpoint(
+    workspace: Path, desk: Path
+) -> None:
+    """No repository yet (the look without the lock gives up): the locked session makes it
+    and checkpoints the desk before the command, in the command's turn."""
+    write(desk, 'Memory.md', 'v0\n')
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
+    call = ToolCall('toolu_1', SHELL_TOOL, S)
+    new_id = toolcalls.before_shell(cps.desk_config, call, 'before Bash: echo')
+    [first] = cps.list(None)
+    assert new_id is not None and first.checkpoint_id.startswith(new_id)
+    assert first.turn == 't-1' and 'toolu_1' in record(cps)
+
+
+def test_a_shell_command_later_in_a_turn_checkpoints_a_changed_desk_under_its_name(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn has begun: the checkpoint before the command carries its reason, tool, turn
+    and session as composed at first; the desk is walked without the lock, never under it."""
+    toolcalls.before_write(cps, ToolCall('toolu_1', WRITE_TOOL, S), 'before Write', ['Memory.md'])
+    write(desk, 'Memory.md', 'v1 by the agent\n')
+    write(desk, 'notes/b.md', 'by a person\n')
+    walks: list[bool] = []  # whether the lock was held, per walk
+    held = [False]
+    walk, locked = scans.walk, engine.locked
+
+    def counted(*args: object, **kwargs: object) -> object:
+        walks.append(held[0])
+        return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    @contextmanager
+    def holding(*args: Any, **kwargs: Any) -> Iterator[object]:
+        with locked(*args, **kwargs) as session:
+            held[0] = True
+            try:
+                yield session
+            finally:
+                held[0] = False
+
+    monkeypatch.setattr(scans, 'walk', counted)
+    monkeypatch.setattr(engine, 'locked', holding)
+    call = ToolCall('toolu_2', SHELL_TOOL, S)
+    new_id = toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    assert walks == [False]
+    [newest] = cps.list(1)
+    assert new_id is not None and newest.checkpoint_id.startswith(new_id)
+    assert (newest.reason, newest.tool, newest.turn) == ('before Bash: ls', SHELL_TOOL, 't-1')
+    assert metadata.parse(newest_message(cps)).session == 'S'
+
+
 def test_a_write_on_a_desk_folder_that_does_not_exist_is_refused(workspace: Path) -> None:
     """Refused before anything is written: no repository is made for it."""
     cps = Checkpoints.open(workspace / '.checkpoints' / 'gone.git', workspace / 'desks' / 'gone')
@@ -306,11 +377,17 @@ def test_after_a_shell_command_what_it_changed_is_its_turns(cps: Checkpoints, de
 
 
 def test_after_a_command_that_changed_nothing_its_call_still_ends(cps: Checkpoints) -> None:
+    settled(cps)  # no racy entry: the second look reads no file again
     call = ToolCall('toolu_1', SHELL_TOOL, S)
-    toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
+    assert toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls') is None, 'unchanged'
     before = count(cps)
     assert toolcalls.after_shell(cps.desk_config, call, 'after Bash: ls').checkpoint_id is None
     assert count(cps) == before and 'toolu_1' not in record(cps)
+    first, second = ToolCall('toolu_2', SHELL_TOOL, S), ToolCall('toolu_3', SHELL_TOOL, S)
+    assert toolcalls.before_shell(cps.desk_config, first, 'before Bash: ls') is None
+    # Two commands at once: the second's look answers (the first declared the same already).
+    assert toolcalls.before_shell(cps.desk_config, second, 'before Bash: ls') is None
+    assert {'toolu_2', 'toolu_3'} <= set(record(cps))
 
 
 def test_after_a_command_not_on_record_a_settled_desk_is_left_alone(
@@ -554,7 +631,9 @@ def test_each_step_names_itself_in_the_lock(cps: Checkpoints, desk: Path) -> Non
         'close'
     }
     shell = ToolCall('toolu_3', SHELL_TOOL, S)
-    toolcalls.before_shell(config, shell, 'before Bash: echo')
+    assert verbs_while(cps, lambda: toolcalls.before_shell(config, shell, 'before Bash: echo')) == {
+        'snapshot'
+    }
     write(desk, 'notes/b.md', 'by the command\n')
     assert verbs_while(cps, lambda: toolcalls.after_shell(config, shell, 'after')) == {'capture'}
 
