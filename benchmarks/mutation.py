@@ -220,6 +220,20 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             'tests/agent/test_watch_in_process.py',
             'tests/agent/test_hooks_calls.py',
             'tests/ops/test_capture_announced.py',
+            # the seal's time on the commit that supersedes it, the seal's other readers, and
+            # what a commit tells a running watcher
+            'tests/ops/test_attribution.py',
+            'tests/ops/test_held_at.py',
+            'tests/ops/test_oversize_seal.py',
+            'tests/ops/test_asof.py',
+            'tests/agent/test_watch_commit_report.py',
+            'tests/agent/test_watch_vouch.py',
+            'tests/agent/test_watch_vouch_safety.py',
+            'tests/agent/test_watch_blind_spots.py',
+            'tests/ops/test_settled.py',
+            'tests/ops/test_rewind.py',
+            'tests/ops/test_calls.py',
+            'tests/agent/test_hooks_unexplained.py',
             *FOUND_BY_MUTATION,
         ],
     ),
@@ -448,7 +462,20 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     # A tool call from its hook before to its hook after, driven in the test process.
     'toolcalls': (
         'trading_checkpoints.ops.toolcalls.*',
-        ['tests/ops/test_toolcalls.py', 'tests/ops/test_rewind_records.py'],
+        [
+            'tests/ops/test_toolcalls.py',
+            'tests/ops/test_rewind_records.py',
+            # the other callers' tests: who wrote what, the turns, the hooks' calls in-process
+            'tests/ops/test_blame_calls.py',
+            'tests/ops/test_turn_records.py',
+            'tests/ops/test_held_at.py',
+            'tests/agent/test_watch_narrow.py',
+            'tests/agent/test_hooks_calls.py',
+            'tests/agent/test_hook_writes.py',
+            'tests/agent/test_hooks_shell.py',
+            'tests/agent/test_hook_dispatch.py',
+            'tests/agent/test_hooks_unexplained.py',
+        ],
     ),
     # The watch itself: run in a thread of the test process, or in its main thread stopped by
     # a signal (test_watch.py runs it as its own process).

@@ -142,3 +142,28 @@ def test_the_same_paths_declared_again_in_the_same_turn_announce_nothing(
     record = _record(repo_dir)
     assert record is not None
     assert (record.writer.turn, record.paths) == ('a-1', frozenset({'notes/a.md'}))
+
+
+@pytest.mark.parametrize(
+    'session, credited',
+    [(None, {'notes/a.md', 'notes/x.md'}), ('session-1', {'notes/a.md'})],
+    ids=['no-session', 'session'],
+)
+def test_a_checkpoint_in_the_same_turn_without_a_session_credits_it_every_change(
+    cps: Checkpoints, desk: Path, repo_dir: Path, session: str | None, credited: set[str]
+) -> None:
+    """A library or MCP turn names no session, and its tool calls may run at once, each
+    sealing when it is done: a checkpoint taken in that turn credits the turn with what
+    changed since, a write of its other call after the seal included. A turn that names its
+    session is credited with what the seal holds only."""
+    _checkpoints_in_turns(cps, desk, 'a-1', path='notes/a.md')
+    write(desk, 'notes/a.md', 'written by a-1\n')
+    cps.seal()
+    write(desk, 'notes/x.md', 'written after the seal\n')
+    new_id = cps.snapshot(
+        'before write notes/y.md', paths=['notes/y.md'], turn='a-1', session=session
+    )
+    assert new_id is not None
+    record = _record(repo_dir)
+    assert record is not None
+    assert (record.writer.turn, set(record.paths)) == ('a-1', credited)

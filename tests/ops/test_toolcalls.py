@@ -385,6 +385,8 @@ def test_after_a_command_that_changed_nothing_its_call_still_ends(cps: Checkpoin
     assert count(cps) == before and 'toolu_1' not in record(cps)
     first, second = ToolCall('toolu_2', SHELL_TOOL, S), ToolCall('toolu_3', SHELL_TOOL, S)
     assert toolcalls.before_shell(cps.desk_config, first, 'before Bash: ls') is None
+    seal, head = seal_and_head(cps)
+    assert seal != head, "the command's turn is announced: what it changes is the turn's"
     # Two commands at once: the second's look answers (the first declared the same already).
     assert toolcalls.before_shell(cps.desk_config, second, 'before Bash: ls') is None
     assert {'toolu_2', 'toolu_3'} <= set(record(cps))
