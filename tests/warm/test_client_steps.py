@@ -316,6 +316,25 @@ def test_a_signal_before_go_gives_the_server_up_and_then_acts_on_the_client() ->
             held.close()
 
 
+def test_a_signal_during_the_wait_for_the_child_gives_the_server_up_at_once() -> None:
+    """The relay waits for ``run N`` with nothing read; a signal then ends the wait (its
+    wake-up byte), long before the deadline: the server is given up."""
+    with within(10, 'relaying'), recorded_signals() as got, pair() as (mine, _):
+        held = client.Held()
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGHUP))
+        try:
+            began = time.monotonic()
+            timer.start()
+            with pytest.raises(client.Abandon):
+                client.Relay(mine, held).run(time.monotonic() + 8)
+            assert time.monotonic() - began < 4, 'the signal ended the wait'
+            assert held.signals == [signal.SIGHUP] and got == []
+        finally:
+            timer.cancel()
+            timer.join()
+            held.close()
+
+
 def test_a_signal_while_the_child_starts_goes_to_it_whenever_it_lands(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
