@@ -335,6 +335,47 @@ def test_a_signal_during_the_wait_for_the_child_gives_the_server_up_at_once() ->
             held.close()
 
 
+def test_a_held_puts_the_wake_up_back_when_closed() -> None:
+    """A wake-up left set after the relay would have every later signal written to a closed
+    socket's number, which a file opened later may reuse."""
+    with recorded_signals():
+        before = signal.set_wakeup_fd(-1)  # none while the test runs, then the runner's
+        held = client.Held()
+        own = signal.set_wakeup_fd(-1)
+        assert own not in (-1, before), 'its own while it holds'
+        signal.set_wakeup_fd(own)
+        held.close()
+        assert signal.set_wakeup_fd(before) == -1, 'put back as it was'
+
+
+def test_a_signal_while_a_line_is_half_read_loses_none_of_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The relay has read half of ``run N`` when a signal ends its wait: it reads on, learns
+    the child, and sends it the signal (the server was not given up: the child had the
+    streams)."""
+    forwarded: list[tuple[int, int]] = []
+    monkeypatch.setattr(client, '_send', lambda pid, signum: forwarded.append((pid, signum)))
+    with within(10, 'relaying'), recorded_signals() as got, pair() as (mine, theirs):
+        held = client.Held()
+        held.abandon = False
+        timers = [
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)),
+            threading.Timer(0.6, theirs.sendall, (b'n 5\nexit 3\n',)),
+        ]
+        try:
+            theirs.sendall(b'ru')
+            for timer in timers:
+                timer.start()
+            assert client.Relay(mine, held).run() == 3
+        finally:
+            for timer in timers:
+                timer.cancel()
+                timer.join()
+            held.close()
+    assert (forwarded, got) == ([(5, signal.SIGTERM)], [])
+
+
 def test_a_signal_while_the_child_starts_goes_to_it_whenever_it_lands(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -305,12 +305,8 @@ class Held:
         self._woken.setblocking(False)
         wake.setblocking(False)
         self._wake = wake
-        try:
-            self._wakeup: int | None = _signal.set_wakeup_fd(
-                wake.fileno(), warn_on_full_buffer=False
-            )
-        except ValueError:  # not the main thread, where no handler runs either
-            self._wakeup = None
+        # The main thread's, as the handlers below are (both raise ValueError elsewhere).
+        self._wakeup = _signal.set_wakeup_fd(wake.fileno(), warn_on_full_buffer=False)
         for name in FORWARDED_SIGNALS:
             number = getattr(_signal, name)
             if _signal.getsignal(number) != _signal.SIG_IGN:
@@ -343,8 +339,7 @@ class Held:
 
     def close(self) -> None:
         """The wake-up as it was before, and its socket closed."""
-        if self._wakeup is not None:
-            _signal.set_wakeup_fd(self._wakeup)
+        _signal.set_wakeup_fd(self._wakeup)
         self._woken.close()
         self._wake.close()
 
