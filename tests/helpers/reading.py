@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
 from trading_checkpoints.core.trees import SYMLINK_MODE
@@ -107,3 +110,16 @@ def head_of(repo_dir: Path) -> str:
         return head.decode()
     finally:
         repo.close()
+
+
+def tree_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The trees the repository flattens from now on (each read of a stored tree)."""
+    reads: list[bytes] = []
+    flatten = ShadowRepo.flatten_tree
+
+    def counted(repo: ShadowRepo, tree: bytes, *args: Any, **kwargs: Any) -> Any:
+        reads.append(tree)
+        return flatten(repo, tree, *args, **kwargs)
+
+    monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
+    return reads

@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers.builders import write
 from helpers.gitcli import fsck, git, needs_git
-from helpers.reading import files_of, version_of
+from helpers.reading import files_of, tree_reads, version_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.store.repo import ShadowRepo
 
 SEAL = 'refs/checkpoints/sealed'
 
@@ -257,14 +255,7 @@ def test_a_snapshot_of_the_state_the_agent_sealed_reads_no_tree(
     for index in range(20):
         write(desk, f'notes/n{index}.md', f'note {index}\n')
     cps.snapshot('first')
-    reads: list[bytes] = []
-    flatten = ShadowRepo.flatten_tree
-
-    def counted(repo: ShadowRepo, tree: bytes, *args: Any, **kwargs: Any) -> Any:
-        reads.append(tree)
-        return flatten(repo, tree, *args, **kwargs)
-
-    monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
+    reads = tree_reads(monkeypatch)
     for round_ in range(2):
         write(desk, f'notes/agent{round_}.md', 'written by the agent\n')
         cps.seal()

@@ -10,15 +10,14 @@ snapshot with the tool's declaration as the hooks make it, and the watch's captu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from dulwich.repo import Repo
 from helpers.builders import write
+from helpers.reading import tree_reads
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import metadata
-from trading_checkpoints.store.repo import ShadowRepo
 
 pytest.importorskip('watchfiles')
 from trading_checkpoints.agent.watch import capture  # noqa: E402
@@ -184,14 +183,7 @@ def test_a_capture_of_the_state_the_agent_sealed_reads_no_tree(
     apart by reading it."""
     write(desk, 'Memory.md', 'start\n')
     cps.snapshot('start')
-    reads: list[bytes] = []
-    flatten = ShadowRepo.flatten_tree
-
-    def counted(repo: ShadowRepo, tree: bytes, *args: Any, **kwargs: Any) -> Any:
-        reads.append(tree)
-        return flatten(repo, tree, *args, **kwargs)
-
-    monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
+    reads = tree_reads(monkeypatch)
     for round_ in range(2):
         write(desk, f'notes/agent{round_}.md', 'written by the agent\n')
         cps.seal()

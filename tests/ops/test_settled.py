@@ -23,10 +23,15 @@ def settle(cps: Checkpoints) -> None:
     cps.seal()
 
 
-def test_a_desk_equal_to_its_sealed_checkpoint_is_settled(cps: Checkpoints, desk: Path) -> None:
+def checkpointed(cps: Checkpoints, desk: Path) -> None:
+    """A file written and checkpointed, then the desk settled."""
     write(desk, 'notes/a.md', 'a\n')
     cps.snapshot('a')
     settle(cps)
+
+
+def test_a_desk_equal_to_its_sealed_checkpoint_is_settled(cps: Checkpoints, desk: Path) -> None:
+    checkpointed(cps, desk)
     assert snapshot.settled(cps.desk_config)
     write(desk, 'notes/a.md', 'changed\n')
     assert not snapshot.settled(cps.desk_config), 'a change'
@@ -42,9 +47,7 @@ def test_no_repository_or_no_checkpoint_is_not_settled(workspace: Path, desk: Pa
 
 
 def test_a_write_announced_and_not_sealed_is_not_settled(cps: Checkpoints, desk: Path) -> None:
-    write(desk, 'notes/a.md', 'a\n')
-    cps.snapshot('a')
-    settle(cps)
+    checkpointed(cps, desk)
     cps.snapshot('before Write', tool='Write', paths=['notes/b.md'], turn='t-1')  # announced
     assert not snapshot.settled(cps.desk_config)
 
@@ -67,9 +70,7 @@ def test_an_interrupted_restore_is_not_settled(
 def test_a_head_that_needs_repair_is_not_settled(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
-    write(desk, 'notes/a.md', 'a\n')
-    cps.snapshot('a')
-    settle(cps)
+    checkpointed(cps, desk)
     (repo_dir / 'HEAD').write_text('ref: refs/heads/other\n')
     assert not snapshot.settled(cps.desk_config)
 
@@ -77,8 +78,6 @@ def test_a_head_that_needs_repair_is_not_settled(
 def test_a_repository_that_cannot_be_read_is_not_settled(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
-    write(desk, 'notes/a.md', 'a\n')
-    cps.snapshot('a')
-    settle(cps)
+    checkpointed(cps, desk)
     (repo_dir / 'config').write_bytes(b'[core\n\x00 not a config\n')
     assert not snapshot.settled(cps.desk_config)

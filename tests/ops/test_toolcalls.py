@@ -78,6 +78,30 @@ def settled(cps: Checkpoints) -> None:
     assert snapshot.settled(cps.desk_config)
 
 
+def walks_under_lock(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether the repository's lock was held, for each walk of the desk from now on."""
+    walks: list[bool] = []
+    held = [False]
+    walk, locked = scans.walk, engine.locked
+
+    def counted(*args: object, **kwargs: object) -> object:
+        walks.append(held[0])
+        return walk(*args, **kwargs)  # type: ignore[arg-type]
+
+    @contextmanager
+    def holding(*args: Any, **kwargs: Any) -> Iterator[object]:
+        with locked(*args, **kwargs) as session:
+            held[0] = True
+            try:
+                yield session
+            finally:
+                held[0] = False
+
+    monkeypatch.setattr(scans, 'walk', counted)
+    monkeypatch.setattr(engine, 'locked', holding)
+    return walks
+
+
 # -- a write tool ---------------------------------------------------------------------------
 
 
@@ -156,27 +180,9 @@ def test_a_write_tools_first_hook_walks_the_desk_once(
     """The look without the lock walks the desk; the locked session commits (or marks the
     turn's start) from that scan, not from a second walk: the lock is never held for a
     walk."""
-    walks: list[bool] = []  # whether the lock was held, per walk
-    held = [False]
-    walk, locked = scans.walk, engine.locked
-
-    def counted(*args: object, **kwargs: object) -> object:
-        walks.append(held[0])
-        return walk(*args, **kwargs)  # type: ignore[arg-type]
-
-    @contextmanager
-    def holding(*args: Any, **kwargs: Any) -> Iterator[object]:
-        with locked(*args, **kwargs) as session:
-            held[0] = True
-            try:
-                yield session
-            finally:
-                held[0] = False
-
     if changed:
         write(desk, 'notes/b.md', 'by a person\n')
-    monkeypatch.setattr(scans, 'walk', counted)
-    monkeypatch.setattr(engine, 'locked', holding)
+    walks = walks_under_lock(monkeypatch)
     call = ToolCall('toolu_1', WRITE_TOOL, S)
     assert toolcalls.before_write(cps, call, 'before Write', ['Memory.md']) is not None
     assert walks == [False]
@@ -240,25 +246,7 @@ def test_a_shell_command_later_in_a_turn_checkpoints_a_changed_desk_under_its_na
     toolcalls.before_write(cps, ToolCall('toolu_1', WRITE_TOOL, S), 'before Write', ['Memory.md'])
     write(desk, 'Memory.md', 'v1 by the agent\n')
     write(desk, 'notes/b.md', 'by a person\n')
-    walks: list[bool] = []  # whether the lock was held, per walk
-    held = [False]
-    walk, locked = scans.walk, engine.locked
-
-    def counted(*args: object, **kwargs: object) -> object:
-        walks.append(held[0])
-        return walk(*args, **kwargs)  # type: ignore[arg-type]
-
-    @contextmanager
-    def holding(*args: Any, **kwargs: Any) -> Iterator[object]:
-        with locked(*args, **kwargs) as session:
-            held[0] = True
-            try:
-                yield session
-            finally:
-                held[0] = False
-
-    monkeypatch.setattr(scans, 'walk', counted)
-    monkeypatch.setattr(engine, 'locked', holding)
+    walks = walks_under_lock(monkeypatch)
     call = ToolCall('toolu_2', SHELL_TOOL, S)
     new_id = toolcalls.before_shell(cps.desk_config, call, 'before Bash: ls')
     assert walks == [False]
