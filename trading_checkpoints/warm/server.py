@@ -67,7 +67,7 @@ def main(expected: str) -> None:
     starting = lock_file(manifest + '.start')
     if starting is None:
         return  # another server of this slot is starting
-    signal.signal(signal.SIGTERM, _stop)
+    catch_stop()
     try:
         preload()
         files = installation.loaded_files()
@@ -78,6 +78,9 @@ def main(expected: str) -> None:
         lock = lock_file(path + '.lock')
         if lock is None:
             return  # a server of this very code runs
+        if STOP.asked:
+            os.close(lock)
+            return
     finally:
         os.close(starting)
     try:
@@ -111,8 +114,27 @@ def close_inherited() -> None:
                 pass  # the listing's own descriptor, closed already
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise SystemExit(0)  # the parent's ``finally`` blocks retire the waiting child
+class Stop:
+    """SIGTERM, noted: the handler only records it, and the server looks at the record before it
+    listens and each time it wakes (the signal writes to its wake-up pipe, so a wait ends).
+
+    A handler that raised ``SystemExit`` could land inside an at-fork callback (``logging``
+    releases its lock after every ``os.fork``), where Python reports the exception and drops
+    it: the server went on serving."""
+
+    def __init__(self) -> None:
+        self.asked = False
+
+    def note(self, signum: int, frame: object) -> None:
+        self.asked = True
+
+
+STOP = Stop()
+
+
+def catch_stop() -> None:
+    """SIGTERM from now on noted in :data:`STOP`."""
+    signal.signal(signal.SIGTERM, STOP.note)
 
 
 def lock_file(path: str) -> int | None:
@@ -175,7 +197,7 @@ def _serve(listener: socket.socket, server: Server) -> None:
     last = time.monotonic()
     parents = (server.lock, woken, wake, retirement)  # the fds a child closes at once
     try:
-        while True:
+        while not STOP.asked:
             if server.waiting is None:
                 # The running children's connections are theirs alone: a copy in the next
                 # child would keep a client waiting for the end of one that ended silently.
@@ -309,6 +331,8 @@ def _wait_for_client(
     """
     try:
         context.fresh_signals()  # SIGTERM back to its default among them
+        if STOP.asked:
+            os._exit(0)  # its parent stops, or it was sent SIGTERM before it took its default
         own = context.facts()
         if own is None:
             os._exit(0)
