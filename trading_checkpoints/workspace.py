@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .core.paths import TRACKED_PATHS
-from .errors import FileAccessError, InvalidArgumentError
+from .errors import FileAccessError, InvalidArgumentError, NoWorkspaceError
 
 if TYPE_CHECKING:
     from .checkpoints import Checkpoints
@@ -171,7 +171,21 @@ def locate_workspace(
 
 
 def _absolute(value: str | os.PathLike[str]) -> Path:
-    return Path(os.path.abspath(os.path.expanduser(os.fspath(value))))
+    path = os.path.expanduser(os.fspath(value))
+    return Path(os.path.normpath(path if os.path.isabs(path) else current_folder() / path))
+
+
+def current_folder() -> Path:
+    """The current folder; a :class:`NoWorkspaceError` once it was removed (nothing relative
+    can be found from it), rather than the system's bare error."""
+    try:
+        return Path(os.getcwd())
+    except FileNotFoundError as error:
+        raise NoWorkspaceError(
+            'the current folder no longer exists: run from an existing folder, or give '
+            '--workspace as an absolute path',
+            workspace='.',
+        ) from error
 
 
 def desk_at(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> str | None:

@@ -5,6 +5,7 @@ is tested in ``test_hooks.py``; these run where mutation testing sees them."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from helpers.builders import write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.agent.hooks import Options, Reply, run
+from trading_checkpoints.agent.hooks.dispatch import reason
 from trading_checkpoints.agent.hooks.lastevent import FAILED, last_event
 from trading_checkpoints.agent.hooks.place import session_file
 from trading_checkpoints.ops import calls
@@ -400,9 +402,10 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
     raw = real('claude-write-PreToolUse', project)
     raw = raw.replace(b'notes/new.md', b'notes/\\ud800.md')
     done = hook(raw, strict=True)
-    assert done.code == 1 and done.stdout == ''
+    assert done.code == 2 and done.stdout == '', 'a strict write fails closed'
     assert done.stderr.startswith('checkpoints hook: unexpected UnicodeEncodeError: ')
-    assert done.stderr.count('\n') == 1
+    assert done.stderr.endswith(' (blocked: --strict)\n') and done.stderr.count('\n') == 1
+    assert hook(raw).code == 1
     monkeypatch.setenv('CHECKPOINTS_DEBUG', '1')
     with pytest.raises(UnicodeEncodeError):
         hook(raw)
@@ -759,20 +762,6 @@ def test_five_changed_files_are_named_in_full(project: Path, workspace: Path) ->
     )
 
 
-def test_an_error_naming_no_file_is_said_with_the_systems_reason_alone(
-    project: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The harness started the hook in a folder removed since, and the workspace is given
-    relative to it: making it absolute fails, and the system names no file."""
-    gone = project / 'gone'
-    gone.mkdir()
-    monkeypatch.chdir(gone)
-    gone.rmdir()
-    for name in ('claude-UserPromptSubmit', 'claude-write-PreToolUse', 'claude-shell-PreToolUse'):
-        done = hook(real(name, project), workspace=Path('workspace'))
-        assert done == Reply(1, '', 'checkpoints hook: No such file or directory\n')
-
-
 def short_of_descriptors(project: Path, tmp_path: Path, event: str) -> list[tuple[Path, Reply]]:
     """The hook's replies to ``event`` with the process's descriptors limited, from none free
     up to the first limit that is enough (at most 64), each on a copy of ``project`` (a call
@@ -804,8 +793,8 @@ def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_
 ) -> None:
     """With the process's descriptors limited, each failing checkpoint is one line naming the
     desk and the tool and ending with the system's reason, after the file when the system named
-    one (blocked under --strict): a folder's listing through its descriptor (``os.listdir(fd)``
-    takes a descriptor of its own) fails naming none."""
+    one (blocked under --strict); a folder's listing through its descriptor (``os.listdir(fd)``
+    takes a descriptor of its own, and the system names no file) names the folder."""
     assert hook(real('claude-write-PreToolUse', project)).code == 0  # imports what it needs
     assert hook(real('claude-write-PostToolUse', project)).code == 0
     write(workspace, 'desks/main/notes/old.md', 'changed\n')
@@ -820,7 +809,9 @@ def test_a_checkpoint_short_of_descriptors_says_the_systems_reason_and_the_file_
         found = line.fullmatch(done.stderr)
         assert done.code == 2 and found is not None, done
         details.append(found['detail'])
-    assert '[Errno 24] Too many open files' in details, details
+    listing = re.compile(r'cannot list /.+/desks/main/notes: Too many open files')
+    assert any(listing.fullmatch(detail) for detail in details), details
+    assert '[Errno 24] Too many open files' not in details, 'every refusal names its file'
 
 
 def test_a_prompt_short_of_descriptors_says_the_systems_reason_and_blocks_nothing(
@@ -888,3 +879,40 @@ def test_a_fifo_where_the_session_record_goes_fails_the_hook_at_once(
         f"checkpoints hook: could not checkpoint desk 'main' for Write {target}: "
         f'Not a regular file: {record} (blocked: --strict)\n',
     )
+
+
+def test_a_failure_before_the_desk_is_known_blocks_only_a_strict_tools_first_hook(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative ``--workspace`` from a current folder since removed: the error names the
+    problem, and ``--strict`` blocks the tool before it runs (it may have been a write), as a
+    failed checkpoint does; after it, nothing is left to block."""
+    gone = project.parent / 'gone'
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    message = (
+        'checkpoints hook: the current folder no longer exists: run from an existing folder, '
+        'or give --workspace as an absolute path'
+    )
+    prompt = real('claude-UserPromptSubmit', project)
+    assert hook(prompt, workspace=Path('workspace'), strict=True) == Reply(1, '', message + '\n')
+    for name in ('claude-write-PreToolUse', 'claude-shell-PreToolUse'):
+        raw = real(name, project)
+        assert hook(raw, workspace=Path('workspace')) == Reply(1, '', message + '\n')
+        assert hook(raw, workspace=Path('workspace'), strict=True) == Reply(
+            2, '', f'{message} (blocked: --strict)\n'
+        )
+    after = real('claude-write-PostToolUse', project)
+    assert hook(after, workspace=Path('workspace'), strict=True) == Reply(1, '', message + '\n')
+
+
+def test_a_system_error_is_said_as_its_reason_then_the_file_it_names() -> None:
+    """Every hook line says a system error alike: ``os.listdir(fd)`` or a socket short of
+    descriptors names no file; a refused open names one."""
+    bare = OSError(errno.EMFILE, 'Too many open files')
+    named = OSError(errno.EACCES, 'Permission denied', '/ws/desks/main/notes')
+    assert reason(bare) == 'Too many open files'
+    assert reason(named) == 'Permission denied: /ws/desks/main/notes'
+    assert reason(OSError('no reason')) == 'no reason'
+    assert reason(ValueError('not a system error')) == 'not a system error'

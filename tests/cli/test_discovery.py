@@ -4,11 +4,13 @@ errors when they are missing: the real command in a subprocess, from real folder
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from helpers.builders import checkpoints_in, write
-from helpers.cli import checkpoints
+from helpers.cli import checkpoints, command
+from helpers.processes import environment
 
 READ_VERBS = [
     ['list'],
@@ -221,3 +223,27 @@ def test_desks_lists_them_and_marks_the_current_one(agent: Path) -> None:
         {'name': 'main', 'folder': True, 'checkpoints': True, 'current': False},
         {'name': 'research', 'folder': False, 'checkpoints': True, 'current': False},
     ]
+
+
+def test_from_a_removed_folder_a_relative_workspace_is_refused_naming_why(
+    agent: Path, tmp_path: Path
+) -> None:
+    """Started in a folder removed since: a relative ``--workspace`` (or none: the folder
+    itself is where the search starts) cannot be found, and the error says why."""
+    gone = tmp_path / 'gone'
+    gone.mkdir()
+    for words in (['--workspace', 'agent'], []):
+        done = subprocess.run(
+            ['sh', '-c', 'cd "$0" && rmdir "$0" && exec "$@"', str(gone), *command(*words, 'list')],
+            env=environment(None),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        gone.mkdir()
+        assert (done.returncode, done.stdout) == (1, ''), done.stderr
+        assert done.stderr == (
+            'error: the current folder no longer exists: run from an existing folder, or give '
+            '--workspace as an absolute path\n'
+        )

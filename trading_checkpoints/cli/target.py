@@ -23,6 +23,7 @@ from ..workspace import (
     REPOSITORIES,
     WORKSPACE_VARIABLE,
     Workspace,
+    current_folder,
     desk_at,
     desk_name_problem,
     find_workspace,
@@ -197,7 +198,7 @@ class Target:
 
 def resolve(workspace_option: str | None, desk_option: str | None) -> Target:
     """The target named by the options, the environment and the current folder."""
-    cwd = Path(os.path.abspath(os.getcwd()))
+    cwd = current_folder()
     root, workspace_source = locate_workspace(cwd, workspace_option)
     environment_desk = os.environ.get(DESK_VARIABLE) or None
     if desk_option is not None:

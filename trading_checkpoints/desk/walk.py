@@ -26,6 +26,7 @@ from itertools import chain
 from operator import attrgetter
 
 from ..core.paths import Allowlist, path_problem
+from ..errors import FileAccessError
 from .folders import DeskFolders
 
 _FORMAT_MASK = 0o170000
@@ -155,8 +156,7 @@ def walk_since(
         if folder not in known:
             walk_whole(folder, identity)
             continue
-        fd = folders.folder(folder)
-        listing = None if fd is None else list_folder(fd, folder, identity)
+        listing = _listed(folders, folder, identity)
         found.listed.add(folder)
         subfolders = _gather(listing, folder, found.names, found.numbers, skipped)
         if listing is None or listing.replaced:
@@ -200,10 +200,25 @@ def _walk_folder(
     pending = [top]
     while pending:
         folder, seen = pending.pop()
-        fd = folders.folder(folder)
-        listing = None if fd is None else list_folder(fd, folder, seen)
+        listing = _listed(folders, folder, seen)
         # Walked last-in first-out: reversed keeps the listing order.
         pending.extend(reversed(_gather(listing, folder, names, numbers, skipped)))
+
+
+def _listed(folders: DeskFolders, folder: str, seen: Identity) -> Listing | None:
+    """The listing of desk folder ``folder`` (None: gone, or no longer a real folder). A
+    listing the system refuses (descriptors run out: listing one opens another) is a
+    :class:`FileAccessError` naming the folder, as entering it is."""
+    fd = folders.folder(folder)
+    if fd is None:
+        return None
+    try:
+        return list_folder(fd, folder, seen)
+    except OSError as error:
+        full = folders.full(folder)
+        raise FileAccessError(
+            f'cannot list {full}: {error.strerror}', path=full, action='list'
+        ) from error
 
 
 def list_folder(fd: int, folder: str, seen: Identity) -> Listing:

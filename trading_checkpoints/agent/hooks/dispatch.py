@@ -192,12 +192,7 @@ class Action:
         return _done(self.workspace, self.harness, event, self.tool, line)
 
     def failed(self, desk: str, what: str, error: Exception) -> HookError:
-        if isinstance(error, OSError):
-            detail: object = (
-                f'{error.strerror or error}: {error.filename}' if error.filename else error
-            )
-        else:
-            detail = error
+        detail = reason(error)
         verb = {BEFORE_TOOL: 'checkpoint', AFTER_TOOL: 'seal'}.get(self.kind, 'close a call of')
         return HookError(
             f'could not {verb} desk {desk!r} for {what}: {detail}',
@@ -210,9 +205,8 @@ class Action:
         try:
             return check(*args)
         except (CheckpointError, OSError) as error:
-            detail = f'{error.strerror}: {error.filename}' if isinstance(error, OSError) else error
             raise HookError(
-                f'could not read the policy for {self.tool}: {detail}',
+                f'could not read the policy for {self.tool}: {reason(error)}',
                 blocks=self.kind == BEFORE_TOOL,
             ) from error
 
@@ -397,6 +391,15 @@ def _desk_name_ok(name: str) -> bool:
     return desk_name_problem(name) is None and not name.startswith('.')
 
 
+def reason(error: Exception) -> str:
+    """What an error says in a hook's line: a system error as its reason, then the file it
+    names if any (``Too many open files: /path``); any other error, its message."""
+    if not isinstance(error, OSError):
+        return str(error)
+    said = error.strerror or str(error)
+    return f'{said}: {error.filename}' if error.filename else said
+
+
 def run(raw: bytes, options: Options) -> Reply:
     """The whole hook: parse, act, and answer as the harness expects."""
     harness = options.harness
@@ -409,17 +412,17 @@ def run(raw: bytes, options: Options) -> Reply:
         harness = options.harness or harness
         done = handle(event, options, answer)
     except Exception as error:  # noqa: BLE001 - a hook never shows a traceback
+        # Failing before the desks are known, a tool's first hook may precede a write:
+        # ``--strict`` fails closed, as a failed checkpoint does.
+        blocks = kind == BEFORE_TOOL
         if isinstance(error, HookError):
             message, blocks = str(error), error.blocks
-        elif isinstance(error, CheckpointError):
-            message, blocks = str(error), False
-        elif isinstance(error, OSError):
-            where = f': {error.filename}' if error.filename else ''
-            message, blocks = f'{error.strerror or error}{where}', False
+        elif isinstance(error, CheckpointError | OSError):
+            message = reason(error)
         else:
             if os.environ.get('CHECKPOINTS_DEBUG'):
                 raise
-            message, blocks = f'unexpected {type(error).__name__}: {error}', False
+            message = f'unexpected {type(error).__name__}: {error}'
         if options.strict and blocks:
             return Reply(
                 BLOCKING,
