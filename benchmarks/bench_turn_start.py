@@ -1,14 +1,17 @@
-"""A turn's start on an unchanged desk, before and after a change: the write tool's first hook.
+"""A write tool's hooks, before and after a change: a turn's start, or the seal after a write.
 
-Each turn's first write tool call on an unchanged desk (``toolcalls.before_write`` with a new
-turn id) checks the desk and commits the newest checkpoint's files again as the turn's start.
-This script times that call in-process on a desk of N tracked 1 KB files, for two checkouts
-alternated round by round (each round a new process per checkout, 40 calls, the median of the
-last 35), and prints each checkout's median over the rounds and their ratio. Run by hand from
-the project root (never as a test):
+``--hook before_write`` (the default): each turn's first write tool call on an unchanged desk
+(``toolcalls.before_write`` with a new turn id) checks the desk and commits the newest
+checkpoint's files again as the turn's start. ``--hook after_write``: the seal once the tool
+wrote a new file (``toolcalls.after_write``; its hook before, and the write, are not timed).
+This script times that call in-process on a desk of N tracked 1 KB files in folders of 100,
+for two checkouts alternated round by round (each round a new process per checkout, 40 calls,
+the median of the last 35), and prints each checkout's median over the rounds and their ratio.
+Run by hand from the project root (never as a test):
 
     git archive main | tar -x -C /tmp/before
     python benchmarks/bench_turn_start.py --before /tmp/before --sizes 200 10000 --rounds 5
+    python benchmarks/bench_turn_start.py --before /tmp/before --hook after_write
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from trading_checkpoints.ops import toolcalls
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store.metadata import Writer
 files, calls, warm = (int(value) for value in sys.argv[1:4])
+hook = sys.argv[4]
 root = Path(tempfile.mkdtemp(prefix='turn-start-'))
 desk = root / 'workspace/desks/main'
 for index in range(files):
@@ -43,16 +47,24 @@ checkpoints.snapshot('settled')
 times = []
 for number in range(calls):
     call = ToolCall(f'call-{number}', 'claude:Write', Writer(f'turn-{number}', 'S'))
+    path = f'memory/new/{number}.md'
+    if hook == 'after_write':
+        toolcalls.before_write(checkpoints, call, 'before Write', [path])
+        (desk / path).parent.mkdir(parents=True, exist_ok=True)
+        (desk / path).write_text(f'written by call {number}')
     began = time.perf_counter()
-    toolcalls.before_write(checkpoints, call, 'before Write', ['memory/new.md'])
+    if hook == 'after_write':
+        toolcalls.after_write(checkpoints.desk_config, call, [path])
+    else:
+        toolcalls.before_write(checkpoints, call, 'before Write', [path])
     times.append(time.perf_counter() - began)
 print(statistics.median(times[warm:]) * 1000)
 """
 
 
-def one_round(checkout: Path, files: int) -> float:
+def one_round(checkout: Path, files: int, hook: str) -> float:
     env = dict(os.environ, PYTHONPATH=str(checkout), PYTHONDONTWRITEBYTECODE='1')
-    argv = [sys.executable, '-c', ROUND, str(files), str(CALLS), str(WARM)]
+    argv = [sys.executable, '-c', ROUND, str(files), str(CALLS), str(WARM), hook]
     out = subprocess.run(argv, env=env, check=True, capture_output=True, text=True).stdout
     return float(out)
 
@@ -62,16 +74,20 @@ def main() -> None:
     parser.add_argument('--before', type=Path, required=True, help='the other checkout')
     parser.add_argument('--sizes', type=int, nargs='+', default=[200, 10000])
     parser.add_argument('--rounds', type=int, default=5)
+    parser.add_argument('--hook', choices=['before_write', 'after_write'], default='before_write')
     args = parser.parse_args()
     print(f'load average at the start: {os.getloadavg()}')
     for files in args.sizes:
         found: dict[str, list[float]] = {'before': [], 'after': []}
         for _ in range(args.rounds):
-            found['before'].append(one_round(args.before, files))
-            found['after'].append(one_round(ROOT, files))
+            found['before'].append(one_round(args.before, files, args.hook))
+            found['after'].append(one_round(ROOT, files, args.hook))
         before, after = (statistics.median(found[name]) for name in ('before', 'after'))
         ratio = after / before
-        print(f'{files} files: before {before:.1f} ms, after {after:.1f} ms, x {ratio:.2f}')
+        print(
+            f'{args.hook}, {files} files: before {before:.1f} ms, after {after:.1f} ms, '
+            f'x {ratio:.2f}'
+        )
     print(f'load average at the end: {os.getloadavg()}')
 
 

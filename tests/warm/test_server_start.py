@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import SCRIPTS
+from helpers.processes import environment
 from helpers.warm import (
     CLIENT,
     client_env,
@@ -251,3 +252,37 @@ def test_a_server_that_cannot_listen_goes_quietly(tmp_path: Path, runtime: Path)
     status, out, err = collected(runtime, desk)
     assert (status, out) == (0, b'0\n'), err
     assert sock.is_dir()
+
+
+# ``close_inherited`` where ``/proc`` cannot be listed (a system without it): descriptors 3 and
+# 300 left open, the listing refused; prints which of 0, 1, 2, 3 and 300 are still open.
+CLOSED_WITHOUT_PROC = """\
+import os
+from trading_checkpoints.warm import server
+os.dup2(os.open(os.devnull, os.O_RDONLY), 300)
+listdir = os.listdir
+def refused(path='.'):
+    if str(path).startswith('/proc'):
+        raise FileNotFoundError(2, 'No such file or directory', str(path))
+    return listdir(path)
+os.listdir = refused
+server.close_inherited()
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+print([fd for fd in (0, 1, 2, 3, 300) if is_open(fd)])
+"""
+
+
+def test_without_proc_the_server_closes_every_descriptor_below_the_limit() -> None:
+    done = subprocess.run(
+        [sys.executable, '-c', CLOSED_WITHOUT_PROC],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, '[0, 1, 2]\n'), done.stderr

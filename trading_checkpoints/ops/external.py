@@ -5,6 +5,9 @@ The *sealed state* is the state the agent (or a restore) left the desk in:
 - ``Checkpoints.seal()``, called once a write tool has run, records the desk as it is now in a
   commit outside the branch, referenced by ``refs/checkpoints/sealed`` (so git keeps its
   objects and real git can inspect it). Its parent is the newest checkpoint at sealing time.
+- The hooks' seal after a write tool (``toolcalls.after_write``) records the newest checkpoint
+  with what the tool wrote: its scan walks only the folders of the paths the tool named
+  (``declared.py``), so a person's edit elsewhere meanwhile is not sealed.
 - Every restore, undo and redo seals the state it wrote (the ref then names the newest
   checkpoint itself).
 

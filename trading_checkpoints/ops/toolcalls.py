@@ -6,7 +6,9 @@ event concerns and calls these):
 - :func:`before_write` (a write tool names its paths): a checkpoint of the desk as it is, in
   the session's turn (the turn's first one always, as the turn's start), then the call on
   record (``calls``), so whatever lands at those paths while it runs is credited to it.
-- :func:`after_write`: the call's end, with what it left at its paths, and the desk sealed.
+- :func:`after_write`: the call's end, with what it left at its paths, and the desk sealed:
+  the checkpoint before it with the call's writes (the folders of its paths walked again,
+  ``declared.py``), not a person's edit made meanwhile elsewhere.
 - :func:`before_shell` (a shell command may write any path of any desk): a checkpoint only
   when the desk changed (never an empty one: a command that only reads leaves no row), then
   the call on record.
@@ -29,7 +31,7 @@ from pathlib import Path
 from ..core.ids import ShortId, short_id
 from ..store import metadata
 from ..store.metadata import Writer
-from . import calls, deskconfig, engine, external, snapshot, turnindex, vouched
+from . import calls, declared, deskconfig, engine, external, snapshot, turnindex, vouched
 from .deskconfig import DeskConfig
 from .session import LockedSession
 from .turns import CheckpointsLike, check_turn_id, labelled
@@ -89,7 +91,9 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
         found = _find(session.repo.path, call, paths)
         if found is not None:
             calls.end(session, found, calls.WROTE)
-        return short_id(vouched.seal(session))  # narrowed by a running watcher
+        # The checkpoint the hook before took, with what the call wrote (``declared.py``).
+        scanned = session.scan(record=True, since=declared.since(session, paths))
+        return short_id(external.seal(session, scanned))
 
 
 def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | None:

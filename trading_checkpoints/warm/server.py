@@ -105,8 +105,13 @@ def main(expected: str) -> None:
 def close_inherited() -> None:
     """Closes every descriptor but the standard streams: whatever the client that started
     this process had left open (its own parent's pipes, say), at any number (a raised limit
-    puts descriptors past any fixed bound)."""
-    for name in os.listdir('/proc/self/fd'):
+    puts descriptors past any fixed bound); without ``/proc``, every number below the limit."""
+    try:
+        names = os.listdir('/proc/self/fd')
+    except OSError:
+        os.closerange(3, max(os.sysconf('SC_OPEN_MAX'), 3))
+        return
+    for name in names:
         if int(name) > 2:
             try:
                 os.close(int(name))

@@ -1,0 +1,209 @@
+"""A write tool's seal (``toolcalls.after_write``) walks only its declared paths' folders and
+those an earlier seal on the same checkpoint changed (``ops/declared.py``): a person's edit
+elsewhere made while the tool ran stays the person's; the agent's writes, in any new folders,
+from one session or two, are sealed as a walk of the whole desk would seal them; an oversize
+write is named. Driven in the test's process on a real desk and repository."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import pytest
+from dulwich.objects import Tree
+from dulwich.repo import Repo
+from helpers.builders import write
+
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.core.trees import blob_id
+from trading_checkpoints.desk import walk
+from trading_checkpoints.ops import declared, external, toolcalls
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.metadata import Writer
+from trading_checkpoints.store.repo import ShadowRepo
+
+ONE, TWO = Writer('t-1', 'S1'), Writer('t-2', 'S2')
+TOOL = 'claude:Write'
+
+
+@pytest.fixture
+def cps(workspace: Path, desk: Path) -> Checkpoints:
+    """A desk checkpointed, its stat cache written a second after its files: no cached stat
+    is racy, so a scan takes an unwalked file from the cache (a racy one is read again, by
+    every scan)."""
+    write(desk, 'Memory.md', 'v0\n')
+    write(desk, 'memory/people.md', 'Ann\n')
+    write(desk, 'notes/old.md', 'old\n')
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
+    cps.snapshot('start')
+    time.sleep(1.05 - time.time() % 1)
+    assert cps.snapshot('the stat cache written again') is None
+    return cps
+
+
+def before(cps: Checkpoints, call_id: str, writer: Writer, path: str) -> ToolCall:
+    call = ToolCall(call_id, TOOL, writer)
+    toolcalls.before_write(cps, call, f'before Write {path}', [path])
+    return call
+
+
+def sealed_tree(cps: Checkpoints) -> bytes:
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        seal = repo.read_ref(external.SEAL_REF)
+        assert seal is not None
+        return repo.commit_info(seal).tree
+    finally:
+        repo.close()
+
+
+def test_a_persons_edit_elsewhere_while_a_write_runs_stays_the_persons(
+    cps: Checkpoints, desk: Path
+) -> None:
+    call = before(cps, 'toolu_1', ONE, 'notes/new.md')
+    write(desk, 'memory/people.md', 'Ann\nBob, added by a person\n')
+    write(desk, 'notes/new.md', 'by the agent\n')
+    toolcalls.after_write(cps.desk_config, call, ['notes/new.md'])
+    status = cps.status()
+    assert (status.basis, status.external) == ('sealed', ('memory/people.md',))
+    assert cps.snapshot('after the write') is not None
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        head = repo.head()
+        assert head is not None
+        trailers = metadata.trailer_values(repo.commit_info(head).message)
+    finally:
+        repo.close()
+    assert trailers[metadata.WROTE] == ['notes/new.md'], 'the checkpoint credits the write alone'
+
+
+def test_writes_into_new_folders_are_sealed_as_a_whole_walk_seals_them(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """With no one else writing, over 90 random steps of two sessions, each call's hook
+    before, its write and its hook after interleaving with the other's: nothing is ever
+    external, and a seal made while the other session's write is not under way is the one a
+    seal of the whole desk gives (``Checkpoints.seal``), whatever folders the writes made. (A
+    write under way is the other call's: it stays out of this seal, and the calls record
+    explains it.)"""
+    chooser = random.Random(4)
+    folders = ['notes', 'notes/deep', 'notes/deep/er', 'memory', 'memory/new', 'skills/agent']
+    begun: dict[Writer, tuple[ToolCall, str]] = {}
+    written: set[Writer] = set()
+    compared = 0
+    for step in range(90):
+        writer = chooser.choice([ONE, TWO])
+        if writer not in begun:
+            path = f'{chooser.choice(folders)}/f{chooser.randrange(6)}.md'
+            begun[writer] = (before(cps, f'toolu_{step}', writer, path), path)
+        elif writer not in written:
+            write(desk, begun[writer][1], f'step {step}\n')
+            written.add(writer)
+        else:
+            call, path = begun.pop(writer)
+            written.discard(writer)
+            toolcalls.after_write(cps.desk_config, call, [path])
+            assert cps.status().external == (), f'step {step}: sealing {path}'
+            if not written:
+                narrow = sealed_tree(cps)
+                cps.seal()
+                assert narrow == sealed_tree(cps), f'step {step}: sealing {path}'
+                compared += 1
+    assert compared >= 10
+
+
+def test_a_seal_replacing_another_sessions_keeps_its_write(cps: Checkpoints, desk: Path) -> None:
+    """Both writes start on the same checkpoint; the first sealed is the other session's, in
+    another folder: the second seal walks that folder again, so neither write is external."""
+    first = before(cps, 'toolu_1', ONE, 'notes/a.md')
+    second = before(cps, 'toolu_2', TWO, 'memory/b.md')
+    write(desk, 'notes/a.md', 'by session one\n')
+    write(desk, 'memory/b.md', 'by session two\n')
+    toolcalls.after_write(cps.desk_config, second, ['memory/b.md'])
+    toolcalls.after_write(cps.desk_config, first, ['notes/a.md'])
+    status = cps.status()
+    assert (status.basis, status.external) == ('sealed', ())
+    narrow = sealed_tree(cps)
+    cps.seal()
+    assert narrow == sealed_tree(cps), 'the state both left, as a walk of the desk finds it'
+
+
+def test_the_seal_lists_only_the_declared_paths_folders(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for number in range(20):
+        write(desk, f'memory/day{number}/log.md', f'{number}\n')
+    call = before(cps, 'toolu_1', ONE, 'notes/deep/new.md')
+    write(desk, 'notes/deep/new.md', 'by the agent\n')
+    listed: list[str] = []
+    list_folder = walk.list_folder
+
+    def counted(fd: int, folder: str, seen: tuple[int, int]) -> walk.Listing:
+        listed.append(folder)
+        return list_folder(fd, folder, seen)
+
+    monkeypatch.setattr(walk, 'list_folder', counted)
+    toolcalls.after_write(cps.desk_config, call, ['notes/deep/new.md'])
+    assert sorted(listed) == ['notes', 'notes/deep'], 'the new folder found in its parent'
+    assert cps.status().external == ()
+
+
+def test_an_oversize_write_is_named_in_its_seal(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    config = repo_dir / 'config'
+    config.write_text(config.read_text() + '[checkpoints]\n\tmaxFileSize = 1000\n')
+    bloated = b'agent output\n' * 400
+    call = before(cps, 'toolu_1', ONE, 'notes/old.md')
+    (desk / 'notes' / 'old.md').write_bytes(bloated)
+    toolcalls.after_write(cps.desk_config, call, ['notes/old.md'])
+    with Repo(str(repo_dir)) as repo:
+        message = repo[repo.refs[external.SEAL_REF]].message.decode()
+    [value] = metadata.trailer_values(message)[external.OVERSIZE]
+    assert value.startswith(f'100644 {blob_id(bloated).decode()} ')
+    assert value.endswith(' notes/old.md')
+
+
+def test_only_folders_a_desk_path_can_name_are_compared(cps: Checkpoints) -> None:
+    """Trees read from the repository are untrusted: a folder named ``..`` that differs on both
+    sides is not descended into (no desk folder can lie there)."""
+
+    def tree(*entries: tuple[bytes, int, bytes]) -> Tree:
+        made = Tree()
+        for name, mode, sha in entries:
+            made.add(name, mode, sha)
+        return made
+
+    inner_a = tree((b'x', 0o100644, blob_id(b'a')))
+    inner_b = tree((b'x', 0o100644, blob_id(b'b')))
+    deeper_a = tree((b'deeper', 0o040000, inner_a.id))
+    deeper_b = tree((b'deeper', 0o040000, inner_b.id))
+    left = tree((b'..', 0o040000, deeper_a.id), (b'notes', 0o040000, deeper_a.id))
+    right = tree((b'..', 0o040000, deeper_b.id), (b'notes', 0o040000, deeper_b.id))
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        repo.write_objects([inner_a, inner_b, deeper_a, deeper_b, left, right])
+        found = declared.differing_folders(repo, left.id, right.id)
+        assert found == {'', 'notes', 'notes/deeper'}
+        assert declared.differing_folders(repo, left.id, left.id) == set()
+    finally:
+        repo.close()
+
+
+def test_an_edit_beside_the_write_or_of_a_tracked_file_is_sealed_with_it(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """What the seal cannot tell apart (docs/history.md says so): a person's edit in a folder
+    the write's path lies in, or of a tracked path that is a file itself (looked at by every
+    scan), is sealed as the agent's."""
+    call = before(cps, 'toolu_1', ONE, 'notes/new.md')
+    write(desk, 'notes/old.md', 'old, edited by a person\n')
+    write(desk, 'Memory.md', 'v1 by a person\n')
+    write(desk, 'notes/new.md', 'by the agent\n')
+    toolcalls.after_write(cps.desk_config, call, ['notes/new.md'])
+    assert cps.status().external == ()
