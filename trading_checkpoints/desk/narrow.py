@@ -38,7 +38,7 @@ from .scan import (
     without_large,
 )
 from .statcache import FIELDS, SHA_SIZE, UNSTABLE, StatCache
-from .walk import REPLACED, Narrowed, walk_since
+from .walk import REPLACED, walk_since
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def scan_since(
     result.max_file_size = max_file_size
     walked: list[tuple[str, str]] = []
     found = walk_since(folders, allowlist, cache.trees, since.touched, walked)
-    drop = _replaced_rows(cache.names, found)
+    drop = found.replaced(cache.names)  # the rows the narrowed walk looked at again, in order
     if not _trusted_beside(cache, drop):
         return None
     limit_reason = too_large(max_file_size)
@@ -100,17 +100,6 @@ def scan_since(
             mode = git_mode(cache.numbers[held * FIELDS + 4])
             result.carry(path, (mode, cache.sha(held)))
     return result
-
-
-def _replaced_rows(names: list[str], found: Narrowed) -> list[int]:
-    """The rows of the cache that the narrowed walk looked at again, in order."""
-    prefixes = tuple(folder + '/' for folder in (*found.listed, *found.below))
-    entries = found.entries
-    return [
-        row
-        for row, name in enumerate(names)
-        if (name in entries or name.startswith(prefixes)) and found.replaces(name)
-    ]
 
 
 def _trusted_beside(cache: StatCache, drop: list[int]) -> bool:

@@ -98,9 +98,18 @@ class Narrowed:
 
     def replaces(self, path: str) -> bool:
         """Whether ``path``, as the previous walk found it, is looked at again here."""
-        if path in self.entries or path.rpartition('/')[0] in self.listed:
-            return True
-        return any(path.startswith(folder + '/') for folder in self.below)
+        return bool(self.replaced([path]))
+
+    def replaced(self, paths: list[str]) -> list[int]:
+        """The positions of the ``paths`` that :meth:`replaces` (one pass over a stat cache's
+        names: each test is a lookup or a prefix test of all the folders at once)."""
+        entries, listed = self.entries, self.listed
+        below = tuple(folder + '/' for folder in self.below)
+        return [
+            row
+            for row, path in enumerate(paths)
+            if path in entries or path.rpartition('/')[0] in listed or path.startswith(below)
+        ]
 
 
 def walk_since(

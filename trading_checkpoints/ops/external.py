@@ -167,9 +167,10 @@ def _differing(left: Mapping[str, FileEntry], desk: Mapping[str, FileEntry]) -> 
 
 
 def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) -> bytes:
-    """Records the desk as it is now as the state the agent left; returns the seal's commit.
+    """Records the desk as the state the agent left; returns the seal's commit.
 
-    ``scanned``: the desk's scan, made in this session to record (else a walk of everything).
+    ``scanned``: the desk's scan, made in this session to record (else a walk of everything;
+    the hooks' seal after a write tool walks only the folders it wrote in: ``declared.py``).
     Over an announcement, the seal keeps the announcement's turn and session (the writer). Each
     file over the size limit is read (in chunks) to name its content in the seal, unless the
     previous seal named it and its stat has not changed since.
@@ -177,7 +178,7 @@ def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) 
     repo = session.repo
     result, cache = session.scan(record=True) if scanned is None else scanned
     head = repo.head()
-    tree = session.tree_of(result, cache)
+    tree, built = session.built_trees(result, cache)
     unstored = _oversize_values(session, result)
     pairs = list(unstored)
     earlier = current_seal(repo, head)
@@ -191,7 +192,6 @@ def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) 
         return head
     if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
         return earlier.sha.encode()  # the same state sealed again
-    _, built = session.desk.trees(result, cache)
     commit = repo.make_commit(tree, head, message)
     # One pack append (the blobs and folders the branch lacks, and the seal), flushed before
     # the ref names it, as a snapshot's commit is.

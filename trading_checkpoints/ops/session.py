@@ -107,10 +107,14 @@ class ReadSession:
 
     def tree_of(self, result: Scan, cache: StatCache) -> bytes:
         """The root tree id the desk would have as a snapshot (computed, nothing written)."""
+        return self.built_trees(result, cache)[0]
+
+    def built_trees(self, result: Scan, cache: StatCache) -> tuple[bytes, list[RawObject]]:
+        """:meth:`tree_of`, with the trees built for it (none when the cache holds them)."""
         if result.unchanged and '' in cache.trees:
-            return cache.trees['']
-        trees, _ = self.desk.trees(result, cache)
-        return trees['']
+            return cache.trees[''], []
+        trees, built = self.desk.trees(result, cache)
+        return trees[''], built
 
     def known_tree(self, result: Scan, cache: StatCache) -> bytes | None:
         """The desk's root tree id when it is known without building trees, else None."""
