@@ -460,6 +460,15 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     # A tool call from its hook before to its hook after, driven in the test process.
+    # A write tool's seal: the folders it walks (its declared paths', an earlier seal's).
+    'declared': (
+        'trading_checkpoints.ops.declared.*',
+        [
+            'tests/ops/test_declared_seal.py',
+            'tests/ops/test_toolcalls.py',
+            *FOUND_BY_MUTATION,
+        ],
+    ),
     'toolcalls': (
         'trading_checkpoints.ops.toolcalls.*',
         [

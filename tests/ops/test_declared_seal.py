@@ -18,7 +18,7 @@ from helpers.builders import write
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.trees import blob_id
 from trading_checkpoints.desk import walk
-from trading_checkpoints.ops import declared, external, toolcalls
+from trading_checkpoints.ops import declared, engine, external, toolcalls
 from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
 from trading_checkpoints.store.metadata import Writer
@@ -169,8 +169,9 @@ def test_an_oversize_write_is_named_in_its_seal(
 
 
 def test_only_folders_a_desk_path_can_name_are_compared(cps: Checkpoints) -> None:
-    """Trees read from the repository are untrusted: a folder named ``..`` that differs on both
-    sides is not descended into (no desk folder can lie there)."""
+    """Trees read from the repository are untrusted: a folder named ``..``, or with a name
+    that is not UTF-8, that differs on both sides is not descended into (no desk folder can
+    lie there), and the folders after it are compared all the same."""
 
     def tree(*entries: tuple[bytes, int, bytes]) -> Tree:
         made = Tree()
@@ -182,8 +183,9 @@ def test_only_folders_a_desk_path_can_name_are_compared(cps: Checkpoints) -> Non
     inner_b = tree((b'x', 0o100644, blob_id(b'b')))
     deeper_a = tree((b'deeper', 0o040000, inner_a.id))
     deeper_b = tree((b'deeper', 0o040000, inner_b.id))
-    left = tree((b'..', 0o040000, deeper_a.id), (b'notes', 0o040000, deeper_a.id))
-    right = tree((b'..', 0o040000, deeper_b.id), (b'notes', 0o040000, deeper_b.id))
+    hostile = (b'..', b'a\xff')  # both sort before 'notes'
+    left = tree(*((name, 0o040000, deeper_a.id) for name in (*hostile, b'notes')))
+    right = tree(*((name, 0o040000, deeper_b.id) for name in (*hostile, b'notes')))
     repo = ShadowRepo.open(cps.repository_directory)
     assert repo is not None
     try:
@@ -193,6 +195,16 @@ def test_only_folders_a_desk_path_can_name_are_compared(cps: Checkpoints) -> Non
         assert declared.differing_folders(repo, left.id, left.id) == set()
     finally:
         repo.close()
+
+
+def test_a_declared_path_that_cannot_be_a_tracked_desk_path_adds_no_folder(
+    cps: Checkpoints,
+) -> None:
+    """Only the folders of tracked desk paths are walked: one climbing out (``..``), or
+    outside the tracked paths, adds nothing."""
+    with engine.locked(cps.desk_config, light=True, verb='seal') as session:
+        found = declared.since(session, ['notes/../../x.md', 'scratch/a.md', 'notes/a/b.md'])
+    assert (found.touched, found.skipped) == (frozenset({'notes', 'notes/a'}), ())
 
 
 def test_an_edit_beside_the_write_or_of_a_tracked_file_is_sealed_with_it(
