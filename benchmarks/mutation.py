@@ -325,6 +325,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.desk.walk.*',
         [
             'tests/desk/test_walk.py',
+            'tests/desk/test_narrow.py',  # Narrowed: which rows a narrowed walk replaces
             'tests/desk/test_statcache.py',
             'tests/desk/test_mount_points.py',
             'tests/store/test_hostile_repositories.py',

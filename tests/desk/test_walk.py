@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import subprocess
 import sys
 from array import array
@@ -15,12 +16,13 @@ from pathlib import Path
 import pytest
 from helpers import SCRIPTS
 from helpers.builders import write
-from helpers.processes import environment, start_deleting
+from helpers.processes import start_deleting
 
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
 from trading_checkpoints.desk import statcache, walk
 from trading_checkpoints.desk.folders import DeskFolders
 from trading_checkpoints.desk.scan import Scan, scan
+from trading_checkpoints.errors import FileAccessError
 
 ALLOWLIST = Allowlist(TRACKED_PATHS)
 
@@ -254,38 +256,21 @@ def test_a_name_that_is_not_utf8_alone_in_its_folder_is_left_out(desk: Path) -> 
     assert skipped == [(f'notes/odd/{odd}', walk.BAD_NAME)]
 
 
-# Walks a desk with the descriptor limit set so that entering ``memory/`` takes the last free
-# descriptor: listing it (which opens one more) is refused. Prints the error's kind and fields.
-LISTING_REFUSED = """\
-import os, resource, sys
-from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
-from trading_checkpoints.desk import walk
-from trading_checkpoints.desk.folders import DeskFolders
-from trading_checkpoints.errors import CheckpointError
-with DeskFolders(sys.argv[1]) as folders:
-    lowest = os.open(os.devnull, os.O_RDONLY)
-    os.close(lowest)
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + 1, hard))
-    try:
-        walk.walk(folders, Allowlist(TRACKED_PATHS), [])
-    except CheckpointError as error:
-        print(type(error).__name__, error.path, error.action, error, sep='|')
-"""
-
-
 def test_a_listing_refused_for_lack_of_descriptors_names_the_folder(tmp_path: Path) -> None:
-    """Listing a folder opens a descriptor of its own: when none is left, the walk's error is
-    the typed refusal naming the folder (as entering one is), not the system's bare error."""
+    """Listing a folder opens a descriptor of its own: when none is left (the limit set so
+    that entering ``memory/`` takes the last one), the walk's error is the typed refusal
+    naming the folder, as entering one is, not the system's bare error."""
     write(tmp_path, 'memory/deep/a.md', 'a\n')
-    walked = subprocess.run(
-        [sys.executable, '-c', LISTING_REFUSED, str(tmp_path)],
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert walked.stdout.count('|') == 3, walked.stderr
-    kind, path, action, message = walked.stdout.strip().split('|')
-    assert (kind, path, action) == ('FileAccessError', str(tmp_path / 'memory'), 'list')
-    assert message == f'cannot list {tmp_path / "memory"}: Too many open files'
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with DeskFolders(tmp_path) as folders:
+        lowest = os.dup(0)
+        os.close(lowest)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (lowest + 1, hard))
+        try:
+            with pytest.raises(FileAccessError) as refused:
+                walk.walk(folders, ALLOWLIST, [])
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    full = str(tmp_path / 'memory')
+    assert (refused.value.path, refused.value.action) == (full, 'list')
+    assert str(refused.value) == f'cannot list {full}: Too many open files'
