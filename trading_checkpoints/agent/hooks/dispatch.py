@@ -412,8 +412,9 @@ def run(raw: bytes, options: Options) -> Reply:
         harness = options.harness or harness
         done = handle(event, options, answer)
     except Exception as error:  # noqa: BLE001 - a hook never shows a traceback
-        # Failing before the desks are known, a tool's first hook may precede a write:
-        # ``--strict`` fails closed, as a failed checkpoint does.
+        # An error no step put into words (one before the desks are known, or unexpected):
+        # a tool's first hook may precede a write, so ``--strict`` fails closed, as a failed
+        # checkpoint does.
         blocks = kind == BEFORE_TOOL
         if isinstance(error, HookError):
             message, blocks = str(error), error.blocks
