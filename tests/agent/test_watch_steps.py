@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import rawobjects
-from helpers.builders import write
+from helpers.builders import old_then_new, write
 from helpers.faults import kill_until_pending
 from helpers.users import run_unprivileged
 
@@ -157,12 +157,7 @@ def test_a_capture_completing_an_interrupted_restore_says_so(
 ) -> None:
     """The watch's capture completes a restore a crash interrupted, as every writer does, and
     says so to the library's caller (``last_recovery``)."""
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'old\n')
-    old = cps.snapshot('old')
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'new\n')
-    assert old is not None and cps.snapshot('new') is not None
+    old = old_then_new(cps, desk)
     kill_until_pending(repo_dir, partial(cps.restore, old))
     watch.capture(cps)
     recovery = cps.last_recovery

@@ -182,3 +182,15 @@ def seconds_apart(cps: Checkpoints, desk: Path, count: int = 3, step: int = 2) -
             taken.append(cps.list(1)[0])
             clock.at += step
     return taken
+
+
+def old_then_new(cps: Checkpoints, desk: Path) -> str:
+    """Two checkpoints of ten notes, ``old`` then ``new`` (each file differs): a restore of the
+    first, the id returned, writes ten files, time enough to interrupt it."""
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'old\n')
+    old = cps.snapshot('old')
+    for index in range(10):
+        write(desk, f'notes/n{index}.md', 'new\n')
+    assert old is not None and cps.snapshot('new') is not None
+    return old

@@ -9,7 +9,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from helpers.builders import write
+from helpers.builders import old_then_new, write
 from helpers.faults import kill_until_pending
 
 from trading_checkpoints import Checkpoints
@@ -55,12 +55,7 @@ def test_a_write_announced_and_not_sealed_is_not_settled(cps: Checkpoints, desk:
 def test_an_interrupted_restore_is_not_settled(
     cps: Checkpoints, desk: Path, repo_dir: Path
 ) -> None:
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'old')
-    old = cps.snapshot('old')
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'new')
-    assert old is not None and cps.snapshot('new') is not None
+    old = old_then_new(cps, desk)
     settle(cps)
     kill_until_pending(repo_dir, partial(cps.restore, old))
     assert journal.pending(repo_dir)

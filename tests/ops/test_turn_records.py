@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from helpers.builders import write
+from helpers.builders import old_then_new, write
 from helpers.faults import kill_until_pending
 
 from trading_checkpoints import Checkpoints
@@ -300,12 +300,7 @@ def test_a_turns_first_snapshot_reports_the_interrupted_restore_it_completed(
 ) -> None:
     """A turn's first snapshot is taken as any snapshot is: a restore a crash interrupted is
     completed first and told in ``last_recovery``; the start is marked on the restored desk."""
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'old')
-    old = cps.snapshot('old')
-    for index in range(10):
-        write(desk, f'notes/n{index}.md', 'new')
-    assert old is not None and cps.snapshot('new') is not None
+    old = old_then_new(cps, desk)
     kill_until_pending(repo_dir, partial(cps.restore, old))
     with cps.turn('tidy the notes', message_id='t-1') as turn:
         marked = turn.snapshot('before write')
@@ -313,4 +308,4 @@ def test_a_turns_first_snapshot_reports_the_interrupted_restore_it_completed(
     assert recovery is not None and recovery.target_id == old[:7]
     newest = cps.list()[0]
     assert (newest.checkpoint_id, newest.turn) == (marked, 't-1')
-    assert {cps.show(marked, f'notes/n{index}.md') for index in range(10)} == {b'old'}
+    assert {cps.show(marked, f'notes/n{index}.md') for index in range(10)} == {b'old\n'}
