@@ -591,6 +591,8 @@ def test_a_folder_unmounted_inside_the_desk_is_watched_again(
             vouched_noop(checkpoints, walks)
         except AssertionError as error:  # seen once under a full suite's load: say in what state
             state = f'lost {found.lost}, mounts {found.mounts} now {vouch.desk_mounts(found.desk)}'
+            state += f', generation {found.generation}, record {found.record is not None}'
+            state += f', touched {found.touched}, reply {ask(checkpoints)}'
             raise AssertionError(f'{error} ({state})') from error
         write(desk, 'notes/day0/after.md', 'under the mount, after it went\n')
         recorded(checkpoints)
