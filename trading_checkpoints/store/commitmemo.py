@@ -8,6 +8,12 @@ commit is read from the repository instead. Records are appended (commits the li
 and packed commits it had to read), in one write each time, so readers need no lock; the file
 is rewritten with the newest :data:`KEEP` records when it grows past :data:`MAX_BYTES`.
 
+A reader looks a commit up by searching the memo's bytes for its record's header, newest
+first, and checks only the records it finds (:func:`lookup`): an event of the hooks reads a
+few commits, and checking all of a full memo's thousand records cost each event milliseconds.
+A header found inside another record's bytes is harmless: whatever it frames is used only if
+it hashes to the id asked for, which makes it that commit.
+
 Loose objects are read here too (zlib, then the same check), so only packed commits that the
 memo lacks need dulwich. The memo and loose objects are opened through ``core.repofiles`` (never
 through a link, only regular files of bounded size): a memo that is not one is left unused.
@@ -30,6 +36,7 @@ MAX_BYTES = 512 * 1024
 KEEP = 1024
 _MAGIC = b'TCCM2 '
 _MAX_COMMIT = 1 << 20  # a commit larger than this is not remembered
+_MAX_TRIES = 8  # records under one id that fail their check before the memo is given up on
 
 
 def _file(repository: Path) -> RepoFile:
@@ -40,14 +47,38 @@ def _verified(sha: bytes, raw: bytes) -> bool:
     return hashlib.sha1(b'commit %d\0' % len(raw) + raw).hexdigest().encode() == sha
 
 
-def load(repository: Path) -> dict[bytes, bytes]:
-    """The remembered raw commits by id; records that do not check out are left out."""
+def _read(repository: Path) -> bytes:
+    """The memo's bytes; empty when there is none or it cannot be read (a cache: unused)."""
     try:
         data = repofiles.read(_file(repository), 4 * MAX_BYTES)
     except CheckpointError:
-        return {}
-    if data is None:
-        return {}
+        return b''
+    return data or b''
+
+
+def lookup(data: bytes, sha: bytes) -> bytes | None:
+    """The raw commit ``sha`` names in a memo's bytes, checked against the id; None when no
+    record of it checks out (torn, forged, or none), after at most :data:`_MAX_TRIES`."""
+    header = _MAGIC + sha + b' '
+    end = len(data)
+    for _ in range(_MAX_TRIES):
+        start = data.rfind(header, 0, end)
+        if start < 0:
+            return None
+        end = start  # the next try looks before this record
+        newline = data.find(b'\n', start, start + 80)
+        size_text = data[start + len(header) : newline]
+        if newline < 0 or not size_text.isdigit():
+            continue
+        raw = data[newline + 1 : newline + 1 + int(size_text)]
+        if len(raw) == int(size_text) and _verified(sha, raw):
+            return raw
+    return None
+
+
+def load(repository: Path) -> dict[bytes, bytes]:
+    """The remembered raw commits by id; records that do not check out are left out."""
+    data = _read(repository)
     found: dict[bytes, bytes] = {}
     position = 0
     while position < len(data):
@@ -116,13 +147,23 @@ class CommitReader:
 
     def __init__(self, repository: Path) -> None:
         self.repository = Path(repository)
-        self._memo: dict[bytes, bytes] | None = None
+        self._data: bytes | None = None  # the memo as first read
+        self._memo: dict[bytes, bytes] = {}  # what this reader found or was given
         self._new: list[bytes] = []
 
-    def find(self, sha: bytes) -> CommitInfo | None:
-        if self._memo is None:
-            self._memo = load(self.repository)
+    def _raw(self, sha: bytes) -> bytes | None:
+        """The raw commit from this reader's own, then from the memo (read once)."""
         raw = self._memo.get(sha)
+        if raw is None:
+            if self._data is None:
+                self._data = _read(self.repository)
+            raw = lookup(self._data, sha)
+            if raw is not None:
+                self._memo[sha] = raw
+        return raw
+
+    def find(self, sha: bytes) -> CommitInfo | None:
+        raw = self._raw(sha)
         if raw is None:
             raw = read_loose(self.repository, sha)
             if raw is None:
@@ -134,9 +175,7 @@ class CommitReader:
 
     def remember(self, sha: bytes, raw: bytes) -> None:
         """A commit read from a pack, or just written: kept for the next reader."""
-        if self._memo is None:
-            self._memo = load(self.repository)
-        if sha in self._memo or len(raw) > _MAX_COMMIT:
+        if len(raw) > _MAX_COMMIT or self._raw(sha) is not None:
             return
         self._memo[sha] = raw
         self._new.append(record(sha, raw))

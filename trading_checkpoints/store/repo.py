@@ -32,7 +32,7 @@ from . import commitmemo, gitfiles, prunedlog, treevetting
 from . import config as repo_config
 from .commitinfo import CommitInfo, from_commit, parse_commit
 from .damage import blame, object_damage
-from .dulwichadapter import object_id
+from .dulwichadapter import object_id, refresh_packs
 from .objectread import COMMIT, HEX_SHA, ObjectReader
 from .refs import Reflog, RefStore
 from .repofolder import BRANCH, file_mode, is_initialized
@@ -117,6 +117,12 @@ class ShadowRepo:
         """dulwich's repository object, for the store's own modules (packing, transfers)."""
         self._before_writing()
         return self._repo
+
+    def packs_written(self) -> None:
+        """Packs were added or removed: dulwich's list of them is read again, when its
+        repository is open (one opened later lists them itself, so none is opened here)."""
+        if self._dulwich is not None:
+            refresh_packs(self._dulwich.object_store)
 
     @property
     def config(self) -> repo_config.RepoConfig:

@@ -13,11 +13,10 @@ import os
 from dulwich.objects import ShaFile
 
 from ...core.durability import fsync_folder
-from ..dulwichadapter import refresh_packs
 from . import folder as packfolder
 from . import plan as packplan
 from . import write as packwrite
-from .objects import Repository, object_store
+from .objects import Repository
 from .packfile import PackDamaged, PackView
 
 # The tail: new objects are appended to the smallest pack while it is at most this big (each
@@ -70,7 +69,7 @@ def append_objects(repo: Repository, objects: list[ShaFile]) -> None:
             packfolder.remove(tail.basename)
         packplan.remember_recent(pack_dir, written, plan.records)
         break
-    refresh_packs(object_store(repo))
+    repo.packs_written()
 
 
 # Packs found damaged by this process (path, size, mtime, inode): not tried again as a tail.

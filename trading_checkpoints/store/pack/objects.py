@@ -29,6 +29,8 @@ class Repository(Protocol):
 
     def commit_info(self, sha: bytes) -> CommitInfo: ...
 
+    def packs_written(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class StorageStats:
