@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from trading_checkpoints.warm import child, wire
+from trading_checkpoints.warm import child, command, wire
 
 pytestmark = pytest.mark.skipif(sys.platform != 'linux', reason='the warm server is Linux-only')
 
@@ -65,7 +65,7 @@ def test_an_interrupt_the_command_lets_out_ends_the_child_by_sigint(tmp_path: Pa
     def interrupted() -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         when_imported(HOOK_MODULE, lambda: os.kill(os.getpid(), signal.SIGINT))
-        return 100 + child._run(['hook', '--harness', 'claude'])
+        return 100 + command.run_to_end(['hook', '--harness', 'claude'])
 
     status, err = forked(tmp_path, interrupted)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGINT, status
@@ -80,7 +80,7 @@ def test_an_error_the_command_lets_out_is_printed_and_ends_it_with_status_1(
 
     def run() -> int:
         when_imported(HOOK_MODULE, failing)
-        return child._run(['hook', '--harness', 'claude'])
+        return command.run_to_end(['hook', '--harness', 'claude'])
 
     status, err = forked(tmp_path, run)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 1, status
@@ -106,7 +106,7 @@ def test_a_final_flush_that_fails_ends_with_status_120_as_python_does(
 
     def run() -> int:
         getattr(sys, stream).write('x')
-        return child._finalize(0)
+        return command.finish(0)
 
     status, err = forked(tmp_path, run, closed=stream)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == python.returncode == 120

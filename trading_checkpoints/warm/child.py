@@ -16,10 +16,11 @@ The child that took a connection (``server.py``):
 4. from then on ends at once (SIGKILL, sent by the kernel) if the client's end of the
    connection closes: a client killed mid-command leaves no command running without it, as
    killing an in-process command would;
-5. says ``run N``, runs the command, then ends as the interpreter ends a process: threads
-   joined, ``atexit`` handlers run, the streams flushed (status 120 when stdout cannot be), an
-   uncaught ``KeyboardInterrupt`` printed and ended by SIGINT; it answers ``exit N`` (a signal
-   that ends it is reported to the client by the server, which sees it end).
+5. says ``run N``, runs the command, then ends as the interpreter ends a process
+   (``command.run_to_end``): threads joined, ``atexit`` handlers run, the streams flushed
+   (status 120 when stdout cannot be), an uncaught ``KeyboardInterrupt`` printed and ended by
+   SIGINT; it answers ``exit N`` (a signal that ends it is reported to the client by the
+   server, which sees it end).
 """
 
 from __future__ import annotations
@@ -33,10 +34,9 @@ import socket
 import struct
 import sys
 import time
-import traceback
 from typing import Any, NoReturn
 
-from . import context, watched, wire
+from . import command, context, watched, wire
 
 REQUEST_TIMEOUT = 10.0
 STREAMS = 3
@@ -68,7 +68,7 @@ def serve(
     except BaseException:  # noqa: BLE001 - nothing has run: the client runs it itself
         os._exit(1)
     sys.argv = [os.fsdecode(item) for item in request.process_argv]
-    status = _run([os.fsdecode(argument) for argument in request.argv])
+    status = command.run_to_end([os.fsdecode(argument) for argument in request.argv])
     try:
         connection.sendall(f'exit {status}\n'.encode())
     except OSError:
@@ -195,49 +195,3 @@ def end_with_client(connection: socket.socket) -> None:
     fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
     fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGKILL)
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
-
-
-def _run(args: list[str]) -> int:
-    """Runs the command and ends as the interpreter would (see the module notes); its
-    status."""
-    from .command import run
-
-    interrupted = False
-    try:
-        status = run(args)
-    except KeyboardInterrupt:
-        sys.excepthook(*sys.exc_info())
-        status, interrupted = 1, True
-    except BaseException:  # noqa: BLE001 - printed as the interpreter prints it
-        sys.excepthook(*sys.exc_info())
-        status = 1
-    status = _finalize(status)
-    if interrupted:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    return status
-
-
-def _finalize(status: int) -> int:
-    """What the interpreter does at its end: joins the threads the command left (a pool's
-    pending work done), runs the ``atexit`` handlers, and flushes stdout and stderr; 120
-    when a flush fails (stdout's failure printed, as Python prints it)."""
-    import atexit
-    import threading
-
-    threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own step
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-    except Exception as error:  # noqa: BLE001 - what Python reports at its end
-        status = 120
-        try:
-            sys.stderr.write(f'Exception ignored in: {sys.stdout!r}\n')
-            sys.stderr.write(''.join(traceback.format_exception_only(type(error), error)))
-        except Exception:  # noqa: BLE001, S110 - nowhere left to report it
-            pass
-    try:
-        sys.stderr.flush()
-    except Exception:  # noqa: BLE001
-        status = 120
-    return status

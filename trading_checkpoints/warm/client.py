@@ -59,7 +59,9 @@ ANSWER_TIMEOUT = 5.0  # for ``run N``: a child ready ahead answers within millis
 def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> None:
     """Runs ``checkpoints ARGV`` (``sys.argv[1:]`` by default): on the warm server when it
     can, else here. ``exit_at_once`` (the ``bin/`` scripts): a command the server ran ends
-    this process with :func:`leave`."""
+    this process with :func:`leave`; one run here (a long-running verb's excepted) ends it
+    as the server's child ends, without the interpreter's teardown
+    (``command.run_to_end``)."""
     argv = sys.argv[1:] if argv is None else argv
     if wanted(argv):
         status = run_on_server(argv)
@@ -67,8 +69,10 @@ def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> None:
             if exit_at_once:
                 leave(status)
             sys.exit(status)
-    from .command import run
+    from .command import run, run_to_end
 
+    if exit_at_once and not IN_PROCESS_VERBS.intersection(argv):
+        os._exit(run_to_end(argv))  # ended as the server's child ends: no module teardown
     sys.exit(run(argv))
 
 
