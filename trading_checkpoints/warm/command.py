@@ -18,9 +18,7 @@ arguments) and a line holding ``--``.
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import traceback
 
 from ..errors.lockwaits import show_lock_waits
 
@@ -81,6 +79,8 @@ def run_to_end(argv: list[str]) -> int:
         status = 1
     status = finish(status)
     if interrupted:
+        import signal  # here: the client's own start imports no more than it needs
+
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return status
@@ -99,6 +99,8 @@ def finish(status: int) -> int:
     try:
         sys.stdout.flush()
     except Exception as error:  # noqa: BLE001 - what Python reports at its end
+        import traceback
+
         status = 120
         try:
             sys.stderr.write(f'Exception ignored in: {sys.stdout!r}\n')
