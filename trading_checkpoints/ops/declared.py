@@ -1,4 +1,4 @@
-"""The folders a write tool's seal looks at again: its declared paths' and an earlier seal's.
+"""The folders a write tool's hooks look at: its declared paths' and an earlier seal's.
 
 A write tool names the paths it writes. Once it has run, its seal (``external.seal``) records
 the state the agent left: the newest checkpoint, which the hook before the tool took, with the
@@ -15,11 +15,22 @@ not, the scan walks everything: ``ReadSession.scan``). A person's edit there sta
 agent's state, and the next snapshot reports it as made outside the agent
 (``external.attribute``); on a desk of 10,000 files the seal lists a few folders instead of
 walking them all.
+
+The checkpoint before a write tool walks the same folders once its turn has begun (the turn's
+first write walks the whole desk: the turn's start holds all of it), when the write can change
+no file outside them (:func:`narrowable`): no symbolic link on a declared path's way (a write
+through one lands elsewhere) and no file there with another name (a hard link). Every file the
+tool writes is then in the checkpoint before it, as it was; a person's edit elsewhere is
+checkpointed by the next snapshot that walks the whole desk (a shell command's, the next
+turn's first), as made outside the agent.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..core.paths import path_problem
 from ..core.trees import TREE_MODE, folders_of
@@ -44,6 +55,31 @@ def since(session: ReadSession, paths: Sequence[str]) -> Since:
         if metadata.action_of(seal.message) != external.ANNOUNCE:
             touched |= differing_folders(repo, seal.tree, repo.commit_info(head).tree)
     return Since(frozenset(touched), ())
+
+
+def narrowable(desk: Path, paths: Sequence[str]) -> bool:
+    """Whether a write to ``paths`` (desk-relative) can change no file outside their folders:
+    some paths, each one a desk can hold, with no symbolic link on its way from the desk, and
+    naming no file or a regular file of one name. Read without the lock: what a person changes
+    afterwards, as after any walk, is the next snapshot's."""
+    if not paths:
+        return False
+    root = os.path.realpath(desk)
+    for path in paths:
+        if path_problem(path) is not None:
+            return False
+        full = os.path.join(root, *path.split('/'))
+        if os.path.realpath(full) != full:
+            return False  # a link on the way (or the path itself one)
+        try:
+            found = os.lstat(full)
+        except FileNotFoundError:
+            continue  # a new file, in folders without links
+        except OSError:
+            return False
+        if not stat.S_ISREG(found.st_mode) or found.st_nlink != 1:
+            return False
+    return True
 
 
 def differing_folders(repo: ShadowRepo, left: bytes, right: bytes, folder: str = '') -> set[str]:

@@ -145,6 +145,7 @@ def take(
     earlier: Look | None = None,
     announce: bool = True,
     start: bool = False,
+    since: Since | None = None,
 ) -> SnapshotResult:
     """Commits the desk if it changed; says what was left out and what changed externally.
 
@@ -156,19 +157,22 @@ def take(
     turn's start) the newest checkpoint's files are committed again under ``message`` when
     nothing changed (:func:`_mark`), so the turn's start is on the branch either way. A
     running watcher is told what the desk now is, so the next snapshot need not walk it all.
+    ``since``: without a watcher that knows what changed, only these folders are walked (a
+    write tool's, once its turn has begun: ``declared.py``); the calls on record then stay on
+    it, since what they wrote elsewhere is not in this checkpoint.
     """
     reusable = None if earlier is None else _reusable(session, earlier)
     if reusable is not None:
         assert earlier is not None
         scanned = vouched.Recorded(*reusable, earlier.asked)
     else:
-        scanned = vouched.recorded_scan(session)
+        scanned = vouched.recorded_scan(session, since)
     result, cache = scanned.scan, scanned.cache
     attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
-    if sha is not None:
+    if sha is not None and not scanned.partial:
         calls.settle(session, record, result.started_ns)
     elif start:
         sha = _mark(session, message, cache)

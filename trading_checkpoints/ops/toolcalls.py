@@ -5,7 +5,9 @@ event concerns and calls these):
 
 - :func:`before_write` (a write tool names its paths): a checkpoint of the desk as it is, in
   the session's turn (the turn's first one always, as the turn's start), then the call on
-  record (``calls``), so whatever lands at those paths while it runs is credited to it.
+  record (``calls``), so whatever lands at those paths while it runs is credited to it. Once
+  the turn has begun, only the folders of its paths are walked, when the write can change
+  nothing outside them (``declared.py``).
 - :func:`after_write`: the call's end, with what it left at its paths, and the desk sealed:
   the checkpoint before it with the call's writes (the folders of its paths walked again,
   ``declared.py``), not a person's edit made meanwhile elsewhere.
@@ -29,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.ids import ShortId, short_id
+from ..errors import CheckpointError
 from ..store import metadata
 from ..store.metadata import Writer
 from . import calls, declared, deskconfig, engine, external, snapshot, turnindex, vouched
 from .deskconfig import DeskConfig
-from .session import LockedSession
+from .session import LockedSession, open_reading
 from .turns import CheckpointsLike, check_turn_id, labelled
 
 
@@ -72,17 +75,31 @@ def before_write(
     config = checkpoints.desk_config
     deskconfig.check_desk(config, must_exist=True)
     message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
-    earlier = snapshot.look(config, message)
+    # Once the turn has begun, the folders of the paths walked under the lock (a few);
+    # else the whole desk, without the lock, first.
+    narrow = declared.narrowable(config.desk, paths) and _begun(config, writer.turn)
+    earlier = None if narrow else snapshot.look(config, message)
     with engine.locked(config, light=True, verb='snapshot') as session:
         first = not turnindex.started(session.repo, writer.turn, remember=True)
         if first:  # the turn's start: labelled, and a checkpoint even of an unchanged desk
             reason = labelled(reason, call.label)
             message = metadata.compose(reason, call.tool, paths, writer.turn, writer.session)
+        since = declared.since(session, paths) if narrow and not first else None
         # A turn's start on an unchanged desk is marked by a checkpoint declaring the paths:
         # an announcement on the checkpoint before it would be superseded at once.
-        new_id = snapshot.take(session, message, earlier, start=first).checkpoint_id
+        new_id = snapshot.take(session, message, earlier, start=first, since=since).checkpoint_id
         _begin(session, call, paths)
     return new_id
+
+
+def _begun(config: DeskConfig, turn: str) -> bool:
+    """Whether the turn has a checkpoint already, read without the lock (asked again under
+    it); False when the repository cannot say (the look without the lock meets that too)."""
+    try:
+        with open_reading(config) as session:
+            return session is not None and turnindex.started(session.repo, turn)
+    except CheckpointError:
+        return False
 
 
 def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> ShortId:

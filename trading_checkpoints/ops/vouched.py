@@ -93,21 +93,28 @@ def look(
 
 @dataclass(frozen=True)
 class Recorded:
-    """A scan made to record (:func:`recorded_scan`), the stat cache it was compared with, and
-    the watcher asked before it (to report a commit of the scan to; None: there is none)."""
+    """A scan made to record (:func:`recorded_scan`), the stat cache it was compared with, the
+    watcher asked before it (to report a commit of the scan to; None: there is none), and
+    whether it walked only the folders the caller named (``partial``: changes elsewhere may
+    have been left for a later walk)."""
 
     scan: Scan
     cache: StatCache
     asked: Asked | None = None
+    partial: bool = False
 
 
-def recorded_scan(session: LockedSession) -> Recorded:
+def recorded_scan(session: LockedSession, fallback: Since | None = None) -> Recorded:
     """A scan that stores the blobs it reads (a seal's, a capture's), walking only what changed
     since the watcher's record when the watcher knows that (:meth:`Asked.since`), else
-    everything."""
+    ``fallback`` when given (the folders a write tool's paths lie in: ``declared.since``; the
+    watcher is then told nothing), else everything."""
     head = session.repo.head()
     asked = Asked.of(session)  # with no checkpoint yet, only to report the first
     since = None if asked is None or head is None else asked.since(head, asked.state(head))
+    if since is None and fallback is not None and head is not None:
+        result, cache = session.scan(record=True, since=fallback)
+        return Recorded(result, cache, None, partial=True)
     result, cache = session.scan(record=True, since=since)
     return Recorded(result, cache, asked)
 
