@@ -600,6 +600,48 @@ def test_a_folder_unmounted_inside_the_desk_is_watched_again(
         found.close()
 
 
+def test_the_reader_outlives_a_watch_started_over_by_a_request(
+    checkpoints: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that finds the mounts changed starts the watch over (``_remounted``, in the
+    serving thread, under the lock): the reader goes on with the new queue. A reader whose
+    wait ended between the old queue's close and the new one's making took that moment for a
+    closed watch and ended, and the watcher never vouched again (seen under a full suite's
+    load)."""
+    found = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    between = threading.Event()  # the old queue closed, the new one not made yet
+
+    class Timed:
+        """The reader's ``select``: a wait that ends in that moment ends with nothing read,
+        as a wait that timed out then does."""
+
+        @staticmethod
+        def select(read: list[int], write: list[int], error: list[int], timeout: float) -> object:
+            found_ready = select.select(read, write, error, min(timeout, 0.01))
+            return ([], [], []) if between.is_set() else found_ready
+
+    monkeypatch.setattr(vouchwatch, 'select', Timed)
+    found.start()
+    try:
+        settled(found)
+        mounts = vouch.desk_mounts
+
+        def slowly(desk: str) -> object:
+            between.set()
+            time.sleep(0.3)  # the reader comes round meanwhile
+            between.clear()
+            return mounts(desk)
+
+        monkeypatch.setattr(vouch, 'desk_mounts', slowly)  # read between the two queues
+        with found.changed:
+            found._watch()  # as _remounted does
+        monkeypatch.setattr(vouch, 'desk_mounts', mounts)
+        assert all(thread.is_alive() for thread in found.threads)
+        settled(found)  # a cookie's event read from the new queue
+    finally:
+        found.close()
+
+
 def mount_tmpfs(folder: Path) -> None:
     done = subprocess.run(['mount', '-t', 'tmpfs', 'tmpfs', str(folder)], capture_output=True)
     if done.returncode != 0:

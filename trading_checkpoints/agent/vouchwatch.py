@@ -193,7 +193,10 @@ class Vouch:
 
     def _read_events(self) -> None:
         while not self.stopping.is_set() and not self.lost:
-            queue = self.queue
+            # Under the lock, never while ``_watch`` replaces the queue (a request that finds
+            # the mounts changed starts the watch over): only a closed or lost watch has none.
+            with self.changed:
+                queue = self.queue
             if queue is None:
                 return
             try:
