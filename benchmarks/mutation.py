@@ -461,11 +461,13 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
     # A tool call from its hook before to its hook after, driven in the test process.
-    # A write tool's seal: the folders it walks (its declared paths', an earlier seal's).
+    # A write tool's hooks: the folders they walk (its declared paths', an earlier seal's),
+    # and when the checkpoint before it may walk only those (no link, no second name).
     'declared': (
         'trading_checkpoints.ops.declared.*',
         [
             'tests/ops/test_declared_seal.py',
+            'tests/ops/test_declared_prewrite.py',
             'tests/ops/test_toolcalls.py',
             *FOUND_BY_MUTATION,
         ],
@@ -474,6 +476,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         'trading_checkpoints.ops.toolcalls.*',
         [
             'tests/ops/test_toolcalls.py',
+            'tests/ops/test_declared_prewrite.py',
             'tests/ops/test_rewind_records.py',
             # the other callers' tests: who wrote what, the turns, the hooks' calls in-process
             'tests/ops/test_blame_calls.py',

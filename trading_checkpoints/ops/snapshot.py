@@ -172,8 +172,9 @@ def take(
     record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
-    if sha is not None and not scanned.partial:
-        calls.settle(session, record, result.started_ns)
+    if sha is not None:
+        if not scanned.partial:
+            calls.settle(session, record, result.started_ns)
     elif start:
         sha = _mark(session, message, cache)
     elif announce:
