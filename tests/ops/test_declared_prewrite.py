@@ -153,8 +153,10 @@ def test_narrowable_paths(desk: Path) -> None:
     assert not declared.narrowable(desk, [])
     assert not declared.narrowable(desk, ['notes/../memory/c.md'])  # not a desk path
     assert not declared.narrowable(desk, ['notes'])  # a folder
+    assert not declared.narrowable(desk, ['notes/a.md/b.md'])  # a file on the way
     os.symlink('a.md', desk / 'notes' / 'link.md')
     assert not declared.narrowable(desk, ['notes/a.md', 'notes/link.md'])
+    assert not declared.narrowable(desk, ['notes/new.md', 'notes/link.md'])  # each path looked at
     os.symlink('../memory', desk / 'notes' / 'folder')
     assert not declared.narrowable(desk, ['notes/folder/new.md'])
     os.link(desk / 'notes' / 'a.md', desk / 'memory' / 'a.md')

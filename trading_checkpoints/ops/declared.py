@@ -68,7 +68,7 @@ def narrowable(desk: Path, paths: Sequence[str]) -> bool:
     for path in paths:
         if path_problem(path) is not None:
             return False
-        full = os.path.join(root, *path.split('/'))
+        full = os.path.join(root, path)
         if os.path.realpath(full) != full:
             return False  # a link on the way (or the path itself one)
         try:
