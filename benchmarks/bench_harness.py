@@ -547,6 +547,11 @@ def main() -> None:
     parser.add_argument('--sizes', type=int, nargs='+', default=[200, 10_000])
     parser.add_argument('--rounds', type=int, default=7)
     parser.add_argument('--only', help='only the turn variants whose name holds this text')
+    parser.add_argument(
+        '--variant',
+        action='append',
+        help='only this turn variant, named as printed without "before: " (repeatable)',
+    )
     parser.add_argument('--no-turns', action='store_true', help='only the hook command alone')
     parser.add_argument('--no-hooks', action='store_true', help='only the turns')
     parser.add_argument('--json', type=Path, help='also write the medians here')
@@ -598,8 +603,9 @@ def main() -> None:
             if not args.no_turns:
                 chosen = [
                     v for v in variants(after, before)
-                    if v.bin_dir is None or v.no_op is not None or args.only is None
-                    or args.only in v.name
+                    if v.bin_dir is None or v.no_op is not None
+                    or (args.only is None or args.only in v.name)
+                    and (args.variant is None or v.name.removeprefix(v.label) in args.variant)
                 ]  # fmt: skip
                 for files in args.sizes:
                     for harness in harnesses:
