@@ -1,9 +1,11 @@
-"""A write tool's hooks, before and after a change: a turn's start, or the seal after a write.
+"""A write tool's hooks, before and after a change: a turn's start, a later write, or a seal.
 
 ``--hook before_write`` (the default): each turn's first write tool call on an unchanged desk
 (``toolcalls.before_write`` with a new turn id) checks the desk and commits the newest
-checkpoint's files again as the turn's start. ``--hook after_write``: the seal once the tool
-wrote a new file (``toolcalls.after_write``; its hook before, and the write, are not timed).
+checkpoint's files again as the turn's start. ``--hook later_write``: the hook before a write
+tool later in one turn (the turn begun by a first write; each timed call's seal, and its write
+of a new file, not timed). ``--hook after_write``: the seal once the tool wrote a new file
+(``toolcalls.after_write``; its hook before, and the write, are not timed).
 This script times that call in-process on a desk of N tracked 1 KB files in folders of 100,
 for two checkouts alternated round by round (each round a new process per checkout, 40 calls,
 the median of the last 35), and prints each checkout's median over the rounds and their ratio.
@@ -12,6 +14,7 @@ Run by hand from the project root (never as a test):
     git archive main | tar -x -C /tmp/before
     python benchmarks/bench_turn_start.py --before /tmp/before --sizes 200 10000 --rounds 5
     python benchmarks/bench_turn_start.py --before /tmp/before --hook after_write
+    python benchmarks/bench_turn_start.py --before /tmp/before --hook later_write
 """
 
 from __future__ import annotations
@@ -45,8 +48,12 @@ checkpoints.snapshot('start')
 time.sleep(0.2)  # past the stat cache's racy window: the desk is settled
 checkpoints.snapshot('settled')
 times = []
+if hook == 'later_write':  # the turn begun
+    call = ToolCall('call-first', 'claude:Write', Writer('turn-later', 'S'))
+    toolcalls.before_write(checkpoints, call, 'before Write', ['memory/new/first.md'])
 for number in range(calls):
-    call = ToolCall(f'call-{number}', 'claude:Write', Writer(f'turn-{number}', 'S'))
+    turn = 'turn-later' if hook == 'later_write' else f'turn-{number}'
+    call = ToolCall(f'call-{number}', 'claude:Write', Writer(turn, 'S'))
     path = f'memory/new/{number}.md'
     if hook == 'after_write':
         toolcalls.before_write(checkpoints, call, 'before Write', [path])
@@ -58,6 +65,10 @@ for number in range(calls):
     else:
         toolcalls.before_write(checkpoints, call, 'before Write', [path])
     times.append(time.perf_counter() - began)
+    if hook == 'later_write':
+        (desk / path).parent.mkdir(parents=True, exist_ok=True)
+        (desk / path).write_text(f'written by call {number}')
+        toolcalls.after_write(checkpoints.desk_config, call, [path])
 print(statistics.median(times[warm:]) * 1000)
 """
 
@@ -77,7 +88,9 @@ def main() -> None:
     parser.add_argument('--before', type=Path, required=True, help='the other checkout')
     parser.add_argument('--sizes', type=int, nargs='+', default=[200, 10000])
     parser.add_argument('--rounds', type=int, default=5)
-    parser.add_argument('--hook', choices=['before_write', 'after_write'], default='before_write')
+    parser.add_argument(
+        '--hook', choices=['before_write', 'later_write', 'after_write'], default='before_write'
+    )
     args = parser.parse_args()
     print(f'load average at the start: {os.getloadavg()}')
     for files in args.sizes:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 
-from trading_checkpoints import Checkpoints
+from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.desk import scan as scans
 from trading_checkpoints.ops import calls, declared, toolcalls
 from trading_checkpoints.ops.toolcalls import ToolCall
@@ -173,5 +173,24 @@ def test_a_turn_begun_when_looked_at_but_not_under_the_lock_walks_the_whole_desk
     monkeypatch.setattr(toolcalls, '_begun', lambda config, turn: True)
     walks = whole_walks(monkeypatch)
     toolcalls.before_write(cps, ToolCall('toolu_1', TOOL, ONE), 'before', ['notes/new.md'])
+    assert walks == [1]
+    assert newest(cps, 'memory/people.md') == b'Ann\nBob, added by a person\n'
+
+
+def test_a_turn_that_cannot_be_read_without_the_lock_is_looked_at_whole(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the turn has begun is read without the lock; when the repository refuses that
+    read, the write looks at the whole desk (without the lock, as a turn's first write does),
+    and its checkpoint holds a person's edit elsewhere."""
+    write_call(cps, desk, 'toolu_1', ONE, 'notes/first.md')
+    write(desk, 'memory/people.md', 'Ann\nBob, added by a person\n')
+
+    def refused(config: object) -> object:
+        raise CheckpointError('refused for the test')
+
+    monkeypatch.setattr(toolcalls, 'open_reading', refused)
+    walks = whole_walks(monkeypatch)
+    toolcalls.before_write(cps, ToolCall('toolu_2', TOOL, ONE), 'before', ['notes/first.md'])
     assert walks == [1]
     assert newest(cps, 'memory/people.md') == b'Ann\nBob, added by a person\n'
