@@ -489,6 +489,25 @@ def test_a_command_closed_unfinished_stores_a_large_file_it_wrote(
     assert (desk / 'notes' / 'big.bin').read_bytes() == big
 
 
+def test_a_write_tools_seal_stores_a_large_file_it_wrote(
+    cps: Checkpoints, desk: Path, repo_dir: Path
+) -> None:
+    """A file over the size a scan streams to the store, written by a write tool: its seal
+    holds the file's blob (git fsck finds none missing), and the snapshot after it commits it."""
+    call = ToolCall('toolu_1', WRITE_TOOL, S)
+    toolcalls.before_write(cps, call, 'before Write notes/big.bin', ['notes/big.bin'])
+    big = os.urandom(1024) * (scans.STREAM_THRESHOLD // 1024 + 1)
+    (desk / 'notes').mkdir(exist_ok=True)
+    (desk / 'notes' / 'big.bin').write_bytes(big)
+    toolcalls.after_write(cps.desk_config, call, ['notes/big.bin'])
+    fsck(repo_dir)
+    new_id = cps.snapshot('after the write')
+    assert new_id is not None
+    (desk / 'notes' / 'big.bin').write_bytes(b'changed\n')
+    cps.restore(new_id)
+    assert (desk / 'notes' / 'big.bin').read_bytes() == big
+
+
 # -- a call closed as unfinished ------------------------------------------------------------
 
 
