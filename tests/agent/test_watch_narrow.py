@@ -576,6 +576,62 @@ def test_a_turns_start_and_the_seal_after_it_walk_only_what_changed(
     assert walks.count() == (before[0], before[1] + 1)
 
 
+def write_call(checkpoints: Checkpoints, number: int, path: str) -> None:
+    """A write tool's two hooks around its write of ``path``, in turn ``t-1``."""
+    call = ToolCall(f'call-{number}', 'claude:Write', Writer('t-1', 'S'))
+    toolcalls.before_write(checkpoints, call, f'before Write {path}', [path])
+    write(checkpoints.desk_directory, path, f'written by call {number}\n')
+    toolcalls.after_write(checkpoints.desk_config, call, [path])
+
+
+def newest(checkpoints: Checkpoints, path: str) -> bytes:
+    return checkpoints.show(checkpoints.list(1)[0].checkpoint_id, path)
+
+
+def test_a_later_write_walks_what_the_watcher_names_not_only_its_folders(
+    checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
+) -> None:
+    """A write later in a turn, a watcher running that knows what changed: its checkpoint
+    walks what the watcher names (a person's edit elsewhere included), not only the folders
+    of the tool's paths (``ops/declared.py``), which serve only without such a watcher."""
+    until_vouched(checkpoints, walks)
+    write_call(checkpoints, 1, 'notes/day1/new.md')  # the turn's start
+    write(checkpoints.desk_directory, 'notes/day2/n0.md', "a person's edit\n")
+    call = ToolCall('call-2', 'claude:Write', Writer('t-1', 'S'))
+    before = walks.count()
+    toolcalls.before_write(checkpoints, call, 'before Write', ['notes/day1/other.md'])
+    assert walks.count()[0] == before[0]  # no walk of the whole desk
+    assert newest(checkpoints, 'notes/day2/n0.md') == b"a person's edit\n"
+
+
+def test_a_later_write_that_walked_only_its_folders_tells_the_watcher_nothing(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: Walks,
+    runtime: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A watcher whose record no longer holds cannot say what changed: a later write's
+    checkpoint walks the folders of its paths only, and must not leave the watcher a record of
+    that checkpoint as the whole desk (the watcher would then vouch for a desk whose edit
+    elsewhere no snapshot took): the next snapshot walks everything and takes the edit."""
+    until_vouched(checkpoints, walks)
+    write_call(checkpoints, 1, 'notes/day1/new.md')  # the turn's start
+    elsewhere = runtime / 'elsewhere'
+    elsewhere.mkdir(mode=0o700)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
+    write(checkpoints.desk_directory, 'notes/day0/n0.md', 'unseen by the watcher\n')
+    assert checkpoints.snapshot('elsewhere') is not None  # the watcher's record goes stale
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    write(checkpoints.desk_directory, 'notes/day2/n0.md', "a person's edit\n")
+    call = ToolCall('call-2', 'claude:Write', Writer('t-1', 'S'))
+    toolcalls.before_write(checkpoints, call, 'before Write', ['notes/day1/other.md'])
+    assert newest(checkpoints, 'notes/day2/n0.md') == b'note 2 0\n'  # not walked
+    time.sleep(0.5)  # a report, had one been sent, reaches the watcher
+    assert checkpoints.snapshot('after') is not None
+    assert newest(checkpoints, 'notes/day2/n0.md') == b"a person's edit\n"
+
+
 def test_a_snapshot_that_only_refreshes_the_stat_cache_leaves_the_watcher_a_record(
     checkpoints: Checkpoints, watcher: subprocess.Popen[str], walks: Walks
 ) -> None:
