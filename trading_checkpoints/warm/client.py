@@ -59,9 +59,9 @@ ANSWER_TIMEOUT = 5.0  # for ``run N``: a child ready ahead answers within millis
 def main(argv: list[str] | None = None, *, exit_at_once: bool = False) -> None:
     """Runs ``checkpoints ARGV`` (``sys.argv[1:]`` by default): on the warm server when it
     can, else here. ``exit_at_once`` (the ``bin/`` scripts): a command the server ran ends
-    this process with :func:`leave`; one run here (a long-running verb's excepted) ends it
-    as the server's child ends, without the interpreter's teardown
-    (``command.run_to_end``)."""
+    this process with :func:`leave`; one run here ends it as the server's child ends,
+    without the interpreter's teardown (``command.run_to_end``), but for the verbs that
+    always run here (:data:`IN_PROCESS_VERBS`), which end as any program does."""
     argv = sys.argv[1:] if argv is None else argv
     if wanted(argv):
         status = run_on_server(argv)

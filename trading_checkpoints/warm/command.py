@@ -3,8 +3,8 @@ takes it, by the warm server's child, and by ``python -m trading_checkpoints``, 
 
 :func:`run_to_end` runs it and then does what the interpreter does at a process's end, but
 for the teardown of its modules: the server's child and the ``bin/`` scripts then end with
-``os._exit``. A hook event run in-process imports about 150 modules, and tearing them down
-took 12-14 ms of each event.
+``os._exit``. A hook event run in-process imports about 230 modules, and tearing them down
+took 12-15 ms of each event.
 
 A hook event (``checkpoints hook ARGS``, what a harness runs on every tool call, and the
 ``checkpoints-hook`` script) goes straight to the hook's own parser
@@ -79,7 +79,7 @@ def run_to_end(argv: list[str]) -> int:
         status = 1
     status = finish(status)
     if interrupted:
-        import signal  # here: the client's own start imports no more than it needs
+        import signal  # only here: the rest of a command's run needs none of it
 
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
