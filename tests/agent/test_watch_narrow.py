@@ -288,6 +288,18 @@ def test_a_narrowed_snapshot_commits_what_a_full_walk_commits(
         assert walks.count() == before  # the snapshot left the watcher a record
 
 
+def snapshot_unasked(
+    checkpoints: Checkpoints, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot taken where the watcher is not asked (another runtime folder): it moves the
+    branch and rewrites the stat cache, so the watcher's record no longer holds."""
+    elsewhere = runtime / 'elsewhere'
+    elsewhere.mkdir(mode=0o700)
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
+    assert checkpoints.snapshot('elsewhere') is not None
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+
+
 def test_a_stale_record_costs_a_full_walk(
     checkpoints: Checkpoints,
     watcher: subprocess.Popen[str],
@@ -301,11 +313,7 @@ def test_a_stale_record_costs_a_full_walk(
     desk = checkpoints.desk_directory
     until_vouched(checkpoints, walks)
     write(desk, 'notes/day0/n0.md', 'unseen by the watcher\n')
-    elsewhere = runtime / 'elsewhere'
-    elsewhere.mkdir(mode=0o700)
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
-    assert checkpoints.snapshot('elsewhere') is not None
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    snapshot_unasked(checkpoints, runtime, monkeypatch)
     write(desk, 'notes/day1/n0.md', 'seen\n')
     before = walks.count()
     assert checkpoints.snapshot('after') is not None
@@ -617,12 +625,8 @@ def test_a_later_write_that_walked_only_its_folders_tells_the_watcher_nothing(
     elsewhere no snapshot took): the next snapshot walks everything and takes the edit."""
     until_vouched(checkpoints, walks)
     write_call(checkpoints, 1, 'notes/day1/new.md')  # the turn's start
-    elsewhere = runtime / 'elsewhere'
-    elsewhere.mkdir(mode=0o700)
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(elsewhere))
     write(checkpoints.desk_directory, 'notes/day0/n0.md', 'unseen by the watcher\n')
-    assert checkpoints.snapshot('elsewhere') is not None  # the watcher's record goes stale
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(runtime))
+    snapshot_unasked(checkpoints, runtime, monkeypatch)  # the watcher's record goes stale
     write(checkpoints.desk_directory, 'notes/day2/n0.md', "a person's edit\n")
     call = ToolCall('call-2', 'claude:Write', Writer('t-1', 'S'))
     toolcalls.before_write(checkpoints, call, 'before Write', ['notes/day1/other.md'])

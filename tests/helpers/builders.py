@@ -194,3 +194,17 @@ def old_then_new(cps: Checkpoints, desk: Path) -> str:
         write(desk, f'notes/n{index}.md', 'new\n')
     assert old is not None and cps.snapshot('new') is not None
     return old
+
+
+def settled_declared_desk(workspace: Path, desk: Path) -> Checkpoints:
+    """A desk of three tracked files checkpointed, its stat cache written a second after its
+    files: no cached stat is racy, so a scan takes an unwalked file from the cache (a racy one
+    is read again, by every scan). For the narrowed walks of a write tool's hooks."""
+    write(desk, 'Memory.md', 'v0\n')
+    write(desk, 'memory/people.md', 'Ann\n')
+    write(desk, 'notes/old.md', 'old\n')
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
+    cps.snapshot('start')
+    time.sleep(1.05 - time.time() % 1)
+    assert cps.snapshot('the stat cache written again') is None
+    return cps

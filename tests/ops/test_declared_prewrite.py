@@ -7,11 +7,10 @@ of two names walk the whole desk. Driven in the test's process on a real desk an
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
-from helpers.builders import write
+from helpers.builders import settled_declared_desk, write
 
 from trading_checkpoints import CheckpointError, Checkpoints
 from trading_checkpoints.desk import scan as scans
@@ -25,16 +24,7 @@ TOOL = 'claude:Write'
 
 @pytest.fixture
 def cps(workspace: Path, desk: Path) -> Checkpoints:
-    """A desk checkpointed, its stat cache written a second after its files (no cached stat is
-    racy: a scan takes an unwalked file from the cache)."""
-    write(desk, 'Memory.md', 'v0\n')
-    write(desk, 'memory/people.md', 'Ann\n')
-    write(desk, 'notes/old.md', 'old\n')
-    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
-    cps.snapshot('start')
-    time.sleep(1.05 - time.time() % 1)
-    assert cps.snapshot('the stat cache written again') is None
-    return cps
+    return settled_declared_desk(workspace, desk)
 
 
 def write_call(cps: Checkpoints, desk: Path, call_id: str, writer: Writer, path: str) -> None:

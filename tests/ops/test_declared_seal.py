@@ -7,13 +7,12 @@ write is named. Driven in the test's process on a real desk and repository."""
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
 import pytest
 from dulwich.objects import Tree
 from dulwich.repo import Repo
-from helpers.builders import write
+from helpers.builders import settled_declared_desk, write
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.core.trees import blob_id
@@ -30,17 +29,7 @@ TOOL = 'claude:Write'
 
 @pytest.fixture
 def cps(workspace: Path, desk: Path) -> Checkpoints:
-    """A desk checkpointed, its stat cache written a second after its files: no cached stat
-    is racy, so a scan takes an unwalked file from the cache (a racy one is read again, by
-    every scan)."""
-    write(desk, 'Memory.md', 'v0\n')
-    write(desk, 'memory/people.md', 'Ann\n')
-    write(desk, 'notes/old.md', 'old\n')
-    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
-    cps.snapshot('start')
-    time.sleep(1.05 - time.time() % 1)
-    assert cps.snapshot('the stat cache written again') is None
-    return cps
+    return settled_declared_desk(workspace, desk)
 
 
 def before(cps: Checkpoints, call_id: str, writer: Writer, path: str) -> ToolCall:
