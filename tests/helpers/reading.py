@@ -15,6 +15,8 @@ import pytest
 
 from trading_checkpoints.core.paths import TRACKED_PATHS, Allowlist
 from trading_checkpoints.core.trees import SYMLINK_MODE
+from trading_checkpoints.ops import external
+from trading_checkpoints.store.commitinfo import CommitInfo
 from trading_checkpoints.store.repo import ShadowRepo
 
 ALLOW = Allowlist(TRACKED_PATHS)
@@ -123,3 +125,24 @@ def tree_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 
     monkeypatch.setattr(ShadowRepo, 'flatten_tree', counted)
     return reads
+
+
+def seal_of(repo_dir: Path) -> CommitInfo | None:
+    """The newest seal as the product reads it: the current announcement, when there is one
+    (kept beside the seal ref, not as a git object), else the seal ref's commit."""
+    repo = ShadowRepo.open(Path(repo_dir))
+    assert repo is not None
+    try:
+        return external.last_seal(repo)
+    finally:
+        repo.close()
+
+
+def seal_id_of(repo_dir: Path) -> bytes | None:
+    """The newest seal's id (the current announcement's, when there is one)."""
+    repo = ShadowRepo.open(Path(repo_dir))
+    assert repo is not None
+    try:
+        return external.seal_id(repo)
+    finally:
+        repo.close()

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 from dulwich.repo import Repo
 from helpers.builders import write
+from helpers.reading import seal_id_of, seal_of
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import metadata
-
-SEAL = b'refs/checkpoints/sealed'
 
 
 def _record(repo_dir: Path) -> metadata.Written | None:
@@ -31,8 +30,8 @@ def _record(repo_dir: Path) -> metadata.Written | None:
 
 
 def _seal(repo_dir: Path) -> bytes | None:
-    with Repo(str(repo_dir)) as repo:
-        return repo.refs[SEAL] if SEAL in repo.refs else None
+    """The newest seal's id (an announcement's, kept beside the seal ref, when current)."""
+    return seal_id_of(repo_dir)
 
 
 def _checkpoints_in_turns(cps: Checkpoints, desk: Path, *turns: str, path: str) -> None:
@@ -118,8 +117,9 @@ def test_the_same_paths_declared_in_another_turn_are_announced_for_it(
     declared: b-1's write is announced, and credited to b-1."""
     _checkpoints_in_turns(cps, desk, 'b-1', 'a-1', path='notes/a.md')
     assert cps.snapshot('before write notes/a.md', paths=['notes/a.md'], turn='b-1') is None
-    with Repo(str(repo_dir)) as repo:
-        message = repo[repo.refs[SEAL]].message.decode()
+    seal = seal_of(repo_dir)
+    assert seal is not None
+    message = seal.message
     assert metadata.action_of(message) == 'announce'
     assert metadata.writer_of(message) == metadata.Writer('b-1')
     write(desk, 'notes/a.md', 'written by b-1\n')

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from dulwich.repo import Repo
 from helpers.builders import write
-from helpers.reading import tree_reads
+from helpers.reading import seal_of, tree_reads
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.store import metadata
@@ -31,10 +31,10 @@ DECLARATION = {
 
 
 def _seal(repo_dir: Path) -> tuple[dict[str, list[str]], bytes]:
-    """The seal's trailers and its parent."""
-    with Repo(str(repo_dir)) as repo:
-        commit = repo[repo.refs[b'refs/checkpoints/sealed']]
-        return metadata.trailer_values(commit.message.decode()), commit.parents[0]
+    """The seal's trailers and its parent (an announcement is kept beside the seal ref)."""
+    seal = seal_of(repo_dir)
+    assert seal is not None
+    return metadata.trailer_values(seal.message), seal.parents[0]
 
 
 def _head(repo_dir: Path) -> bytes:
@@ -126,12 +126,11 @@ def test_a_capture_over_an_announcement_announces_it_again(
     cps.snapshot('before Edit', tool='Edit', paths=['notes/other.md'], turn='turn-1')
     write(desk, 'notes/other.md', 'the tool wrote this\n')
     assert capture(cps).paths == ('notes/other.md',)
-    with Repo(str(repo_dir)) as repo:
-        sealed = repo[repo.refs[b'refs/checkpoints/sealed']]
-        assert sealed.parents == [repo.refs[b'refs/heads/main']]
-        assert sealed.message.decode().split('\n', 1)[0] == 'before Edit'
-        assert sealed.message.decode().count(f'{metadata.TOOL}:') == 1  # the subject alone
-    trailers = metadata.trailer_values(sealed.message.decode())
+    sealed = seal_of(repo_dir)
+    assert sealed is not None and sealed.parents == (_head(repo_dir),)
+    assert sealed.message.split('\n', 1)[0] == 'before Edit'
+    assert sealed.message.count(f'{metadata.TOOL}:') == 1  # the subject alone
+    trailers = metadata.trailer_values(sealed.message)
     assert trailers[metadata.ACTION] == ['announce']
     assert (trailers[metadata.TOOL], trailers[metadata.PATH]) == (['Edit'], ['notes/other.md'])
     assert cps.status().external == ()

@@ -13,7 +13,9 @@ from helpers.builders import old_then_new, write
 from helpers.faults import kill_until_pending
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.ops import journal, snapshot
+from trading_checkpoints.ops import external, journal, snapshot
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def settle(cps: Checkpoints) -> None:
@@ -47,9 +49,23 @@ def test_no_repository_or_no_checkpoint_is_not_settled(workspace: Path, desk: Pa
 
 
 def test_a_write_announced_and_not_sealed_is_not_settled(cps: Checkpoints, desk: Path) -> None:
+    """The seal ref still names the newest checkpoint (an announcement is kept beside it)."""
     checkpointed(cps, desk)
-    cps.snapshot('before Write', tool='Write', paths=['notes/b.md'], turn='t-1')  # announced
+    assert cps.snapshot('before Write', tool='Write', paths=['notes/b.md']) is None
+    assert metadata.parse(in_flight_message(cps)).paths == ('notes/b.md',), 'announced'
     assert not snapshot.settled(cps.desk_config)
+
+
+def in_flight_message(cps: Checkpoints) -> str:
+    """The announced write's message."""
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        message = external.in_flight(repo)
+    finally:
+        repo.close()
+    assert message is not None
+    return message
 
 
 def test_an_interrupted_restore_is_not_settled(

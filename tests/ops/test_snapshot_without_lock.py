@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.faults import run_child
-from helpers.reading import files_of, history, tracked, version_of
+from helpers.reading import files_of, head_of, history, seal_id_of, seal_of, tracked, version_of
 
 from trading_checkpoints import (
     CheckpointError,
@@ -36,7 +36,6 @@ from trading_checkpoints.ops import external, snapshot
 from trading_checkpoints.ops.journal import pending
 from trading_checkpoints.ops.session import ReadSession as Session
 from trading_checkpoints.store import metadata
-from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _restore_killed_after_its_record(repo: Path, desk: Path, target: str) -> None:
@@ -61,13 +60,9 @@ def _settle(cps: Checkpoints, paths: list[str] | None = None) -> None:
 
 
 def _seal_message(repo: Path) -> str | None:
-    opened = ShadowRepo.open(repo)
-    assert opened is not None
-    try:
-        sha = opened.read_ref(external.SEAL_REF)
-        return None if sha is None else opened.commit_info(sha).message
-    finally:
-        opened.close()
+    """The newest seal's message (an announcement's, kept beside the seal ref, when current)."""
+    seal = seal_of(repo)
+    return None if seal is None else seal.message
 
 
 @contextmanager
@@ -255,6 +250,27 @@ def test_a_restore_finished_while_the_snapshot_looks_is_not_overlooked(
     assert metadata.parse(message).paths == ('notes/a.md',)
 
 
+def test_an_announcement_made_while_the_snapshot_looks_is_not_overlooked(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process announces other paths while the snapshot looks (the record beside the
+    seal ref, which does not move): the snapshot finds the seal changed and is decided again
+    under the lock, where its own declaration is announced again over the other's."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one', paths=['notes/a.md'])
+    _settle(cps, ['notes/a.md'])
+    repo = cps.repository_directory
+    ran = _while_it_looks(
+        monkeypatch,
+        lambda: Checkpoints(repo, desk, lock_timeout=10).snapshot('b', paths=['notes/b.md']),
+    )
+    assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
+    assert ran and ran[0].error is None
+    message = _seal_message(repo)
+    assert message is not None and metadata.action_of(message) == external.ANNOUNCE
+    assert metadata.parse(message).paths == ('notes/a.md',), 'the other announcement was kept'
+
+
 def test_a_pull_finished_while_the_snapshot_looks_is_not_overlooked(
     cps: Checkpoints, desk: Path, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -384,9 +400,14 @@ def test_a_no_op_that_writes_clears_stale_lock_files_first(
         assert explicit.snapshot('nothing changed, new tracked paths') is None
         assert Checkpoints(cps.repository_directory, desk).effective_tracked_paths() == ('notes',)
     else:
+        # An announcement writes no ref (it is kept beside the seal ref); a seal of the
+        # unchanged desk writes the seal ref.
         assert cps.snapshot('nothing changed', paths=['notes/a.md']) is None
         message = _seal_message(cps.repository_directory)
         assert message is not None and metadata.action_of(message) == external.ANNOUNCE
+        assert leftover.exists()
+        cps.seal()
+        assert seal_id_of(cps.repository_directory) == head_of(cps.repository_directory).encode()
     assert not leftover.exists()
 
 

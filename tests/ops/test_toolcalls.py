@@ -55,7 +55,7 @@ def seal_and_head(cps: Checkpoints) -> tuple[bytes | None, bytes | None]:
     repo = ShadowRepo.open(cps.repository_directory)
     assert repo is not None
     try:
-        return repo.read_ref(external.SEAL_REF), repo.head()
+        return external.seal_id(repo), repo.head()
     finally:
         repo.close()
 

@@ -53,8 +53,21 @@ from helpers.sweepworld import Expected, World, build, copy, ids_of, paths, remo
 from helpers.sweepworld import check as check_next
 
 from trading_checkpoints import Checkpoints
+from trading_checkpoints.ops import announced, external
+from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
-OPERATIONS = ('snapshot', 'restore', 'undo', 'prune', 'compaction', 'clone', 'hook', 'watch')
+OPERATIONS = (
+    'snapshot',
+    'restore',
+    'undo',
+    'prune',
+    'compaction',
+    'clone',
+    'hook',
+    'watch',
+    'announce',
+)
 SAMPLE = 3  # states per operation in the default suite
 
 
@@ -123,6 +136,7 @@ def _check(world: World, operation: str, traced: Traced, state: State, run: Path
     where = f'{operation}, power cut at point {state.point} losing: {lost}'
     materialize(state.image, str(run))
     repository, desk = paths(run)
+    _check_announcement(repository, where)
     if state.reported and traced.expected.restores:
         assert tracked(files_of(desk)) == traced.expected.after, f'{where}: the restore is gone'
     check_next(operation, world, run, where, traced.expected)
@@ -135,6 +149,21 @@ def _check(world: World, operation: str, traced: Traced, state: State, run: Path
     oldest = ids[-1]
     Checkpoints(repository, desk).restore(oldest)
     assert tracked(files_of(desk)) == version_of(repository, oldest), f'{where}: the restore'
+
+
+def _check_announcement(repository: Path, where: str) -> None:
+    """An announcement the product reads (only the record is read: nothing is written) is
+    whole and stands on the checkpoint it was made on, which is on the disk."""
+    repo = ShadowRepo.open(repository)
+    assert repo is not None
+    try:
+        found = announced.read(repo, repo.read_ref(external.SEAL_REF))
+        head = repo.head()
+    finally:
+        repo.close()
+    if found is not None:
+        assert found.parents == (head,), f'{where}: an announcement without its checkpoint'
+        assert metadata.parse(found.message).paths == ('notes/n0.md',), f'{where}: not whole'
 
 
 def _chosen(states: list[State], operation: str, every: bool) -> list[State]:

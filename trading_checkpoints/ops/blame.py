@@ -166,7 +166,10 @@ def blame(session: ReadSession, path: str, checkpoint_id: str | None) -> Blame:
     if head is None:
         raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
     start = repo.resolve(checkpoint_id) if checkpoint_id is not None else head
-    sealed = start != head and start == repo.read_ref(external.SEAL_REF)
+    # The agent's sealed write on the newest checkpoint; a seal a later checkpoint superseded
+    # is blamed as any commit is, from its own history.
+    seal = external.current_seal(repo, head)
+    sealed = seal is not None and start != head and start == seal.sha.encode('ascii')
     tracker = _Tracker(repo, wanted)
     with closing(walk(repo.path, head if sealed else start)) as commits:
         chain = list(commits)

@@ -26,15 +26,19 @@ and reports the attribution as ``unknown`` (no external paths).
 A snapshot that finds nothing changed makes no checkpoint, so the paths it declares would be
 lost (and an older seal would wrongly still hold): it moves the seal to an *announcement* — a
 commit with the newest checkpoint's tree and the declared paths (``Checkpoint-Action:
-announce``) — so the write that follows is attributed to the agent.
+announce``) — so the write that follows is attributed to the agent. The announcement is kept
+in a small file beside the seal ref, not stored (``announced.py``): while it stands on the
+ref's value it is the seal, and every move of the ref removes it (:func:`seal_id` names the
+seal either way).
 
 Who the agent is: the turn (and session) named by the announcement, else by the seal, else by
 the newest checkpoint when it was taken before an agent's write (:func:`writer`). A seal made
 over an announcement keeps the announcement's turn, so the write between the two stays the
 turn's. Snapshots record, with the changes they hold, which of them that turn wrote.
 
-Seal and announcement commits are reachable only from ``refs/checkpoints/sealed`` (one at a
-time, no reflog); superseded ones become unreachable objects that ``git gc``/prune may drop.
+Seal commits are reachable only from ``refs/checkpoints/sealed`` (one at a time, no reflog);
+superseded ones become unreachable objects that ``git gc``/prune may drop. An announcement
+too large for its file is stored and referenced as a seal is.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from ..errors import CheckpointError
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.repo import ShadowRepo
-from . import calls
+from . import announced, calls
 from .session import LockedSession, ReadSession
 
 SEAL_REF = b'refs/checkpoints/sealed'
@@ -188,7 +192,7 @@ def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) 
             pairs = [(metadata.TURN, found.turn), (metadata.SESSION, found.session or ''), *pairs]
     message = metadata.message('sealed: the state the agent left', pairs)
     if head is not None and not unstored and repo.commit_info(head).tree == tree:
-        repo.set_ref(SEAL_REF, head)
+        _move_seal(repo, head)
         return head
     if earlier is not None and (earlier.tree, earlier.message) == (tree, message):
         return earlier.sha.encode()  # the same state sealed again
@@ -196,7 +200,7 @@ def seal(session: LockedSession, scanned: tuple[Scan, StatCache] | None = None) 
     # One pack append (the blobs and folders the branch lacks, and the seal), flushed before
     # the ref names it, as a snapshot's commit is.
     repo.write_objects([*session.new_objects(result, built), commit])
-    repo.set_ref(SEAL_REF, commit.id)
+    _move_seal(repo, commit.id)
     return commit.id
 
 
@@ -239,7 +243,7 @@ def _oversize_values(session: LockedSession, result: Scan) -> list[tuple[str, st
     if not result.oversize:
         return []
     folders = session.desk.folders
-    known = oversize_of(_last_seal(session.repo))
+    known = oversize_of(last_seal(session.repo))
     pairs = []
     for path in sorted(result.oversize):
         st = folders.lstat(path)
@@ -281,10 +285,30 @@ def oversize_of(seal: CommitInfo | None) -> dict[str, tuple[FileEntry, StatKey |
     return found
 
 
-def _last_seal(repo: ShadowRepo) -> CommitInfo | None:
-    """The newest seal, superseded or not (what it says about a file's stat still holds); None
-    when the seal ref names no readable commit (missing, or another kind of object)."""
+def seal_id(repo: ShadowRepo, *, again: bool = False) -> bytes | None:
+    """The id of the newest seal (the current announcement's, when there is one), superseded
+    or not, as read through ``repo`` (``again``: as on the disk now); what changes whenever
+    the seal does."""
+    ref = repo.read_ref_again(SEAL_REF) if again else repo.read_ref(SEAL_REF)
+    announcement = announced.read(repo, ref, again=again)
+    return ref if announcement is None else announcement.sha.encode('ascii')
+
+
+def _move_seal(repo: ShadowRepo, sha: bytes) -> None:
+    """Points the seal at ``sha``: the announcement's record goes first, so it never stands on
+    a seal written after it (a crash between loses only the announcement)."""
+    announced.clear(repo)
+    repo.set_ref(SEAL_REF, sha)
+
+
+def last_seal(repo: ShadowRepo) -> CommitInfo | None:
+    """The newest seal (the current announcement, when there is one), superseded or not (what
+    it says about a file's stat still holds); None when the seal ref names no readable commit
+    (missing, or another kind of object)."""
     sha = repo.read_ref(SEAL_REF)
+    announcement = announced.read(repo, sha)
+    if announcement is not None:
+        return announcement
     if sha is None or not repo.contains(sha):
         return None
     try:
@@ -311,7 +335,7 @@ def mark_sealed(session: LockedSession) -> None:
     repo = session.repo
     head = repo.head()
     if head is not None:
-        repo.set_ref(SEAL_REF, head)
+        _move_seal(repo, head)
 
 
 def seal_files(session: LockedSession, files: Mapping[str, FileEntry]) -> None:
@@ -323,7 +347,7 @@ def seal_files(session: LockedSession, files: Mapping[str, FileEntry]) -> None:
         'sealed: the restored state as the agent left it', [(metadata.ACTION, RESTORED_STATE)]
     )
     sha = session.commit_tree(trees[''], built, message, move_branch=False)
-    session.repo.set_ref(SEAL_REF, sha)
+    _move_seal(session.repo, sha)
 
 
 def agent_baseline(repo: ShadowRepo, head: bytes) -> bytes:
@@ -350,7 +374,7 @@ def agent_view(desk: Mapping[str, FileEntry], attribution: Attribution) -> dict[
 
 def current_seal(repo: ShadowRepo, head: bytes | None) -> CommitInfo | None:
     """The seal, if it was made on the newest checkpoint (else a later snapshot superseded it)."""
-    info = _last_seal(repo)
+    info = last_seal(repo)
     if info is None or head is None or not repo.contains(info.tree):
         return None  # none, no commit, or its objects were pruned: as good as no seal
     if info.sha.encode() == head or (info.parents and info.parents[0] == head):
@@ -373,8 +397,10 @@ def announce(session: LockedSession, message: str) -> None:
     if head is None:
         return
     commit = repo.make_commit(repo.commit_info(head).tree, head, text)
-    repo.write_objects([commit])
-    repo.set_ref(SEAL_REF, commit.id)
+    if announced.write(repo, repo.read_ref(SEAL_REF), commit.as_raw_string()):
+        return
+    repo.write_objects([commit])  # too large for the record, or no file can be made there
+    _move_seal(repo, commit.id)
 
 
 def reannounce(session: LockedSession, message: str) -> None:

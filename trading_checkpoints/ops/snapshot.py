@@ -133,8 +133,8 @@ def _moved(repo: ShadowRepo, head: bytes) -> bool:
     appeared, or the branch, the seal or the config is not what it was."""
     if journal.pending(repo.path) or repo.read_head_again() != head:
         return True
-    seal = repo.read_ref(external.SEAL_REF)  # as read (remembered by the repository object)
-    if repo.read_ref_again(external.SEAL_REF) != seal:
+    seal = external.seal_id(repo)  # as read (remembered by the repository object)
+    if external.seal_id(repo, again=True) != seal:
         return True
     return read_bytes(repo.path) != repo.config.data
 
@@ -369,7 +369,7 @@ def capture(
     message = metadata.compose(subject, tool, None, turn, by)
     sha = session.commit(result, cache, message, pairs)
     calls.settle(session, record, result.started_ns, ending=call_id)
-    if sha is None and (writer is None or repo.read_ref(external.SEAL_REF) == repo.head()):
+    if sha is None and (writer is None or external.seal_id(repo) == repo.head()):
         return Capture(None)
     if pending is not None:
         external.reannounce(session, pending)
@@ -393,7 +393,7 @@ def settled(config: DeskConfig) -> bool:
                 return False
             repo = session.repo
             head = repo.head()
-            if head is None or repo.read_ref(external.SEAL_REF) != head:
+            if head is None or external.seal_id(repo) != head:
                 return False
             result, cache = session.scan()
             if not _nothing_to_commit(result, cache, head) or result.refreshed:

@@ -214,7 +214,7 @@ def state(session: ReadSession, head: bytes, linked: tuple[str, ...]) -> State:
     ``linked``: the multiply-linked tracked files the watcher named."""
     repo = session.repo
     desk = session.desk
-    seal = repo.read_ref_again(external.SEAL_REF)
+    seal = external.seal_id(repo, again=True)
     return State(
         head=head.decode('ascii'),
         seal=None if seal is None else seal.decode('ascii'),

@@ -84,6 +84,9 @@ class ShadowRepo:
         # The refs read through this object are forgotten when a ref is written here or
         # dulwich's repository is handed out.
         self._refs = RefStore(path, lambda: self._repo, lambda: self._dulwich is not None)
+        # Our own small files in the repository (``checkpoints/announced``), as read or written
+        # through this object.
+        self._private: dict[str, bytes | None] = {}
         self._objects = ObjectReader(path, lambda: self._repo, lambda: self._dulwich is not None)
 
     def defer_upkeep(self, upkeep: Callable[[], None]) -> None:
@@ -232,6 +235,34 @@ class ShadowRepo:
     def read_ref_again(self, name: bytes) -> bytes | None:
         """Like :meth:`read_ref`, as it is on disk now."""
         return self._refs.read_again(name)
+
+    def read_private(self, name: str, limit: int, *, again: bool = False) -> bytes | None:
+        """A small file of ours in the repository (``checkpoints/announced``), or None when it
+        is missing; read once per object, like a ref, unless ``again``.
+
+        Raises:
+            CheckpointError: It is a link or not a regular file, holds more than ``limit``
+                bytes, or could not be read (see ``core.repofiles.read``).
+        """
+        if again or name not in self._private:
+            self._private.pop(name, None)
+            self._private[name] = repofiles.read(RepoFile(self.path, name), limit)
+        return self._private[name]
+
+    def write_private(self, name: str, data: bytes | None) -> None:
+        """Replaces a small file of ours with ``data`` (None: removes it), never flushed: only
+        for a file whose loss at a power cut costs no checkpoint (see its module).
+
+        Raises:
+            CheckpointError: A folder on the way is a link, or the system refused.
+        """
+        self._private.pop(name, None)
+        file = RepoFile(self.path, name)
+        if data is None:
+            repofiles.remove(file)
+        else:
+            repofiles.replace(file, data, durable=False)
+        self._private[name] = data
 
     def update_branch(self, old: bytes | None, new: bytes, reflog_message: str) -> None:
         """Moves ``main`` from ``old`` to ``new``, failing if someone else moved it meanwhile."""

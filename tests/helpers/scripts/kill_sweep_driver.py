@@ -52,6 +52,10 @@ def run(operation: str, root: Path) -> None:
         )
     elif operation == 'watch':
         _watch_one_change(cps, desk)
+    elif operation == 'announce':
+        cps.snapshot('swept')  # the unsaved work, checkpointed before the tool
+        # Nothing changed since: the write the tool is about to make is announced.
+        cps.snapshot('before Write', tool='Write', paths=['notes/n0.md'], turn='turn-1')
     else:
         raise SystemExit(f'unknown operation {operation!r}')
 
