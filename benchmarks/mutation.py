@@ -472,6 +472,19 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             *FOUND_BY_MUTATION,
         ],
     ),
+    # The current announcement, kept beside the seal ref: it counts only on the ref's value
+    # it stands on, whole (its id), and a move of the seal ref removes it.
+    'announced': (
+        'trading_checkpoints.ops.announced.*',
+        [
+            'tests/ops/test_announced_record.py',
+            'tests/ops/test_capture_announced.py',
+            'tests/ops/test_snapshot_without_lock.py',
+            'tests/ops/test_settled.py',
+            'tests/ops/test_attribution.py',
+            'tests/ops/test_attribution_turns.py',
+        ],
+    ),
     'toolcalls': (
         'trading_checkpoints.ops.toolcalls.*',
         [

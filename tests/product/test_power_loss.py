@@ -153,17 +153,20 @@ def _check(world: World, operation: str, traced: Traced, state: State, run: Path
 
 def _check_announcement(repository: Path, where: str) -> None:
     """An announcement the product reads (only the record is read: nothing is written) is
-    whole and stands on the checkpoint it was made on, which is on the disk."""
+    whole and stands on a checkpoint that is on the disk (the newest, once the operation
+    returned: it is the write's state before)."""
     repo = ShadowRepo.open(repository)
     assert repo is not None
     try:
         found = announced.read(repo, repo.read_ref(external.SEAL_REF))
+        on_disk = found is not None and repo.contains(found.parents[0])
         head = repo.head()
     finally:
         repo.close()
     if found is not None:
-        assert found.parents == (head,), f'{where}: an announcement without its checkpoint'
+        assert on_disk, f'{where}: an announcement on a checkpoint the cut lost'
         assert metadata.parse(found.message).paths == ('notes/n0.md',), f'{where}: not whole'
+        assert found.parents == (head,), f'{where}: not on the newest checkpoint'
 
 
 def _chosen(states: list[State], operation: str, every: bool) -> list[State]:

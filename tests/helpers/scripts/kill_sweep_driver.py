@@ -55,7 +55,7 @@ def run(operation: str, root: Path) -> None:
     elif operation == 'announce':
         cps.snapshot('swept')  # the unsaved work, checkpointed before the tool
         # Nothing changed since: the write the tool is about to make is announced.
-        cps.snapshot('before Write', tool='Write', paths=['notes/n0.md'], turn='turn-1')
+        cps.snapshot('before Write', tool='Write', paths=['notes/n0.md'])
     else:
         raise SystemExit(f'unknown operation {operation!r}')
 
