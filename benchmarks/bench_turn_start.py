@@ -5,7 +5,11 @@
 checkpoint's files again as the turn's start. ``--hook later_write``: the hook before a write
 tool later in one turn (the turn begun by a first write; each timed call's seal, and its write
 of a new file, not timed). ``--hook after_write``: the seal once the tool wrote a new file
-(``toolcalls.after_write``; its hook before, and the write, are not timed).
+(``toolcalls.after_write``; its hook before, and the write, are not timed). ``--hook
+announce``: the hook before a write tool later in one turn on a desk equal to the newest
+checkpoint and sealed there (as after a shell command, or a tool that wrote nothing): nothing
+to checkpoint, the write is announced (each timed call's seal, of an unchanged desk, not
+timed).
 This script times that call in-process on a desk of N tracked 1 KB files in folders of 100,
 for two checkouts alternated round by round (each round a new process per checkout, 40 calls,
 the median of the last 35), and prints each checkout's median over the rounds and their ratio.
@@ -15,6 +19,7 @@ Run by hand from the project root (never as a test):
     python benchmarks/bench_turn_start.py --before /tmp/before --sizes 200 10000 --rounds 5
     python benchmarks/bench_turn_start.py --before /tmp/before --hook after_write
     python benchmarks/bench_turn_start.py --before /tmp/before --hook later_write
+    python benchmarks/bench_turn_start.py --before /tmp/before --hook announce
 """
 
 from __future__ import annotations
@@ -48,11 +53,12 @@ checkpoints.snapshot('start')
 time.sleep(0.2)  # past the stat cache's racy window: the desk is settled
 checkpoints.snapshot('settled')
 times = []
-if hook == 'later_write':  # the turn begun
+if hook in ('later_write', 'announce'):  # the turn begun
     call = ToolCall('call-first', 'claude:Write', Writer('turn-later', 'S'))
     toolcalls.before_write(checkpoints, call, 'before Write', ['memory/new/first.md'])
+    toolcalls.after_write(checkpoints.desk_config, call, ['memory/new/first.md'])
 for number in range(calls):
-    turn = 'turn-later' if hook == 'later_write' else f'turn-{number}'
+    turn = 'turn-later' if hook in ('later_write', 'announce') else f'turn-{number}'
     call = ToolCall(f'call-{number}', 'claude:Write', Writer(turn, 'S'))
     path = f'memory/new/{number}.md'
     if hook == 'after_write':
@@ -68,6 +74,8 @@ for number in range(calls):
     if hook == 'later_write':
         (desk / path).parent.mkdir(parents=True, exist_ok=True)
         (desk / path).write_text(f'written by call {number}')
+        toolcalls.after_write(checkpoints.desk_config, call, [path])
+    elif hook == 'announce':  # the tool wrote nothing: the seal names the newest checkpoint
         toolcalls.after_write(checkpoints.desk_config, call, [path])
 print(statistics.median(times[warm:]) * 1000)
 """
@@ -89,7 +97,9 @@ def main() -> None:
     parser.add_argument('--sizes', type=int, nargs='+', default=[200, 10000])
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument(
-        '--hook', choices=['before_write', 'later_write', 'after_write'], default='before_write'
+        '--hook',
+        choices=['before_write', 'later_write', 'after_write', 'announce'],
+        default='before_write',
     )
     args = parser.parse_args()
     print(f'load average at the start: {os.getloadavg()}')
