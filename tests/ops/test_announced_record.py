@@ -272,3 +272,50 @@ def test_a_seal_a_later_checkpoint_superseded_is_blamed_as_it_was(
             _announce(cps)
         lines = cps.blame('notes/a.md', seal).lines
         assert [line.text for line in lines] == ['one', 'two by the agent'], announce
+
+
+def _raw_commit(tree: bytes, parent: bytes, size: int) -> bytes:
+    """A commit's raw bytes of exactly ``size`` bytes (its message padded)."""
+    head = (
+        b'tree ' + tree + b'\nparent ' + parent + b'\n'
+        b'author A <a@example.com> 0 +0000\ncommitter A <a@example.com> 0 +0000\n\n'
+    )
+    return head + b'x' * (size - len(head) - 1) + b'\n'
+
+
+@pytest.mark.parametrize('over', [0, 1])
+def test_a_record_of_the_largest_size_is_kept_and_one_byte_more_is_not(
+    cps: Checkpoints, desk: Path, repo_dir: Path, over: int
+) -> None:
+    """The record is read back whole up to its size limit; a larger announcement is refused
+    before anything is written (the caller stores it as a commit)."""
+    _settled(cps, desk)
+    repo = ShadowRepo.open(repo_dir)
+    assert repo is not None
+    try:
+        head = repo.head()
+        assert head is not None
+        tree = repo.commit_info(head).tree
+        header = len(b'announced 1 - ') + 40 + 1  # the first line and its newline
+        raw = _raw_commit(tree, head, announced.MAX_BYTES - header + over)
+        assert announced.write(repo, None, raw) is (over == 0)
+        found = announced.read(repo, None, again=True)
+    finally:
+        repo.close()
+    if over:
+        assert found is None and not (repo_dir / RECORD).exists()
+    else:
+        assert (repo_dir / RECORD).stat().st_size == announced.MAX_BYTES
+        assert found is not None and found.parents == (head,)
+
+
+@needs_git
+def test_an_announcements_id_is_the_one_git_gives_its_bytes(
+    cps: Checkpoints, desk: Path, repo_dir: Path, tmp_path: Path
+) -> None:
+    _settled(cps, desk)
+    _announce(cps)
+    raw = (repo_dir / RECORD).read_bytes().partition(b'\n')[2]
+    (tmp_path / 'commit').write_bytes(raw)
+    named = git(repo_dir, 'hash-object', '-t', 'commit', str(tmp_path / 'commit')).strip()
+    assert seal_id_of(repo_dir) == named.encode()

@@ -64,15 +64,15 @@ def clear(repo: ShadowRepo) -> None:
     try:
         repo.write_private(NAME, None)
     except CheckpointError:
-        if _data(repo) is not None:
+        if _data(repo, again=True) is not None:
             raise
 
 
-def read(repo: ShadowRepo, stands_on: bytes | None, *, again: bool = False) -> CommitInfo | None:
+def read(repo: ShadowRepo, stands_on: bytes | None, *, again: bool) -> CommitInfo | None:
     """The announcement, when the record stands on the seal ref's value ``stands_on``; None
-    when there is none or anything about it is odd. Read once per repository object, unless
-    ``again``."""
-    header, separator, raw = (_data(repo, again) or b'').partition(b'\n')
+    when there is none or anything about it is odd. ``again``: as on the disk now, else as
+    first read through ``repo``."""
+    header, separator, raw = (_data(repo, again=again) or b'').partition(b'\n')
     if not separator or not header.startswith(_VERSION + b' '):
         return None
     base, _, sha = header[len(_VERSION) + 1 :].partition(b' ')
@@ -84,7 +84,7 @@ def read(repo: ShadowRepo, stands_on: bytes | None, *, again: bool = False) -> C
         return None
 
 
-def _data(repo: ShadowRepo, again: bool = True) -> bytes | None:
+def _data(repo: ShadowRepo, *, again: bool) -> bytes | None:
     """The record's bytes; None when it is missing, or not a regular file small enough."""
     try:
         return repo.read_private(NAME, MAX_BYTES, again=again)

@@ -306,7 +306,7 @@ def last_seal(repo: ShadowRepo) -> CommitInfo | None:
     it says about a file's stat still holds); None when the seal ref names no readable commit
     (missing, or another kind of object)."""
     sha = repo.read_ref(SEAL_REF)
-    announcement = announced.read(repo, sha)
+    announcement = announced.read(repo, sha, again=False)
     if announcement is not None:
         return announcement
     if sha is None or not repo.contains(sha):
