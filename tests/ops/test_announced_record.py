@@ -9,7 +9,9 @@ its own operation (``tests/product/test_power_loss.py``, ``announce``).
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -131,10 +133,51 @@ def _no_header(data: bytes) -> bytes:
     return data.partition(b'\n')[2]
 
 
+def _renamed(data: bytes, change) -> bytes:
+    """The record with its commit's bytes changed by ``change``, under their new id (as a
+    hostile writer would make it)."""
+    header, _, raw = data.partition(b'\n')
+    raw = change(raw)
+    sha = hashlib.sha1(b'commit %d\0' % len(raw) + raw).hexdigest().encode()
+    return header.rsplit(b' ', 1)[0] + b' ' + sha + b'\n' + raw
+
+
+def _a_seal(data: bytes) -> bytes:
+    return _renamed(data, lambda raw: raw.replace(b'Checkpoint-Action: announce\n', b''))
+
+
+def _two_parents(data: bytes) -> bytes:
+    return _renamed(data, lambda raw: re.sub(rb'(parent [0-9a-f]{40}\n)', rb'\1\1', raw))
+
+
+def _another_tree(data: bytes) -> bytes:
+    return _renamed(data, lambda raw: re.sub(rb'^tree [0-9a-f]{40}', b'tree ' + b'1' * 40, raw))
+
+
 @pytest.mark.parametrize(
     'spoil',
-    [_torn, _other_version, _other_base, _no_header, lambda _: b'', lambda _: b'\n' * 9],
-    ids=['torn', 'other-version', 'other-base', 'no-header', 'empty', 'blank-lines'],
+    [
+        _torn,
+        _other_version,
+        _other_base,
+        _no_header,
+        lambda _: b'',
+        lambda _: b'\n' * 9,
+        _a_seal,
+        _two_parents,
+        _another_tree,
+    ],
+    ids=[
+        'torn',
+        'other-version',
+        'other-base',
+        'no-header',
+        'empty',
+        'blank-lines',
+        'a-seal',
+        'two-parents',
+        'another-tree',
+    ],
 )
 def test_an_odd_record_is_no_announcement(
     cps: Checkpoints, desk: Path, repo_dir: Path, spoil
@@ -275,12 +318,13 @@ def test_a_seal_a_later_checkpoint_superseded_is_blamed_as_it_was(
 
 
 def _raw_commit(tree: bytes, parent: bytes, size: int) -> bytes:
-    """A commit's raw bytes of exactly ``size`` bytes (its message padded)."""
+    """An announcement's raw bytes, exactly ``size`` of them (its subject padded)."""
     head = (
         b'tree ' + tree + b'\nparent ' + parent + b'\n'
         b'author A <a@example.com> 0 +0000\ncommitter A <a@example.com> 0 +0000\n\n'
     )
-    return head + b'x' * (size - len(head) - 1) + b'\n'
+    tail = b'\n\nCheckpoint-Action: announce\n'
+    return head + b'x' * (size - len(head) - len(tail)) + tail
 
 
 @pytest.mark.parametrize('over', [0, 1])

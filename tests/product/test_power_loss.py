@@ -67,6 +67,7 @@ OPERATIONS = (
     'hook',
     'watch',
     'announce',
+    'reseal',
 )
 SAMPLE = 3  # states per operation in the default suite
 
@@ -136,7 +137,7 @@ def _check(world: World, operation: str, traced: Traced, state: State, run: Path
     where = f'{operation}, power cut at point {state.point} losing: {lost}'
     materialize(state.image, str(run))
     repository, desk = paths(run)
-    _check_announcement(repository, where)
+    _check_announcement(repository, where, ended=state.reported and operation == 'reseal')
     if state.reported and traced.expected.restores:
         assert tracked(files_of(desk)) == traced.expected.after, f'{where}: the restore is gone'
     check_next(operation, world, run, where, traced.expected)
@@ -151,10 +152,10 @@ def _check(world: World, operation: str, traced: Traced, state: State, run: Path
     assert tracked(files_of(desk)) == version_of(repository, oldest), f'{where}: the restore'
 
 
-def _check_announcement(repository: Path, where: str) -> None:
+def _check_announcement(repository: Path, where: str, ended: bool) -> None:
     """An announcement the product reads (only the record is read: nothing is written) is
-    whole and stands on a checkpoint that is on the disk (the newest, once the operation
-    returned: it is the write's state before)."""
+    whole and stands on the newest checkpoint, which is on the disk; once a seal ended it
+    (``ended``), none is read, even where the seal ref holds the value it stood on."""
     repo = ShadowRepo.open(repository)
     assert repo is not None
     try:
@@ -163,6 +164,7 @@ def _check_announcement(repository: Path, where: str) -> None:
         head = repo.head()
     finally:
         repo.close()
+    assert not (ended and found is not None), f'{where}: the announcement came back'
     if found is not None:
         assert on_disk, f'{where}: an announcement on a checkpoint the cut lost'
         assert metadata.parse(found.message).paths == ('notes/n0.md',), f'{where}: not whole'

@@ -9,11 +9,12 @@ took a pack append and a ref, each flushed (a pre-write event with nothing to ch
 flushes nothing).
 
 The record is the current announcement only while the seal ref holds the value it stands on
-(``-``: no seal ref); every move of the seal ref removes it first (``external``), so it never
-outlives a seal or a restore's state written after it, even one naming the same commit. Its id
-is the hash of its bytes, as git would name the commit: a reader compares it as it compares
-the seal ref. Anything odd about the file (missing, torn, another version, a link, too large)
-means no announcement.
+(``-``: no seal ref); every move of the seal ref removes it first (``external``), the removal
+flushed, so it never outlives a seal or a restore's state written after it, even one naming
+the same commit, power cut or not. Its id is the hash of its bytes, as git would name the
+commit: a reader compares it as it compares the seal ref. Anything odd about the file
+(missing, torn, another version, a link, too large, or a commit that is no announcement: not
+its action, not one parent, not its parent's tree) means no announcement.
 
 What a power cut can do, since nothing here is flushed: leave the previous record, none, or
 a torn one (all read as no announcement where it no longer stands on the seal ref). Losing it
@@ -30,10 +31,12 @@ from __future__ import annotations
 import hashlib
 
 from ..errors import CheckpointError
+from ..store import metadata
 from ..store.commitinfo import CommitInfo, parse_commit
 from ..store.repo import PRIVATE_DIR, ShadowRepo
 
 NAME = f'{PRIVATE_DIR}/announced'
+ACTION = 'announce'  # an announcement's ``Checkpoint-Action``
 MAX_BYTES = 256 * 1024  # a larger announcement is stored as a commit, as before the record
 _VERSION = b'announced 1'
 _NO_SEAL = b'-'
@@ -55,8 +58,10 @@ def write(repo: ShadowRepo, stands_on: bytes | None, raw: bytes) -> bool:
 
 
 def clear(repo: ShadowRepo) -> None:
-    """Removes the record (under the desk's lock, before the seal ref moves). What cannot be
-    removed and reads as no record (a folder at the name, say) is left alone.
+    """Removes the record (under the desk's lock, before the seal ref moves); the removal is
+    flushed when the repository is durable, so that a seal ref moved back to the value the
+    record stood on never finds it again after a power cut. What cannot be removed and reads
+    as no record (a folder at the name, say) is left alone.
 
     Raises:
         CheckpointError: A record that still reads as one could not be removed.
@@ -79,9 +84,16 @@ def read(repo: ShadowRepo, stands_on: bytes | None, *, again: bool) -> CommitInf
     if base != (stands_on or _NO_SEAL) or sha != _commit_id(raw):
         return None
     try:
-        return parse_commit(sha, raw)
-    except ValueError:
+        info = parse_commit(sha, raw)
+        # Only an announcement: one parent, its tree, this action (a record made to look like
+        # a seal, or to hide a person's edit, is no announcement).
+        if metadata.action_of(info.message) != ACTION or len(info.parents) != 1:
+            return None
+        if repo.commit_info(info.parents[0]).tree != info.tree:
+            return None
+    except (ValueError, CheckpointError):
         return None
+    return info
 
 
 def _data(repo: ShadowRepo, *, again: bool) -> bytes | None:

@@ -63,7 +63,7 @@ from . import announced, calls
 from .session import LockedSession, ReadSession
 
 SEAL_REF = b'refs/checkpoints/sealed'
-ANNOUNCE = 'announce'
+ANNOUNCE = announced.ACTION
 RESTORED_STATE = 'restored-state'  # a seal of the newest checkpoint without the files it kept
 
 SEALED = 'sealed'  # measured against a seal (explicit, or left by a restore/undo/redo)

@@ -250,8 +250,9 @@ class ShadowRepo:
         return self._private[name]
 
     def write_private(self, name: str, data: bytes | None) -> None:
-        """Replaces a small file of ours with ``data`` (None: removes it), never flushed: only
-        for a file whose loss at a power cut costs no checkpoint (see its module).
+        """Replaces a small file of ours with ``data``, never flushed: only for a file whose
+        loss at a power cut costs no checkpoint (see its module). With None it is removed,
+        and the removal flushed when durable (a file removed must not come back).
 
         Raises:
             CheckpointError: A folder on the way is a link, or the system refused.
@@ -259,7 +260,8 @@ class ShadowRepo:
         self._private.pop(name, None)
         file = RepoFile(self.path, name)
         if data is None:
-            repofiles.remove(file)
+            if repofiles.remove(file) and self.durable:
+                fsync_folders([file.path.parent])
         else:
             repofiles.replace(file, data, durable=False)
         self._private[name] = data

@@ -52,6 +52,11 @@ def run(operation: str, root: Path) -> None:
         )
     elif operation == 'watch':
         _watch_one_change(cps, desk)
+    elif operation == 'reseal':
+        cps.snapshot('swept')
+        cps.seal()  # the seal ref names the newest checkpoint
+        cps.snapshot('before Write', tool='Write', paths=['notes/n0.md'])  # announced on it
+        cps.seal()  # the tool wrote nothing: the seal ref names the same checkpoint again
     elif operation == 'announce':
         cps.snapshot('swept')  # the unsaved work, checkpointed before the tool
         # Nothing changed since: the write the tool is about to make is announced.
