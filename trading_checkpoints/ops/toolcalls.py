@@ -136,16 +136,19 @@ def before_shell(config: DeskConfig, call: ToolCall, reason: str) -> ShortId | N
 
 
 def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Capture:
-    """A checkpoint of what changed since the command began (see the module notes)."""
-    on_record = call.call_id is not None and call.call_id in calls.load(config.repository)
-    if not on_record and snapshot.settled(config):
+    """A checkpoint of what changed since the command began (see the module notes); the call
+    on record ends with it, found by its session, tool and input where the harness names no
+    call id (Gemini CLI): left at work, it would explain every change until the turn ends."""
+    call_id = _find(config.repository, call, ())
+    if call_id is None and snapshot.settled(config):
         return snapshot.Capture(None)  # nothing changed since the checkpoint before it
     writer = call.writer
     with engine.locked(config, light=True, verb='capture') as session:
         if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
             subject = labelled(subject, call.label)
         scanned = vouched.recorded_scan(session)  # narrowed by a running watcher
-        return snapshot.capture(session, subject, call.tool, writer, call.call_id, scanned)
+        ending = call_id or call.call_id  # not on record: the capture records it, ended
+        return snapshot.capture(session, subject, call.tool, writer, ending, scanned)
 
 
 def unfinished(
