@@ -677,18 +677,21 @@ def test_a_call_closed_twice_is_closed_once(cps: Checkpoints) -> None:
     assert record(cps)['toolu_1'].outcome == UNFINISHED
 
 
+@pytest.mark.parametrize('writes', [True, False], ids=['a-write', 'nothing-changed'])
 def test_a_shell_call_the_harness_names_no_id_for_ends_at_its_hook_after(
-    cps: Checkpoints, desk: Path
+    cps: Checkpoints, desk: Path, writes: bool
 ) -> None:
     """Gemini CLI names no call id: the hook after a shell command finds its call by session,
-    tool and input, and ends it. Left at work until the turn's end, it would explain a person's
-    edit made meanwhile (a command may write anywhere) as the agent's."""
+    tool and input, and ends it, whether the command changed anything or not. Left at work
+    until the turn's end, it would explain a person's edit made meanwhile (a command may write
+    anywhere) as the agent's."""
     settled(cps)
     call = ToolCall(None, 'gemini:run_shell_command', S, inputs='digest-of-echo')
     assert toolcalls.before_shell(cps.desk_config, call, 'before run_shell_command: echo') is None
-    write(desk, 'notes/shell.md', 'by the command\n')
+    if writes:
+        write(desk, 'notes/shell.md', 'by the command\n')
     done = toolcalls.after_shell(cps.desk_config, call, 'after run_shell_command: echo')
-    assert done.paths == ('notes/shell.md',)
+    assert done.paths == (('notes/shell.md',) if writes else ())
     assert not calls.open_calls(cps.repository_directory, S.session), 'the call ended'
     write(desk, 'notes/person.md', 'a person, while the agent thinks\n')
     assert cps.status().external == ('notes/person.md',)
