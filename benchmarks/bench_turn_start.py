@@ -9,7 +9,9 @@ of a new file, not timed). ``--hook after_write``: the seal once the tool wrote 
 announce``: the hook before a write tool later in one turn on a desk equal to the newest
 checkpoint and sealed there (as after a shell command, or a tool that wrote nothing): nothing
 to checkpoint, the write is announced (each timed call's seal, of an unchanged desk, not
-timed).
+timed). ``--hook read_only_shell``: both hooks of a shell command that changes nothing
+(``toolcalls.before_shell`` and ``after_shell``, timed together), later in one turn: the
+commonest shell command (``ls``, ``cat``, ``git status``).
 This script times that call in-process on a desk of N tracked 1 KB files in folders of 100,
 for two checkouts alternated round by round (each round a new process per checkout, 40 calls,
 the median of the last 35), and prints each checkout's median over the rounds and their ratio.
@@ -20,6 +22,7 @@ Run by hand from the project root (never as a test):
     python benchmarks/bench_turn_start.py --before /tmp/before --hook after_write
     python benchmarks/bench_turn_start.py --before /tmp/before --hook later_write
     python benchmarks/bench_turn_start.py --before /tmp/before --hook announce
+    python benchmarks/bench_turn_start.py --before /tmp/before --hook read_only_shell
 """
 
 from __future__ import annotations
@@ -53,12 +56,13 @@ checkpoints.snapshot('start')
 time.sleep(0.2)  # past the stat cache's racy window: the desk is settled
 checkpoints.snapshot('settled')
 times = []
-if hook in ('later_write', 'announce'):  # the turn begun
+in_one_turn = hook in ('later_write', 'announce', 'read_only_shell')
+if in_one_turn:  # the turn begun
     call = ToolCall('call-first', 'claude:Write', Writer('turn-later', 'S'))
     toolcalls.before_write(checkpoints, call, 'before Write', ['memory/new/first.md'])
     toolcalls.after_write(checkpoints.desk_config, call, ['memory/new/first.md'])
 for number in range(calls):
-    turn = 'turn-later' if hook in ('later_write', 'announce') else f'turn-{number}'
+    turn = 'turn-later' if in_one_turn else f'turn-{number}'
     call = ToolCall(f'call-{number}', 'claude:Write', Writer(turn, 'S'))
     path = f'memory/new/{number}.md'
     if hook == 'after_write':
@@ -68,6 +72,10 @@ for number in range(calls):
     began = time.perf_counter()
     if hook == 'after_write':
         toolcalls.after_write(checkpoints.desk_config, call, [path])
+    elif hook == 'read_only_shell':
+        shell = ToolCall(f'shell-{number}', 'claude:Bash', Writer(turn, 'S'))
+        toolcalls.before_shell(checkpoints.desk_config, shell, 'before Bash: ls')
+        toolcalls.after_shell(checkpoints.desk_config, shell, 'after Bash: ls')
     else:
         toolcalls.before_write(checkpoints, call, 'before Write', [path])
     times.append(time.perf_counter() - began)
@@ -98,7 +106,7 @@ def main() -> None:
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument(
         '--hook',
-        choices=['before_write', 'later_write', 'after_write', 'announce'],
+        choices=['before_write', 'later_write', 'after_write', 'announce', 'read_only_shell'],
         default='before_write',
     )
     args = parser.parse_args()
