@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,16 +104,23 @@ def history(repo_dir: Path) -> list[str]:
         repo.close()
 
 
-def head_of(repo_dir: Path) -> str:
-    """The full id of the newest checkpoint (the repository must hold one)."""
-    repo = ShadowRepo.open(repo_dir)
+@contextmanager
+def opened(repo_dir: Path) -> Iterator[ShadowRepo]:
+    """The shadow repository at ``repo_dir`` (it must exist), closed after the block."""
+    repo = ShadowRepo.open(Path(repo_dir))
     assert repo is not None
     try:
-        head = repo.head()
-        assert head is not None
-        return head.decode()
+        yield repo
     finally:
         repo.close()
+
+
+def head_of(repo_dir: Path) -> str:
+    """The full id of the newest checkpoint (the repository must hold one)."""
+    with opened(repo_dir) as repo:
+        head = repo.head()
+    assert head is not None
+    return head.decode()
 
 
 def tree_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
@@ -130,19 +139,11 @@ def tree_reads(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
 def seal_of(repo_dir: Path) -> CommitInfo | None:
     """The newest seal as the product reads it: the current announcement, when there is one
     (kept beside the seal ref, not as a git object), else the seal ref's commit."""
-    repo = ShadowRepo.open(Path(repo_dir))
-    assert repo is not None
-    try:
+    with opened(repo_dir) as repo:
         return external.last_seal(repo)
-    finally:
-        repo.close()
 
 
 def seal_id_of(repo_dir: Path) -> bytes | None:
     """The newest seal's id (the current announcement's, when there is one)."""
-    repo = ShadowRepo.open(Path(repo_dir))
-    assert repo is not None
-    try:
+    with opened(repo_dir) as repo:
         return external.seal_id(repo)
-    finally:
-        repo.close()

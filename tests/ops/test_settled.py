@@ -11,11 +11,11 @@ from pathlib import Path
 
 from helpers.builders import old_then_new, write
 from helpers.faults import kill_until_pending
+from helpers.reading import opened
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops import external, journal, snapshot
 from trading_checkpoints.store import metadata
-from trading_checkpoints.store.repo import ShadowRepo
 
 
 def settle(cps: Checkpoints) -> None:
@@ -58,12 +58,8 @@ def test_a_write_announced_and_not_sealed_is_not_settled(cps: Checkpoints, desk:
 
 def in_flight_message(cps: Checkpoints) -> str:
     """The announced write's message."""
-    repo = ShadowRepo.open(cps.repository_directory)
-    assert repo is not None
-    try:
+    with opened(cps.repository_directory) as repo:
         message = external.in_flight(repo)
-    finally:
-        repo.close()
     assert message is not None
     return message
 

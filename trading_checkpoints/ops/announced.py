@@ -60,12 +60,15 @@ def write(repo: ShadowRepo, stands_on: bytes | None, raw: bytes) -> bool:
 def clear(repo: ShadowRepo) -> None:
     """Removes the record (under the desk's lock, before the seal ref moves); the removal is
     flushed when the repository is durable, so that a seal ref moved back to the value the
-    record stood on never finds it again after a power cut. What cannot be removed and reads
-    as no record (a folder at the name, say) is left alone.
+    record stood on never finds it again after a power cut. Nothing is done when there is no
+    record as read through ``repo`` (under the lock, what it read holds), or only what reads
+    as none (a folder at the name, say): most seals follow no announcement.
 
     Raises:
         CheckpointError: A record that still reads as one could not be removed.
     """
+    if _data(repo, again=False) is None:
+        return
     try:
         repo.write_private(NAME, None)
     except CheckpointError:
