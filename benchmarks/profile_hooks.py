@@ -17,7 +17,7 @@ disturbs the other's figures:
   and all system calls. In-process, the hook command runs under strace; served, the client
   runs under strace and a second strace is attached to the server and its waiting child (the
   child that takes the event, and the one forked after it), so both sides are counted.
-- **cProfile** (rounds 2, 4, ...): in-process, ``python -m cProfile`` runs the hook command;
+- **cProfile** (rounds 2, 4, ...): in-process, the hook command runs under ``cProfile``;
   served, the command is run as the server's child runs it, after the server's own
   ``preload()``, in a process of its own (the real child cannot be profiled from outside).
   Printed: the calls of the functions in ``COUNTED`` (repository opens, history walks, pack
@@ -86,6 +86,22 @@ status = run(args)
 profile.disable()
 profile.dump_stats(OUT)
 sys.exit(status)
+"""
+# In-process, the hook script ends with ``os._exit`` once the atexit handlers ran
+# (``command.run_to_end``): ``python -m cProfile`` would never write its output, so the profile
+# is written by an atexit handler.
+IN_PROCESS_PROFILE = """\
+import atexit, cProfile, os, runpy, sys
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+sys.path[0] = os.path.dirname(script)  # as ``python SCRIPT`` sets it
+profile = cProfile.Profile()
+def dump():
+    profile.disable()
+    profile.dump_stats(OUT)
+atexit.register(dump)
+profile.enable()
+runpy.run_path(script, run_name='__main__')
 """
 
 
@@ -200,7 +216,8 @@ def profiled_argv(project: HookProject, out: Path) -> list[str]:
     if project.server:
         code = SERVED_PROFILE.replace('OUT', repr(str(out)))
         return [python, '-c', code, script, *args]
-    return [python, '-m', 'cProfile', '-o', str(out), script, *args]
+    code = IN_PROCESS_PROFILE.replace('OUT', repr(str(out)))
+    return [python, '-c', code, script, *args]
 
 
 def play(
