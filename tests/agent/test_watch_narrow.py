@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from helpers.builders import write
+from helpers.faults import ChildOutcome, run_child
 from helpers.processes import environment
 from helpers.reading import head_of
 
@@ -676,3 +677,44 @@ def test_the_snapshot_after_a_shell_commands_capture_walks_nothing(
     before = walks.count()
     assert checkpoints.snapshot('before the next tool') is None
     assert walks.count()[0] == before[0]
+
+
+def test_a_seal_made_while_a_no_op_is_reported_is_not_overlooked(
+    checkpoints: Checkpoints,
+    watcher: subprocess.Popen[str],
+    walks: Walks,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another process seals the desk and then announces what this no-op declares, after the
+    no-op's walk and before its report to the watcher. The report reads the seal again (and
+    sends nothing, the state having moved); the no-op is then decided again under the lock, by
+    the new seal: a person's revert of the agent's write, which the seal now holds, is no
+    longer external. The walk's answer stood on the old seal."""
+    desk, repository = checkpoints.desk_directory, checkpoints.repository_directory
+    write(desk, 'notes/top.md', "the agent's\n")
+    checkpoints.seal()
+    write(desk, 'notes/top.md', 'top\n')  # a person puts the checkpoint's version back
+    time.sleep(0.2)  # past the racy window: the no-op's walk finds the desk settled
+    assert checkpoints.status().external == ('notes/top.md',)
+    # The watcher's record does not serve (as after a change it saw): the no-op walks.
+    monkeypatch.setattr(vouched.Asked, 'answer', lambda *args: None)
+    real_report = vouched.Asked.report
+    ran: list[ChildOutcome] = []
+
+    def sealed_and_announced() -> None:
+        other = Checkpoints(repository, desk, TRACKED, max_file_size=LIMIT)
+        other.seal()
+        assert other.snapshot('noop') is None  # announces the no-op's declaration
+
+    def meanwhile(self: vouched.Asked, *args: Any) -> None:
+        if not ran:
+            ran.append(run_child(sealed_and_announced))
+        real_report(self, *args)
+
+    monkeypatch.setattr(vouched.Asked, 'report', meanwhile)
+    result = checkpoints.snapshot_with_result('noop')
+    assert ran and ran[0].error is None
+    assert result.checkpoint_id is None
+    assert result.external == ()
+    now = checkpoints.status()  # what the seal and the announcement say, read after the race
+    assert (result.external, result.basis) == (now.external, now.basis)

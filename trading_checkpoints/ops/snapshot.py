@@ -81,6 +81,9 @@ def look(config: DeskConfig, message: str, announce: bool = True) -> Look | None
             head = repo.head()
             if head is None:
                 return None
+            # As read before the walk: a watcher's report reads the seal again, so the final
+            # check compares with this, not with what the repository object read last.
+            seal = external.seal_id(repo)
 
             def walk(since: Since | None) -> vouched.Walked[Look]:
                 nonlocal scanning
@@ -104,7 +107,7 @@ def look(config: DeskConfig, message: str, announce: bool = True) -> Look | None
 
             looked = vouched.look(session, head, walk, accept=quiet)
             if looked.known is not None:
-                if _moved(repo, head):
+                if _moved(repo, head, seal):
                     return None
                 answer = SnapshotResult(None, *_fields(looked.known))
                 return Look(answer, None, head, _setup(session))
@@ -113,7 +116,7 @@ def look(config: DeskConfig, message: str, announce: bool = True) -> Look | None
             found.asked = looked.asked
             if clean is None or not quiet(clean):
                 return found  # committed, or the announcement written, under the lock
-            if _moved(repo, head):
+            if _moved(repo, head, seal):
                 return None  # a restore, a snapshot, a seal or a config write ran meanwhile
             found.answer = SnapshotResult(None, *_fields(clean))
             return found
@@ -128,12 +131,12 @@ def _fields(answer: vouched.Answer) -> tuple[tuple[str, ...], str, tuple[tuple[s
     return answer.external, answer.basis, tuple(answer.skipped)
 
 
-def _moved(repo: ShadowRepo, head: bytes) -> bool:
+def _moved(repo: ShadowRepo, head: bytes, seal: bytes | None) -> bool:
     """Whether anything :func:`look` read of the repository changed since: a restore record
-    appeared, or the branch, the seal or the config is not what it was."""
+    appeared, or the branch, the seal (``seal`` as read before the walk) or the config is not
+    what it was."""
     if journal.pending(repo.path) or repo.read_head_again() != head:
         return True
-    seal = external.seal_id(repo)  # as read (remembered by the repository object)
     if external.seal_id(repo, again=True) != seal:
         return True
     return read_bytes(repo.path) != repo.config.data
@@ -398,6 +401,6 @@ def settled(config: DeskConfig) -> bool:
             result, cache = session.scan()
             if not _nothing_to_commit(result, cache, head) or result.refreshed:
                 return False
-            return not _moved(repo, head)
+            return not _moved(repo, head, head)  # the seal named the head
     except CheckpointError:
         return False
