@@ -340,10 +340,11 @@ def test_a_record_of_the_largest_size_is_kept_and_one_byte_more_is_not(
         head = repo.head()
         assert head is not None
         tree = repo.commit_info(head).tree
-        header = len(b'announced 1 - ') + 40 + 1  # the first line and its newline
+        seal = repo.read_ref(external.SEAL_REF)
+        header = len(b'announced 1  ') + len(seal or b'-') + 40 + 1  # the first line, its newline
         raw = _raw_commit(tree, head, announced.MAX_BYTES - header + over)
-        assert announced.write(repo, None, raw) is (over == 0)
-        found = announced.read(repo, None, again=True)
+        assert announced.write(repo, seal, raw) is (over == 0)
+        _, found = announced.read(repo, external.SEAL_REF, again=True)
     finally:
         repo.close()
     if over:

@@ -32,10 +32,11 @@ from trading_checkpoints.core.lock import exclusive
 from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.desk import scan as scan_module
 from trading_checkpoints.desk.scan import STREAM_THRESHOLD
-from trading_checkpoints.ops import external, snapshot
+from trading_checkpoints.ops import announced, external, snapshot
 from trading_checkpoints.ops.journal import pending
 from trading_checkpoints.ops.session import ReadSession as Session
 from trading_checkpoints.store import metadata
+from trading_checkpoints.store.repo import ShadowRepo
 
 
 def _restore_killed_after_its_record(repo: Path, desk: Path, target: str) -> None:
@@ -436,6 +437,53 @@ def test_a_seal_or_config_written_while_the_snapshot_looks_is_not_overlooked(
     assert ran and ran[0].error is None
     assert sha is not None
     assert 'plans/p.md' in version_of(repo, sha, Allowlist(('notes', 'plans')))
+
+
+def test_a_seal_and_an_announcement_between_the_final_checks_two_reads_are_not_overlooked(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look's final check reads the seal as two files, the announcement's record and the
+    seal ref. Another session seals and then announces another path between those two reads:
+    the pair read must be one that was on the disk, so the snapshot sees the seal moved and
+    announces its own path under the lock; the agent's write of that path is then its own."""
+    write(desk, 'notes/a.md', 'one')
+    cps.snapshot('one', paths=['notes/a.md'])
+    _settle(cps, ['notes/a.md'])
+    repo = cps.repository_directory
+    assert seal_id_of(repo) is None  # the look's answer must announce nothing
+
+    def other_session() -> None:
+        racing = Checkpoints(repo, desk, lock_timeout=10)
+        racing.seal()
+        assert racing.snapshot('b', paths=['notes/b.md']) is None  # announces notes/b.md
+
+    ran: list = []
+    read_ref_again, read_private = ShadowRepo.read_ref_again, ShadowRepo.read_private
+
+    def between(value: object) -> object:
+        """After the first of the final check's two reads, the other session runs."""
+        if not ran:
+            ran.append(run_child(other_session))
+        return value
+
+    def ref_then(self: ShadowRepo, name: bytes) -> bytes | None:
+        value = read_ref_again(self, name)
+        return between(value) if name == external.SEAL_REF else value  # type: ignore[return-value]
+
+    def record_then(self: ShadowRepo, name: str, limit: int, *, again: bool = False) -> object:
+        value = read_private(self, name, limit, again=again)
+        return between(value) if again and name == announced.NAME else value
+
+    monkeypatch.setattr(ShadowRepo, 'read_ref_again', ref_then)
+    monkeypatch.setattr(ShadowRepo, 'read_private', record_then)
+    assert Checkpoints(repo, desk).snapshot('again', paths=['notes/a.md']) is None
+    monkeypatch.undo()
+    assert ran and ran[0].error is None
+    seal = seal_of(repo)
+    assert seal is not None and metadata.action_of(seal.message) == external.ANNOUNCE
+    assert metadata.parse(seal.message).paths == ('notes/a.md',)
+    write(desk, 'notes/a.md', 'the agent wrote this')
+    assert Checkpoints(repo, desk).snapshot_with_result('next').external == ()
 
 
 def test_snapshots_racing_restores_never_record_a_half_restored_desk(

@@ -159,7 +159,7 @@ def _check_announcement(repository: Path, where: str, ended: bool) -> None:
     repo = ShadowRepo.open(repository)
     assert repo is not None
     try:
-        found = announced.read(repo, repo.read_ref(external.SEAL_REF), again=False)
+        _, found = announced.read(repo, external.SEAL_REF, again=False)
         on_disk = found is not None and repo.contains(found.parents[0])
         head = repo.head()
     finally:

@@ -76,11 +76,26 @@ def clear(repo: ShadowRepo) -> None:
             raise
 
 
-def read(repo: ShadowRepo, stands_on: bytes | None, *, again: bool) -> CommitInfo | None:
-    """The announcement, when the record stands on the seal ref's value ``stands_on``; None
-    when there is none or anything about it is odd. ``again``: as on the disk now, else as
-    first read through ``repo``."""
-    header, separator, raw = (_data(repo, again=again) or b'').partition(b'\n')
+def read(repo: ShadowRepo, ref: bytes, *, again: bool) -> tuple[bytes | None, CommitInfo | None]:
+    """The value of the seal ref ``ref`` (None: no such ref), and the announcement standing on
+    it (None when there is none or anything about it is odd). ``again``: as on the disk now,
+    else as first read through ``repo``.
+
+    The record is read before the ref. Every move of the ref removes the record first, so the
+    two were on the disk together at one moment: when the record was read, or, if the ref
+    moved after that (the record then stands on another value: no announcement), when it
+    moved. Read the other way, a seal and a new announcement made between the two reads
+    would pair the old ref with no announcement, a state that never was.
+    """
+    data = _data(repo, again=again)
+    value = repo.read_ref_again(ref) if again else repo.read_ref(ref)
+    return value, _parsed(repo, data, value)
+
+
+def _parsed(repo: ShadowRepo, data: bytes | None, stands_on: bytes | None) -> CommitInfo | None:
+    """The announcement the record's bytes ``data`` hold, when it stands on the seal ref's
+    value ``stands_on``."""
+    header, separator, raw = (data or b'').partition(b'\n')
     if not separator or not header.startswith(_VERSION + b' '):
         return None
     base, _, sha = header[len(_VERSION) + 1 :].partition(b' ')

@@ -289,8 +289,7 @@ def seal_id(repo: ShadowRepo, *, again: bool = False) -> bytes | None:
     """The id of the newest seal (the current announcement's, when there is one), superseded
     or not, as read through ``repo`` (``again``: as on the disk now); what changes whenever
     the seal does."""
-    ref = repo.read_ref_again(SEAL_REF) if again else repo.read_ref(SEAL_REF)
-    announcement = announced.read(repo, ref, again=again)
+    ref, announcement = announced.read(repo, SEAL_REF, again=again)
     return ref if announcement is None else announcement.sha.encode('ascii')
 
 
@@ -305,8 +304,7 @@ def last_seal(repo: ShadowRepo) -> CommitInfo | None:
     """The newest seal (the current announcement, when there is one), superseded or not (what
     it says about a file's stat still holds); None when the seal ref names no readable commit
     (missing, or another kind of object)."""
-    sha = repo.read_ref(SEAL_REF)
-    announcement = announced.read(repo, sha, again=False)
+    sha, announcement = announced.read(repo, SEAL_REF, again=False)
     if announcement is not None:
         return announcement
     if sha is None or not repo.contains(sha):
