@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from helpers.builders import write
-from helpers.faults import armed
+from helpers.faults import ChildOutcome, armed, run_child
 from helpers.gitcli import fsck
 
 from trading_checkpoints import Checkpoints
@@ -675,6 +675,57 @@ def test_a_call_closed_twice_is_closed_once(cps: Checkpoints) -> None:
     again = toolcalls.unfinished(cps.desk_config, call, None, ['Memory.md'])
     assert again is not None and again.checkpoint_id is None
     assert record(cps)['toolu_1'].outcome == UNFINISHED
+
+
+def _twin_calls_end_together(
+    cps: Checkpoints, monkeypatch: pytest.MonkeyPatch, end: Callable[[ToolCall], object]
+) -> None:
+    """Two calls of one session with the same tool and input, as Gemini CLI runs them (no call
+    id), both at work; ``end`` (a hook after, or a close) runs for each at once: the second in
+    another process, between the first's look at the record without the lock and its lock.
+    Both calls must end: one left at work explains any change, a person's edit made
+    afterwards included."""
+    settled(cps)
+    call = ToolCall(None, 'gemini:run_shell_command', S, inputs='digest-of-ls')
+    for _ in range(2):
+        assert toolcalls.before_shell(cps.desk_config, call, 'before run_shell_command: ls') is None
+    assert len(calls.open_calls(cps.repository_directory, S.session)) == 2
+    real_find = calls.find
+    twin: list[ChildOutcome] = []
+    forked: list[bool] = []
+
+    def find(*args: Any, **kwargs: Any) -> calls.Call | None:
+        found = real_find(*args, **kwargs)
+        if not forked:
+            forked.append(True)  # before the fork: the twin does not fork again
+            twin.append(run_child(lambda: end(call)))
+        return found
+
+    monkeypatch.setattr(calls, 'find', find)
+    end(call)
+    monkeypatch.undo()
+    assert twin and twin[0].error is None
+    assert calls.open_calls(cps.repository_directory, S.session) == []
+
+
+def test_twin_shell_calls_whose_hooks_after_run_at_once_both_end(
+    cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = cps.desk_config
+    _twin_calls_end_together(
+        cps, monkeypatch, lambda call: toolcalls.after_shell(config, call, 'after: ls')
+    )
+    write(cps.desk_directory, 'notes/person.md', 'a person, while the agent thinks\n')
+    assert cps.status().external == ('notes/person.md',)
+
+
+def test_twin_shell_calls_closed_as_unfinished_at_once_both_close(
+    cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = cps.desk_config
+    _twin_calls_end_together(
+        cps, monkeypatch, lambda call: toolcalls.unfinished(config, call, S.session)
+    )
 
 
 @pytest.mark.parametrize('writes', [True, False], ids=['a-write', 'nothing-changed'])

@@ -139,11 +139,13 @@ def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Ca
     """A checkpoint of what changed since the command began (see the module notes); the call
     on record ends with it, found by its session, tool and input where the harness names no
     call id (Gemini CLI): left at work, it would explain every change until the turn ends."""
-    call_id = _find(config.repository, call, ())
-    if call_id is None and snapshot.settled(config):
+    if _find(config.repository, call, ()) is None and snapshot.settled(config):
         return snapshot.Capture(None)  # nothing changed since the checkpoint before it
     writer = call.writer
     with engine.locked(config, light=True, verb='capture') as session:
+        # Found under the lock: the hook after a twin command (same session, tool and input)
+        # may have ended the call found without it, and this one's would stay at work.
+        call_id = _find(session.repo.path, call, ())
         if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
             subject = labelled(subject, call.label)
         scanned = vouched.recorded_scan(session)  # narrowed by a running watcher
@@ -163,15 +165,13 @@ def unfinished(
     there was none on record."""
     if not config.repository.is_dir():
         return None
-    if call is not None:
-        found = _find(config.repository, call, paths)
-        ids = [found] if found is not None else []
-    else:
-        at_work = calls.open_calls(config.repository, session_id)
-        ids = [c.call_id for c in at_work if kind is None or c.kind == kind]
-    if not ids:
+    if not _closing(config.repository, call, session_id, kind, paths):
         return None
     with engine.locked(config, light=True, verb='close') as session:
+        # Found again under the lock (see :func:`after_shell`).
+        ids = _closing(session.repo.path, call, session_id, kind, paths)
+        if not ids:
+            return None
         closed = [calls.end(session, call_id, calls.UNFINISHED) for call_id in ids]
         if not any(c is not None and c.left for c in closed):
             if any(c is not None and c.kind == calls.WRITE for c in closed):
@@ -194,6 +194,21 @@ def _begin(session: LockedSession, call: ToolCall, paths: Sequence[str] | None) 
     assert call.writer is not None
     call_id = call.call_id or calls.new_id()
     calls.begin(session, call_id, call.writer, call.tool, paths, call.inputs)
+
+
+def _closing(
+    repository: Path,
+    call: ToolCall | None,
+    session_id: str | None,
+    kind: str | None,
+    paths: Sequence[str],
+) -> list[str]:
+    """The ids on record of the calls :func:`unfinished` closes."""
+    if call is not None:
+        found = _find(repository, call, paths)
+        return [] if found is None else [found]
+    at_work = calls.open_calls(repository, session_id)
+    return [c.call_id for c in at_work if kind is None or c.kind == kind]
 
 
 def _find(repository: Path, call: ToolCall, paths: Sequence[str]) -> str | None:
