@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 from helpers.builders import write
+from helpers.reading import opened
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.ops import calls, engine
 from trading_checkpoints.ops.calls import SHELL, UNFINISHED, WRITE, WROTE, Call
+from trading_checkpoints.store import metadata
 from trading_checkpoints.store.metadata import Writer
 
 A, B, C = Writer('turn-a', 'A'), Writer('turn-b', 'B'), Writer('turn-c', 'C')
@@ -205,6 +207,52 @@ def test_a_call_open_too_long_counts_as_unfinished(cps: Checkpoints) -> None:
     )
     found = calls.load(cps.repository_directory)['c']
     assert found.outcome == UNFINISHED and not found.open
+
+
+def _newest_writers(cps: Checkpoints) -> dict[Writer | None, tuple[set[str], set[str]]]:
+    """Who the newest checkpoint says wrote what: paths for certain, and maybe."""
+    with opened(cps.repository_directory) as repo:
+        head = repo.head()
+        assert head is not None
+        message = repo.commit_info(head).message
+    return {g.writer: (set(g.paths), set(g.maybe)) for g in metadata.written_groups(message)}
+
+
+def test_a_call_open_too_long_ended_at_that_age_and_a_commit_lets_it_go(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A shell call whose hook after never came (its harness killed mid-command) counts as
+    unfinished once older than the limit, ended at that age: the next commit cannot tell
+    whether a change it holds came while the call ran, and leaves the call off the record;
+    later changes are no turn's."""
+    began = time.time_ns() - calls.MAX_OPEN_NS - 10**9
+    record_file(cps).write_bytes(
+        b'{"op":"begin","id":"c","turn":"t","session":"s","tool":"claude:Bash","kind":"shell",'
+        b'"paths":[],"t":%d}\n' % began
+    )
+    assert calls.load(cps.repository_directory)['c'].ended == began + calls.MAX_OPEN_NS
+    write(desk, 'notes/p1.md', 'a person\n')
+    assert cps.snapshot('the first commit after') is not None
+    assert _newest_writers(cps)[Writer('t', 's')] == (set(), {'notes/p1.md'})
+    assert calls.load(cps.repository_directory) == {}
+    write(desk, 'notes/p2.md', 'a person, later\n')
+    assert cps.snapshot('a later commit') is not None
+    assert Writer('t', 's') not in _newest_writers(cps)
+
+
+def test_a_record_too_large_to_read_is_emptied_by_the_next_commit(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """Read as none, a record past its size limit would only grow (every call appended to it
+    unread); the next commit empties it, and the calls begun after it are read again."""
+    with open(record_file(cps), 'wb') as handle:
+        handle.truncate(calls.MAX_BYTES + 1)
+    write(desk, 'notes/p.md', 'a person\n')
+    assert cps.snapshot('a commit') is not None
+    assert record_file(cps).stat().st_size == 0
+    with engine.locked(cps.desk_config) as session:
+        calls.begin(session, 'c1', A, 'claude:Bash', None)
+    assert list(calls.load(cps.repository_directory)) == ['c1']
 
 
 def test_a_record_that_is_a_link_is_never_followed(cps: Checkpoints, tmp_path: Path) -> None:

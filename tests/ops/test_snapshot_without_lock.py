@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 from helpers.builders import write
 from helpers.faults import run_child
-from helpers.reading import files_of, head_of, history, seal_id_of, seal_of, tracked, version_of
+from helpers.reading import (
+    files_of,
+    head_of,
+    history,
+    opened,
+    seal_id_of,
+    seal_of,
+    tracked,
+    version_of,
+)
 
 from trading_checkpoints import (
     CheckpointError,
@@ -32,10 +41,12 @@ from trading_checkpoints.core.lock import exclusive
 from trading_checkpoints.core.paths import Allowlist
 from trading_checkpoints.desk import scan as scan_module
 from trading_checkpoints.desk.scan import STREAM_THRESHOLD
-from trading_checkpoints.ops import announced, external, snapshot
+from trading_checkpoints.ops import announced, external, snapshot, toolcalls
 from trading_checkpoints.ops.journal import pending
 from trading_checkpoints.ops.session import ReadSession as Session
+from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.store import metadata
+from trading_checkpoints.store.metadata import Writer
 from trading_checkpoints.store.repo import ShadowRepo
 
 
@@ -351,6 +362,45 @@ def test_a_scan_made_before_an_interrupted_restore_is_not_committed_after_its_co
     newest = Checkpoints(repo, desk).list(1)[0].checkpoint_id
     assert version_of(repo, newest) == tracked(files_of(desk))
     assert (desk / 'notes/a.md').read_text() == 'one'
+
+
+def test_a_write_that_ended_after_the_look_is_credited_with_what_it_left(
+    cps: Checkpoints, desk: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions' writes of one file are at work; S writes and ends. A snapshot looks (and
+    sees S's version); before it takes the lock, U writes and ends. The look's scan no longer
+    serves (the credit would take U's call, ended after it, as seen by it): the snapshot walks
+    again and records U's version as U's, changed after by no one, so rewinding U's turn is
+    no conflict."""
+    write(desk, 'notes/p.md', 'p0\n')
+    cps.snapshot('p0')
+    config = cps.desk_config
+    u = ToolCall('U/toolu_u', 'claude:Write', Writer('t-u', 'U'))
+    s = ToolCall('S/toolu_s', 'claude:Write', Writer('t-s', 'S'))
+    toolcalls.before_write(cps, u, 'before Write notes/p.md', ['notes/p.md'])
+    toolcalls.before_write(cps, s, 'before Write notes/p.md', ['notes/p.md'])
+    write(desk, 'notes/p.md', 'X by session S\n')
+    toolcalls.after_write(config, s, ['notes/p.md'])
+
+    def u_writes() -> None:
+        write(desk, 'notes/p.md', 'Y by session U\n')
+        toolcalls.after_write(config, u, ['notes/p.md'])
+
+    ran = _between_the_look_and_the_lock(monkeypatch, u_writes)
+    sha = cps.snapshot('a third writer')
+    monkeypatch.undo()
+    assert ran and ran[0].error is None
+    assert sha is not None
+    assert files_of(desk)['notes/p.md'] == version_of(cps.repository_directory, sha)['notes/p.md']
+    with opened(cps.repository_directory) as repo:
+        [group] = metadata.written_groups(repo.commit_info(repo.head()).message)
+    assert (group.writer, set(group.paths), group.changed_after) == (
+        Writer('t-u', 'U'),
+        {'notes/p.md'},
+        frozenset(),
+    )
+    cps.restore_turn('t-u')
+    assert (desk / 'notes/p.md').read_text() == 'p0\n'
 
 
 def test_a_large_file_hashed_without_the_lock_is_stored_under_it(

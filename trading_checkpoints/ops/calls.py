@@ -37,6 +37,7 @@ parse, or names a path no tracked path allows, is left out; the file is read no 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -48,6 +49,7 @@ from pathlib import Path
 
 from ..core.paths import path_problem
 from ..core.repofiles import RepoFile, append
+from ..core.repofiles import check as check_file
 from ..core.repofiles import read as read_file
 from ..core.repofiles import replace as replace_file
 from ..core.trees import FileEntry
@@ -140,7 +142,9 @@ class Credit:
 
 def load(repository: Path, *, now: int | None = None) -> dict[str, Call]:
     """The calls on record (by id, oldest first); {} when there is no record or it cannot be
-    read. A call open longer than :data:`MAX_OPEN_NS` is returned as unfinished."""
+    read. A call open longer than :data:`MAX_OPEN_NS` is returned as unfinished, ended when it
+    reached that age (not now: the next commit then leaves it off the record, and a change
+    made after that age is no longer put down to it)."""
     try:
         data = read_file(RepoFile(repository, NAME), MAX_BYTES)
     except CheckpointError:
@@ -157,9 +161,20 @@ def load(repository: Path, *, now: int | None = None) -> dict[str, Call]:
     return {
         key: call
         if call.ended is not None or now - call.began < MAX_OPEN_NS
-        else replace(call, ended=now, outcome=UNFINISHED, left={})
+        else replace(call, ended=call.began + MAX_OPEN_NS, outcome=UNFINISHED, left={})
         for key, call in calls.items()
     }
+
+
+def _clear_unreadable(record: RepoFile) -> None:
+    """Empties a record that :func:`load` reads as none though it is there (too large, say):
+    appended to, it would only grow, and every call on it would stay unread. One that cannot
+    be replaced (a folder at its name) is left as it is, as before."""
+    try:
+        check_file(record, MAX_BYTES)
+    except CheckpointError:
+        with contextlib.suppress(CheckpointError):
+            replace_file(record, b'', durable=False)
 
 
 def _fold(calls: dict[str, Call], item: dict[str, object]) -> None:
@@ -404,10 +419,13 @@ def settle(
         for call in calls.values()
         if call.call_id != ending and (call.ended is None or call.ended >= seen_at)
     ]
+    record = RepoFile(session.repo.path, NAME)
     if len(kept) == len(calls):
+        if not calls:
+            _clear_unreadable(record)
         return
     lines = b''.join(
         _line(_begin_line(call)) + (b'' if call.ended is None else _line(_end_line(call)))
         for call in kept
     )
-    replace_file(RepoFile(session.repo.path, NAME), lines, durable=False)
+    replace_file(record, lines, durable=False)

@@ -164,7 +164,8 @@ def take(
     write tool's, once its turn has begun: ``declared.py``); the calls on record then stay on
     it, since what they wrote elsewhere is not in this checkpoint.
     """
-    reusable = None if earlier is None else _reusable(session, earlier)
+    record = calls.load(session.repo.path)
+    reusable = None if earlier is None else _reusable(session, earlier, record)
     if reusable is not None:
         assert earlier is not None
         scanned = vouched.Recorded(*reusable, earlier.asked)
@@ -172,7 +173,6 @@ def take(
         scanned = vouched.recorded_scan(session, since)
     result, cache = scanned.scan, scanned.cache
     attribution = external.attribute(session, LazyFiles(result), session.tree_of(result, cache))
-    record = calls.load(session.repo.path)
     sealed = _with_seal_time(session.repo, message)
     sha = session.commit(result, cache, sealed, writes(session, attribution, message, record))
     if sha is not None:
@@ -294,14 +294,18 @@ def _setup(session: ReadSession) -> tuple[object, ...]:
     return (session.allowlist.entries, session.desk.max_file_size, session.desk.context)
 
 
-def _reusable(session: LockedSession, earlier: Look) -> tuple[Scan, StatCache] | None:
+def _reusable(
+    session: LockedSession, earlier: Look, record: Mapping[str, calls.Call]
+) -> tuple[Scan, StatCache] | None:
     """The scan made without the lock, when it serves under it as a scan made now would.
 
     It does when nothing moved that it depended on: no restore was completed or is pending
     (a restore writes the desk only while its record exists), the branch (every commit, a
-    restore's too, moves it) and the tracked paths, size limit and desk are the same; and every
-    blob that changed is at hand (a scan without the store keeps fresh blobs in memory only up
-    to a budget and hashes large files without keeping them).
+    restore's too, moves it) and the tracked paths, size limit and desk are the same; no call
+    on ``record`` ended after the scan began (the credit takes what an ended call left as what
+    the scan saw, and settling drops it); and every blob that changed is at hand (a scan
+    without the store keeps fresh blobs in memory only up to a budget and hashes large files
+    without keeping them).
     """
     repo = session.repo
     if earlier.scan is None:  # the answer came from a watcher: there is no scan
@@ -311,6 +315,8 @@ def _reusable(session: LockedSession, earlier: Look) -> tuple[Scan, StatCache] |
     if repo.head() != earlier.head or _setup(session) != earlier.setup:
         return None
     result, _ = earlier.scan
+    if any(call.ended is not None and call.ended >= result.started_ns for call in record.values()):
+        return None
     held = all(
         sha in result.new_blobs or repo.contains(sha)
         for _, sha in result.entries(result.changed).values()
