@@ -8,13 +8,15 @@ import json
 import os
 import re
 import time
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 import pytest
 from helpers.builders import write
 from helpers.faults import readers_let_go
 
-from trading_checkpoints.agent.hooks import place
+from trading_checkpoints import Checkpoints
+from trading_checkpoints.agent.hooks import dispatch, place
 from trading_checkpoints.agent.hooks.events import HookError, Options
 
 
@@ -260,3 +262,74 @@ def test_a_state_file_that_is_a_fifo_or_a_device_is_refused_without_waiting(
     with pytest.raises(OSError) as device:
         place.read_small(Path(os.devnull))
     assert (device.value.strerror, device.value.filename) == ('Not a regular file', os.devnull)
+
+
+SESSION = '3f1c2b7e-8d4a-4c55-9a0e-2b6f7c1d9e42'
+
+
+class _Clock(datetime):
+    """A wall clock the test sets (``place`` reads the time through ``datetime.now``)."""
+
+    at = datetime(2026, 3, 1, 12, 0, 5, tzinfo=timezone.utc)
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> _Clock:  # type: ignore[override]
+        return cls.at  # type: ignore[return-value]
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> type[_Clock]:
+    monkeypatch.setattr(place, 'datetime', _Clock)
+    return _Clock
+
+
+def test_a_sessions_turns_never_take_an_older_turns_id_when_the_clock_steps_back(
+    workspace: Path, clock: type[_Clock]
+) -> None:
+    """Prompts at 12:00:05 and :09, then after the clock stepped back to :05, at :05 and :09
+    again, then :10: each turn has its own id, and none names a second before its forerunner's."""
+    opened = []
+    for second in (5, 9, 5, 9, 10):
+        clock.at = datetime(2026, 3, 1, 12, 0, second, tzinfo=timezone.utc)
+        opened.append(place.open_turn(workspace, SESSION, f'at {second}'))
+    assert len(set(opened)) == len(opened), opened
+    word = f'{place.session_word(SESSION)}-'
+    seconds = [turn.removeprefix(word)[:15] for turn in opened]
+    assert seconds == ['20260301T1200' + s for s in ('05', '09', '09', '09', '10')]
+
+
+def test_a_turn_opened_after_the_clock_stepped_back_is_rewound_alone(
+    workspace: Path, desk: Path, clock: type[_Clock]
+) -> None:
+    """Turn A writes a.md at 12:00:05, B writes b.md at :09, then the clock steps back to :05
+    and turn C writes c.md: rewinding the newest turn takes back c.md only."""
+    write(desk, 'notes/a.md', 'a0\n')
+    write(desk, 'notes/c.md', 'c0\n')
+    cps = Checkpoints.open(workspace / '.checkpoints' / 'main.git', desk)
+    cps.snapshot('start')
+
+    def send(name: str, **fields: object) -> None:
+        data = {'session_id': SESSION, 'cwd': str(workspace), 'hook_event_name': name, **fields}
+        reply = dispatch.run(json.dumps(data).encode(), Options())
+        assert reply.code == 0 and reply.stderr == '', reply
+
+    for second, path in ((5, 'notes/a.md'), (9, 'notes/b.md'), (5, 'notes/c.md')):
+        clock.at = datetime(2026, 3, 1, 12, 0, second, tzinfo=timezone.utc)
+        send('UserPromptSubmit', prompt=f'write {path}')
+        given = {'file_path': str(desk / path), 'content': 'written\n'}
+        send('PreToolUse', tool_name='Write', tool_input=given, tool_use_id=f'toolu_{second}{path}')
+        write(desk, path, 'written\n')
+        done = {'success': True}
+        send(
+            'PostToolUse',
+            tool_name='Write',
+            tool_input=given,
+            tool_use_id=f'toolu_{second}{path}',
+            tool_response=done,
+        )
+        send('Stop', stop_hook_active=False)
+    turns = cps.turns(None)
+    assert len(turns) == 3, [t.turn_id for t in turns]
+    cps.restore_turn(turns[0].turn_id)
+    assert (desk / 'notes/c.md').read_text() == 'c0\n'
+    assert (desk / 'notes/a.md').read_text() == 'written\n', "turn A's write is kept"

@@ -36,6 +36,7 @@ LAST_EVENT = 'last-event.json'
 MAX_LABEL = 200
 MAX_SESSION = 200
 _UNSAFE = re.compile(r'[^A-Za-z0-9._:-]+')
+_STAMP = re.compile(r'\d{8}T\d{6}')  # a turn id's second, after its session's word
 
 
 # -- the workspace and the desk ---------------------------------------------------------------
@@ -200,7 +201,14 @@ def open_turn(workspace: Path, session: str, prompt: str) -> str:
     word = session_word(session)
     assert word is not None
     previous = read_turn(workspace, session)
-    turn = f'{word}-{datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")}'
+    stamp = datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')
+    if previous is not None:
+        # A session's turns never go back in time: after the clock stepped back (NTP, a VM
+        # resumed), a new turn takes the last one's second, never an older turn's id.
+        before = _STAMP.fullmatch(previous[0], len(word) + 1, len(word) + 16)
+        if previous[0].startswith(f'{word}-') and before and before.group() > stamp:
+            stamp = before.group()
+    turn = f'{word}-{stamp}'
     if previous is not None and previous[0].startswith(turn):  # two prompts in one second
         turn = f'{turn}-{secrets.token_hex(2)}'
     label = ' '.join(prompt.split())[:MAX_LABEL]
