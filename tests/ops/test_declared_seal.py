@@ -6,7 +6,9 @@ write is named. Driven in the test's process on a real desk and repository."""
 
 from __future__ import annotations
 
+import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,65 @@ def test_only_folders_a_desk_path_can_name_are_compared(cps: Checkpoints) -> Non
         assert declared.differing_folders(repo, left.id, left.id) == set()
     finally:
         repo.close()
+
+
+def test_trees_nested_deeper_than_python_recurses_are_compared(cps: Checkpoints) -> None:
+    """A seal and a checkpoint that differ at the bottom of 1,100 nested folders (a desk may
+    hold them: the walks and snapshots do): every folder on the way differs, and the
+    comparison says so instead of failing with RecursionError."""
+    depth = 1100
+    sides = []
+    for leaf in (b'a', b'b'):
+        made = Tree()
+        made.add(b'leaf.md', 0o100644, blob_id(leaf))
+        objects = [made]
+        for _ in range(depth):
+            outer = Tree()
+            outer.add(b'd', 0o040000, objects[-1].id)
+            objects.append(outer)
+        top = Tree()
+        top.add(b'notes', 0o040000, objects[-1].id)
+        sides.append([*objects, top])
+    repo = ShadowRepo.open(cps.repository_directory)
+    assert repo is not None
+    try:
+        repo.write_objects([tree for side in sides for tree in side])
+        found = declared.differing_folders(repo, sides[0][-1].id, sides[1][-1].id)
+    finally:
+        repo.close()
+    deepest = 'notes/' + '/'.join(['d'] * depth)
+    assert len(found) == depth + 2 and {'', 'notes', deepest} <= found
+
+
+def test_a_write_through_a_hard_link_or_a_linked_folder_is_sealed_whole(
+    cps: Checkpoints, desk: Path
+) -> None:
+    """A write tool's seal walks only the folders of its paths unless a write there can reach
+    elsewhere, as the hook before judged it: the agent's write through a second name of a
+    file in another folder (a hard link, a linked folder) is the agent's under both names,
+    and undo takes it back."""
+    one = Writer('t-1', 'S1')
+    first = ToolCall('toolu_1', 'claude:Edit', one)
+    toolcalls.before_write(cps, first, 'before Edit notes/x.md', ['notes/x.md'])
+    write(desk, 'notes/x.md', 'x\n')
+    toolcalls.after_write(cps.desk_config, first, ['notes/x.md'])
+    os.link(desk / 'memory/people.md', desk / 'notes/people-link.md')
+    os.symlink('../memory', desk / 'notes/mem')
+    assert cps.snapshot('second names made') is not None
+    time.sleep(1.05 - time.time() % 1)
+    assert cps.snapshot('the stat cache written again') is None  # no racy row left
+    before = (desk / 'memory/people.md').read_text()
+    for number, path in enumerate(('notes/people-link.md', 'notes/mem/people.md'), 2):
+        call = ToolCall(f'toolu_{number}', 'claude:Edit', one)
+        toolcalls.before_write(cps, call, f'before Edit {path}', [path])
+        with open(desk / path, 'a') as handle:  # in place, as an edit keeps the file
+            handle.write(f'added by the agent through {path}\n')
+        toolcalls.after_write(cps.desk_config, call, [path])
+        status = cps.status()
+        assert (status.basis, status.external) == ('sealed', ()), path
+    cps.undo()
+    cps.undo()
+    assert (desk / 'memory/people.md').read_text() == before
 
 
 def test_a_declared_path_that_cannot_be_a_tracked_desk_path_adds_no_folder(

@@ -82,23 +82,28 @@ def narrowable(desk: Path, paths: Sequence[str]) -> bool:
     return True
 
 
-def differing_folders(repo: ShadowRepo, left: bytes, right: bytes, folder: str = '') -> set[str]:
-    """The folders whose trees differ between the trees ``left`` and ``right`` of ``folder``:
-    descends only into subfolders both hold and hold differently (a subfolder on one side
-    only, or a file on the other, differs in its parent's listing). A name no desk path can
-    have is passed over: it names nothing to walk."""
-    if left == right:
-        return set()
-    found = {folder}
-    theirs = {name: (mode, sha) for name, mode, sha in repo.tree_entries(right)}
-    for name, mode, sha in repo.tree_entries(left):
-        other = theirs.get(name)
-        if mode != TREE_MODE or other is None or other[0] != TREE_MODE or other[1] == sha:
+def differing_folders(repo: ShadowRepo, left: bytes, right: bytes) -> set[str]:
+    """The folders whose trees differ between the desk's trees ``left`` and ``right``: descends
+    only into subfolders both hold and hold differently (a subfolder on one side only, or a
+    file on the other, differs in its parent's listing). A name no desk path can have is
+    passed over: it names nothing to walk. Folders wait on a list, not on the call stack: a
+    desk may nest deeper than Python recurses."""
+    found: set[str] = set()
+    pending = [(left, right, '')]
+    while pending:
+        left, right, folder = pending.pop()
+        if left == right:
             continue
-        try:
-            path = f'{folder}/{name.decode()}' if folder else name.decode()
-        except UnicodeDecodeError:
-            continue
-        if path_problem(path) is None:
-            found |= differing_folders(repo, sha, other[1], path)
+        found.add(folder)
+        theirs = {name: (mode, sha) for name, mode, sha in repo.tree_entries(right)}
+        for name, mode, sha in repo.tree_entries(left):
+            other = theirs.get(name)
+            if mode != TREE_MODE or other is None or other[0] != TREE_MODE or other[1] == sha:
+                continue
+            try:
+                path = f'{folder}/{name.decode()}' if folder else name.decode()
+            except UnicodeDecodeError:
+                continue
+            if path_problem(path) is None:
+                pending.append((sha, other[1], path))
     return found

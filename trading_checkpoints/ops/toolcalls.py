@@ -108,8 +108,12 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
         found = _find(session.repo.path, call, paths)
         if found is not None:
             calls.end(session, found, calls.WROTE)
-        # The checkpoint the hook before took, with what the call wrote (``declared.py``).
-        scanned = session.scan(record=True, since=declared.since(session, paths))
+        # The checkpoint the hook before took, with what the call wrote: the folders of its
+        # paths, unless a write there can reach elsewhere (a hard link, a linked folder), as
+        # the hook before judged it (``declared.py``).
+        narrow = declared.narrowable(config.desk, paths)
+        since = declared.since(session, paths) if narrow else None
+        scanned = session.scan(record=True, since=since)
         return short_id(external.seal(session, scanned))
 
 
