@@ -247,6 +247,34 @@ def test_a_write_through_a_hard_link_or_a_linked_folder_is_sealed_whole(
     assert (desk / 'memory/people.md').read_text() == before
 
 
+@pytest.mark.parametrize('coarse', [True, False], ids=['whole-second-mtime', 'saved-just-before'])
+def test_a_persons_edit_of_a_racy_file_elsewhere_while_the_tool_runs_stays_theirs(
+    cps: Checkpoints, desk: Path, coarse: bool
+) -> None:
+    """A person saves memory/people.md just before a turn's first write (its row in the stat
+    cache the hook before writes is racy: changed too close to the cache's writing), then
+    edits it in place while the tool writes notes/a.md. The seal walks notes/ only and does not
+    read the racy file elsewhere again: the edit stays the person's, and undo keeps it."""
+    people = desk / 'memory/people.md'
+    write(desk, 'memory/people.md', 'Ann\nv1 by a person\n')
+    if coarse:  # as `touch -d` or a coarse file system leaves it: racy for two seconds
+        whole = int(time.time())
+        os.utime(people, (whole, whole))
+    call = ToolCall('toolu_1', 'claude:Write', Writer('t-1', 'S1'))
+    toolcalls.before_write(cps, call, 'before Write notes/a.md', ['notes/a.md'])
+    if not coarse:
+        time.sleep(0.5)  # the tool runs, long past the racy window of a fine mtime
+    write(desk, 'notes/a.md', 'by the agent\n')
+    with open(people, 'r+') as handle:
+        handle.write('Ann\nv2 by a person\n')
+    toolcalls.after_write(cps.desk_config, call, ['notes/a.md'])
+    status = cps.status()
+    assert (status.basis, status.external) == ('sealed', ('memory/people.md',))
+    cps.undo()
+    assert not (desk / 'notes/a.md').exists()
+    assert people.read_text() == 'Ann\nv2 by a person\n'
+
+
 def test_a_declared_path_that_cannot_be_a_tracked_desk_path_adds_no_folder(
     cps: Checkpoints,
 ) -> None:

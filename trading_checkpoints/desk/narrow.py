@@ -48,10 +48,16 @@ class Since:
     Attributes:
         touched: The folders in which an entry was made, changed, removed or moved since.
         skipped: What that walk left out, and why.
+        reread_beside: Whether the files outside ``touched`` that the cache holds as racy
+            (changed too close to its writing for their stat to show a later write) are read
+            again, as a full scan reads them. A scan that saves the cache must; a seal, which
+            records only what a write tool changed, must not (a person's edit there would be
+            sealed as the agent's), and saves no cache, so they stay racy for the next scan.
     """
 
     touched: frozenset[str]
     skipped: tuple[tuple[str, str], ...]
+    reread_beside: bool = True
 
 
 def scan_since(
@@ -74,6 +80,9 @@ def scan_since(
     drop = found.replaced(cache.names)  # the rows the narrowed walk looked at again, in order
     if not _trusted_beside(cache, drop):
         return None
+    if not since.reread_beside:
+        dropped = set(drop)
+        cache = cache.with_racy(array('q', (row for row in cache.racy if row in dropped)))
     limit_reason = too_large(max_file_size)
     for path, why in since.skipped:
         if not found.replaces(path):

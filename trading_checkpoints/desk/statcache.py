@@ -124,6 +124,19 @@ class StatCache:
     def __len__(self) -> int:
         return len(self.names)
 
+    def with_racy(self, racy: array) -> StatCache:
+        """The same cache, with only the rows ``racy`` held as racy."""
+        return StatCache(
+            self.names,
+            self.numbers,
+            self.shas,
+            self.trees,
+            self.context,
+            self.commit,
+            self.written_at_ns,
+            racy,
+        )
+
     def clear_trees(self) -> None:
         self.trees.clear()
         self.commit = b''

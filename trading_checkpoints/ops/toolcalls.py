@@ -27,7 +27,7 @@ event concerns and calls these):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.ids import ShortId, short_id
@@ -110,9 +110,9 @@ def after_write(config: DeskConfig, call: ToolCall, paths: Sequence[str]) -> Sho
             calls.end(session, found, calls.WROTE)
         # The checkpoint the hook before took, with what the call wrote: the folders of its
         # paths, unless a write there can reach elsewhere (a hard link, a linked folder), as
-        # the hook before judged it (``declared.py``).
+        # the hook before judged it (``declared.py``); nothing else read again, racy or not.
         narrow = declared.narrowable(config.desk, paths)
-        since = declared.since(session, paths) if narrow else None
+        since = replace(declared.since(session, paths), reread_beside=False) if narrow else None
         scanned = session.scan(record=True, since=since)
         return short_id(external.seal(session, scanned))
 
