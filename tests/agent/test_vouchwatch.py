@@ -1246,3 +1246,34 @@ def test_a_start_over_without_a_new_queue_leaves_a_watcher_that_closes(
     watcher.close()
     assert all(not thread.is_alive() for thread in watcher.threads)
     assert not Path(watcher.socket_path).exists() and not Path(watcher.cookie_folder).exists()
+
+
+def test_a_stray_cookie_whose_name_int_cannot_read_leaves_the_watcher_vouching(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file named '²' among the cookies (a digit to ``str.isdigit``, not to ``int``): the
+    watcher's event reader passes over it and goes on vouching."""
+    crashed: list[BaseException | None] = []
+    monkeypatch.setattr(threading, 'excepthook', lambda args: crashed.append(args.exc_value))
+    vouched_noop(checkpoints, walks)
+    (Path(watcher.cookie_folder) / '\u00b2').touch()
+    vouched_noop(checkpoints, walks)
+    assert crashed == []
+
+
+def test_a_stray_cookie_folder_whose_pid_int_cannot_read_is_left_alone(
+    checkpoints: Checkpoints, watcher: Vouch, walks: Walks
+) -> None:
+    """A folder named like another watcher's cookies but with '²' for its process id: the next
+    watcher to start leaves it where it is and vouches."""
+    stem = watcher.cookie_folder.rsplit('.', 2)[0]
+    stray = Path(f'{stem}.\u00b2.cookies')
+    stray.mkdir()
+    watcher.close()
+    again = Vouch(str(checkpoints.desk_directory), str(checkpoints.repository_directory), TRACKED)
+    again.start()
+    try:
+        vouched_noop(checkpoints, walks)
+    finally:
+        again.close()
+    assert stray.is_dir()

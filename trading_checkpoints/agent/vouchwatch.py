@@ -222,7 +222,8 @@ class Vouch:
                 again = True
                 continue
             if wd == self.cookie_wd:
-                if name.isdigit() and int(name) in self.waiting:
+                # ASCII digits only: '²' is a digit to isdigit() and not to int()
+                if name.isascii() and name.isdigit() and int(name) in self.waiting:
                     self.seen.add(int(name))
                 continue
             folder = folders.paths.get(wd)
@@ -371,7 +372,12 @@ def _remove_abandoned(stem: str) -> None:
     folder, prefix = os.path.split(stem)
     for name in os.listdir(folder):
         pid = name[len(prefix) + 1 : -len('.cookies')]
-        if name.startswith(prefix + '.') and name.endswith('.cookies') and pid.isdigit():
+        if (
+            name.startswith(prefix + '.')
+            and name.endswith('.cookies')
+            and pid.isascii()
+            and pid.isdigit()
+        ):
             try:
                 os.kill(int(pid), 0)
             except ProcessLookupError:
