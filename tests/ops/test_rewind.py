@@ -10,7 +10,7 @@ from helpers.gitcli import git, needs_git
 from helpers.reading import tree_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.errors import TurnConflictError
+from trading_checkpoints.errors import TurnConflictError, UnknownTurnError
 from trading_checkpoints.ops import snapshot as snapshots
 from trading_checkpoints.ops.turns import snapshot_in_turn
 from trading_checkpoints.store import metadata
@@ -192,3 +192,25 @@ def test_checkpoints_without_the_record_credit_the_turn_before_them(
     assert result.written == ('Memory.md',) and result.deleted == ()
     assert (desk / 'Memory.md').read_text() == 'v0'
     assert (desk / 'notes/x.md').exists() and (desk / 'notes/b.md').exists()
+
+
+def test_a_turn_whose_start_was_pruned_is_refused_not_guessed(cps: Checkpoints, desk: Path) -> None:
+    """Pruning dropped the turn's first checkpoint: the oldest kept one already holds the
+    turn's write of Memory.md, and what Memory.md held before the turn went with the pruned
+    one. Rewinding refuses with a typed error and changes nothing (it deleted Memory.md,
+    which existed before the turn). A turn whose start is still kept rewinds as ever."""
+    writes(
+        cps,
+        ('A', 't-1', 'Memory.md', 'v1 by t-1\n'),
+        ('A', 't-1', 'notes/a.md', 'a by t-1\n'),
+        ('B', 'u-1', 'notes/b.md', 'b by u-1\n'),
+    )
+    cps.snapshot('end')
+    cps.prune(keep=3)
+    before = tree_of(desk)
+    with pytest.raises(UnknownTurnError, match='its start was pruned'):
+        cps.restore_turn('t-1')
+    assert tree_of(desk) == before
+    cps.restore_turn('u-1')
+    assert not (desk / 'notes/b.md').exists()
+    assert (desk / 'Memory.md').read_text() == 'v1 by t-1\n'

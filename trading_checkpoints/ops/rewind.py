@@ -122,10 +122,22 @@ def plan(
     before = _parent(session, first)
     previous = before.message if before is not None else ''
     tree = before.tree if before is not None else None
+    pruned = before is None and bool(first.parents)  # the checkpoint before it was pruned
     for info in reversed(chain[: start + 1]):
         credit = credits.of_checkpoint(info.message, previous, walk.seen)
         for path, old, new in history.changed_files(repo, tree, info.tree):
-            walk.change(path, old, new, credit(path, new))
+            writer = credit(path, new)
+            if pruned and walk.tracked(path) and any(map(walk.ours, credits.writers_of(writer))):
+                # The oldest checkpoint kept holds the turn's write: what was there before it
+                # went with the pruned one (rewound, the file would be deleted).
+                raise UnknownTurnError(
+                    f'cannot rewind turn {turn_id}: its start was pruned, so what {path} held '
+                    'before the turn is no longer known (`checkpoints restore ID` still puts '
+                    'back any checkpoint kept)',
+                    turn=turn_id,
+                )
+            walk.change(path, old, new, writer)
+        pruned = False
         previous, tree = info.message, info.tree
     since = credits.unrecorded(repo, tree, outside)
     if since.sealed is not None:
