@@ -10,10 +10,13 @@ from helpers.gitcli import git, needs_git
 from helpers.reading import tree_of
 
 from trading_checkpoints import Checkpoints
-from trading_checkpoints.errors import TurnConflictError, UnknownTurnError
+from trading_checkpoints.errors import OverSizeLimitError, TurnConflictError, UnknownTurnError
 from trading_checkpoints.ops import snapshot as snapshots
+from trading_checkpoints.ops import toolcalls
+from trading_checkpoints.ops.toolcalls import ToolCall
 from trading_checkpoints.ops.turns import snapshot_in_turn
 from trading_checkpoints.store import metadata
+from trading_checkpoints.store.metadata import Writer
 
 
 def agent_write(cps: Checkpoints, session: str, turn: str, path: str, text: str) -> None:
@@ -214,3 +217,27 @@ def test_a_turn_whose_start_was_pruned_is_refused_not_guessed(cps: Checkpoints, 
     cps.restore_turn('u-1')
     assert not (desk / 'notes/b.md').exists()
     assert (desk / 'Memory.md').read_text() == 'v1 by t-1\n'
+
+
+def test_a_turn_that_grew_a_file_past_the_size_limit_is_refused(
+    workspace: Path, desk: Path
+) -> None:
+    """A file over the maximum size is never stored (snapshots carry its last entry), so no
+    checkpoint holds what the turn wrote there: rewinding the turn refuses, naming it, and
+    changes nothing (it left the file as the turn left it and reported success)."""
+    write(desk, 'notes/log.md', 'small log\n')
+    cps = Checkpoints(workspace / '.checkpoints' / 'main.git', desk, max_file_size=1000)
+    cps.snapshot('start')
+    one = Writer('t-1', 'A')
+    for number, (path, text) in enumerate(
+        (('notes/log.md', 'agent output\n' * 400), ('notes/a.md', 'a\n'))
+    ):
+        call = ToolCall(f'toolu_{number}', 'claude:Write', one)
+        toolcalls.before_write(cps, call, f'before Write {path}', [path])
+        write(desk, path, text)
+        toolcalls.after_write(cps.desk_config, call, [path])
+    before = tree_of(desk)
+    with pytest.raises(OverSizeLimitError) as refused:
+        cps.restore_turn('t-1')
+    assert refused.value.path == 'notes/log.md'
+    assert tree_of(desk) == before

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from ..core.ids import short_id
 from ..core.trees import FileEntry
 from ..desk.scan import LazyFiles
-from ..errors import ExternalChangesError, NoCheckpointsError, TurnConflictError, UnknownTurnError
+from ..errors import (
+    ExternalChangesError,
+    NoCheckpointsError,
+    OverSizeLimitError,
+    TurnConflictError,
+    UnknownTurnError,
+)
 from ..store import metadata
 from ..store.commitinfo import CommitInfo
 from ..store.metadata import Writer
@@ -46,12 +52,14 @@ class Rewind:
         others: Of those, the paths someone else changed after the turn first did.
         uncertain: Of those, the paths the turn may have written while another writer may
             have too (two sessions at work at once, or a tool call that was denied or failed).
+        declared: The paths the turn's checkpoints declared its writes to be about to change.
     """
 
     first: bytes
     overlay: dict[str, FileEntry | None]
     others: frozenset[str]
     uncertain: frozenset[str] = frozenset()
+    declared: frozenset[str] = frozenset()
 
 
 def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: bool) -> RestoreResult:
@@ -60,6 +68,16 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
     found, cache = session.scan()
     outside = external.attribute(session, LazyFiles(found), session.known_tree(found, cache))
     rewind = plan(session, turn_id, found.files, outside.external)
+    for path in sorted(found.oversize & rewind.declared):
+        # No checkpoint holds what the turn wrote there (a file over the limit is carried as
+        # it was), so the rewind would leave it as the turn left it and say nothing.
+        raise OverSizeLimitError(
+            f'cannot rewind turn {turn_id}: {path}, which it wrote, is over the maximum file '
+            'size, so no checkpoint holds what it wrote there; nothing was changed (raise the '
+            'limit, or restore the file by hand)',
+            path=path,
+            limit=session.desk.max_file_size,
+        )
     request = Request(
         rewind.first,
         short_id(rewind.first),
@@ -151,11 +169,18 @@ def plan(
         if old != new:
             walk.change(path, old, new, since.credit(path, new))
     overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
+    declared = {
+        path
+        for info in chain[: start + 1]
+        if (parsed := metadata.parse(info.message)).turn == turn_id
+        for path in parsed.paths
+    }
     return Rewind(
         first.sha.encode(),
         overlay,
         frozenset(walk.others & set(overlay)),
         frozenset(walk.uncertain & set(overlay)),
+        frozenset(declared),
     )
 
 
