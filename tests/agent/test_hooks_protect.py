@@ -9,17 +9,22 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.builders import checkpoints_in, write
+from helpers.faults import ChildOutcome, run_child
 from helpers.gitcli import git
 
 from trading_checkpoints import Checkpoints
 from trading_checkpoints.agent import watch
 from trading_checkpoints.agent.hooks import Options, run
 from trading_checkpoints.errors import ProtectedPathError
+from trading_checkpoints.ops import putback, toolcalls
+from trading_checkpoints.ops.toolcalls import ToolCall
+from trading_checkpoints.store.metadata import Writer
 
 SESSIONS = {'claude': 'c0ffee00-0000-4000-8000-000000000001', 'gemini': 'gem-session-0001'}
 NAMES = {
@@ -430,3 +435,32 @@ def test_without_a_session_a_budget_overrun_is_told_every_time(workspace, cps):
         del data['session_id']
         reply = answer(run(json.dumps(data).encode(), Options(workspace=workspace)))
         assert 'its budget is 5 B' in (context('claude', reply) or '')
+
+
+def test_a_persons_edit_after_the_commands_capture_is_not_put_back(
+    cps: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command changed notes/limits.md; right after its capture, in another process, a
+    person edits the protected notes/rules/sizes.md. The put-back compares the capture's
+    checkpoint with the one before the command, not the desk: only the command's change is put
+    back, and the person's edit stays."""
+    desk = cps.desk_directory
+    call = ToolCall('toolu_1', 'claude:Bash', Writer('t-1', 'S'))
+    toolcalls.before_shell(cps.desk_config, call, 'before the command')
+    write(desk, 'notes/limits.md', 'max position 500\n')  # the command
+    captured = toolcalls.capture_shell
+    person: list[ChildOutcome] = []
+
+    def then_a_person(*args: Any, **kwargs: Any) -> Any:
+        done = captured(*args, **kwargs)
+        edit = partial(write, desk, 'notes/rules/sizes.md', 'sizes, says the person\n')
+        person.append(run_child(edit))
+        return done
+
+    monkeypatch.setattr(toolcalls, 'capture_shell', then_a_person)
+    done, put = putback.after_shell(cps.desk_config, call, 'after the command')
+    assert person and person[0].error is None
+    assert done.paths == ('notes/limits.md',)
+    assert put is not None
+    assert (desk / 'notes/limits.md').read_text() == LIMITS  # the command's change put back
+    assert (desk / 'notes/rules/sizes.md').read_text() == 'sizes, says the person\n'

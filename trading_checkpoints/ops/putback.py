@@ -4,15 +4,17 @@ A write tool aimed at a protected path is denied before it runs; a shell command
 anything, so it is undone right after instead (:func:`after_shell`, the hooks' work after a
 hooked shell command):
 
-1. the command's change is captured as any command's is (``toolcalls.after_shell``): on
+1. the command's change is captured as any command's is (``toolcalls.capture_shell``): on
    record, credited to its turn, there to inspect (``checkpoints diff``, ``show``);
-2. each protected file that differs from the checkpoint before the command (the call
-   record's ``base``: the newest checkpoint when the command began; without a record, the
-   newest one before the capture) is put back from it, new files in a protected folder
-   removed, through the restore pipeline (``restore.restore``): a partial restore of exactly
-   those files, with its pre-snapshot and its restore commit, so a person can undo it
-   (``checkpoints undo``, or ``restore`` of its pre-snapshot). The desk is looked at only
-   when the capture names a protected path or is not the only checkpoint since the base.
+2. in the same locked session, each protected file the newest checkpoint (the capture's, or
+   the one it found the desk equal to) holds otherwise than the checkpoint before the command
+   (the call record's ``base``: the newest checkpoint when the command began; without a
+   record, the newest one before the capture) is put back from it, new files in a protected
+   folder removed, through the restore pipeline (``restore.restore``): a partial restore of
+   exactly those files, with its pre-snapshot and its restore commit, so a person can undo
+   it (``checkpoints undo``, or ``restore`` of its pre-snapshot). Checkpoints are compared,
+   not the desk: a person's edit made after the capture is the person's. Nothing is compared
+   when the capture names no protected path and is the only checkpoint since the base.
 
 A person's own edits never come here: nothing but the hook after an agent's shell command
 calls it (``checkpoints watch`` records what it sees and reverts nothing). A protected file a
@@ -43,12 +45,12 @@ def after_shell(
     if not policy.protected:
         return toolcalls.after_shell(config, call, subject), None
     base = base_of(config, call) or _newest(config)
-    done = toolcalls.after_shell(config, call, subject)
-    if base is None:
-        return done, None
-    if not any(policy.covering(path) for path in done.paths) and _only(config, base, done):
-        return done, None  # the capture holds every change since base, none protected
-    with engine.locked(config, verb='put back') as session:
+    with engine.locked(config, verb='capture') as session:  # no commit between the two
+        done = toolcalls.capture_shell(session, call, subject)
+        if base is None:
+            return done, None
+        if not any(policy.covering(path) for path in done.paths) and _only(session, base, done):
+            return done, None  # the capture holds every change since base, none protected
         return done, put_back(session, base, call.tool)
 
 
@@ -60,19 +62,14 @@ def base_of(config: DeskConfig, call: ToolCall) -> bytes | None:
     return found.base.encode('ascii') if found is not None and found.base else None
 
 
-def _only(config: DeskConfig, base: bytes, done: Capture) -> bool:
+def _only(session: LockedSession, base: bytes, done: Capture) -> bool:
     """Whether the capture is the only checkpoint since ``base`` (or, capturing nothing, there
     is none): then the paths it names are all the desk changed since."""
-    repo = ShadowRepo.open(config.repository)
-    if repo is None:
-        return False
-    try:
-        head = repo.head()
-        if head is None or done.checkpoint_id is None:
-            return head == base
-        return short_id(head) == done.checkpoint_id and repo.commit_info(head).parents == (base,)
-    finally:
-        repo.close()
+    repo = session.repo
+    head = repo.head()
+    if head is None or done.checkpoint_id is None:
+        return head == base
+    return short_id(head) == done.checkpoint_id and repo.commit_info(head).parents == (base,)
 
 
 def _newest(config: DeskConfig) -> bytes | None:
@@ -86,10 +83,12 @@ def _newest(config: DeskConfig) -> bytes | None:
 
 
 def changed(session: LockedSession, base: bytes, policy: Policy) -> list[str]:
-    """The protected files of the desk that differ from checkpoint ``base``."""
-    then, _ = session.flatten(session.repo.commit_info(base).tree)
-    scan, _ = session.scan()
-    now = scan.files
+    """The protected files the newest checkpoint holds otherwise than checkpoint ``base``."""
+    repo = session.repo
+    head = repo.head()
+    assert head is not None  # ``base`` is on the branch
+    then, _ = session.flatten(repo.commit_info(base).tree)
+    now, _ = session.flatten(repo.commit_info(head).tree)
     return sorted(
         path
         for path in set(then) | set(now)

@@ -145,16 +145,21 @@ def after_shell(config: DeskConfig, call: ToolCall, subject: str) -> snapshot.Ca
     call id (Gemini CLI): left at work, it would explain every change until the turn ends."""
     if _find(config.repository, call, ()) is None and snapshot.settled(config):
         return snapshot.Capture(None)  # nothing changed since the checkpoint before it
-    writer = call.writer
     with engine.locked(config, light=True, verb='capture') as session:
-        # Found under the lock: the hook after a twin command (same session, tool and input)
-        # may have ended the call found without it, and this one's would stay at work.
-        call_id = _find(session.repo.path, call, ())
-        if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
-            subject = labelled(subject, call.label)
-        scanned = vouched.recorded_scan(session)  # narrowed by a running watcher
-        ending = call_id or call.call_id  # not on record: the capture records it, ended
-        return snapshot.capture(session, subject, call.tool, writer, ending, scanned)
+        return capture_shell(session, call, subject)
+
+
+def capture_shell(session: LockedSession, call: ToolCall, subject: str) -> snapshot.Capture:
+    """:func:`after_shell`'s capture, in a session that holds the desk's lock."""
+    writer = call.writer
+    # Found under the lock: the hook after a twin command (same session, tool and input) may
+    # have ended the call found without it, and this one's would stay at work.
+    call_id = _find(session.repo.path, call, ())
+    if writer is not None and not turnindex.started(session.repo, writer.turn, remember=True):
+        subject = labelled(subject, call.label)
+    scanned = vouched.recorded_scan(session)  # narrowed by a running watcher
+    ending = call_id or call.call_id  # not on record: the capture records it, ended
+    return snapshot.capture(session, subject, call.tool, writer, ending, scanned)
 
 
 def unfinished(
