@@ -68,14 +68,15 @@ def restore_turn(session: LockedSession, turn_id: str, policy: str, dry_run: boo
     found, cache = session.scan()
     outside = external.attribute(session, LazyFiles(found), session.known_tree(found, cache))
     rewind = plan(session, turn_id, found.files, outside.external)
-    for path in sorted(found.oversize & rewind.declared):
+    too_large = sorted(found.oversize & rewind.declared)
+    if too_large:
         # No checkpoint holds what the turn wrote there (a file over the limit is carried as
         # it was), so the rewind would leave it as the turn left it and say nothing.
         raise OverSizeLimitError(
-            f'cannot rewind turn {turn_id}: {path}, which it wrote, is over the maximum file '
-            'size, so no checkpoint holds what it wrote there; nothing was changed (raise the '
-            'limit, or restore the file by hand)',
-            path=path,
+            f'cannot rewind turn {turn_id}: {too_large[0]}, which it wrote, is over the '
+            'maximum file size, so no checkpoint holds what it wrote there; nothing was '
+            'changed (raise the limit, or restore the file by hand)',
+            path=too_large[0],
             limit=session.desk.max_file_size,
         )
     request = Request(
