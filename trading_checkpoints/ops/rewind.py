@@ -124,11 +124,14 @@ def plan(
     repo = session.repo
     chain: list[CommitInfo] = []
     oldest: dict[str, int] = {}
+    declared: set[str] = set()  # what the turn's checkpoints declared it was about to write
     for position, info in enumerate(repo.history()):
         chain.append(info)
-        turn = metadata.parse(info.message).turn
-        if turn is not None:
-            oldest[turn] = position
+        parsed = metadata.parse(info.message)
+        if parsed.turn is not None:
+            oldest[parsed.turn] = position
+        if parsed.turn == turn_id:
+            declared.update(parsed.paths)
     if not chain:
         raise NoCheckpointsError(f'no checkpoints yet in {repo.path}', repository=repo.path)
     if turn_id not in oldest:
@@ -170,12 +173,6 @@ def plan(
         if old != new:
             walk.change(path, old, new, since.credit(path, new))
     overlay = {p: e for p, e in walk.before.items() if desk.get(p) != e}
-    declared = {
-        path
-        for info in chain[: start + 1]
-        if (parsed := metadata.parse(info.message)).turn == turn_id
-        for path in parsed.paths
-    }
     return Rewind(
         first.sha.encode(),
         overlay,
